@@ -1,0 +1,224 @@
+//! Types shared by strata's eBPF programs and its user space: map and program names, the
+//! configuration and probe-spec layouts user space writes into maps, and the records the
+//! kernel side emits through the ring buffer.
+//!
+//! Every struct is `#[repr(C)]` with explicit padding fields, so both sides agree on the
+//! layout without relying on compiler-inserted holes (the verifier rejects reads of
+//! uninitialised padding, and user space would decode garbage).
+#![no_std]
+
+/// Arguments captured per call (the x86-64 integer argument registers).
+pub const MAX_ARGS: usize = 6;
+/// Nesting depth kept per thread; deeper calls are counted in [`Counter::StackOverflow`].
+pub const MAX_DEPTH: usize = 16;
+/// Bytes of a user string (path, mode) copied per argument, including the NUL.
+pub const STR_CAP: usize = 512;
+/// Entries of the uprobe spec map, indexed by the attach cookie (function id).
+pub const MAX_FUNCS: u32 = 4096;
+/// Entries of the syscall spec map, indexed by syscall number.
+pub const MAX_SYSCALLS: u32 = 1024;
+/// `CLONE_THREAD` from `<linux/sched.h>`: a new task that shares its creator's tgid.
+pub const CLONE_THREAD: u64 = 0x0001_0000;
+
+/// Map names, used by the programs' `#[map(name = ...)]` and by the loader.
+pub mod maps {
+    pub const CONFIG: &str = "STRATA_CONFIG";
+    pub const TRACED: &str = "STRATA_TRACED";
+    pub const STACKS: &str = "STRATA_STACKS";
+    pub const ZERO_STACK: &str = "STRATA_ZERO_STACK";
+    pub const FUNC_SPECS: &str = "STRATA_FUNC_SPECS";
+    pub const SYSCALL_SPECS: &str = "STRATA_SYSCALL_SPECS";
+    pub const COUNTERS: &str = "STRATA_COUNTERS";
+    pub const EVENTS: &str = "STRATA_EVENTS";
+}
+
+/// Program names (the eBPF function names).
+pub mod programs {
+    pub const SYS_ENTER: &str = "strata_sys_enter";
+    pub const SYS_EXIT: &str = "strata_sys_exit";
+    pub const UPROBE_ENTRY: &str = "strata_uprobe_entry";
+    pub const UPROBE_RETURN: &str = "strata_uprobe_return";
+    pub const TASK_NEWTASK: &str = "strata_task_newtask";
+    pub const PROCESS_EXEC: &str = "strata_process_exec";
+    pub const PROCESS_EXIT: &str = "strata_process_exit";
+}
+
+/// Global settings written once by user space before any program is attached.
+///
+/// The `*_off` fields are byte offsets into tracepoint records, read by user space from the
+/// running kernel's tracepoint `format` files so the programs do not hard-code them.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Config {
+    /// strata's own tgid: never traced, whatever the mode.
+    pub self_tgid: u32,
+    /// Non-zero: trace every process (`--all`); zero: only tgids in the traced set.
+    pub trace_all: u32,
+    pub newtask_pid_off: u32,
+    pub newtask_flags_off: u32,
+    pub exec_pid_off: u32,
+    pub exec_old_pid_off: u32,
+    pub exit_pid_off: u32,
+    pub exit_group_dead_off: u32,
+}
+
+/// How the kernel side captures one probed function or syscall.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FuncSpec {
+    /// Index of the probe in probes.toml order; user space decodes with it.
+    pub func_id: u32,
+    /// Number of arguments to capture (at most [`MAX_ARGS`]).
+    pub nargs: u8,
+    /// Bit i set: argument i is a pointer to a NUL-terminated user string, copied at entry.
+    pub str_mask: u8,
+    /// Index of an out-pointer argument read at return, or [`NO_ARG`].
+    pub out_arg: u8,
+    /// Width in bytes (4 or 8) of the value behind `out_arg`.
+    pub out_size: u8,
+    /// [`SPEC_ENABLED`], [`SPEC_EMIT_AT_ENTRY`].
+    pub flags: u32,
+}
+
+pub const NO_ARG: u8 = 0xff;
+/// The spec slot is in use (maps are zero-filled, and 0 is a valid function id).
+pub const SPEC_ENABLED: u32 = 1;
+/// The call does not return (exit_group): emit its record at entry, push no frame.
+pub const SPEC_EMIT_AT_ENTRY: u32 = 2;
+
+/// One traced call in progress on a thread.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Frame {
+    pub call_id: u64,
+    pub ts_begin: u64,
+    pub args: [u64; MAX_ARGS],
+    pub func_id: u32,
+    pub _pad: u32,
+}
+
+/// The per-thread call stack (keyed by tid in [`maps::STACKS`]).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ThreadStack {
+    /// Number of calls in progress; may exceed [`MAX_DEPTH`] (frames above it are not kept).
+    pub depth: u32,
+    pub _pad: u32,
+    pub frames: [Frame; MAX_DEPTH],
+}
+
+/// Drop and bookkeeping counters, one slot each in the per-CPU [`maps::COUNTERS`] array.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Counter {
+    /// A record could not be reserved in the ring buffer (it was full): the event is lost.
+    RingbufFull = 0,
+    /// A call nested deeper than [`MAX_DEPTH`]: it is not recorded.
+    StackOverflow = 1,
+    /// A return found frames above its own (a missed return, e.g. longjmp): those are dropped.
+    StackMismatch = 2,
+    /// A user string could not be read (page not resident, bad pointer).
+    StrReadFailed = 3,
+    /// The per-thread stack map was full.
+    StackAllocFailed = 4,
+    /// Records emitted (all kinds).
+    Emitted = 5,
+    /// Per-CPU call id sequence (not a drop counter).
+    CallSeq = 6,
+}
+
+pub const COUNTER_SLOTS: u32 = 8;
+
+/// The first field of every ring-buffer record.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordKind {
+    Call = 1,
+    Str = 2,
+    Proc = 3,
+}
+
+/// A completed call (library function or syscall), emitted when it returns.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct CallRecord {
+    pub kind: u32,
+    pub func_id: u32,
+    /// Unique per host and run, never 0: `(per-CPU sequence << 10) | cpu`.
+    pub call_id: u64,
+    /// The call below this one on the same thread's stack; 0 at the top.
+    pub parent_id: u64,
+    /// CLOCK_MONOTONIC nanoseconds.
+    pub ts_begin: u64,
+    pub ts_end: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub depth: u32,
+    /// [`CALL_OUT_VALID`].
+    pub flags: u32,
+    pub ret: i64,
+    /// The value read through the out-pointer argument at return.
+    pub out: u64,
+    pub args: [u64; MAX_ARGS],
+}
+
+/// `CallRecord::out` holds a value read at return.
+pub const CALL_OUT_VALID: u32 = 1;
+
+/// A user string argument of a call, emitted at the call's entry (before its [`CallRecord`]).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct StrRecord {
+    pub kind: u32,
+    pub arg: u32,
+    pub call_id: u64,
+    /// Bytes in `data` without the NUL; [`STR_FAILED`] when the read failed.
+    pub len: u32,
+    pub _pad: u32,
+    pub data: [u8; STR_CAP],
+}
+
+pub const STR_FAILED: u32 = u32::MAX;
+
+/// A process lifecycle event.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ProcRecord {
+    pub kind: u32,
+    /// [`ProcEvent`] as u32.
+    pub event: u32,
+    pub ts: u64,
+    /// tgid of the current task (the creator for `NewTask`).
+    pub pid: u32,
+    pub tid: u32,
+    /// `NewTask`: the new task's id. `Exec`: the old tid. `Exit`: the exiting tid.
+    pub other: u32,
+    /// `NewTask`: low 32 bits of clone flags. `Exit`: 1 when the whole group is dead.
+    pub flags: u32,
+    pub comm: [u8; 16],
+}
+
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProcEvent {
+    NewTask = 1,
+    Exec = 2,
+    Exit = 3,
+}
+
+#[cfg(feature = "user")]
+mod pod {
+    // SAFETY: all are repr(C), Copy, and have no implicit padding.
+    unsafe impl aya::Pod for super::Config {}
+    unsafe impl aya::Pod for super::FuncSpec {}
+    unsafe impl aya::Pod for super::ThreadStack {}
+}
+
+const _: () = {
+    assert!(core::mem::size_of::<Config>() == 32);
+    assert!(core::mem::size_of::<FuncSpec>() == 12);
+    assert!(core::mem::size_of::<Frame>() == 72);
+    assert!(core::mem::size_of::<CallRecord>() == 120);
+    assert!(core::mem::size_of::<StrRecord>() == 24 + STR_CAP);
+    assert!(core::mem::size_of::<ProcRecord>() == 48);
+};

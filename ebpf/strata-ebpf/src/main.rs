@@ -1,0 +1,506 @@
+//! strata's kernel side: one generic pair of programs for syscall tracepoints, one for
+//! uprobes, and three for process lifecycle. What each probed function captures comes from
+//! the spec maps that user space fills from probes.toml, so adding a function is a line of
+//! TOML, not new code here.
+//!
+//! Static names equal the constants in `strata_common::{maps, programs}` (a user-space test
+//! checks the object against them).
+#![no_std]
+#![no_main]
+
+use aya_ebpf::{
+    bindings::BPF_F_NO_PREALLOC,
+    helpers::{
+        bpf_get_attach_cookie, bpf_get_current_comm, bpf_get_current_pid_tgid,
+        bpf_get_smp_processor_id, bpf_ktime_get_ns, bpf_probe_read_user,
+        bpf_probe_read_user_str_bytes,
+    },
+    macros::{map, tracepoint, uprobe, uretprobe},
+    maps::{Array, HashMap, PerCpuArray, RingBuf},
+    programs::{ProbeContext, RetProbeContext, TracePointContext},
+};
+use strata_common::{
+    CALL_OUT_VALID, CLONE_THREAD, COUNTER_SLOTS, CallRecord, Config, Counter, FuncSpec, MAX_ARGS,
+    MAX_DEPTH, MAX_FUNCS, MAX_SYSCALLS, NO_ARG, ProcEvent, ProcRecord, RecordKind,
+    SPEC_EMIT_AT_ENTRY, SPEC_ENABLED, STR_FAILED, StrRecord, ThreadStack,
+};
+
+#[map]
+static STRATA_CONFIG: Array<Config> = Array::with_max_entries(1, 0);
+
+/// tgids being traced (unless `trace_all`).
+#[map]
+static STRATA_TRACED: HashMap<u32, u32> = HashMap::with_max_entries(65536, 0);
+
+/// Per-thread call stacks, allocated on a thread's first traced call.
+#[map]
+static STRATA_STACKS: HashMap<u32, ThreadStack> =
+    HashMap::with_max_entries(65536, BPF_F_NO_PREALLOC);
+
+/// Never written: the zeroed value a new thread stack is created from (too big for the stack).
+#[map]
+static STRATA_ZERO_STACK: Array<ThreadStack> = Array::with_max_entries(1, 0);
+
+#[map]
+static STRATA_FUNC_SPECS: Array<FuncSpec> = Array::with_max_entries(MAX_FUNCS, 0);
+
+/// Indexed by syscall number. (The record's `common_type` cannot tell syscall events apart:
+/// for BPF programs the kernel overwrites the common header with a pt_regs pointer.)
+#[map]
+static STRATA_SYSCALL_SPECS: Array<FuncSpec> = Array::with_max_entries(MAX_SYSCALLS, 0);
+
+#[map]
+static STRATA_COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(COUNTER_SLOTS, 0);
+
+/// Sized by user space at load time (`--ring-buffer-mib`).
+#[map]
+static STRATA_EVENTS: RingBuf = RingBuf::with_byte_size(16 << 20, 0);
+
+type Res<T> = Result<T, i64>;
+
+#[inline(always)]
+fn count(c: Counter) {
+    if let Some(p) = STRATA_COUNTERS.get_ptr_mut(c as u32) {
+        // SAFETY: per-CPU slot, no concurrent writer on this CPU.
+        unsafe { *p += 1 };
+    }
+}
+
+#[inline(always)]
+fn config() -> Res<&'static Config> {
+    STRATA_CONFIG.get(0).ok_or(-1)
+}
+
+/// The kernel-side filter: is the current process traced?
+#[inline(always)]
+fn traced(cfg: &Config, tgid: u32) -> bool {
+    if tgid == cfg.self_tgid {
+        return false;
+    }
+    // SAFETY: read-only lookup of a plain integer value.
+    cfg.trace_all != 0 || unsafe { STRATA_TRACED.get(&tgid) }.is_some()
+}
+
+#[inline(always)]
+fn next_call_id() -> u64 {
+    let cpu = u64::from(unsafe { bpf_get_smp_processor_id() });
+    let seq = match STRATA_COUNTERS.get_ptr_mut(Counter::CallSeq as u32) {
+        // SAFETY: per-CPU slot, no concurrent writer on this CPU.
+        Some(p) => unsafe {
+            *p += 1;
+            *p
+        },
+        None => 0,
+    };
+    (seq << 10) | (cpu & 0x3ff)
+}
+
+/// A frame index the verifier can bound: the volatile read keeps the optimiser from folding
+/// the mask into pointer arithmetic it cannot follow. MAX_DEPTH is a power of two.
+#[inline(always)]
+fn slot(i: usize) -> usize {
+    // SAFETY: a read of a local.
+    unsafe { core::ptr::read_volatile(&i) & (MAX_DEPTH - 1) }
+}
+
+const _: () = assert!(MAX_DEPTH.is_power_of_two());
+
+#[inline(always)]
+fn thread_stack(tid: u32) -> Res<*mut ThreadStack> {
+    if let Some(p) = STRATA_STACKS.get_ptr_mut(&tid) {
+        return Ok(p);
+    }
+    let zero = STRATA_ZERO_STACK.get(0).ok_or(-1)?;
+    if STRATA_STACKS.insert(&tid, zero, 0).is_err() {
+        count(Counter::StackAllocFailed);
+        return Err(-1);
+    }
+    STRATA_STACKS.get_ptr_mut(&tid).ok_or(-1)
+}
+
+/// Copies the string arguments named by `str_mask` into ring-buffer records.
+#[inline(always)]
+fn emit_strings(spec: &FuncSpec, call_id: u64, args: &[u64; MAX_ARGS]) {
+    for i in 0..MAX_ARGS {
+        if spec.str_mask & (1 << i) == 0 {
+            continue;
+        }
+        let Some(mut entry) = STRATA_EVENTS.reserve::<StrRecord>(0) else {
+            count(Counter::RingbufFull);
+            continue;
+        };
+        let rec = entry.as_mut_ptr();
+        // SAFETY: `rec` points to reserved ring-buffer memory of the right size; every field
+        // is written before submit.
+        unsafe {
+            (*rec).kind = RecordKind::Str as u32;
+            (*rec).arg = i as u32;
+            (*rec).call_id = call_id;
+            (*rec)._pad = 0;
+            let len = match bpf_probe_read_user_str_bytes(args[i] as *const u8, &mut (*rec).data) {
+                Ok(s) => s.len() as u32,
+                Err(_) => {
+                    count(Counter::StrReadFailed);
+                    STR_FAILED
+                }
+            };
+            (*rec).len = len;
+        }
+        entry.submit(0);
+        count(Counter::Emitted);
+    }
+}
+
+/// Emits the record of a finished call.
+#[inline(always)]
+fn emit_call(
+    spec: &FuncSpec,
+    frame_call_id: u64,
+    parent_id: u64,
+    ts_begin: u64,
+    args: &[u64; MAX_ARGS],
+    depth: u32,
+    ret: i64,
+) {
+    let pid_tgid = bpf_get_current_pid_tgid();
+    let Some(mut entry) = STRATA_EVENTS.reserve::<CallRecord>(0) else {
+        count(Counter::RingbufFull);
+        return;
+    };
+    let mut out = 0u64;
+    let mut flags = 0u32;
+    if spec.out_arg != NO_ARG && ret >= 0 {
+        if let Some(ptr) = args.get(spec.out_arg as usize) {
+            // SAFETY: reads user memory through the helper, which tolerates bad pointers.
+            let read = unsafe {
+                if spec.out_size == 4 {
+                    bpf_probe_read_user(*ptr as *const u32).map(u64::from)
+                } else {
+                    bpf_probe_read_user(*ptr as *const u64)
+                }
+            };
+            if let Ok(v) = read {
+                out = v;
+                flags |= CALL_OUT_VALID;
+            }
+        }
+    }
+    let rec = entry.as_mut_ptr();
+    // SAFETY: reserved ring-buffer memory of the right size; every field is written.
+    unsafe {
+        (*rec).kind = RecordKind::Call as u32;
+        (*rec).func_id = spec.func_id;
+        (*rec).call_id = frame_call_id;
+        (*rec).parent_id = parent_id;
+        (*rec).ts_begin = ts_begin;
+        (*rec).ts_end = bpf_ktime_get_ns();
+        (*rec).pid = (pid_tgid >> 32) as u32;
+        (*rec).tid = pid_tgid as u32;
+        (*rec).depth = depth;
+        (*rec).flags = flags;
+        (*rec).ret = ret;
+        (*rec).out = out;
+        (*rec).args = *args;
+    }
+    entry.submit(0);
+    count(Counter::Emitted);
+}
+
+/// Entry half shared by syscalls and uprobes: filter, push a frame, copy strings.
+#[inline(always)]
+fn on_entry(spec: &FuncSpec, args: &[u64; MAX_ARGS]) -> Res<()> {
+    let cfg = config()?;
+    let pid_tgid = bpf_get_current_pid_tgid();
+    if !traced(cfg, (pid_tgid >> 32) as u32) {
+        return Ok(());
+    }
+    let st = thread_stack(pid_tgid as u32)?;
+    let call_id = next_call_id();
+    let ts = unsafe { bpf_ktime_get_ns() };
+    // SAFETY: `st` points into the stack map's value for this thread; only this thread
+    // touches it (programs run with preemption disabled for the duration).
+    let depth = unsafe { (*st).depth };
+    let parent_id = match depth.checked_sub(1) {
+        Some(p) if (p as usize) < MAX_DEPTH => unsafe { (*st).frames[slot(p as usize)].call_id },
+        _ => 0,
+    };
+    emit_strings(spec, call_id, args);
+    if spec.flags & SPEC_EMIT_AT_ENTRY != 0 {
+        emit_call(spec, call_id, parent_id, ts, args, depth, 0);
+        return Ok(());
+    }
+    let i = depth as usize;
+    unsafe {
+        if i >= MAX_DEPTH {
+            count(Counter::StackOverflow);
+            // Keep counting depth so the matching returns stay balanced.
+            (*st).depth = depth.saturating_add(1);
+            return Ok(());
+        }
+        let f = &mut (*st).frames[slot(i)];
+        f.call_id = call_id;
+        f.ts_begin = ts;
+        f.args = *args;
+        f.func_id = spec.func_id;
+        (*st).depth = depth + 1;
+    }
+    Ok(())
+}
+
+/// Return half: pop this function's frame and emit the call.
+#[inline(always)]
+fn on_return(spec: &FuncSpec, ret: i64) -> Res<()> {
+    let pid_tgid = bpf_get_current_pid_tgid();
+    let tid = pid_tgid as u32;
+    let Some(st) = STRATA_STACKS.get_ptr_mut(&tid) else {
+        return Ok(());
+    };
+    // SAFETY: as in `on_entry`.
+    unsafe {
+        let depth = (*st).depth;
+        if depth == 0 {
+            return Ok(());
+        }
+        if depth as usize > MAX_DEPTH {
+            (*st).depth = depth - 1;
+            return Ok(());
+        }
+        // Find this function's frame from the top; frames above it lost their return.
+        let mut found = None;
+        for k in 1..=MAX_DEPTH {
+            if k > depth as usize {
+                break;
+            }
+            let top = depth as usize - k;
+            if (*st).frames[slot(top)].func_id == spec.func_id {
+                found = Some(top);
+                break;
+            }
+        }
+        let Some(i) = found else {
+            return Ok(());
+        };
+        if i + 1 != depth as usize {
+            count(Counter::StackMismatch);
+        }
+        (*st).depth = i as u32;
+        let f = &(*st).frames[slot(i)];
+        let parent_id = match i.checked_sub(1) {
+            Some(p) => (*st).frames[slot(p)].call_id,
+            None => 0,
+        };
+        let args = f.args;
+        emit_call(spec, f.call_id, parent_id, f.ts_begin, &args, i as u32, ret);
+    }
+    Ok(())
+}
+
+// ---- syscall tracepoints (syscalls/sys_enter_* and sys_exit_*) ----
+
+const SYSCALL_NR_OFF: usize = 8;
+const SYSCALL_ARGS_OFF: usize = 16;
+
+#[inline(always)]
+fn syscall_spec(ctx: &TracePointContext) -> Res<&'static FuncSpec> {
+    // SAFETY: syscall tracepoint records carry `int __syscall_nr` at offset 8.
+    let nr: i32 = unsafe { ctx.read_at(SYSCALL_NR_OFF) }.map_err(|e| e as i64)?;
+    let spec = STRATA_SYSCALL_SPECS.get(nr as u32).ok_or(-1)?;
+    if spec.flags & SPEC_ENABLED == 0 {
+        return Err(-1);
+    }
+    Ok(spec)
+}
+
+#[tracepoint]
+pub fn strata_sys_enter(ctx: TracePointContext) -> u32 {
+    match try_sys_enter(&ctx) {
+        Ok(()) | Err(_) => 0,
+    }
+}
+
+fn try_sys_enter(ctx: &TracePointContext) -> Res<()> {
+    let spec = syscall_spec(ctx)?;
+    let mut args = [0u64; MAX_ARGS];
+    for (i, a) in args.iter_mut().enumerate() {
+        if i >= spec.nargs as usize {
+            break;
+        }
+        // SAFETY: arguments are 8-byte fields after the nr; `nargs` comes from the format.
+        *a = unsafe { ctx.read_at(SYSCALL_ARGS_OFF + 8 * i) }.unwrap_or(0);
+    }
+    on_entry(spec, &args)
+}
+
+#[tracepoint]
+pub fn strata_sys_exit(ctx: TracePointContext) -> u32 {
+    match try_sys_exit(&ctx) {
+        Ok(()) | Err(_) => 0,
+    }
+}
+
+fn try_sys_exit(ctx: &TracePointContext) -> Res<()> {
+    let spec = syscall_spec(ctx)?;
+    // SAFETY: sys_exit_* records carry `long ret` right after the nr.
+    let ret: i64 = unsafe { ctx.read_at(SYSCALL_ARGS_OFF) }.map_err(|e| e as i64)?;
+    on_return(spec, ret)
+}
+
+// ---- uprobes: the attach cookie is the function id ----
+
+#[inline(always)]
+fn func_spec(ctx: &impl aya_ebpf::EbpfContext) -> Res<&'static FuncSpec> {
+    // SAFETY: the helper only reads the cookie of the current attachment.
+    let id = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) };
+    let spec = STRATA_FUNC_SPECS.get(id as u32).ok_or(-1)?;
+    if spec.flags & SPEC_ENABLED == 0 {
+        return Err(-1);
+    }
+    Ok(spec)
+}
+
+#[uprobe]
+pub fn strata_uprobe_entry(ctx: ProbeContext) -> u32 {
+    match try_uprobe_entry(&ctx) {
+        Ok(()) | Err(_) => 0,
+    }
+}
+
+fn try_uprobe_entry(ctx: &ProbeContext) -> Res<()> {
+    let spec = func_spec(ctx)?;
+    let mut args = [0u64; MAX_ARGS];
+    for (i, a) in args.iter_mut().enumerate() {
+        if i >= spec.nargs as usize {
+            break;
+        }
+        *a = ctx.arg(i).unwrap_or(0);
+    }
+    on_entry(spec, &args)
+}
+
+#[uretprobe]
+pub fn strata_uprobe_return(ctx: RetProbeContext) -> u32 {
+    match try_uprobe_return(&ctx) {
+        Ok(()) | Err(_) => 0,
+    }
+}
+
+fn try_uprobe_return(ctx: &RetProbeContext) -> Res<()> {
+    let spec = func_spec(ctx)?;
+    on_return(spec, ctx.ret())
+}
+
+// ---- process lifecycle ----
+
+#[inline(always)]
+fn emit_proc(event: ProcEvent, pid: u32, tid: u32, other: u32, flags: u32) {
+    let Some(mut entry) = STRATA_EVENTS.reserve::<ProcRecord>(0) else {
+        count(Counter::RingbufFull);
+        return;
+    };
+    let rec = entry.as_mut_ptr();
+    // SAFETY: reserved ring-buffer memory of the right size; every field is written.
+    unsafe {
+        (*rec).kind = RecordKind::Proc as u32;
+        (*rec).event = event as u32;
+        (*rec).ts = bpf_ktime_get_ns();
+        (*rec).pid = pid;
+        (*rec).tid = tid;
+        (*rec).other = other;
+        (*rec).flags = flags;
+        (*rec).comm = bpf_get_current_comm().unwrap_or([0; 16]);
+    }
+    entry.submit(0);
+    count(Counter::Emitted);
+}
+
+#[tracepoint]
+pub fn strata_task_newtask(ctx: TracePointContext) -> u32 {
+    match try_task_newtask(&ctx) {
+        Ok(()) | Err(_) => 0,
+    }
+}
+
+fn try_task_newtask(ctx: &TracePointContext) -> Res<()> {
+    let cfg = config()?;
+    let pid_tgid = bpf_get_current_pid_tgid();
+    let tgid = (pid_tgid >> 32) as u32;
+    if !traced(cfg, tgid) {
+        return Ok(());
+    }
+    // SAFETY: offsets come from this kernel's task_newtask format file.
+    let child: i32 = unsafe { ctx.read_at(cfg.newtask_pid_off as usize) }.map_err(|e| e as i64)?;
+    let clone_flags: u64 =
+        unsafe { ctx.read_at(cfg.newtask_flags_off as usize) }.map_err(|e| e as i64)?;
+    // A new process (not a thread) of a traced process is traced from its first instruction.
+    if clone_flags & CLONE_THREAD == 0 && cfg.trace_all == 0 {
+        let _ = STRATA_TRACED.insert(&(child as u32), &1, 0);
+    }
+    emit_proc(
+        ProcEvent::NewTask,
+        tgid,
+        pid_tgid as u32,
+        child as u32,
+        clone_flags as u32,
+    );
+    Ok(())
+}
+
+#[tracepoint]
+pub fn strata_process_exec(ctx: TracePointContext) -> u32 {
+    match try_process_exec(&ctx) {
+        Ok(()) | Err(_) => 0,
+    }
+}
+
+fn try_process_exec(ctx: &TracePointContext) -> Res<()> {
+    let cfg = config()?;
+    let pid_tgid = bpf_get_current_pid_tgid();
+    let tgid = (pid_tgid >> 32) as u32;
+    if !traced(cfg, tgid) {
+        return Ok(());
+    }
+    // SAFETY: offset from this kernel's sched_process_exec format file.
+    let old: i32 = unsafe { ctx.read_at(cfg.exec_old_pid_off as usize) }.unwrap_or(0);
+    emit_proc(ProcEvent::Exec, tgid, pid_tgid as u32, old as u32, 0);
+    Ok(())
+}
+
+#[tracepoint]
+pub fn strata_process_exit(ctx: TracePointContext) -> u32 {
+    match try_process_exit(&ctx) {
+        Ok(()) | Err(_) => 0,
+    }
+}
+
+fn try_process_exit(ctx: &TracePointContext) -> Res<()> {
+    let cfg = config()?;
+    let pid_tgid = bpf_get_current_pid_tgid();
+    let tgid = (pid_tgid >> 32) as u32;
+    let tid = pid_tgid as u32;
+    if !traced(cfg, tgid) {
+        return Ok(());
+    }
+    let _ = STRATA_STACKS.remove(&tid);
+    // Kernels before 6.9 have no `group_dead` field (offset 0): take the leader's exit.
+    let group_dead = if cfg.exit_group_dead_off == 0 {
+        tid == tgid
+    } else {
+        // SAFETY: offset from this kernel's sched_process_exit format file.
+        unsafe { ctx.read_at::<u8>(cfg.exit_group_dead_off as usize) }.unwrap_or(0) != 0
+    };
+    if group_dead {
+        let _ = STRATA_TRACED.remove(&tgid);
+        emit_proc(ProcEvent::Exit, tgid, tid, tid, 1);
+    }
+    Ok(())
+}
+
+#[cfg(not(test))]
+#[panic_handler]
+fn panic(_info: &core::panic::PanicInfo) -> ! {
+    loop {}
+}
+
+#[unsafe(link_section = "license")]
+#[unsafe(no_mangle)]
+static LICENSE: [u8; 4] = *b"GPL\0";

@@ -1,0 +1,26 @@
+//! Builds the eBPF programs with the nightly toolchain and bpf-linker (see `cargo xtask setup`)
+//! and leaves the object in OUT_DIR for `include_bytes_aligned!`. `AYA_BUILD_SKIP=1` skips it
+//! for `cargo check`/clippy on machines without the eBPF toolchain.
+use anyhow::{Context as _, anyhow};
+use aya_build::{Package, Toolchain};
+
+fn main() -> anyhow::Result<()> {
+    let manifest_dir = std::env::var("CARGO_MANIFEST_DIR")?;
+    let root = std::path::Path::new(&manifest_dir)
+        .parent()
+        .ok_or_else(|| anyhow!("userspace crate has no parent directory"))?
+        .join("ebpf/strata-ebpf");
+    let root = root
+        .to_str()
+        .context("non-UTF-8 path to ebpf/strata-ebpf")?;
+    println!("cargo:rerun-if-changed={root}/../strata-common/src");
+    aya_build::build_ebpf(
+        [Package {
+            name: "strata-ebpf",
+            root_dir: root,
+            ..Default::default()
+        }],
+        Toolchain::default(),
+    )
+    .context("building the eBPF programs failed; run `cargo xtask setup` to install the nightly rust-src component and bpf-linker")
+}

@@ -1,0 +1,379 @@
+//! Loading the eBPF object, filling its spec maps from probes.toml, and attaching every
+//! enabled probe. A probe that cannot attach is recorded with the reason, never fatal.
+use std::{
+    collections::HashMap,
+    path::{Path, PathBuf},
+};
+
+use anyhow::{Context as _, anyhow};
+use aya::{
+    Ebpf, EbpfLoader,
+    maps::{Array, HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf},
+    programs::{
+        TracePoint, UProbe,
+        trace_point::TracePointLinkId,
+        uprobe::{UProbeAttachLocation, UProbeAttachPoint, UProbeLinkId, UProbeScope},
+    },
+};
+use strata_common::{Config, FuncSpec, maps, programs};
+
+use crate::{
+    probes::{Probe, Target},
+    symbols::{SymbolTable, find_library},
+    tracefs,
+};
+
+static EBPF: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/strata"));
+
+/// What happened to one probe at start, for the `probes` table and the summary.
+#[derive(Debug, Clone)]
+pub struct ProbeStatus {
+    pub probe_id: u32,
+    pub mechanism: &'static str,
+    /// Tracepoint name or library path.
+    pub target: String,
+    /// `attached`, `failed`, `disabled` or `alias`.
+    pub status: &'static str,
+    pub reason: Option<String>,
+}
+
+/// The loaded programs and the maps user space keeps using.
+pub struct Loaded {
+    pub ebpf: Ebpf,
+    pub traced: BpfHashMap<MapData, u32, u32>,
+    pub counters: PerCpuArray<MapData, u64>,
+    pub events: RingBuf<MapData>,
+    pub statuses: Vec<ProbeStatus>,
+    pub links: Links,
+}
+
+/// Every attachment, so that teardown can run them in parallel (see [`detach`]).
+#[derive(Default)]
+pub struct Links {
+    tracepoints: Vec<(&'static str, TracePointLinkId)>,
+    uprobes: Vec<(&'static str, UProbeLinkId)>,
+}
+
+/// Detaches every probe and unloads the programs.
+///
+/// Releasing a perf-event attachment waits for an RCU grace period (about 75 ms each on
+/// these VMs), so releasing a hundred of them one by one takes seconds; they are released
+/// from several threads at once so the waits overlap.
+pub fn detach(mut ebpf: Ebpf, links: Links) {
+    let mut owned: Vec<Box<dyn Send>> = Vec::new();
+    for (prog, id) in links.tracepoints {
+        if let Ok(link) = tracepoint(&mut ebpf, prog).and_then(|p| Ok(p.take_link(id)?)) {
+            owned.push(Box::new(link));
+        }
+    }
+    for (prog, id) in links.uprobes {
+        if let Ok(link) = uprobe(&mut ebpf, prog).and_then(|p| Ok(p.take_link(id)?)) {
+            owned.push(Box::new(link));
+        }
+    }
+    const THREADS: usize = 32;
+    let mut buckets: Vec<Vec<Box<dyn Send>>> = (0..THREADS).map(|_| Vec::new()).collect();
+    for (i, l) in owned.into_iter().enumerate() {
+        buckets[i % THREADS].push(l);
+    }
+    std::thread::scope(|s| {
+        for b in buckets {
+            s.spawn(move || drop(b));
+        }
+    });
+    drop(ebpf);
+}
+
+pub struct Options {
+    pub trace_all: bool,
+    pub ring_bytes: u32,
+    pub syscall_mode: SyscallMode,
+}
+
+/// How the syscall probes reach the kernel. Both deliver the same record layout (number at
+/// offset 8, arguments or return value from offset 16) to the same two programs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SyscallMode {
+    /// raw_syscalls/sys_enter and sys_exit: two attachments for every syscall probe. Every
+    /// syscall on the node runs the (early-exiting) program; start and stop are fast.
+    Raw,
+    /// syscalls/sys_enter_<name> and sys_exit_<name>: only probed syscalls run the program,
+    /// but each attachment costs ~40 ms to release on these VMs (seconds at exit).
+    PerSyscall,
+}
+
+pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
+    let root = tracefs::root()?;
+    let mut ebpf = EbpfLoader::new()
+        .map_max_entries(maps::EVENTS, opts.ring_bytes)
+        .load(EBPF)
+        .context("loading the eBPF programs failed (is this kernel built with CONFIG_BPF_SYSCALL, and are you root?)")?;
+
+    let config = lifecycle_config(&root, opts)?;
+    let mut cfg_map: Array<_, Config> = Array::try_from(map(&mut ebpf, maps::CONFIG)?)?;
+    cfg_map.set(0, config, 0)?;
+
+    for name in [programs::SYS_ENTER, programs::SYS_EXIT] {
+        tracepoint(&mut ebpf, name)?.load()?;
+    }
+    for name in [programs::UPROBE_ENTRY, programs::UPROBE_RETURN] {
+        uprobe(&mut ebpf, name)?.load()?;
+    }
+
+    let mut statuses = Vec::with_capacity(probes.len());
+    let mut links = Links::default();
+    let mut any_syscall = false;
+    let mut libs: HashMap<String, Result<(PathBuf, SymbolTable), String>> = HashMap::new();
+    let mut attached_at: HashMap<(PathBuf, u64), u32> = HashMap::new();
+    for p in probes {
+        let (mechanism, target) = match &p.target {
+            Target::Syscall(s) => ("tracepoint", format!("syscalls/sys_{{enter,exit}}_{s}")),
+            Target::Uprobe { library, .. } => ("uprobe", library.clone()),
+        };
+        let mut status = ProbeStatus {
+            probe_id: p.id,
+            mechanism,
+            target,
+            status: "disabled",
+            reason: None,
+        };
+        if p.enabled {
+            let result = match &p.target {
+                Target::Syscall(name) => {
+                    let per_syscall = opts.syscall_mode == SyscallMode::PerSyscall;
+                    let links = per_syscall.then_some(&mut links);
+                    let r = attach_syscall(&mut ebpf, &root, p, name, links);
+                    any_syscall |= r.is_ok();
+                    if !per_syscall {
+                        status.target = "raw_syscalls/sys_{enter,exit}".into();
+                    }
+                    r
+                }
+                Target::Uprobe { library, symbol } => {
+                    let lib = libs.entry(library.clone()).or_insert_with(|| {
+                        let path = find_library(library).map_err(|e| e.to_string())?;
+                        let table = SymbolTable::read(&path).map_err(|e| e.to_string())?;
+                        Ok((path, table))
+                    });
+                    match lib {
+                        Err(e) => Err(Failure::Failed(e.clone())),
+                        Ok((path, table)) => {
+                            status.target = path.display().to_string();
+                            let at = (&mut attached_at, &mut links);
+                            attach_uprobe(&mut ebpf, p, path, table, symbol, at)
+                        }
+                    }
+                }
+            };
+            match result {
+                Ok(()) => status.status = "attached",
+                Err(Failure::Alias(of)) => {
+                    status.status = "alias";
+                    status.reason = Some(format!(
+                        "same address as probe {} ({}), which records it",
+                        of,
+                        probes[of as usize].function()
+                    ));
+                }
+                Err(Failure::Failed(reason)) => {
+                    log::warn!(
+                        "probe {} ({}) not attached: {reason}",
+                        p.function(),
+                        p.layer
+                    );
+                    status.status = "failed";
+                    status.reason = Some(reason);
+                }
+            }
+        }
+        statuses.push(status);
+    }
+
+    if any_syscall && opts.syscall_mode == SyscallMode::Raw {
+        for (prog, event) in [
+            (programs::SYS_ENTER, "sys_enter"),
+            (programs::SYS_EXIT, "sys_exit"),
+        ] {
+            let id = tracepoint(&mut ebpf, prog)?
+                .attach("raw_syscalls", event)
+                .with_context(|| format!("cannot attach to tracepoint raw_syscalls/{event}"))?;
+            links.tracepoints.push((prog, id));
+        }
+    }
+    attach_lifecycle(&mut ebpf, &mut links)?;
+    let traced = BpfHashMap::try_from(map(&mut ebpf, maps::TRACED)?)?;
+    let counters = PerCpuArray::try_from(map(&mut ebpf, maps::COUNTERS)?)?;
+    let events = RingBuf::try_from(map(&mut ebpf, maps::EVENTS)?)?;
+    Ok(Loaded {
+        ebpf,
+        traced,
+        counters,
+        events,
+        statuses,
+        links,
+    })
+}
+
+enum Failure {
+    Alias(u32),
+    Failed(String),
+}
+
+fn map(ebpf: &mut Ebpf, name: &str) -> anyhow::Result<aya::maps::Map> {
+    ebpf.take_map(name)
+        .ok_or_else(|| anyhow!("map {name} missing from the eBPF object"))
+}
+
+fn tracepoint<'a>(ebpf: &'a mut Ebpf, name: &str) -> anyhow::Result<&'a mut TracePoint> {
+    let prog = ebpf
+        .program_mut(name)
+        .ok_or_else(|| anyhow!("program {name} missing from the eBPF object"))?;
+    Ok(prog.try_into()?)
+}
+
+fn uprobe<'a>(ebpf: &'a mut Ebpf, name: &str) -> anyhow::Result<&'a mut UProbe> {
+    let prog = ebpf
+        .program_mut(name)
+        .ok_or_else(|| anyhow!("program {name} missing from the eBPF object"))?;
+    Ok(prog.try_into()?)
+}
+
+fn lifecycle_config(root: &Path, opts: &Options) -> anyhow::Result<Config> {
+    let newtask = tracefs::format(root, "task", "task_newtask")?;
+    let exec = tracefs::format(root, "sched", "sched_process_exec")?;
+    let exit = tracefs::format(root, "sched", "sched_process_exit")?;
+    let off = |f: &tracefs::Format, name: &str| {
+        f.field(name)
+            .map(|x| x.offset)
+            .ok_or_else(|| anyhow!("tracepoint field {name} missing on this kernel"))
+    };
+    Ok(Config {
+        self_tgid: std::process::id(),
+        trace_all: u32::from(opts.trace_all),
+        newtask_pid_off: off(&newtask, "pid")?,
+        newtask_flags_off: off(&newtask, "clone_flags")?,
+        exec_pid_off: off(&exec, "pid")?,
+        exec_old_pid_off: off(&exec, "old_pid")?,
+        exit_pid_off: off(&exit, "pid")?,
+        // Absent before Linux 6.9: the programs fall back to the leader's exit.
+        exit_group_dead_off: exit.field("group_dead").map_or(0, |f| f.offset),
+    })
+}
+
+fn attach_lifecycle(ebpf: &mut Ebpf, links: &mut Links) -> anyhow::Result<()> {
+    for (prog, cat, name) in [
+        (programs::TASK_NEWTASK, "task", "task_newtask"),
+        (programs::PROCESS_EXEC, "sched", "sched_process_exec"),
+        (programs::PROCESS_EXIT, "sched", "sched_process_exit"),
+    ] {
+        let tp = tracepoint(ebpf, prog)?;
+        tp.load()
+            .with_context(|| format!("the kernel rejected program {prog}"))?;
+        let id = tp
+            .attach(cat, name)
+            .with_context(|| format!("cannot attach to tracepoint {cat}/{name}"))?;
+        links.tracepoints.push((prog, id));
+    }
+    Ok(())
+}
+
+fn attach_syscall(
+    ebpf: &mut Ebpf,
+    root: &Path,
+    p: &Probe,
+    name: &str,
+    links: Option<&mut Links>,
+) -> Result<(), Failure> {
+    let failed = |e: anyhow::Error| Failure::Failed(format!("{e:#}"));
+    let enter = tracepoint_format(root, &format!("sys_enter_{name}")).map_err(failed)?;
+    // The exit event must exist too, or every call would stay open.
+    tracepoint_format(root, &format!("sys_exit_{name}")).map_err(failed)?;
+    // Own fields of sys_enter_*: __syscall_nr, then one per argument.
+    let kernel_args = enter.own_fields().count().saturating_sub(1);
+    if p.args.len() > kernel_args {
+        return Err(Failure::Failed(format!(
+            "probes.toml line {} declares {} arguments; syscall {name} has {kernel_args} on this kernel",
+            p.line,
+            p.args.len()
+        )));
+    }
+    let nr = crate::syscalls::number(name).ok_or_else(|| {
+        Failure::Failed(format!(
+            "no syscall number known for {name} on this architecture"
+        ))
+    })?;
+    let mut specs: Array<_, FuncSpec> = ebpf
+        .map_mut(maps::SYSCALL_SPECS)
+        .ok_or_else(|| Failure::Failed("syscall spec map missing".into()))
+        .and_then(|m| Array::try_from(m).map_err(|e| Failure::Failed(e.to_string())))?;
+    specs
+        .set(nr, p.spec(), 0)
+        .map_err(|e| Failure::Failed(format!("spec map: {e}")))?;
+    // Raw mode: the caller attaches the two raw_syscalls events once for all.
+    let Some(links) = links else {
+        return Ok(());
+    };
+    for (prog, event) in [
+        (programs::SYS_ENTER, format!("sys_enter_{name}")),
+        (programs::SYS_EXIT, format!("sys_exit_{name}")),
+    ] {
+        let id = tracepoint(ebpf, prog)
+            .map_err(failed)?
+            .attach("syscalls", &event)
+            .map_err(|e| Failure::Failed(format!("attach to syscalls/{event}: {e}")))?;
+        links.tracepoints.push((prog, id));
+    }
+    Ok(())
+}
+
+fn tracepoint_format(root: &Path, event: &str) -> anyhow::Result<tracefs::Format> {
+    tracefs::format(root, "syscalls", event)
+}
+
+fn attach_uprobe(
+    ebpf: &mut Ebpf,
+    p: &Probe,
+    path: &Path,
+    table: &SymbolTable,
+    symbol: &str,
+    (attached_at, links): (&mut HashMap<(PathBuf, u64), u32>, &mut Links),
+) -> Result<(), Failure> {
+    let offset = table.offset(symbol).ok_or_else(|| {
+        Failure::Failed(format!("symbol {symbol} not found in {}", path.display()))
+    })?;
+    // Aliases (fopen/fopen64) share an address: a second probe there would record each call
+    // twice, nested in itself.
+    if let Some(first) = attached_at.get(&(path.to_owned(), offset)) {
+        return Err(Failure::Alias(*first));
+    }
+    let mut specs: Array<_, FuncSpec> = ebpf
+        .map_mut(maps::FUNC_SPECS)
+        .ok_or_else(|| Failure::Failed("function spec map missing".into()))
+        .and_then(|m| Array::try_from(m).map_err(|e| Failure::Failed(e.to_string())))?;
+    specs
+        .set(p.id, p.spec(), 0)
+        .map_err(|e| Failure::Failed(format!("spec map: {e}")))?;
+    for prog in [programs::UPROBE_ENTRY, programs::UPROBE_RETURN] {
+        let point = UProbeAttachPoint {
+            location: UProbeAttachLocation::AbsoluteOffset(offset),
+            cookie: Some(u64::from(p.id)),
+        };
+        let id = uprobe(ebpf, prog)
+            .map_err(|e| Failure::Failed(format!("{e:#}")))?
+            .attach(point, path, UProbeScope::AllProcesses)
+            .map_err(|e| {
+                Failure::Failed(format!("uprobe on {symbol} in {}: {e}", path.display()))
+            })?;
+        links.uprobes.push((prog, id));
+    }
+    attached_at.insert((path.to_owned(), offset), p.id);
+    Ok(())
+}
+
+/// Reads and sums a per-CPU counter slot.
+pub fn counter_total(counters: &PerCpuArray<MapData, u64>, slot: strata_common::Counter) -> u64 {
+    counters
+        .get(&(slot as u32), 0)
+        .map(|v| v.iter().sum())
+        .unwrap_or(0)
+}

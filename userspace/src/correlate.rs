@@ -1,0 +1,560 @@
+//! Turning kernel records into rows: each call gets its strings, its handle, its file, its
+//! offset, and the handles it created get their parents.
+//!
+//! Handle parents follow the per-thread call stack (the thesis' handle stack): a handle
+//! created inside a call that itself creates a handle (the fd opened inside fopen, the
+//! MPI_File opened inside H5Fcreate) becomes that handle's child. Children return before
+//! their parents, so each created handle waits in `adoptions[parent call]` until an
+//! enclosing creator returns, or the top of the stack is reached.
+use std::collections::HashMap;
+
+use strata_common::{CALL_OUT_VALID, CallRecord, ProcEvent, ProcRecord};
+
+use crate::{
+    dataset::Dataset,
+    events::{Event, comm},
+    files::{self, Files},
+    handles::{HandleId, Handles, NewHandle, Raw},
+    probes::{ArgKind, Layer, Op, Probe, RetKind, Target},
+    procs::Procs,
+    schema::CallRow,
+    summary::Summary,
+};
+
+const AT_FDCWD: i32 = -100;
+const EBADF: i64 = 9;
+const F_DUPFD: u64 = 0;
+const F_DUPFD_CLOEXEC: u64 = 1030;
+const SEEK_SET: u64 = 0;
+const SEEK_CUR: u64 = 1;
+/// Strings whose call never returned are dropped after this many flushes.
+const STR_MAX_AGE: u32 = 600;
+
+/// Converts kernel CLOCK_MONOTONIC nanoseconds to Unix-epoch nanoseconds.
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    pub offset_ns: i64,
+}
+
+impl Clock {
+    pub fn now() -> Self {
+        use nix::time::ClockId;
+        Self {
+            offset_ns: clock_ns(ClockId::CLOCK_REALTIME) - clock_ns(ClockId::CLOCK_MONOTONIC),
+        }
+    }
+
+    pub fn epoch(&self, mono_ns: u64) -> i64 {
+        mono_ns as i64 + self.offset_ns
+    }
+}
+
+/// Reads a clock in nanoseconds.
+pub fn clock_ns(id: nix::time::ClockId) -> i64 {
+    nix::time::clock_gettime(id).map_or(0, |t| t.tv_sec() * 1_000_000_000 + t.tv_nsec())
+}
+
+struct PendingStrs {
+    strs: Vec<(u32, Option<String>)>,
+    age: u32,
+}
+
+struct Adoption {
+    pid: i32,
+    handles: Vec<HandleId>,
+}
+
+pub struct Correlator {
+    probes: Vec<Probe>,
+    clock: Clock,
+    strs: HashMap<u64, PendingStrs>,
+    adoptions: HashMap<u64, Adoption>,
+    pub procs: Procs,
+    pub handles: Handles,
+    pub files: Files,
+    pub summary: Summary,
+}
+
+impl Correlator {
+    pub fn new(probes: Vec<Probe>, clock: Clock) -> Self {
+        Self {
+            probes,
+            clock,
+            strs: HashMap::new(),
+            adoptions: HashMap::new(),
+            procs: Procs::default(),
+            handles: Handles::default(),
+            files: Files::default(),
+            summary: Summary::default(),
+        }
+    }
+
+    pub fn handle(&mut self, ev: Event, out: &mut Dataset) {
+        match ev {
+            Event::Str { call_id, arg, text } => {
+                self.strs
+                    .entry(call_id)
+                    .or_insert(PendingStrs {
+                        strs: Vec::new(),
+                        age: 0,
+                    })
+                    .strs
+                    .push((arg, text));
+            }
+            Event::Call(rec) => {
+                if let Some(row) = self.call(&rec) {
+                    self.summary.add_call(&row);
+                    out.calls.push(row);
+                }
+            }
+            Event::Proc { event, rec } => self.proc_event(event, &rec),
+        }
+        self.collect(out);
+    }
+
+    /// Moves finished handle, file and process rows into the dataset.
+    fn collect(&mut self, out: &mut Dataset) {
+        for r in self.files.new_rows.drain(..) {
+            out.files.push(r);
+        }
+        for r in self.handles.done.drain(..) {
+            out.handles.push(r);
+        }
+        for r in self.procs.done.drain(..) {
+            self.summary.processes += 1;
+            out.processes.push(r);
+        }
+    }
+
+    /// Called once per flush interval: ages out strings of calls that never returned.
+    pub fn tick(&mut self) {
+        self.strs.retain(|_, p| {
+            p.age += 1;
+            p.age < STR_MAX_AGE
+        });
+    }
+
+    /// End of the run: every open handle and live process is written as it stands.
+    pub fn finish(&mut self, out: &mut Dataset) {
+        let pending: Vec<HandleId> = self
+            .adoptions
+            .drain()
+            .flat_map(|(_, a)| a.handles)
+            .collect();
+        for h in pending {
+            self.handles.set_adoption_pending(h, false);
+        }
+        self.handles.drain_all();
+        self.procs.drain_all();
+        self.collect(out);
+    }
+
+    fn proc_event(&mut self, event: ProcEvent, rec: &ProcRecord) {
+        let ts = self.clock.epoch(rec.ts);
+        let clock = self.clock;
+        match event {
+            ProcEvent::NewTask => {
+                if u64::from(rec.flags) & strata_common::CLONE_THREAD != 0 {
+                    return;
+                }
+                let (parent, child) = (rec.pid as i32, rec.other as i32);
+                self.procs.ensure(parent, |t| clock.epoch(t));
+                self.procs.fork(parent, child, ts, comm(rec));
+                self.handles.fork(parent, child, Some(ts));
+            }
+            ProcEvent::Exec => {
+                let pid = rec.pid as i32;
+                self.procs.ensure(pid, |t| clock.epoch(t));
+                self.procs.exec(pid, comm(rec));
+                self.handles.exec(pid, Some(ts));
+            }
+            ProcEvent::Exit => {
+                let pid = rec.pid as i32;
+                self.handles.exit(pid, Some(ts));
+                self.procs.exit(pid, ts);
+                let stale: Vec<u64> = self
+                    .adoptions
+                    .iter()
+                    .filter(|(_, a)| a.pid == pid)
+                    .map(|(k, _)| *k)
+                    .collect();
+                for k in stale {
+                    if let Some(a) = self.adoptions.remove(&k) {
+                        for h in a.handles {
+                            self.handles.set_adoption_pending(h, false);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The path of a dirfd-relative name, made absolute.
+    fn abs_path(&self, pid: i32, dirfd: Option<i32>, path: &str) -> String {
+        if path.starts_with('/') {
+            return files::absolute(None, path);
+        }
+        let base = match dirfd {
+            Some(fd) if fd != AT_FDCWD => self
+                .handles
+                .lookup(pid, Raw::Fd(fd))
+                .and_then(|h| self.handles.get(h))
+                .and_then(|h| h.row.path.clone()),
+            _ => files::cwd(pid),
+        };
+        files::absolute(base.as_deref(), path)
+    }
+
+    /// The handle of an fd, created on first use for fds opened before tracing (stdin, ...).
+    fn fd_handle(&mut self, pid: i32, fd: i32) -> Option<HandleId> {
+        if fd < 0 {
+            return None;
+        }
+        if let Some(h) = self.handles.lookup(pid, Raw::Fd(fd)) {
+            return Some(h);
+        }
+        let link = std::fs::read_link(format!("/proc/{pid}/fd/{fd}")).ok()?;
+        let path = link.to_string_lossy().into_owned();
+        let file_id = self.files.resolve(pid, Some(fd), &path);
+        Some(self.handles.create(NewHandle {
+            pid,
+            raw: Raw::Fd(fd),
+            layer: Layer::Posix.as_str(),
+            kind: "fd",
+            parent: None,
+            file_id: Some(file_id),
+            path: Some(path),
+            mode: None,
+            flags: None,
+            call_id: None,
+            ts: None,
+            share_with: None,
+            pos: None,
+        }))
+    }
+
+    fn call(&mut self, rec: &CallRecord) -> Option<CallRow> {
+        let p = self.probes.get(rec.func_id as usize)?.clone();
+        let pid = rec.pid as i32;
+        let clock = self.clock;
+        self.procs.ensure(pid, |t| clock.epoch(t));
+        let call_id = rec.call_id as i64;
+        let ts_end = self.clock.epoch(rec.ts_end);
+        let arg = |k: ArgKind| p.arg(k).map(|i| rec.args[i]);
+        let is_syscall = matches!(p.target, Target::Syscall(_));
+        let ret = rec.ret;
+
+        // Strings, in argument order.
+        let mut strs = self
+            .strs
+            .remove(&rec.call_id)
+            .map(|s| s.strs)
+            .unwrap_or_default();
+        strs.sort_by_key(|(a, _)| *a);
+        let str_of = |kind: ArgKind, nth: usize| -> Option<String> {
+            p.args
+                .iter()
+                .enumerate()
+                .filter(|(_, k)| **k == kind)
+                .nth(nth)
+                .and_then(|(i, _)| strs.iter().find(|(a, _)| *a as usize == i))
+                .and_then(|(_, s)| s.clone())
+        };
+        let path = str_of(ArgKind::Path, 0);
+        let path2 = str_of(ArgKind::Path, 1);
+        let modestr = str_of(ArgKind::ModeStr, 0);
+
+        let failed = match p.ret {
+            RetKind::Fd | RetKind::Bytes | RetKind::Status | RetKind::Position | RetKind::Count => {
+                ret < 0
+            }
+            RetKind::Handle | RetKind::Ptr => ret == 0,
+            RetKind::Char => ret == -1,
+            RetKind::None => false,
+        };
+        let errno = (is_syscall && ret < 0).then(|| (-ret) as i32);
+
+        let size = arg(ArgKind::Size).map(|v| v as i64);
+        let count = arg(ArgKind::Count).map(|v| v as i64);
+        let bytes_requested = match (size, count) {
+            (Some(s), Some(c)) => Some(s.saturating_mul(c)),
+            (Some(s), None) if matches!(p.op, Op::Read | Op::Write) => Some(s),
+            _ if p.ret == RetKind::Char && matches!(p.op, Op::Read | Op::Write) => Some(1),
+            _ => None,
+        };
+        let bytes_result = match p.ret {
+            _ if !matches!(p.op, Op::Read | Op::Write) => None,
+            RetKind::Bytes => Some(ret.max(0)),
+            RetKind::Count => Some(ret.max(0).saturating_mul(size.unwrap_or(1))),
+            RetKind::Char => Some(i64::from(!failed)),
+            _ => None,
+        };
+
+        // The handle operated on.
+        let fd_arg = arg(ArgKind::Fd).map(|v| v as i32);
+        let lib_raw = |v: u64| Raw::Lib(p.layer.as_str(), v);
+        let mut handle = match (fd_arg, arg(ArgKind::Handle)) {
+            (Some(fd), _) if errno != Some(EBADF as i32) => self.fd_handle(pid, fd),
+            (None, Some(h)) => self.handles.lookup(pid, lib_raw(h)),
+            _ => None,
+        };
+
+        // fstatat(fd, "", AT_EMPTY_PATH) and friends operate on the dirfd itself.
+        if handle.is_none() && path.as_deref() == Some("") {
+            if let Some(dirfd) = arg(ArgKind::Dirfd) {
+                handle = self.fd_handle(pid, dirfd as i32);
+            }
+        }
+        let mut offset = arg(ArgKind::Offset).map(|v| v as i64);
+        // Taken before the call's effect: a close still names the file it closed.
+        let file_before = handle
+            .and_then(|h| self.handles.get(h))
+            .and_then(|h| h.row.file_id);
+        let mut created: Option<HandleId> = None;
+        let mut explicit_parent = false;
+        let ts_begin = self.clock.epoch(rec.ts_begin);
+        match p.op {
+            // The thin libc wrappers: the fd belongs to the posix call beneath.
+            Op::Open | Op::Dup if p.layer == Layer::Libc => {
+                if !failed {
+                    handle = self.handles.lookup(pid, Raw::Fd(ret as i32));
+                }
+            }
+            Op::Open | Op::Reopen | Op::Dup | Op::Fcntl if !failed => {
+                if p.op == Op::Reopen {
+                    if let Some(h) = handle.take() {
+                        self.handles.destroy(h, Some(call_id), Some(ts_end));
+                    }
+                }
+                let is_dup = p.op == Op::Dup
+                    || (p.op == Op::Fcntl
+                        && matches!(arg(ArgKind::Cmd), Some(F_DUPFD | F_DUPFD_CLOEXEC)));
+                if p.op == Op::Fcntl && !is_dup {
+                    // Other fcntl commands create nothing.
+                } else if is_dup {
+                    let src = handle;
+                    if let Some(newfd) = arg(ArgKind::Newfd).map(|v| v as i32) {
+                        if Some(newfd) != fd_arg {
+                            if let Some(old) = self.handles.lookup(pid, Raw::Fd(newfd)) {
+                                self.handles.destroy(old, Some(call_id), Some(ts_end));
+                            }
+                        }
+                    }
+                    let (file_id, path, flags) = src
+                        .and_then(|s| self.handles.get(s))
+                        .map(|s| (s.row.file_id, s.row.path.clone(), s.row.flags))
+                        .unwrap_or_default();
+                    explicit_parent = src.is_some();
+                    created = Some(self.handles.create(NewHandle {
+                        pid,
+                        raw: Raw::Fd(ret as i32),
+                        layer: p.layer.as_str(),
+                        kind: "fd",
+                        parent: src,
+                        file_id,
+                        path,
+                        mode: None,
+                        flags: arg(ArgKind::Flags).map(|v| v as i64).or(flags),
+                        call_id: Some(call_id),
+                        ts: Some(ts_begin),
+                        share_with: src,
+                        pos: None,
+                    }));
+                } else {
+                    created = Some(self.open(&p, rec, path.as_deref(), modestr, handle, ts_begin));
+                    explicit_parent = handle.is_some();
+                }
+                handle = created.or(handle);
+            }
+            Op::Close if !(is_syscall && errno == Some(EBADF as i32)) => {
+                if let Some(h) = handle {
+                    self.handles.destroy(h, Some(call_id), Some(ts_end));
+                }
+            }
+            Op::Read | Op::Write => {
+                if let Some(h) = handle {
+                    if offset.is_none() {
+                        offset = self.handles.pos(h);
+                        let next = match (offset, bytes_result) {
+                            (Some(o), Some(b)) if !failed => Some(o + b),
+                            (Some(o), _) if failed => Some(o),
+                            _ => None,
+                        };
+                        self.handles.set_pos(h, next);
+                    }
+                }
+            }
+            Op::Seek | Op::Tell => {
+                if let Some(h) = handle {
+                    let new = if p.ret == RetKind::Position {
+                        (!failed).then_some(ret)
+                    } else if failed {
+                        self.handles.pos(h)
+                    } else {
+                        match (arg(ArgKind::Whence), offset) {
+                            (None, _) => Some(0), // rewind
+                            (Some(SEEK_SET), Some(o)) => Some(o),
+                            (Some(SEEK_CUR), Some(o)) => self.handles.pos(h).map(|p| p + o),
+                            _ => None,
+                        }
+                    };
+                    self.handles.set_pos(h, new);
+                    offset = new;
+                }
+            }
+            Op::Exit => self.procs.set_exit_code(pid, rec.args[0] as i32),
+            _ => {}
+        }
+
+        self.adopt(rec, created, explicit_parent, pid);
+
+        let file_id = created
+            .and_then(|h| self.handles.get(h))
+            .and_then(|h| h.row.file_id)
+            .or(file_before);
+        let flags = arg(ArgKind::Flags).map(|v| v as i64);
+        let nargs = p.args.len().min(rec.args.len());
+        Some(CallRow {
+            call_id,
+            parent_id: (rec.parent_id != 0).then_some(rec.parent_id as i64),
+            pid,
+            tid: rec.tid as i32,
+            depth: rec.depth as i32,
+            layer: p.layer.to_string(),
+            function: p.function().to_string(),
+            op: p.op.to_string(),
+            ts_begin_ns: ts_begin,
+            ts_end_ns: ts_end,
+            handle_id: handle,
+            file_id,
+            offset,
+            bytes_requested,
+            bytes_result,
+            ret,
+            errno,
+            flags,
+            collective: false,
+            path,
+            path2,
+            args: rec.args[..nargs].iter().map(|v| *v as i64).collect(),
+        })
+    }
+
+    /// Creates the handle returned by an open-like call.
+    fn open(
+        &mut self,
+        p: &Probe,
+        rec: &CallRecord,
+        path: Option<&str>,
+        modestr: Option<String>,
+        src: Option<HandleId>,
+        ts: i64,
+    ) -> HandleId {
+        let pid = rec.pid as i32;
+        let arg = |k: ArgKind| p.arg(k).map(|i| rec.args[i]);
+        let flags = arg(ArgKind::Flags).map(|v| v as i64);
+        let (raw, kind) = match p.ret {
+            RetKind::Fd => (Raw::Fd(rec.ret as i32), "fd"),
+            _ => {
+                let value = if rec.flags & CALL_OUT_VALID != 0 {
+                    rec.out
+                } else {
+                    rec.ret as u64
+                };
+                (Raw::Lib(p.layer.as_str(), value), p.layer.handle_kind())
+            }
+        };
+        let dirfd = arg(ArgKind::Dirfd).map(|v| v as i32);
+        let abs = path.map(|s| self.abs_path(pid, dirfd, s));
+        let fd = match raw {
+            Raw::Fd(fd) => Some(fd),
+            Raw::Lib(..) => None,
+        };
+        let src_row = src.and_then(|s| self.handles.get(s)).map(|h| &h.row);
+        let file_id = match &abs {
+            Some(a) => Some(self.files.resolve(pid, fd, a)),
+            None => src_row.and_then(|r| r.file_id),
+        };
+        let abs = abs.or_else(|| src_row.and_then(|r| r.path.clone()));
+        let append = flags.is_some_and(|f| f & i64::from(libc::O_APPEND) != 0)
+            || modestr.as_deref().is_some_and(|m| m.starts_with('a'));
+        self.handles.create(NewHandle {
+            pid,
+            raw,
+            layer: p.layer.as_str(),
+            kind,
+            parent: src,
+            file_id,
+            path: abs,
+            mode: modestr,
+            flags,
+            call_id: Some(rec.call_id as i64),
+            ts: Some(ts),
+            share_with: None,
+            pos: (!append).then_some(0),
+        })
+    }
+
+    /// Links handles created beneath this call to the handle it created (see module docs).
+    fn adopt(&mut self, rec: &CallRecord, created: Option<HandleId>, explicit: bool, pid: i32) {
+        let orphans = self
+            .adoptions
+            .remove(&rec.call_id)
+            .map(|a| a.handles)
+            .unwrap_or_default();
+        let parent_call = rec.parent_id;
+        let mut up: Vec<HandleId> = Vec::new();
+        match created {
+            Some(h) => {
+                for o in orphans {
+                    let child_file = self.handles.get(o).and_then(|c| c.row.file_id);
+                    if let Some(c) = self.handles.get_mut(o) {
+                        c.row.parent_handle_id = Some(h);
+                    }
+                    if let Some(me) = self.handles.get_mut(h) {
+                        me.row.file_id = me.row.file_id.or(child_file);
+                    }
+                    self.handles.set_adoption_pending(o, false);
+                }
+                if !explicit {
+                    up.push(h);
+                }
+            }
+            None => up = orphans,
+        }
+        if parent_call == 0 {
+            for h in up {
+                self.handles.set_adoption_pending(h, false);
+            }
+        } else if !up.is_empty() {
+            for h in &up {
+                self.handles.set_adoption_pending(*h, true);
+            }
+            self.adoptions
+                .entry(parent_call)
+                .or_insert(Adoption {
+                    pid,
+                    handles: Vec::new(),
+                })
+                .handles
+                .extend(up);
+        }
+    }
+
+    pub fn pending(&self) -> (usize, usize) {
+        (self.strs.len(), self.adoptions.len())
+    }
+}
+
+impl Layer {
+    /// The `kind` of handles a library layer returns.
+    pub fn handle_kind(self) -> &'static str {
+        match self {
+            Layer::Stdio => "stream",
+            Layer::Posix | Layer::Libc => "fd",
+            Layer::Mpiio => "mpi_file",
+            Layer::Hdf5 => "hid",
+            Layer::Netcdf => "ncid",
+        }
+    }
+}

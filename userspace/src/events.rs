@@ -1,0 +1,130 @@
+//! Decoding ring-buffer records into owned events.
+use std::{mem::size_of, ptr};
+
+use strata_common::{CallRecord, ProcEvent, ProcRecord, RecordKind, STR_FAILED, StrRecord};
+
+#[derive(Debug)]
+pub enum Event {
+    Call(CallRecord),
+    /// String argument `arg` of `call_id`; `None` when the kernel could not read it.
+    Str {
+        call_id: u64,
+        arg: u32,
+        text: Option<String>,
+    },
+    Proc {
+        event: ProcEvent,
+        rec: ProcRecord,
+    },
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum DecodeError {
+    #[error("record of {0} bytes is too short")]
+    Short(usize),
+    #[error("unknown record kind {0}")]
+    Kind(u32),
+    #[error("unknown process event {0}")]
+    ProcEvent(u32),
+}
+
+fn read<T: Copy>(bytes: &[u8]) -> Result<T, DecodeError> {
+    if bytes.len() < size_of::<T>() {
+        return Err(DecodeError::Short(bytes.len()));
+    }
+    // SAFETY: length checked; T is a plain repr(C) record valid for any bit pattern.
+    Ok(unsafe { ptr::read_unaligned(bytes.as_ptr().cast::<T>()) })
+}
+
+pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
+    let kind: u32 = read(bytes)?;
+    match kind {
+        k if k == RecordKind::Call as u32 => Ok(Event::Call(read(bytes)?)),
+        k if k == RecordKind::Str as u32 => {
+            let rec: StrRecord = read(bytes)?;
+            let text = (rec.len != STR_FAILED).then(|| {
+                let n = (rec.len as usize).min(rec.data.len());
+                let s = &rec.data[..n];
+                let s = s.split(|b| *b == 0).next().unwrap_or(s);
+                String::from_utf8_lossy(s).into_owned()
+            });
+            Ok(Event::Str {
+                call_id: rec.call_id,
+                arg: rec.arg,
+                text,
+            })
+        }
+        k if k == RecordKind::Proc as u32 => {
+            let rec: ProcRecord = read(bytes)?;
+            let event = match rec.event {
+                e if e == ProcEvent::NewTask as u32 => ProcEvent::NewTask,
+                e if e == ProcEvent::Exec as u32 => ProcEvent::Exec,
+                e if e == ProcEvent::Exit as u32 => ProcEvent::Exit,
+                e => return Err(DecodeError::ProcEvent(e)),
+            };
+            Ok(Event::Proc { event, rec })
+        }
+        k => Err(DecodeError::Kind(k)),
+    }
+}
+
+/// The command name in a process record.
+pub fn comm(rec: &ProcRecord) -> String {
+    let end = rec
+        .comm
+        .iter()
+        .position(|b| *b == 0)
+        .unwrap_or(rec.comm.len());
+    String::from_utf8_lossy(&rec.comm[..end]).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use strata_common::STR_CAP;
+
+    use super::*;
+
+    fn bytes<T>(v: &T) -> Vec<u8> {
+        // SAFETY: reading the bytes of a plain record.
+        unsafe { std::slice::from_raw_parts((v as *const T).cast::<u8>(), size_of::<T>()) }.to_vec()
+    }
+
+    #[test]
+    fn decodes_each_kind() {
+        let mut s = StrRecord {
+            kind: RecordKind::Str as u32,
+            arg: 1,
+            call_id: 42,
+            len: 4,
+            _pad: 0,
+            data: [0; STR_CAP],
+        };
+        s.data[..5].copy_from_slice(b"/tmp\0");
+        match decode(&bytes(&s)).unwrap() {
+            Event::Str { call_id, arg, text } => {
+                assert_eq!((call_id, arg, text.as_deref()), (42, 1, Some("/tmp")))
+            }
+            e => panic!("{e:?}"),
+        }
+        s.len = STR_FAILED;
+        assert!(matches!(
+            decode(&bytes(&s)).unwrap(),
+            Event::Str { text: None, .. }
+        ));
+        let p = ProcRecord {
+            kind: RecordKind::Proc as u32,
+            event: 9,
+            ts: 0,
+            pid: 1,
+            tid: 1,
+            other: 0,
+            flags: 0,
+            comm: *b"bash\0\0\0\0\0\0\0\0\0\0\0\0",
+        };
+        assert_eq!(decode(&bytes(&p)).unwrap_err(), DecodeError::ProcEvent(9));
+        assert_eq!(comm(&p), "bash");
+        assert_eq!(decode(&[1, 0]).unwrap_err(), DecodeError::Short(2));
+        assert_eq!(decode(&[7, 0, 0, 0]).unwrap_err(), DecodeError::Kind(7));
+        assert_eq!(decode(&[1, 0, 0, 0, 0]).unwrap_err(), DecodeError::Short(5));
+    }
+}

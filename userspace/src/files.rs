@@ -1,0 +1,183 @@
+//! Files behind handles: (dev, ino), canonical path, and the mount they live on, seen from the
+//! traced process's own mount namespace (/proc/<pid>/root, /proc/<pid>/mountinfo).
+use std::{
+    collections::HashMap,
+    fs,
+    os::unix::fs::MetadataExt as _,
+    path::{Component, Path, PathBuf},
+};
+
+use procfs::process::{MountInfo, Process};
+
+use crate::schema::FileRow;
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Key {
+    Inode(u64, u64),
+    Path(String),
+}
+
+#[derive(Default)]
+pub struct Files {
+    ids: HashMap<Key, i64>,
+    next: i64,
+    /// Mount tables by mount-namespace inode.
+    mounts: HashMap<u64, Vec<MountInfo>>,
+    /// New rows, written by the correlator.
+    pub new_rows: Vec<FileRow>,
+}
+
+impl Files {
+    /// The file an fd (or a path) of `pid` refers to. `path` is absolute in the process's view.
+    pub fn resolve(&mut self, pid: i32, fd: Option<i32>, path: &str) -> i64 {
+        let proc_root = format!("/proc/{pid}/root");
+        // Through the process's fd the inode is found even if the name was since unlinked.
+        let by_fd = fd.and_then(|fd| {
+            let link = format!("/proc/{pid}/fd/{fd}");
+            let meta = fs::metadata(&link).ok()?;
+            let target = fs::read_link(&link).ok()?;
+            Some((meta, target.to_string_lossy().into_owned()))
+        });
+        let (meta, canonical) = match by_fd {
+            Some((m, t)) if t.starts_with('/') => (Some(m), t),
+            Some((m, _)) => (Some(m), path.to_string()),
+            None => (
+                fs::metadata(format!("{proc_root}{path}")).ok(),
+                path.to_string(),
+            ),
+        };
+        let key = match &meta {
+            Some(m) => Key::Inode(m.dev(), m.ino()),
+            None => Key::Path(canonical.clone()),
+        };
+        if let Some(id) = self.ids.get(&key) {
+            return *id;
+        }
+        self.next += 1;
+        let id = self.next;
+        self.ids.insert(key, id);
+        let mount = meta
+            .as_ref()
+            .and_then(|m| self.mount_of(pid, m.dev(), &canonical));
+        self.new_rows.push(FileRow {
+            file_id: id,
+            path: canonical,
+            dev: meta
+                .as_ref()
+                .map(|m| format!("{}:{}", libc::major(m.dev()), libc::minor(m.dev()))),
+            ino: meta.as_ref().map(|m| m.ino() as i64),
+            fs_type: mount.as_ref().map(|m| m.fs_type.clone()),
+            mount_point: mount
+                .as_ref()
+                .map(|m| m.mount_point.to_string_lossy().into_owned()),
+            mount_source: mount.and_then(|m| m.mount_source),
+            ..FileRow::default()
+        });
+        id
+    }
+
+    fn mount_of(&mut self, pid: i32, dev: u64, path: &str) -> Option<MountInfo> {
+        let ns = fs::metadata(format!("/proc/{pid}/ns/mnt"))
+            .map(|m| m.ino())
+            .unwrap_or(0);
+        if !self.mounts.contains_key(&ns) {
+            let table = Process::new(pid)
+                .and_then(|p| p.mountinfo())
+                .map(|m| m.0)
+                .unwrap_or_default();
+            self.mounts.insert(ns, table);
+        }
+        pick_mount(self.mounts.get(&ns)?, dev, path).cloned()
+    }
+}
+
+/// The mount holding `path`: among mounts of the file's device, the longest prefix of the path;
+/// failing that (bind mounts, overlays), the longest prefix of any mount.
+pub fn pick_mount<'a>(mounts: &'a [MountInfo], dev: u64, path: &str) -> Option<&'a MountInfo> {
+    let majmin = format!("{}:{}", libc::major(dev), libc::minor(dev));
+    let longest = |same_dev: bool| {
+        mounts
+            .iter()
+            .filter(|m| !same_dev || m.majmin == majmin)
+            .filter(|m| Path::new(path).starts_with(&m.mount_point))
+            .max_by_key(|m| m.mount_point.as_os_str().len())
+    };
+    longest(true).or_else(|| longest(false))
+}
+
+/// Makes `path` absolute against `base` and removes `.` and `..` lexically.
+pub fn absolute(base: Option<&str>, path: &str) -> String {
+    let joined = if path.starts_with('/') {
+        PathBuf::from(path)
+    } else {
+        Path::new(base.unwrap_or("/")).join(path)
+    };
+    let mut out = PathBuf::from("/");
+    for c in joined.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(n) => out.push(n),
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+        }
+    }
+    out.to_string_lossy().into_owned()
+}
+
+/// The current directory of a process (read now: strata does not follow chdir).
+pub fn cwd(pid: i32) -> Option<String> {
+    fs::read_link(format!("/proc/{pid}/cwd"))
+        .ok()
+        .map(|p| p.to_string_lossy().into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use procfs::FromRead as _;
+
+    use super::*;
+
+    #[test]
+    fn absolute_paths() {
+        assert_eq!(absolute(Some("/home/u"), "a/../b/./c"), "/home/u/b/c");
+        assert_eq!(absolute(Some("/home/u"), "/etc/x"), "/etc/x");
+        assert_eq!(absolute(None, "../../x"), "/x");
+    }
+
+    const MOUNTINFO: &str = "\
+22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw
+30 22 0:25 / /proc rw - proc proc rw
+40 22 0:50 / /lustre/scratch rw - lustre 10.0.0.1@tcp:/scratch rw
+41 22 254:0 /srv/data /data rw - ext4 /dev/vda rw
+";
+
+    #[test]
+    fn picks_mount_by_device_then_prefix() {
+        let m = procfs::process::MountInfos::from_read(MOUNTINFO.as_bytes())
+            .unwrap()
+            .0;
+        let lustre = libc::makedev(0, 50);
+        let root = libc::makedev(254, 0);
+        assert_eq!(
+            pick_mount(&m, lustre, "/lustre/scratch/run/out.h5")
+                .unwrap()
+                .fs_type,
+            "lustre"
+        );
+        // A bind mount of the root device: the longest same-device prefix wins.
+        let bind = pick_mount(&m, root, "/data/x").unwrap();
+        assert_eq!(bind.mount_point, Path::new("/data"));
+        assert_eq!(
+            pick_mount(&m, root, "/tmp/x").unwrap().mount_point,
+            Path::new("/")
+        );
+        // Unknown device: longest prefix of any mount.
+        assert_eq!(
+            pick_mount(&m, libc::makedev(9, 9), "/proc/1")
+                .unwrap()
+                .fs_type,
+            "proc"
+        );
+    }
+}

@@ -1,0 +1,393 @@
+//! I/O handles in the OTF2 model: every fd, FILE* (and later MPI_File, hid_t, ncid) a traced
+//! process holds, with a run-unique id that is never reused when the kernel reuses a number,
+//! a parent handle, and the file it refers to.
+//!
+//! File positions live in "open file descriptions" shared by dup'ed and inherited fds, as in
+//! the kernel, so `read`/`write` without an explicit offset get the position they used.
+use std::collections::{HashMap, hash_map::Entry};
+
+use crate::schema::HandleRow;
+
+pub type HandleId = i64;
+
+/// The raw name of a handle in its process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Raw {
+    Fd(i32),
+    /// A library pointer or integer handle (FILE*, MPI_File, hid_t, ncid), per layer.
+    Lib(&'static str, u64),
+}
+
+#[derive(Debug)]
+pub struct Handle {
+    pub row: HandleRow,
+    /// Shared position state (fds: per open file description; streams: their own).
+    pub ofd: u64,
+    /// Waiting for an enclosing call to adopt it (see `Correlator`): not written yet.
+    pub adoption_pending: bool,
+    pub closed: bool,
+}
+
+#[derive(Debug, Default)]
+struct Ofd {
+    pos: Option<i64>,
+    refs: u32,
+}
+
+#[derive(Default)]
+pub struct Handles {
+    next_id: HandleId,
+    next_ofd: u64,
+    live: HashMap<HandleId, Handle>,
+    by_raw: HashMap<(i32, Raw), HandleId>,
+    ofds: HashMap<u64, Ofd>,
+    /// Rows ready to write (closed and adopted).
+    pub done: Vec<HandleRow>,
+}
+
+/// What a new handle starts with.
+pub struct NewHandle {
+    pub pid: i32,
+    pub raw: Raw,
+    pub layer: &'static str,
+    pub kind: &'static str,
+    pub parent: Option<HandleId>,
+    pub file_id: Option<i64>,
+    pub path: Option<String>,
+    pub mode: Option<String>,
+    pub flags: Option<i64>,
+    pub call_id: Option<i64>,
+    pub ts: Option<i64>,
+    /// Share the position state of this handle (dup); `None`: a new one at `pos`.
+    pub share_with: Option<HandleId>,
+    pub pos: Option<i64>,
+}
+
+impl Handles {
+    pub fn get(&self, id: HandleId) -> Option<&Handle> {
+        self.live.get(&id)
+    }
+
+    pub fn get_mut(&mut self, id: HandleId) -> Option<&mut Handle> {
+        self.live.get_mut(&id)
+    }
+
+    pub fn lookup(&self, pid: i32, raw: Raw) -> Option<HandleId> {
+        self.by_raw.get(&(pid, raw)).copied()
+    }
+
+    pub fn create(&mut self, h: NewHandle) -> HandleId {
+        self.next_id += 1;
+        let id = self.next_id;
+        let ofd = match h.share_with.and_then(|s| self.live.get(&s)).map(|s| s.ofd) {
+            Some(o) => o,
+            None => {
+                self.next_ofd += 1;
+                self.ofds.insert(
+                    self.next_ofd,
+                    Ofd {
+                        pos: h.pos,
+                        refs: 0,
+                    },
+                );
+                self.next_ofd
+            }
+        };
+        if let Some(o) = self.ofds.get_mut(&ofd) {
+            o.refs += 1;
+        }
+        let raw_value = match h.raw {
+            Raw::Fd(fd) => i64::from(fd),
+            Raw::Lib(_, v) => v as i64,
+        };
+        let row = HandleRow {
+            handle_id: id,
+            parent_handle_id: h.parent,
+            pid: h.pid,
+            layer: h.layer.to_string(),
+            kind: h.kind.to_string(),
+            raw_handle: raw_value,
+            file_id: h.file_id,
+            path: h.path,
+            mode: h.mode,
+            flags: h.flags,
+            created_by_call_id: h.call_id,
+            destroyed_by_call_id: None,
+            ts_created_ns: h.ts,
+            ts_destroyed_ns: None,
+        };
+        // A raw name still mapped belongs to a handle whose close we missed: retire it.
+        if let Some(old) = self.by_raw.insert((h.pid, h.raw), id) {
+            self.retire(old, None, h.ts);
+        }
+        self.live.insert(
+            id,
+            Handle {
+                row,
+                ofd,
+                adoption_pending: false,
+                closed: false,
+            },
+        );
+        id
+    }
+
+    /// The handle is closed by `call_id` at `ts`; its row is written once adopted.
+    pub fn destroy(&mut self, id: HandleId, call_id: Option<i64>, ts: Option<i64>) {
+        if let Some(h) = self.live.get(&id) {
+            let key = (h.row.pid, raw_of(h));
+            if self.by_raw.get(&key) == Some(&id) {
+                self.by_raw.remove(&key);
+            }
+        }
+        self.retire(id, call_id, ts);
+    }
+
+    fn retire(&mut self, id: HandleId, call_id: Option<i64>, ts: Option<i64>) {
+        let Some(h) = self.live.get_mut(&id) else {
+            return;
+        };
+        if h.closed {
+            return;
+        }
+        h.closed = true;
+        h.row.destroyed_by_call_id = call_id;
+        h.row.ts_destroyed_ns = ts;
+        if let Entry::Occupied(mut o) = self.ofds.entry(h.ofd) {
+            o.get_mut().refs = o.get().refs.saturating_sub(1);
+            if o.get().refs == 0 {
+                o.remove();
+            }
+        }
+        self.release_if_done(id);
+    }
+
+    /// Marks whether a handle waits for adoption by an enclosing call.
+    pub fn set_adoption_pending(&mut self, id: HandleId, pending: bool) {
+        if let Some(h) = self.live.get_mut(&id) {
+            h.adoption_pending = pending;
+        }
+        if !pending {
+            self.release_if_done(id);
+        }
+    }
+
+    fn release_if_done(&mut self, id: HandleId) {
+        if self
+            .live
+            .get(&id)
+            .is_some_and(|h| h.closed && !h.adoption_pending)
+        {
+            if let Some(h) = self.live.remove(&id) {
+                self.done.push(h.row);
+            }
+        }
+    }
+
+    pub fn pos(&self, id: HandleId) -> Option<i64> {
+        let h = self.live.get(&id)?;
+        self.ofds.get(&h.ofd)?.pos
+    }
+
+    pub fn set_pos(&mut self, id: HandleId, pos: Option<i64>) {
+        if let Some(h) = self.live.get(&id) {
+            if let Some(o) = self.ofds.get_mut(&h.ofd) {
+                o.pos = pos;
+            }
+        }
+    }
+
+    /// A new process inherits its creator's handles: new ids, parented to the originals,
+    /// sharing their positions (fork shares open file descriptions).
+    pub fn fork(&mut self, parent: i32, child: i32, ts: Option<i64>) {
+        let inherited: Vec<(Raw, HandleId)> = self
+            .by_raw
+            .iter()
+            .filter(|((pid, _), _)| *pid == parent)
+            .map(|((_, raw), id)| (*raw, *id))
+            .collect();
+        for (raw, id) in inherited {
+            let Some(h) = self.live.get(&id) else {
+                continue;
+            };
+            let row = &h.row;
+            let new = NewHandle {
+                pid: child,
+                raw,
+                layer: static_str(&row.layer),
+                kind: static_str(&row.kind),
+                parent: Some(id),
+                file_id: row.file_id,
+                path: row.path.clone(),
+                mode: row.mode.clone(),
+                flags: row.flags,
+                call_id: None,
+                ts,
+                share_with: Some(id),
+                pos: None,
+            };
+            self.create(new);
+        }
+    }
+
+    /// After exec: library handles are gone with the old image, and fds opened close-on-exec.
+    pub fn exec(&mut self, pid: i32, ts: Option<i64>) {
+        let gone: Vec<HandleId> = self
+            .by_raw
+            .iter()
+            .filter(|((p, raw), id)| {
+                *p == pid
+                    && match raw {
+                        Raw::Lib(..) => true,
+                        Raw::Fd(_) => self.live.get(id).is_some_and(|h| {
+                            h.row
+                                .flags
+                                .is_some_and(|f| f & i64::from(libc::O_CLOEXEC) != 0)
+                        }),
+                    }
+            })
+            .map(|(_, id)| *id)
+            .collect();
+        for id in gone {
+            self.destroy(id, None, ts);
+        }
+    }
+
+    /// The process is gone: every handle it held is closed.
+    pub fn exit(&mut self, pid: i32, ts: Option<i64>) {
+        let ids: Vec<HandleId> = self
+            .by_raw
+            .iter()
+            .filter(|((p, _), _)| *p == pid)
+            .map(|(_, id)| *id)
+            .collect();
+        for id in ids {
+            self.destroy(id, None, ts);
+        }
+    }
+
+    /// End of the run: every handle, open or waiting, is written as it is.
+    pub fn drain_all(&mut self) {
+        let ids: Vec<HandleId> = self.live.keys().copied().collect();
+        for id in ids {
+            if let Some(h) = self.live.remove(&id) {
+                self.done.push(h.row);
+            }
+        }
+        self.by_raw.clear();
+        self.ofds.clear();
+    }
+
+    pub fn live_count(&self) -> usize {
+        self.live.len()
+    }
+}
+
+fn raw_of(h: &Handle) -> Raw {
+    if h.row.kind == "fd" {
+        Raw::Fd(h.row.raw_handle as i32)
+    } else {
+        Raw::Lib(static_str(&h.row.layer), h.row.raw_handle as u64)
+    }
+}
+
+/// Handle kinds and layers are a small fixed vocabulary.
+fn static_str(s: &str) -> &'static str {
+    use crate::probes::Layer;
+    for l in Layer::ALL {
+        if *l == s {
+            return l;
+        }
+    }
+    ["fd", "stream", "mpi_file", "hid", "ncid"]
+        .into_iter()
+        .find(|k| *k == s)
+        .unwrap_or("other")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fd(pid: i32, fd: i32, share: Option<HandleId>, pos: Option<i64>) -> NewHandle {
+        NewHandle {
+            pid,
+            raw: Raw::Fd(fd),
+            layer: "posix",
+            kind: "fd",
+            parent: share,
+            file_id: Some(7),
+            path: Some("/x".into()),
+            mode: None,
+            flags: Some(0),
+            call_id: Some(1),
+            ts: Some(10),
+            share_with: share,
+            pos,
+        }
+    }
+
+    #[test]
+    fn dup_shares_position_and_ids_are_not_reused() {
+        let mut h = Handles::default();
+        let a = h.create(fd(1, 3, None, Some(0)));
+        let b = h.create(fd(1, 4, Some(a), None));
+        h.set_pos(a, Some(100));
+        assert_eq!(h.pos(b), Some(100));
+        h.destroy(a, Some(2), Some(20));
+        assert_eq!(h.done.len(), 1);
+        assert_eq!(
+            h.pos(b),
+            Some(100),
+            "the description outlives one of its fds"
+        );
+        let c = h.create(fd(1, 3, None, Some(0)));
+        assert_ne!(c, a);
+        assert_eq!(h.lookup(1, Raw::Fd(3)), Some(c));
+    }
+
+    #[test]
+    fn fork_inherits_and_exit_closes() {
+        let mut h = Handles::default();
+        let a = h.create(fd(1, 3, None, Some(5)));
+        h.fork(1, 2, Some(11));
+        let c = h.lookup(2, Raw::Fd(3)).unwrap();
+        assert_eq!(h.get(c).unwrap().row.parent_handle_id, Some(a));
+        h.set_pos(c, Some(9));
+        assert_eq!(h.pos(a), Some(9));
+        h.exit(2, Some(12));
+        assert_eq!(h.done.len(), 1);
+        assert_eq!(h.done[0].ts_destroyed_ns, Some(12));
+        assert!(h.lookup(2, Raw::Fd(3)).is_none());
+    }
+
+    #[test]
+    fn pending_adoption_delays_the_row() {
+        let mut h = Handles::default();
+        let a = h.create(fd(1, 3, None, None));
+        h.set_adoption_pending(a, true);
+        h.destroy(a, Some(3), Some(30));
+        assert!(h.done.is_empty());
+        h.get_mut(a).unwrap().row.parent_handle_id = Some(99);
+        h.set_adoption_pending(a, false);
+        assert_eq!(h.done[0].parent_handle_id, Some(99));
+    }
+
+    #[test]
+    fn exec_closes_cloexec_and_streams() {
+        let mut h = Handles::default();
+        let mut cloexec = fd(1, 3, None, None);
+        cloexec.flags = Some(i64::from(libc::O_CLOEXEC));
+        h.create(cloexec);
+        h.create(fd(1, 4, None, None));
+        h.create(NewHandle {
+            raw: Raw::Lib("stdio", 0x1000),
+            kind: "stream",
+            layer: "stdio",
+            ..fd(1, 0, None, None)
+        });
+        h.exec(1, Some(5));
+        assert_eq!(h.done.len(), 2);
+        assert!(h.lookup(1, Raw::Fd(4)).is_some());
+    }
+}

@@ -1,0 +1,18 @@
+//! strata's library: everything but the command line, so that tests and tools can use the
+//! same probe parser, schema and readers as the tracer.
+pub mod attach;
+pub mod correlate;
+pub mod dataset;
+pub mod events;
+pub mod files;
+pub mod handles;
+pub mod probes;
+pub mod procs;
+pub mod record;
+pub mod schema;
+pub mod sink;
+pub mod summary;
+pub mod symbols;
+pub mod syscalls;
+pub mod target;
+pub mod tracefs;

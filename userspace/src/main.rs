@@ -1,0 +1,210 @@
+//! strata: a multi-layer I/O tracer for HPC nodes.
+use std::{path::PathBuf, process::ExitCode, time::Duration};
+
+use clap::{Parser, Subcommand};
+use strata::{attach, probes, record};
+
+#[derive(Parser)]
+#[command(
+    name = "strata",
+    version,
+    about = "Trace what parallel I/O really does, on every layer at once",
+    long_about = "strata traces the I/O of unmodified programs with eBPF: library calls \
+(stdio; MPI-IO, HDF5 and NetCDF as probes.toml declares them) through uprobes, and POSIX \
+I/O through syscall tracepoints. Every call is linked to the call that made it, every fd and \
+FILE* to the handle it came from, and every handle to its file and file system. The result is \
+a Parquet dataset that DuckDB or Spark query directly.\n\nRun as root.",
+    after_help = "Examples:\n  \
+strata record -o out/ -- mpirun -np 4 ./app     trace a command and all it starts\n  \
+strata record -o out/ --pid 1234                attach to a running process tree\n  \
+strata record -o out/ --all --duration 60s      every process on the node for a minute\n  \
+strata probes                                   list what would be probed\n\n\
+Query the result:\n  \
+duckdb -c \"SELECT layer, function, count(*), sum(bytes_result) FROM read_parquet('out/calls/**/*.parquet', hive_partitioning=true) GROUP BY ALL\""
+)]
+struct Cli {
+    /// More log output (-v: info, -vv: debug). RUST_LOG overrides.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Trace a command, a running process tree, or the whole node into a Parquet dataset.
+    ///
+    /// Tracing stops when the command exits (its exit code becomes strata's), on
+    /// SIGINT/SIGTERM/SIGHUP, or after --duration. Rows are written as the run goes: a killed
+    /// tracer loses at most the last --flush-interval.
+    #[command(arg_required_else_help = true)]
+    Record {
+        /// Output directory; tables go to OUT/<table>/host=<hostname>/*.parquet.
+        #[arg(short, long, value_name = "OUT")]
+        output: PathBuf,
+        /// Trace this running process and its descendants (existing and future).
+        #[arg(long, conflicts_with_all = ["all", "command"])]
+        pid: Option<i32>,
+        /// Trace every process on the node except strata itself.
+        #[arg(long, conflicts_with = "command")]
+        all: bool,
+        /// Stop after this long (e.g. 30s, 5m, 2h).
+        #[arg(long, value_parser = parse_duration)]
+        duration: Option<Duration>,
+        /// Probe list to use instead of the built-in one (see docs/probes.md).
+        #[arg(long, value_name = "FILE")]
+        probes: Option<PathBuf>,
+        /// Trace exactly these layers (comma-separated: posix, stdio, libc, mpiio, hdf5,
+        /// netcdf), including probes marked `enabled = false`. Default: the probes enabled
+        /// in the file.
+        #[arg(long, value_delimiter = ',')]
+        layers: Option<Vec<String>>,
+        /// Ring buffer size in MiB (rounded up to a power of two). Raise it if events are lost.
+        #[arg(long, default_value_t = 16, value_name = "MIB")]
+        ring_buffer_mib: u32,
+        /// How syscall probes attach: `raw` (two raw_syscalls tracepoints; fast start and
+        /// stop) or `per-syscall` (one tracepoint pair per probed syscall; no cost on other
+        /// syscalls, but seconds to detach).
+        #[arg(long, value_enum, default_value_t = attach::SyscallMode::Raw)]
+        syscall_mode: attach::SyscallMode,
+        /// How often buffered rows are written out as Parquet files.
+        #[arg(long, default_value = "1s", value_parser = parse_duration)]
+        flush_interval: Duration,
+        /// No status line and no summary.
+        #[arg(short, long)]
+        quiet: bool,
+        /// The command to trace, after `--`.
+        #[arg(last = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
+    /// List the probes of a probes file (default: the built-in one) and check it.
+    Probes {
+        /// Probe list to check instead of the built-in one.
+        #[arg(long, value_name = "FILE")]
+        probes: Option<PathBuf>,
+    },
+}
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    let (num, unit) = s
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .map_or((s, "s"), |i| s.split_at(i));
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("bad duration {s:?} (try 30s, 5m, 2h)"))?;
+    let secs = match unit {
+        "ms" => v / 1000.0,
+        "s" | "" => v,
+        "m" => v * 60.0,
+        "h" => v * 3600.0,
+        _ => return Err(format!("bad duration unit in {s:?} (ms, s, m or h)")),
+    };
+    if !secs.is_finite() || secs <= 0.0 {
+        return Err(format!("duration {s:?} must be positive"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let level = match cli.verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(level))
+        .format_timestamp(None)
+        .init();
+    match run(cli.cmd) {
+        Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
+        Err(e) => {
+            eprintln!("strata: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(cmd: Cmd) -> anyhow::Result<i32> {
+    match cmd {
+        Cmd::Record {
+            output,
+            pid,
+            all,
+            duration,
+            probes,
+            layers,
+            ring_buffer_mib,
+            syscall_mode,
+            flush_interval,
+            quiet,
+            command,
+        } => {
+            let layers = layers
+                .map(|ls| {
+                    ls.iter()
+                        .map(|l| l.parse::<probes::Layer>())
+                        .collect::<Result<Vec<_>, _>>()
+                })
+                .transpose()
+                .map_err(anyhow::Error::msg)?;
+            let outcome = record::run(record::RecordArgs {
+                output,
+                command,
+                pid,
+                all,
+                duration,
+                probes_file: probes,
+                layers,
+                ring_buffer_mib,
+                syscall_mode,
+                flush_interval,
+                quiet,
+            })?;
+            Ok(outcome.exit_code)
+        }
+        Cmd::Probes { probes } => {
+            let list = probes::load(probes.as_deref())?;
+            println!(
+                "{:<4} {:<7} {:<8} {:<10} {:<14} {:<8} target",
+                "id", "layer", "on", "op", "function", "ret"
+            );
+            for p in &list {
+                let target = match &p.target {
+                    probes::Target::Syscall(s) => format!("syscalls/sys_{{enter,exit}}_{s}"),
+                    probes::Target::Uprobe { library, .. } => format!("uprobe {library}"),
+                };
+                println!(
+                    "{:<4} {:<7} {:<8} {:<10} {:<14} {:<8} {target}",
+                    p.id,
+                    p.layer,
+                    if p.enabled { "yes" } else { "no" },
+                    p.op,
+                    p.function(),
+                    p.ret
+                );
+            }
+            Ok(0)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("30s").unwrap(), Duration::from_secs(30));
+        assert_eq!(parse_duration("5m").unwrap(), Duration::from_secs(300));
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_duration("2").unwrap(), Duration::from_secs(2));
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("3 weeks").is_err());
+    }
+
+    #[test]
+    fn cli_is_consistent() {
+        use clap::CommandFactory as _;
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,407 @@
+//! probes.toml: the declarative list of probed functions and syscalls, parsed and validated
+//! once, then used both to attach (kernel specs) and to decode (user space).
+use std::{collections::HashSet, fmt, ops::Range, path::Path, str::FromStr};
+
+use serde::Deserialize;
+use strata_common::{FuncSpec, MAX_ARGS, NO_ARG, SPEC_EMIT_AT_ENTRY, SPEC_ENABLED};
+
+/// The probes shipped with strata (the repository's probes.toml).
+pub const BUILTIN: &str = include_str!("../../probes.toml");
+
+#[derive(Debug, thiserror::Error)]
+#[error("{file}:{line}: {reason}")]
+pub struct ProbeError {
+    pub file: String,
+    pub line: usize,
+    pub reason: String,
+}
+
+/// Where a probe attaches.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Target {
+    /// syscalls/sys_enter_<name> and sys_exit_<name>.
+    Syscall(String),
+    /// uprobe + uretprobe on `symbol` in `library` (soname or path).
+    Uprobe { library: String, symbol: String },
+}
+
+macro_rules! kinds {
+    ($(#[$m:meta])* $name:ident { $($variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum $name { $($variant),+ }
+        impl $name {
+            pub const ALL: &[&str] = &[$($text),+];
+            pub fn as_str(self) -> &'static str {
+                match self { $(Self::$variant => $text),+ }
+            }
+        }
+        impl FromStr for $name {
+            type Err = String;
+            fn from_str(s: &str) -> Result<Self, String> {
+                match s {
+                    $($text => Ok(Self::$variant),)+
+                    _ => Err(format!(
+                        "unknown {} {s:?} (expected one of: {})",
+                        stringify!($name).to_lowercase(),
+                        Self::ALL.join(", ")
+                    )),
+                }
+            }
+        }
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result { f.write_str(self.as_str()) }
+        }
+    };
+}
+
+kinds!(
+    /// The I/O layer a probe belongs to (the `layer` column).
+    Layer {
+        Hdf5 = "hdf5",
+        Netcdf = "netcdf",
+        Mpiio = "mpiio",
+        Stdio = "stdio",
+        Libc = "libc",
+        Posix = "posix",
+    }
+);
+
+kinds!(
+    /// What a call does to its handle or file (the `op` column).
+    Op {
+        Open = "open",
+        Close = "close",
+        Read = "read",
+        Write = "write",
+        Seek = "seek",
+        Tell = "tell",
+        Sync = "sync",
+        Flush = "flush",
+        Dup = "dup",
+        Fcntl = "fcntl",
+        Reopen = "reopen",
+        Truncate = "truncate",
+        Unlink = "unlink",
+        Rename = "rename",
+        Mkdir = "mkdir",
+        Rmdir = "rmdir",
+        Stat = "stat",
+        Access = "access",
+        Exit = "exit",
+        Meta = "meta",
+    }
+);
+
+kinds!(
+    /// How one argument is read and what it means.
+    ArgKind {
+        Int = "int",
+        Fd = "fd",
+        Dirfd = "dirfd",
+        Newfd = "newfd",
+        Handle = "handle",
+        Path = "path",
+        ModeStr = "modestr",
+        Buf = "buf",
+        Ptr = "ptr",
+        Iov = "iov",
+        IovCnt = "iovcnt",
+        Size = "size",
+        Count = "count",
+        Offset = "offset",
+        Whence = "whence",
+        Flags = "flags",
+        Mode = "mode",
+        Cmd = "cmd",
+        OutHandle32 = "out_handle32",
+        OutHandle64 = "out_handle64",
+    }
+);
+
+kinds!(
+    /// What the return value means.
+    RetKind {
+        Fd = "fd",
+        Handle = "handle",
+        Bytes = "bytes",
+        Count = "count",
+        Status = "status",
+        Position = "position",
+        Char = "char",
+        Ptr = "ptr",
+        None = "none",
+    }
+);
+
+impl ArgKind {
+    fn is_string(self) -> bool {
+        matches!(self, Self::Path | Self::ModeStr)
+    }
+    fn out_size(self) -> Option<u8> {
+        match self {
+            Self::OutHandle32 => Some(4),
+            Self::OutHandle64 => Some(8),
+            _ => None,
+        }
+    }
+}
+
+/// One validated probe. `id` is its index in the file: the function id of the kernel side.
+#[derive(Debug, Clone)]
+pub struct Probe {
+    pub id: u32,
+    pub layer: Layer,
+    pub target: Target,
+    pub op: Op,
+    pub args: Vec<ArgKind>,
+    pub ret: RetKind,
+    pub enabled: bool,
+    pub line: usize,
+}
+
+impl Probe {
+    /// The function name as recorded (`function` column).
+    pub fn function(&self) -> &str {
+        match &self.target {
+            Target::Syscall(s) => s,
+            Target::Uprobe { symbol, .. } => symbol,
+        }
+    }
+
+    /// Index of the first argument of `kind`.
+    pub fn arg(&self, kind: ArgKind) -> Option<usize> {
+        self.args.iter().position(|k| *k == kind)
+    }
+
+    /// The kernel-side capture spec.
+    pub fn spec(&self) -> FuncSpec {
+        let mut str_mask = 0u8;
+        let (mut out_arg, mut out_size) = (NO_ARG, 0u8);
+        for (i, k) in self.args.iter().enumerate() {
+            if k.is_string() {
+                str_mask |= 1 << i;
+            }
+            if let Some(sz) = k.out_size() {
+                out_arg = i as u8;
+                out_size = sz;
+            }
+        }
+        let mut flags = SPEC_ENABLED;
+        if self.op == Op::Exit {
+            flags |= SPEC_EMIT_AT_ENTRY;
+        }
+        FuncSpec {
+            func_id: self.id,
+            nargs: self.args.len() as u8,
+            str_mask,
+            out_arg,
+            out_size,
+            flags,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileRaw {
+    #[serde(default)]
+    probe: Vec<toml::Spanned<ProbeRaw>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProbeRaw {
+    layer: String,
+    syscall: Option<String>,
+    library: Option<String>,
+    symbol: Option<String>,
+    op: String,
+    #[serde(default)]
+    args: Vec<String>,
+    ret: String,
+    #[serde(default = "yes")]
+    enabled: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+/// Parses and validates a probes file; `file` names it in errors.
+pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
+    let err = |span: Range<usize>, reason: String| ProbeError {
+        file: file.to_string(),
+        line: line_of(text, span.start),
+        reason,
+    };
+    let raw: FileRaw = toml::from_str(text)
+        .map_err(|e| err(e.span().unwrap_or(0..0), e.message().trim_end().to_string()))?;
+    let mut seen = HashSet::new();
+    let mut probes = Vec::with_capacity(raw.probe.len());
+    for (id, spanned) in raw.probe.into_iter().enumerate() {
+        let span = spanned.span();
+        let p = spanned.into_inner();
+        let bad = |reason: String| err(span.clone(), reason);
+        let layer: Layer = p.layer.parse().map_err(bad)?;
+        let op: Op = p.op.parse().map_err(bad)?;
+        let ret: RetKind = p.ret.parse().map_err(bad)?;
+        let args = p
+            .args
+            .iter()
+            .map(|a| a.parse::<ArgKind>())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(bad)?;
+        if args.len() > MAX_ARGS {
+            return Err(bad(format!(
+                "{} arguments declared; at most {MAX_ARGS} are captured",
+                args.len()
+            )));
+        }
+        if args.iter().filter(|a| a.out_size().is_some()).count() > 1 {
+            return Err(bad("at most one out_handle argument per probe".into()));
+        }
+        let target = match (p.syscall, p.library, p.symbol) {
+            (Some(s), None, None) if !s.is_empty() => Target::Syscall(s),
+            (None, Some(library), Some(symbol)) if !library.is_empty() && !symbol.is_empty() => {
+                Target::Uprobe { library, symbol }
+            }
+            _ => {
+                return Err(bad(
+                    "a probe names either `syscall`, or both `library` and `symbol`".into(),
+                ));
+            }
+        };
+        if matches!(target, Target::Syscall(_)) && ret == RetKind::Handle {
+            return Err(bad(
+                "ret = \"handle\" is for library calls; a syscall returns an fd".into(),
+            ));
+        }
+        if !seen.insert(target.clone()) {
+            return Err(bad(format!("{target:?} is declared twice")));
+        }
+        probes.push(Probe {
+            id: id as u32,
+            layer,
+            target,
+            op,
+            args,
+            ret,
+            enabled: p.enabled,
+            line: line_of(text, span.start),
+        });
+    }
+    if probes.len() > strata_common::MAX_FUNCS as usize {
+        return Err(err(
+            0..0,
+            format!("more than {} probes", strata_common::MAX_FUNCS),
+        ));
+    }
+    Ok(probes)
+}
+
+/// Reads probes from `path`, or the built-in list when `None`.
+pub fn load(path: Option<&Path>) -> anyhow::Result<Vec<Probe>> {
+    use anyhow::Context as _;
+    match path {
+        None => Ok(parse(BUILTIN, "probes.toml (built in)")?),
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .with_context(|| format!("cannot read probes file {}", p.display()))?;
+            Ok(parse(&text, &p.display().to_string())?)
+        }
+    }
+}
+
+/// Applies `--layers`: when given, exactly those layers are on.
+pub fn select_layers(probes: &mut [Probe], layers: Option<&[Layer]>) {
+    if let Some(layers) = layers {
+        for p in probes {
+            p.enabled = layers.contains(&p.layer);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_parses() {
+        let probes = parse(BUILTIN, "probes.toml").unwrap();
+        assert!(probes.len() > 60);
+        let fwrite = probes.iter().find(|p| p.function() == "fwrite").unwrap();
+        assert_eq!(fwrite.layer, Layer::Stdio);
+        assert_eq!(fwrite.arg(ArgKind::Handle), Some(3));
+        let open = probes.iter().find(|p| p.function() == "openat").unwrap();
+        assert_eq!(open.spec().str_mask, 0b10);
+        let exit = probes
+            .iter()
+            .find(|p| p.function() == "exit_group")
+            .unwrap();
+        assert_ne!(exit.spec().flags & SPEC_EMIT_AT_ENTRY, 0);
+        assert!(
+            probes
+                .iter()
+                .filter(|p| p.layer == Layer::Libc)
+                .all(|p| !p.enabled)
+        );
+        for (i, p) in probes.iter().enumerate() {
+            assert_eq!(p.id as usize, i);
+        }
+    }
+
+    fn parse_err(text: &str) -> ProbeError {
+        parse(text, "t.toml").unwrap_err()
+    }
+
+    #[test]
+    fn rejects_with_line_and_reason() {
+        let e = parse_err(
+            "[[probe]]\nlayer = \"posix\"\nsyscall = \"read\"\nop = \"read\"\nargs = [\"fd\"]\nret = \"bytes\"\n\n[[probe]]\nlayer = \"posx\"\nsyscall = \"write\"\nop = \"write\"\nret = \"bytes\"\n",
+        );
+        assert_eq!(e.line, 8, "{e}");
+        assert!(e.reason.contains("unknown layer \"posx\""), "{e}");
+        assert!(e.to_string().starts_with("t.toml:8: "));
+    }
+
+    #[test]
+    fn rejects_bad_shapes() {
+        let base = "[[probe]]\nlayer = \"stdio\"\nop = \"read\"\nret = \"bytes\"\n";
+        let e = parse_err(&format!("{base}library = \"libc.so.6\"\n"));
+        assert!(e.reason.contains("either `syscall`"), "{e}");
+        let e = parse_err(&format!("{base}syscall = \"read\"\nsymbol = \"read\"\n"));
+        assert!(e.reason.contains("either `syscall`"), "{e}");
+        let e = parse_err(&format!(
+            "{base}syscall = \"read\"\nargs = [\"fd\", \"bogus\"]\n"
+        ));
+        assert!(e.reason.contains("unknown argkind \"bogus\""), "{e}");
+        let e = parse_err(&format!("{base}syscall = \"read\"\ncolour = 1\n"));
+        assert!(e.reason.contains("unknown field `colour`"), "{e}");
+        assert_eq!(e.line, 6, "{e}");
+        let e = parse_err(&format!(
+            "{base}syscall = \"read\"\nargs = [\"int\",\"int\",\"int\",\"int\",\"int\",\"int\",\"int\"]\n"
+        ));
+        assert!(e.reason.contains("7 arguments"), "{e}");
+        let e = parse_err(&format!(
+            "{base}syscall = \"read\"\n{base}syscall = \"read\"\n"
+        ));
+        assert!(e.reason.contains("declared twice"), "{e}");
+        assert_eq!(e.line, 6, "{e}");
+        let e = parse_err("[[probe]]\nlayer = 3\n");
+        assert_eq!(e.line, 2, "{e}");
+        let e = parse_err("[[probe]\n");
+        assert_eq!(e.line, 1, "{e}");
+    }
+
+    #[test]
+    fn layers_select() {
+        let mut probes = parse(BUILTIN, "p").unwrap();
+        select_layers(&mut probes, Some(&[Layer::Libc]));
+        assert!(probes.iter().all(|p| p.enabled == (p.layer == Layer::Libc)));
+    }
+}

@@ -1,0 +1,189 @@
+//! Traced processes: identity from /proc (read when first seen and after exec), lifetime from
+//! the kernel's lifecycle events, MPI rank and job ids from the environment.
+use std::{collections::HashMap, ffi::OsString};
+
+use procfs::process::Process;
+
+use crate::schema::ProcessRow;
+
+/// Environment variables that carry the MPI rank, first match wins.
+const RANK_VARS: &[&str] = &[
+    "OMPI_COMM_WORLD_RANK",
+    "PMIX_RANK",
+    "PMI_RANK",
+    "MPI_RANKID",
+    "SLURM_PROCID",
+];
+const JOB_VARS: &[&str] = &["SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "FLUX_JOB_ID"];
+const STEP_VARS: &[&str] = &["SLURM_STEP_ID", "SLURM_STEPID"];
+
+#[derive(Default)]
+pub struct Procs {
+    live: HashMap<i32, ProcessRow>,
+    pub done: Vec<ProcessRow>,
+}
+
+impl Procs {
+    /// Makes sure `pid` is known, reading /proc for a process that started before tracing.
+    pub fn ensure(&mut self, pid: i32, to_epoch: impl Fn(u64) -> i64) {
+        if self.live.contains_key(&pid) {
+            return;
+        }
+        let mut row = ProcessRow {
+            pid,
+            ..ProcessRow::default()
+        };
+        if let Ok(p) = Process::new(pid) {
+            if let Ok(stat) = p.stat() {
+                row.ppid = Some(stat.ppid);
+                row.comm = Some(stat.comm.clone());
+                // starttime is in clock ticks since boot, the monotonic clock's origin.
+                let tps = procfs::ticks_per_second().max(1);
+                row.start_ns = Some(to_epoch(stat.starttime * (1_000_000_000 / tps)));
+            }
+        }
+        refresh_identity(&mut row);
+        self.live.insert(pid, row);
+    }
+
+    /// A new process (not a thread) created by `parent`.
+    pub fn fork(&mut self, parent: i32, child: i32, ts: i64, comm: String) {
+        let mut row = self.live.get(&parent).cloned().unwrap_or_default();
+        row.pid = child;
+        row.ppid = Some(parent);
+        row.comm = Some(comm);
+        row.start_ns = Some(ts);
+        row.end_ns = None;
+        row.exit_code = None;
+        row.exit_signal = None;
+        self.live.insert(child, row);
+    }
+
+    pub fn exec(&mut self, pid: i32, comm: String) {
+        if let Some(row) = self.live.get_mut(&pid) {
+            row.comm = Some(comm);
+            refresh_identity(row);
+        }
+    }
+
+    pub fn set_exit_code(&mut self, pid: i32, code: i32) {
+        if let Some(row) = self.live.get_mut(&pid) {
+            row.exit_code = Some(code);
+        }
+    }
+
+    /// Sets what `waitpid` told about a child strata started itself.
+    pub fn set_wait_status(&mut self, pid: i32, code: Option<i32>, signal: Option<i32>) {
+        let row = self
+            .live
+            .get_mut(&pid)
+            .or_else(|| self.done.iter_mut().find(|r| r.pid == pid));
+        if let Some(row) = row {
+            if code.is_some() {
+                row.exit_code = code;
+            }
+            row.exit_signal = signal;
+        }
+    }
+
+    pub fn exit(&mut self, pid: i32, ts: i64) {
+        if let Some(mut row) = self.live.remove(&pid) {
+            row.end_ns = Some(ts);
+            self.done.push(row);
+        }
+    }
+
+    pub fn drain_all(&mut self) {
+        self.done.extend(self.live.drain().map(|(_, r)| r));
+    }
+
+    pub fn contains(&self, pid: i32) -> bool {
+        self.live.contains_key(&pid)
+    }
+
+    pub fn live_count(&self) -> usize {
+        self.live.len()
+    }
+}
+
+fn refresh_identity(row: &mut ProcessRow) {
+    let Ok(p) = Process::new(row.pid) else { return };
+    if let Ok(exe) = p.exe() {
+        row.exe = Some(exe.to_string_lossy().into_owned());
+    }
+    if let Ok(args) = p.cmdline() {
+        if !args.is_empty() {
+            row.cmdline = Some(args.join(" "));
+        }
+    }
+    if let Ok(env) = p.environ() {
+        let ids = JobIds::from_env(&env);
+        row.rank = ids.rank.or(row.rank);
+        row.job_id = ids.job_id.or(row.job_id.take());
+        row.step_id = ids.step_id.or(row.step_id.take());
+    }
+}
+
+/// Rank and job ids found in one environment.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct JobIds {
+    pub rank: Option<i32>,
+    pub job_id: Option<String>,
+    pub step_id: Option<String>,
+}
+
+impl JobIds {
+    pub fn from_env(env: &HashMap<OsString, OsString>) -> Self {
+        let first = |names: &[&str]| {
+            names.iter().find_map(|n| {
+                env.get(&OsString::from(n))
+                    .map(|v| v.to_string_lossy().into_owned())
+            })
+        };
+        Self {
+            rank: first(RANK_VARS).and_then(|v| v.parse().ok()),
+            job_id: first(JOB_VARS),
+            step_id: first(STEP_VARS),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn job_ids_from_environment() {
+        let env: HashMap<OsString, OsString> = [
+            ("SLURM_PROCID", "7"),
+            ("OMPI_COMM_WORLD_RANK", "3"),
+            ("SLURM_JOB_ID", "12345"),
+            ("SLURM_STEP_ID", "0"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.into(), v.into()))
+        .collect();
+        let ids = JobIds::from_env(&env);
+        assert_eq!(ids.rank, Some(3), "the MPI library's own rank wins");
+        assert_eq!(ids.job_id.as_deref(), Some("12345"));
+        assert_eq!(ids.step_id.as_deref(), Some("0"));
+        assert_eq!(JobIds::from_env(&HashMap::new()), JobIds::default());
+    }
+
+    #[test]
+    fn lifecycle() {
+        let mut p = Procs::default();
+        p.ensure(std::process::id() as i32, |t| t as i64);
+        let me = std::process::id() as i32;
+        assert!(p.contains(me));
+        p.fork(me, 999_999, 5, "child".into());
+        p.set_exit_code(999_999, 3);
+        p.exit(999_999, 9);
+        let row = p.done.iter().find(|r| r.pid == 999_999).unwrap();
+        assert_eq!(
+            (row.ppid, row.exit_code, row.end_ns),
+            (Some(me), Some(3), Some(9))
+        );
+        assert!(row.exe.is_some(), "inherits the creator's image until exec");
+    }
+}

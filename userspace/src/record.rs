@@ -1,0 +1,339 @@
+//! `strata record`: load, attach, trace until the command ends (or a signal, or the
+//! duration), draining the ring buffer and writing Parquet as it goes.
+use std::{
+    io::IsTerminal as _,
+    os::fd::AsRawFd as _,
+    path::PathBuf,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, AtomicUsize, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context as _, bail};
+use strata_common::Counter;
+
+use crate::{
+    attach::{self, Loaded, counter_total},
+    correlate::{Clock, Correlator},
+    dataset::Dataset,
+    events,
+    probes::{self, Layer},
+    schema::{ProbeRow, RunRow},
+    summary::human,
+    target::{self, Spawned},
+};
+
+pub struct RecordArgs {
+    pub output: PathBuf,
+    pub command: Vec<String>,
+    pub pid: Option<i32>,
+    pub all: bool,
+    pub duration: Option<Duration>,
+    pub probes_file: Option<PathBuf>,
+    pub layers: Option<Vec<Layer>>,
+    pub ring_buffer_mib: u32,
+    pub syscall_mode: attach::SyscallMode,
+    pub flush_interval: Duration,
+    pub quiet: bool,
+}
+
+/// How the run ended, for the exit code.
+pub struct Outcome {
+    pub exit_code: i32,
+}
+
+pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
+    preflight(&args)?;
+    let mut probes = probes::load(args.probes_file.as_deref())?;
+    probes::select_layers(&mut probes, args.layers.as_deref());
+    if !probes.iter().any(|p| p.enabled) {
+        bail!("no probe is enabled (check --layers and the `enabled` fields of the probes file)");
+    }
+
+    // Refuse a bad target before loading anything.
+    let tree = args.pid.map(target::process_tree).transpose()?;
+    let exe = match args.command.first() {
+        Some(c) => Some(target::resolve_command(c)?),
+        None => None,
+    };
+
+    let host = hostname();
+    let clock = Clock::now();
+    let start_ns = clock.epoch(monotonic_ns());
+    let run_id = format!("{}-{}", start_ns / 1_000_000, std::process::id());
+    let mut out = Dataset::create(&args.output, &host, &run_id)?;
+
+    // Signals: the first asks for a clean stop; they never kill strata mid-write.
+    let stop = Arc::new(AtomicBool::new(false));
+    let last_signal = Arc::new(AtomicUsize::new(0));
+    for sig in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))?;
+        signal_hook::flag::register_usize(sig, Arc::clone(&last_signal), sig as usize)?;
+    }
+
+    let mut spawned: Option<Spawned> = match &exe {
+        Some(exe) => Some(target::spawn_gated(exe, &args.command)?),
+        None => None,
+    };
+
+    let Loaded {
+        ebpf,
+        mut traced,
+        counters,
+        mut events,
+        statuses,
+        links,
+    } = attach::load(
+        &probes,
+        &attach::Options {
+            trace_all: args.all,
+            ring_bytes: args.ring_buffer_mib.max(1).next_power_of_two() << 20,
+            syscall_mode: args.syscall_mode,
+        },
+    )?;
+    for s in &statuses {
+        let p = &probes[s.probe_id as usize];
+        out.probes.push(ProbeRow {
+            run_id: run_id.clone(),
+            function: p.function().to_string(),
+            layer: p.layer.to_string(),
+            op: p.op.to_string(),
+            mechanism: s.mechanism.to_string(),
+            target: s.target.clone(),
+            status: s.status.to_string(),
+            reason: s.reason.clone(),
+            probes_line: p.line as i32,
+        });
+    }
+    let attached = statuses.iter().filter(|s| s.status == "attached").count();
+    let failed = statuses.iter().filter(|s| s.status == "failed").count();
+    if attached == 0 {
+        bail!("no probe could be attached; see the warnings above");
+    }
+
+    let command = if let Some(sp) = &spawned {
+        traced.insert(sp.pid.as_raw() as u32, 1, 0)?;
+        args.command.join(" ")
+    } else if let Some(tree) = &tree {
+        for pid in tree {
+            traced.insert(*pid as u32, 1, 0)?;
+        }
+        format!("--pid {}", args.pid.unwrap_or_default())
+    } else {
+        "--all".to_string()
+    };
+    let mut run_row = RunRow {
+        run_id: run_id.clone(),
+        host: host.clone(),
+        kernel: kernel_release(),
+        strata_version: env!("CARGO_PKG_VERSION").to_string(),
+        command,
+        start_ns,
+        clock_offset_ns: clock.offset_ns,
+        ..RunRow::default()
+    };
+    out.write_run(run_row.clone())?;
+    out.flush()?;
+    if !args.quiet {
+        eprintln!(
+            "strata: {attached} probes attached{}, writing to {}",
+            if failed > 0 {
+                format!(", {failed} failed (see the probes table)")
+            } else {
+                String::new()
+            },
+            args.output.display()
+        );
+    }
+
+    let mut corr = Correlator::new(probes.clone(), clock);
+    let mut root_status = None;
+    if let Some(sp) = spawned.as_mut() {
+        sp.release()?;
+    }
+
+    let started = Instant::now();
+    let mut last_flush = Instant::now();
+    let progress = (!args.quiet && std::io::stderr().is_terminal()).then(progress_bar);
+    let mut recorded: u64 = 0;
+    let mut last_status = (Instant::now(), 0u64);
+    let mut write_error = None;
+    let fd = events.as_raw_fd();
+    loop {
+        poll_readable(fd, Duration::from_millis(100));
+        while let Some(item) = events.next() {
+            recorded += 1;
+            match events::decode(&item) {
+                Ok(ev) => corr.handle(ev, &mut out),
+                Err(e) => log::warn!("undecodable record: {e}"),
+            }
+        }
+        if last_flush.elapsed() >= args.flush_interval {
+            corr.tick();
+            if let Err(e) = out.flush() {
+                write_error = Some(e);
+                break;
+            }
+            last_flush = Instant::now();
+        }
+        if let Some(pb) = &progress {
+            if last_status.0.elapsed() >= Duration::from_secs(1) {
+                let rate =
+                    (recorded - last_status.1) as f64 / last_status.0.elapsed().as_secs_f64();
+                last_status = (Instant::now(), recorded);
+                pb.set_message(format!(
+                    "{recorded} events ({rate:.0}/s), lost {}, {} rows in {} written",
+                    counter_total(&counters, Counter::RingbufFull),
+                    out.rows_written(),
+                    human(out.bytes_written() as i64),
+                ));
+            }
+        }
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        if let Some(sp) = &spawned {
+            if let Some(st) = sp.try_wait()? {
+                root_status = Some(st);
+                break;
+            }
+        }
+        if args.duration.is_some_and(|d| started.elapsed() >= d) {
+            break;
+        }
+    }
+
+    // Detach everything, then take what is still in the ring buffer.
+    attach::detach(ebpf, links);
+    while let Some(item) = events.next() {
+        recorded += 1;
+        if let Ok(ev) = events::decode(&item) {
+            corr.handle(ev, &mut out);
+        }
+    }
+    if let (Some(sp), Some((code, sig))) = (&spawned, root_status) {
+        corr.procs.set_wait_status(sp.pid.as_raw(), code, sig);
+    }
+    corr.finish(&mut out);
+    if let Some(pb) = progress {
+        pb.finish_and_clear();
+    }
+
+    let lost = counter_total(&counters, Counter::RingbufFull);
+    run_row.end_ns = Some(clock.epoch(monotonic_ns()));
+    run_row.events_recorded = recorded as i64;
+    run_row.events_lost = lost as i64;
+    run_row.str_read_failed = counter_total(&counters, Counter::StrReadFailed) as i64;
+    run_row.stack_overflow = counter_total(&counters, Counter::StackOverflow) as i64;
+    run_row.stack_mismatch = counter_total(&counters, Counter::StackMismatch) as i64;
+    run_row.calls_written =
+        (out.calls.rows_written + crate::sink::Table::len(&out.calls.rows) as u64) as i64;
+    run_row.complete = write_error.is_none();
+    let final_write = out.flush().and_then(|()| out.write_run(run_row.clone()));
+    if let Some(e) = write_error {
+        return Err(e.context(format!(
+            "writing to {} failed; recording stopped (files written before are valid)",
+            args.output.display()
+        )));
+    }
+    final_write.with_context(|| format!("writing the last rows to {}", args.output.display()))?;
+
+    if !args.quiet {
+        eprintln!(
+            "strata: {} events, {} calls, {} processes, {} lost; {} in {}",
+            recorded,
+            run_row.calls_written,
+            corr.summary.processes,
+            lost,
+            human(out.bytes_written() as i64),
+            args.output.display()
+        );
+        eprint!("{}", corr.summary.render());
+    }
+    if lost > 0 {
+        eprintln!(
+            "strata: warning: {lost} events were lost because the ring buffer was full; \
+             raise --ring-buffer-mib or trace fewer layers"
+        );
+    }
+    let exit_code = match root_status {
+        Some((Some(code), _)) => code,
+        Some((None, Some(sig))) => 128 + sig,
+        _ => match last_signal.load(Ordering::Relaxed) {
+            0 => 0,
+            s => 128 + s as i32,
+        },
+    };
+    Ok(Outcome { exit_code })
+}
+
+fn preflight(args: &RecordArgs) -> anyhow::Result<()> {
+    if !nix::unistd::geteuid().is_root() {
+        bail!(
+            "strata record must run as root (it loads eBPF programs and attaches uprobes); run it with sudo"
+        );
+    }
+    let targets = usize::from(!args.command.is_empty())
+        + usize::from(args.pid.is_some())
+        + usize::from(args.all);
+    if targets != 1 {
+        bail!("give exactly one target: `-- <command>`, `--pid <pid>` or `--all`");
+    }
+    if !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
+        log::warn!(
+            "this kernel has no BTF (/sys/kernel/btf/vmlinux); tracepoints and uprobes work without it, later kernel-struct probes will not"
+        );
+    }
+    std::fs::create_dir_all(&args.output)
+        .with_context(|| format!("cannot create output directory {}", args.output.display()))?;
+    let probe = args
+        .output
+        .join(format!(".strata-write-test-{}", std::process::id()));
+    std::fs::write(&probe, b"")
+        .with_context(|| format!("output directory {} is not writable", args.output.display()))?;
+    let _ = std::fs::remove_file(probe);
+    Ok(())
+}
+
+fn poll_readable(fd: i32, timeout: Duration) {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd; EINTR (a signal) just returns early.
+    unsafe { libc::poll(&mut pfd, 1, timeout.as_millis() as i32) };
+}
+
+fn progress_bar() -> indicatif::ProgressBar {
+    let pb = indicatif::ProgressBar::new_spinner();
+    pb.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} {elapsed} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+    );
+    pb.enable_steady_tick(Duration::from_millis(250));
+    pb
+}
+
+pub fn monotonic_ns() -> u64 {
+    crate::correlate::clock_ns(nix::time::ClockId::CLOCK_MONOTONIC) as u64
+}
+
+fn hostname() -> String {
+    nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+fn kernel_release() -> String {
+    nix::sys::utsname::uname()
+        .map(|u| u.release().to_string_lossy().into_owned())
+        .unwrap_or_default()
+}

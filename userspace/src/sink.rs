@@ -1,0 +1,247 @@
+//! Parquet output: one directory per table, Hive-partitioned by host, written in closed files
+//! as the run goes so that a killed tracer loses at most the rows of the last interval.
+//!
+//! Each flush writes a complete Parquet file under a hidden temporary name and renames it into
+//! place: readers (DuckDB, Spark) never see a partial file, and every visible file is valid.
+use std::{
+    fs,
+    os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _},
+    path::{Path, PathBuf},
+    sync::Arc,
+};
+
+use anyhow::Context as _;
+use arrow::{
+    array::{ArrayBuilder, BooleanBuilder, Int32Builder, Int64Builder, ListBuilder, StringBuilder},
+    datatypes::{DataType, Field, SchemaRef},
+    record_batch::RecordBatch,
+};
+use parquet::{
+    arrow::ArrowWriter,
+    basic::{Compression, ZstdLevel},
+    file::properties::WriterProperties,
+};
+
+/// A column type: how a Rust value is appended and what Arrow type it becomes.
+pub trait Col {
+    type Value;
+    type Builder: ArrayBuilder + Default;
+    const NULLABLE: bool;
+    fn data_type() -> DataType;
+    fn append(b: &mut Self::Builder, v: Self::Value);
+}
+
+macro_rules! scalar_col {
+    ($name:ident, $opt:ident, $t:ty, $builder:ty, $dt:expr) => {
+        pub struct $name;
+        impl Col for $name {
+            type Value = $t;
+            type Builder = $builder;
+            const NULLABLE: bool = false;
+            fn data_type() -> DataType {
+                $dt
+            }
+            fn append(b: &mut $builder, v: $t) {
+                b.append_value(v);
+            }
+        }
+        pub struct $opt;
+        impl Col for $opt {
+            type Value = Option<$t>;
+            type Builder = $builder;
+            const NULLABLE: bool = true;
+            fn data_type() -> DataType {
+                $dt
+            }
+            fn append(b: &mut $builder, v: Option<$t>) {
+                b.append_option(v);
+            }
+        }
+    };
+}
+
+scalar_col!(I64, OptI64, i64, Int64Builder, DataType::Int64);
+scalar_col!(I32, OptI32, i32, Int32Builder, DataType::Int32);
+scalar_col!(Bool, OptBool, bool, BooleanBuilder, DataType::Boolean);
+scalar_col!(Str, OptStr, String, StringBuilder, DataType::Utf8);
+
+pub struct ListI64;
+impl Col for ListI64 {
+    type Value = Vec<i64>;
+    type Builder = ListBuilder<Int64Builder>;
+    const NULLABLE: bool = false;
+    fn data_type() -> DataType {
+        DataType::List(Arc::new(Field::new("item", DataType::Int64, true)))
+    }
+    fn append(b: &mut Self::Builder, v: Vec<i64>) {
+        b.values().append_slice(&v);
+        b.append(true);
+    }
+}
+
+/// Rows buffered for one table.
+pub trait Table: Default {
+    type Row;
+    const NAME: &'static str;
+    fn schema() -> SchemaRef;
+    fn push(&mut self, row: Self::Row);
+    fn len(&self) -> usize;
+    fn finish(&mut self) -> RecordBatch;
+}
+
+/// Declares a table: a row struct with typed fields and a builder that buffers rows.
+macro_rules! table {
+    ($table:ident, $row:ident, $name:literal, { $($col:ident : $kind:ident),+ $(,)? }) => {
+        #[derive(Debug, Clone, Default)]
+        pub struct $row {
+            $(pub $col: <$crate::sink::$kind as $crate::sink::Col>::Value),+
+        }
+        #[derive(Default)]
+        pub struct $table {
+            rows: usize,
+            $($col: <$crate::sink::$kind as $crate::sink::Col>::Builder),+
+        }
+        impl $crate::sink::Table for $table {
+            type Row = $row;
+            const NAME: &'static str = $name;
+            fn schema() -> arrow::datatypes::SchemaRef {
+                std::sync::Arc::new(arrow::datatypes::Schema::new(vec![$(
+                    arrow::datatypes::Field::new(
+                        stringify!($col),
+                        <$crate::sink::$kind as $crate::sink::Col>::data_type(),
+                        <$crate::sink::$kind as $crate::sink::Col>::NULLABLE,
+                    )
+                ),+]))
+            }
+            fn push(&mut self, row: $row) {
+                $(<$crate::sink::$kind as $crate::sink::Col>::append(&mut self.$col, row.$col);)+
+                self.rows += 1;
+            }
+            fn len(&self) -> usize {
+                self.rows
+            }
+            fn finish(&mut self) -> arrow::record_batch::RecordBatch {
+                self.rows = 0;
+                let cols: Vec<arrow::array::ArrayRef> =
+                    vec![$(arrow::array::ArrayBuilder::finish(&mut self.$col)),+];
+                arrow::record_batch::RecordBatch::try_new(Self::schema(), cols)
+                    .expect("builders match the schema they were declared with")
+            }
+        }
+    };
+}
+pub(crate) use table;
+
+/// Writes one table's batches as numbered Parquet files.
+pub struct TableWriter<T: Table> {
+    pub rows: T,
+    dir: PathBuf,
+    prefix: String,
+    seq: u32,
+    pub rows_written: u64,
+    pub bytes_written: u64,
+}
+
+impl<T: Table> TableWriter<T> {
+    pub fn new(root: &Path, host: &str, run_id: &str) -> anyhow::Result<Self> {
+        let dir = root.join(T::NAME).join(format!("host={host}"));
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o750)
+            .create(&dir)
+            .with_context(|| format!("cannot create output directory {}", dir.display()))?;
+        Ok(Self {
+            rows: T::default(),
+            dir,
+            prefix: format!("part-{run_id}"),
+            seq: 0,
+            rows_written: 0,
+            bytes_written: 0,
+        })
+    }
+
+    pub fn push(&mut self, row: T::Row) {
+        self.rows.push(row);
+    }
+
+    /// Writes the buffered rows as a new file (nothing when empty).
+    pub fn flush(&mut self) -> anyhow::Result<()> {
+        if self.rows.len() == 0 {
+            return Ok(());
+        }
+        self.seq += 1;
+        let name = format!("{}-{:06}.parquet", self.prefix, self.seq);
+        self.write_named(&name)
+    }
+
+    /// Writes the buffered rows as `name`, replacing a file of that name atomically.
+    pub fn write_named(&mut self, name: &str) -> anyhow::Result<()> {
+        let n = self.rows.len() as u64;
+        let batch = self.rows.finish();
+        let bytes = write_file(&self.dir, name, &batch)?;
+        self.rows_written += n;
+        self.bytes_written += bytes;
+        Ok(())
+    }
+}
+
+fn props() -> WriterProperties {
+    WriterProperties::builder()
+        .set_compression(Compression::ZSTD(
+            ZstdLevel::try_new(3).expect("valid zstd level"),
+        ))
+        .set_created_by(format!("strata {}", env!("CARGO_PKG_VERSION")))
+        .build()
+}
+
+fn write_file(dir: &Path, name: &str, batch: &RecordBatch) -> anyhow::Result<u64> {
+    let tmp = dir.join(format!(".{name}.tmp"));
+    let path = dir.join(name);
+    let file = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o640)
+        .open(&tmp)
+        .with_context(|| format!("cannot create {}", tmp.display()))?;
+    let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props()))
+        .context("cannot start a Parquet writer")?;
+    w.write(batch)
+        .and_then(|()| w.close().map(|_| ()))
+        .with_context(|| format!("cannot write {}", tmp.display()))?;
+    let bytes = fs::metadata(&tmp).map(|m| m.len()).unwrap_or(0);
+    fs::rename(&tmp, &path)
+        .with_context(|| format!("cannot rename {} to {}", tmp.display(), path.display()))?;
+    Ok(bytes)
+}
+
+/// Reads every row of a table back (tests and `strata` summaries).
+pub fn read_table(root: &Path, table: &str) -> anyhow::Result<Vec<RecordBatch>> {
+    let mut batches = Vec::new();
+    let dir = root.join(table);
+    let mut files = Vec::new();
+    for host in fs::read_dir(&dir).with_context(|| format!("no table at {}", dir.display()))? {
+        let host = host?.path();
+        for f in fs::read_dir(&host)? {
+            let f = f?.path();
+            if f.extension().is_some_and(|e| e == "parquet")
+                && !f
+                    .file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+            {
+                files.push(f);
+            }
+        }
+    }
+    files.sort();
+    for f in files {
+        let file = fs::File::open(&f)?;
+        let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+            .with_context(|| format!("cannot read {}", f.display()))?
+            .build()?;
+        for b in reader {
+            batches.push(b?);
+        }
+    }
+    Ok(batches)
+}

@@ -1,0 +1,114 @@
+//! The short report printed at the end of `strata record`: per layer, what was called and how
+//! many bytes moved, counted as rows are produced (no second pass over the dataset).
+use std::{collections::BTreeMap, fmt::Write as _};
+
+use crate::schema::CallRow;
+
+#[derive(Debug, Default, Clone)]
+pub struct LayerStats {
+    pub calls: u64,
+    pub reads: u64,
+    pub writes: u64,
+    pub bytes_read: i64,
+    pub bytes_written: i64,
+    pub errors: u64,
+    /// Time inside calls of this layer that have no parent in the same layer.
+    pub time_ns: i64,
+}
+
+#[derive(Debug, Default)]
+pub struct Summary {
+    pub layers: BTreeMap<String, LayerStats>,
+    pub processes: u64,
+}
+
+impl Summary {
+    pub fn add_call(&mut self, row: &CallRow) {
+        let s = self.layers.entry(row.layer.clone()).or_default();
+        s.calls += 1;
+        let bytes = row.bytes_result.unwrap_or(0);
+        match row.op.as_str() {
+            "read" => {
+                s.reads += 1;
+                s.bytes_read += bytes;
+            }
+            "write" => {
+                s.writes += 1;
+                s.bytes_written += bytes;
+            }
+            _ => {}
+        }
+        if row.errno.is_some() {
+            s.errors += 1;
+        }
+        s.time_ns += row.ts_end_ns - row.ts_begin_ns;
+    }
+
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "{:<8} {:>10} {:>9} {:>12} {:>9} {:>12} {:>7} {:>10}",
+            "layer", "calls", "reads", "bytes read", "writes", "bytes written", "errors", "time s"
+        );
+        for (name, s) in &self.layers {
+            let _ = writeln!(
+                out,
+                "{:<8} {:>10} {:>9} {:>12} {:>9} {:>12} {:>7} {:>10.3}",
+                name,
+                s.calls,
+                s.reads,
+                human(s.bytes_read),
+                s.writes,
+                human(s.bytes_written),
+                s.errors,
+                s.time_ns as f64 / 1e9
+            );
+        }
+        out
+    }
+}
+
+/// Bytes with a binary unit.
+pub fn human(b: i64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b as f64;
+    let mut u = 0;
+    while v.abs() >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_and_renders() {
+        let mut s = Summary::default();
+        let row = |op: &str, bytes| CallRow {
+            layer: "posix".into(),
+            op: op.into(),
+            bytes_result: Some(bytes),
+            ts_begin_ns: 10,
+            ts_end_ns: 20,
+            ..CallRow::default()
+        };
+        s.add_call(&row("write", 4096));
+        s.add_call(&row("write", 1024));
+        s.add_call(&row("read", 10));
+        let p = &s.layers["posix"];
+        assert_eq!(
+            (p.calls, p.writes, p.bytes_written, p.bytes_read),
+            (3, 2, 5120, 10)
+        );
+        assert!(s.render().contains("5.0 KiB"));
+        assert_eq!(human(1023), "1023 B");
+    }
+}

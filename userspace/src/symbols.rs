@@ -1,0 +1,165 @@
+//! Finding probed libraries and the file offsets of their functions.
+//!
+//! HPC libraries from distributions are stripped of `.symtab`, so both symbol tables are read;
+//! versioned names (`H5Dwrite@@HDF5_MPI_1.8.7`) match their plain name. Offsets are file
+//! offsets, which is what the kernel's uprobe API takes.
+use std::{
+    collections::HashMap,
+    fs,
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+use object::{Object as _, ObjectSection as _, ObjectSymbol as _};
+
+#[derive(Debug, thiserror::Error)]
+pub enum SymbolError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path} is not an ELF shared object: {source}")]
+    NotElf {
+        path: PathBuf,
+        source: object::Error,
+    },
+    #[error("library {0:?} not found (looked in ld.so.cache and the standard directories)")]
+    LibraryNotFound(String),
+}
+
+/// Function name -> file offset for one library.
+#[derive(Debug, Default)]
+pub struct SymbolTable {
+    offsets: HashMap<String, u64>,
+}
+
+impl SymbolTable {
+    pub fn read(path: &Path) -> Result<Self, SymbolError> {
+        let data = fs::read(path).map_err(|source| SymbolError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::parse(&data).map_err(|source| SymbolError::NotElf {
+            path: path.to_owned(),
+            source,
+        })
+    }
+
+    pub fn parse(data: &[u8]) -> Result<Self, object::Error> {
+        let file = object::File::parse(data)?;
+        let mut offsets = HashMap::new();
+        for sym in file.dynamic_symbols().chain(file.symbols()) {
+            if !sym.is_definition() || sym.kind() != object::SymbolKind::Text {
+                continue;
+            }
+            let Ok(name) = sym.name() else { continue };
+            let name = name.split('@').next().unwrap_or(name);
+            let Some(section) = sym
+                .section_index()
+                .and_then(|i| file.section_by_index(i).ok())
+            else {
+                continue;
+            };
+            let Some((sec_off, _)) = section.file_range() else {
+                continue;
+            };
+            let Some(off) = sym
+                .address()
+                .checked_sub(section.address())
+                .and_then(|rel| rel.checked_add(sec_off))
+            else {
+                continue;
+            };
+            offsets.entry(name.to_string()).or_insert(off);
+        }
+        Ok(Self { offsets })
+    }
+
+    pub fn offset(&self, name: &str) -> Option<u64> {
+        self.offsets.get(name).copied()
+    }
+}
+
+const LIB_DIRS: &[&str] = &[
+    "/lib/x86_64-linux-gnu",
+    "/usr/lib/x86_64-linux-gnu",
+    "/lib64",
+    "/usr/lib64",
+    "/lib",
+    "/usr/lib",
+    "/usr/local/lib",
+];
+
+/// Resolves a soname or path to a file, through `ldconfig -p` and then the standard dirs.
+pub fn find_library(name: &str) -> Result<PathBuf, SymbolError> {
+    if name.contains('/') {
+        let p = PathBuf::from(name);
+        return if p.exists() {
+            Ok(p)
+        } else {
+            Err(SymbolError::LibraryNotFound(name.to_string()))
+        };
+    }
+    if let Ok(out) = Command::new("ldconfig").arg("-p").output() {
+        let text = String::from_utf8_lossy(&out.stdout);
+        if let Some(p) = parse_ldconfig(&text, name) {
+            return Ok(p);
+        }
+    }
+    LIB_DIRS
+        .iter()
+        .map(|d| Path::new(d).join(name))
+        .find(|p| p.exists())
+        .ok_or_else(|| SymbolError::LibraryNotFound(name.to_string()))
+}
+
+/// Picks `name`'s x86-64 entry from `ldconfig -p` output.
+fn parse_ldconfig(text: &str, name: &str) -> Option<PathBuf> {
+    text.lines().find_map(|line| {
+        let line = line.trim();
+        let (lhs, path) = line.split_once(" => ")?;
+        let soname = lhs.split_whitespace().next()?;
+        (soname == name && (lhs.contains("x86-64") || !lhs.contains("libc6,")))
+            .then(|| PathBuf::from(path.trim()))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ldconfig_line() {
+        let text = "\t1024 libs found in cache `/etc/ld.so.cache'\n\tlibc.so.6 (libc6,x86-64) => /lib/x86_64-linux-gnu/libc.so.6\n\tlibc.so.6 (libc6) => /lib32/libc.so.6\n";
+        assert_eq!(
+            parse_ldconfig(text, "libc.so.6").unwrap(),
+            Path::new("/lib/x86_64-linux-gnu/libc.so.6")
+        );
+        assert!(parse_ldconfig(text, "libm.so.6").is_none());
+    }
+
+    #[test]
+    fn libc_symbols_have_offsets() {
+        let libc = find_library("libc.so.6").unwrap();
+        let t = SymbolTable::read(&libc).unwrap();
+        let fopen = t.offset("fopen").unwrap();
+        assert!(fopen > 0);
+        // glibc exports fopen64 as an alias at the same address.
+        assert_eq!(t.offset("fopen64"), Some(fopen));
+        assert!(t.offset("no_such_function_here").is_none());
+    }
+
+    #[test]
+    fn not_elf_is_an_error() {
+        let dir = std::env::temp_dir().join(format!("strata-sym-{}", std::process::id()));
+        fs::write(&dir, b"not an elf").unwrap();
+        let e = SymbolTable::read(&dir).unwrap_err();
+        fs::remove_file(&dir).unwrap();
+        assert!(matches!(e, SymbolError::NotElf { .. }), "{e}");
+        assert!(matches!(
+            find_library("libdoesnotexist.so.9"),
+            Err(SymbolError::LibraryNotFound(_))
+        ));
+    }
+}

@@ -1,0 +1,102 @@
+//! Syscall numbers by tracepoint name.
+//!
+//! A BPF program on a syscall tracepoint cannot use the record's `common_type` to tell events
+//! apart (the kernel stores a pt_regs pointer over the common header before running it), so
+//! the programs key their spec map by the syscall number at offset 8, and user space needs the
+//! number for each name. The names are the tracepoint names (`newstat` is `stat`).
+
+/// The number of syscall `name` on this architecture.
+pub fn number(name: &str) -> Option<u32> {
+    use libc::*;
+    let nr = match name {
+        "openat" => SYS_openat,
+        "openat2" => SYS_openat2,
+        "close" => SYS_close,
+        "close_range" => SYS_close_range,
+        "read" => SYS_read,
+        "write" => SYS_write,
+        "pread64" => SYS_pread64,
+        "pwrite64" => SYS_pwrite64,
+        "readv" => SYS_readv,
+        "writev" => SYS_writev,
+        "preadv" => SYS_preadv,
+        "pwritev" => SYS_pwritev,
+        "preadv2" => SYS_preadv2,
+        "pwritev2" => SYS_pwritev2,
+        "lseek" => SYS_lseek,
+        "fsync" => SYS_fsync,
+        "fdatasync" => SYS_fdatasync,
+        "sync_file_range" => SYS_sync_file_range,
+        "dup" => SYS_dup,
+        "dup3" => SYS_dup3,
+        "fcntl" => SYS_fcntl,
+        "ftruncate" => SYS_ftruncate,
+        "truncate" => SYS_truncate,
+        "fallocate" => SYS_fallocate,
+        "unlinkat" => SYS_unlinkat,
+        "renameat" => SYS_renameat,
+        "renameat2" => SYS_renameat2,
+        "mkdirat" => SYS_mkdirat,
+        "newfstatat" => SYS_newfstatat,
+        "newfstat" => SYS_fstat,
+        "statx" => SYS_statx,
+        "faccessat" => SYS_faccessat,
+        "faccessat2" => SYS_faccessat2,
+        "exit_group" => SYS_exit_group,
+        "copy_file_range" => SYS_copy_file_range,
+        "sendfile64" => SYS_sendfile,
+        "mmap" => SYS_mmap,
+        "msync" => SYS_msync,
+        "io_uring_enter" => SYS_io_uring_enter,
+        "io_submit" => SYS_io_submit,
+        "io_getevents" => SYS_io_getevents,
+        "getdents64" => SYS_getdents64,
+        "chdir" => SYS_chdir,
+        "fchdir" => SYS_fchdir,
+        _ => return legacy(name),
+    };
+    u32::try_from(nr).ok()
+}
+
+/// Syscalls that only the older architectures (x86-64) have.
+#[cfg(target_arch = "x86_64")]
+fn legacy(name: &str) -> Option<u32> {
+    use libc::*;
+    let nr = match name {
+        "open" => SYS_open,
+        "creat" => SYS_creat,
+        "dup2" => SYS_dup2,
+        "unlink" => SYS_unlink,
+        "rename" => SYS_rename,
+        "mkdir" => SYS_mkdir,
+        "rmdir" => SYS_rmdir,
+        "newstat" => SYS_stat,
+        "newlstat" => SYS_lstat,
+        "access" => SYS_access,
+        _ => return None,
+    };
+    u32::try_from(nr).ok()
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn legacy(_name: &str) -> Option<u32> {
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers() {
+        assert_eq!(number("write"), Some(libc::SYS_write as u32));
+        assert_eq!(number("newstat"), Some(libc::SYS_stat as u32));
+        assert_eq!(number("no_such_syscall"), None);
+        // Every syscall in the built-in probes has a number here.
+        for p in crate::probes::parse(crate::probes::BUILTIN, "p").unwrap() {
+            if let crate::probes::Target::Syscall(s) = &p.target {
+                assert!(number(s).is_some(), "no number for syscall {s}");
+            }
+        }
+    }
+}

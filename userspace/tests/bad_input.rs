@@ -1,0 +1,125 @@
+//! Bad input gets a clear message and exit code 2, and nothing is traced.
+mod common;
+
+use std::process::Command;
+
+use common::{require_root, run, scratch, strata};
+
+fn fails_with(cmd: &mut Command, needle: &str) {
+    let res = run(cmd);
+    let err = String::from_utf8_lossy(&res.stderr);
+    assert_eq!(res.status.code(), Some(2), "stderr: {err}");
+    assert!(err.contains(needle), "expected {needle:?} in: {err}");
+}
+
+#[test]
+fn malformed_probes_file_names_file_and_line() {
+    require_root();
+    let dir = scratch("bad_probes");
+    let probes = dir.join("probes.toml");
+    std::fs::write(
+        &probes,
+        "[[probe]]\nlayer = \"posix\"\nsyscall = \"write\"\nop = \"write\"\nargs = [\"fd\", \"buf\", \"size\"]\nret = \"bytes\"\n\n[[probe]]\nlayer = \"posix\"\nsyscall = \"read\"\nop = \"slurp\"\nret = \"bytes\"\n",
+    )
+    .unwrap();
+    fails_with(
+        strata()
+            .args(["record", "-o"])
+            .arg(dir.join("out"))
+            .arg("--probes")
+            .arg(&probes)
+            .args(["--", "true"]),
+        &format!("{}:8: unknown op \"slurp\"", probes.display()),
+    );
+    // The same check without tracing.
+    fails_with(
+        strata().arg("probes").arg("--probes").arg(&probes),
+        "unknown op",
+    );
+}
+
+#[test]
+fn unknown_pid_and_missing_command() {
+    require_root();
+    let out = scratch("bad_target").join("out");
+    fails_with(
+        strata()
+            .args(["record", "--pid", "2147483000", "-o"])
+            .arg(&out),
+        "no process with pid 2147483000",
+    );
+    fails_with(
+        strata()
+            .args(["record", "-o"])
+            .arg(&out)
+            .args(["--", "no-such-command-anywhere"]),
+        "command \"no-such-command-anywhere\" not found",
+    );
+    fails_with(
+        strata().args(["record", "-o"]).arg(&out),
+        "give exactly one target",
+    );
+}
+
+#[test]
+fn unwritable_output_directory() {
+    require_root();
+    // Nothing, not even root, can create directories in /proc.
+    fails_with(
+        strata().args(["record", "-o", "/proc/strata-out", "--", "true"]),
+        "cannot create output directory /proc/strata-out",
+    );
+}
+
+#[test]
+fn non_root_is_refused() {
+    require_root();
+    let mut cmd = Command::new("setpriv");
+    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_strata"))
+        .args(["record", "-o", "/tmp/strata-nonroot", "--", "true"]);
+    fails_with(&mut cmd, "must run as root");
+}
+
+#[test]
+fn missing_symbol_is_recorded_not_fatal() {
+    require_root();
+    let dir = scratch("missing_symbol");
+    let probes = dir.join("probes.toml");
+    std::fs::write(
+        &probes,
+        "[[probe]]\nlayer = \"posix\"\nsyscall = \"write\"\nop = \"write\"\nargs = [\"fd\", \"buf\", \"size\"]\nret = \"bytes\"\n\n\
+         [[probe]]\nlayer = \"stdio\"\nlibrary = \"libc.so.6\"\nsymbol = \"no_such_function_xyz\"\nop = \"write\"\nargs = [\"handle\"]\nret = \"status\"\n\n\
+         [[probe]]\nlayer = \"hdf5\"\nlibrary = \"libnot-installed.so.1\"\nsymbol = \"H5Dwrite\"\nop = \"write\"\nargs = [\"handle\"]\nret = \"status\"\n",
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let res = run(strata()
+        .args(["record", "-o"])
+        .arg(&out)
+        .arg("--probes")
+        .arg(&probes)
+        .args(["--", "true"]));
+    assert!(res.status.success());
+    let err = String::from_utf8_lossy(&res.stderr);
+    assert!(err.contains("no_such_function_xyz"), "{err}");
+    let probes = common::rows(&out, "probes");
+    use common::RowExt as _;
+    let status = |f: &str| {
+        let p = probes.iter().find(|p| p.s("function") == Some(f)).unwrap();
+        (
+            p.s("status").unwrap().to_string(),
+            p.s("reason").unwrap_or("").to_string(),
+        )
+    };
+    assert_eq!(status("write").0, "attached");
+    let (st, reason) = status("no_such_function_xyz");
+    assert_eq!(st, "failed");
+    assert!(
+        reason.contains("symbol no_such_function_xyz not found"),
+        "{reason}"
+    );
+    let (st, reason) = status("H5Dwrite");
+    assert_eq!(st, "failed");
+    assert!(reason.contains("libnot-installed.so.1"), "{reason}");
+}

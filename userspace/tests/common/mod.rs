@@ -1,0 +1,155 @@
+//! Helpers for the tests that run strata for real: root check, workload builds, and reading
+//! the Parquet output back as plain rows.
+#![allow(dead_code, reason = "each test binary uses a different subset")]
+
+use std::{
+    collections::HashMap,
+    path::{Path, PathBuf},
+    process::{Command, Output},
+};
+
+use arrow::{
+    array::{Array, AsArray as _},
+    datatypes::{DataType, Int32Type, Int64Type},
+};
+
+/// Privileged tests fail loudly instead of skipping: CI runs as root and must run them.
+pub fn require_root() {
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "this test loads eBPF programs and must run as root (CI does); run `cargo xtask test` as root"
+    );
+}
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_owned()
+}
+
+/// A fresh directory under the target dir, removed first if it exists.
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Compiles a C workload from tests/workloads with `cc` (or `mpicc` via `compiler`).
+pub fn build_c(compiler: &str, src: &str, out: &Path, extra: &[&str]) -> PathBuf {
+    let src = repo_root().join("tests/workloads").join(src);
+    let st = Command::new(compiler)
+        .arg("-O1")
+        .arg("-o")
+        .arg(out)
+        .arg(&src)
+        .args(extra)
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run {compiler} (run `cargo xtask setup`): {e}"));
+    assert!(st.success(), "{compiler} failed on {}", src.display());
+    out.to_owned()
+}
+
+pub fn strata() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_strata"))
+}
+
+pub fn run(cmd: &mut Command) -> Output {
+    let out = cmd.output().expect("strata runs");
+    eprintln!(
+        "--- strata stderr ---\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Val {
+    Null,
+    I(i64),
+    S(String),
+    B(bool),
+    L(Vec<i64>),
+}
+
+pub type Row = HashMap<String, Val>;
+
+pub trait RowExt {
+    fn i(&self, col: &str) -> Option<i64>;
+    fn s(&self, col: &str) -> Option<&str>;
+}
+
+impl RowExt for Row {
+    fn i(&self, col: &str) -> Option<i64> {
+        match self.get(col).unwrap_or_else(|| panic!("no column {col}")) {
+            Val::I(v) => Some(*v),
+            Val::Null => None,
+            v => panic!("column {col} is {v:?}, not an integer"),
+        }
+    }
+    fn s(&self, col: &str) -> Option<&str> {
+        match self.get(col).unwrap_or_else(|| panic!("no column {col}")) {
+            Val::S(v) => Some(v),
+            Val::Null => None,
+            v => panic!("column {col} is {v:?}, not a string"),
+        }
+    }
+}
+
+/// Every row of a table of the dataset at `out`.
+pub fn rows(out: &Path, table: &str) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for batch in strata::sink::read_table(out, table).unwrap() {
+        let schema = batch.schema();
+        for r in 0..batch.num_rows() {
+            let mut row = Row::new();
+            for (i, f) in schema.fields().iter().enumerate() {
+                let col = batch.column(i);
+                let v = if col.is_null(r) {
+                    Val::Null
+                } else {
+                    match f.data_type() {
+                        DataType::Int64 => Val::I(col.as_primitive::<Int64Type>().value(r)),
+                        DataType::Int32 => {
+                            Val::I(i64::from(col.as_primitive::<Int32Type>().value(r)))
+                        }
+                        DataType::Utf8 => Val::S(col.as_string::<i32>().value(r).to_string()),
+                        DataType::Boolean => Val::B(col.as_boolean().value(r)),
+                        DataType::List(_) => {
+                            let l = col.as_list::<i32>().value(r);
+                            Val::L(l.as_primitive::<Int64Type>().values().to_vec())
+                        }
+                        t => panic!("unexpected type {t}"),
+                    }
+                };
+                row.insert(f.name().clone(), v);
+            }
+            rows.push(row);
+        }
+    }
+    rows
+}
+
+/// Runs a DuckDB query (Python `duckdb` package, installed by `cargo xtask setup`) and
+/// returns its rows as tab-separated text lines.
+pub fn duckdb(sql: &str) -> Vec<String> {
+    let script = format!(
+        "import duckdb\nfor r in duckdb.sql({sql:?}).fetchall():\n    print('\\t'.join(str(v) for v in r))\n"
+    );
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "duckdb query failed (is the duckdb package installed? `cargo xtask setup`): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}

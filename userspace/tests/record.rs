@@ -1,0 +1,452 @@
+//! `strata record` traced for real against workloads whose calls are known exactly.
+mod common;
+
+use std::{
+    collections::HashSet,
+    path::Path,
+    process::{Command, Stdio},
+    thread::sleep,
+    time::{Duration, Instant},
+};
+
+use common::{Row, RowExt as _, Val, build_c, duckdb, require_root, rows, run, scratch, strata};
+
+/// The workload's rows, checked call by call against tests/workloads/posix_stdio.c.
+#[test]
+fn posix_and_stdio_workload_is_recorded_exactly() {
+    require_root();
+    let dir = scratch("posix_stdio");
+    let exe = build_c(
+        "cc",
+        "posix_stdio.c",
+        &dir.join("posix_stdio"),
+        &["-pthread"],
+    );
+    let wd = dir.join("wd");
+    std::fs::create_dir(&wd).unwrap();
+    let out = dir.join("out");
+    let res = run(strata()
+        .args(["record", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(&exe)
+        .arg(&wd));
+    assert!(
+        res.status.success(),
+        "workload or strata failed: {:?}",
+        res.status
+    );
+    let wd = wd.to_str().unwrap();
+
+    // Processes: the workload and its forked child, with exit codes.
+    let procs = rows(&out, "processes");
+    let main = procs
+        .iter()
+        .find(|p| p.s("exe") == exe.to_str() && p.i("exit_code") == Some(0))
+        .expect("main process row");
+    let pid = main.i("pid").unwrap();
+    let child = procs
+        .iter()
+        .find(|p| p.i("ppid") == Some(pid))
+        .expect("child process row");
+    assert_eq!(child.i("exit_code"), Some(7));
+    let cpid = child.i("pid").unwrap();
+    assert!(
+        main.s("cmdline")
+            .unwrap()
+            .ends_with(&format!("posix_stdio {wd}"))
+    );
+    assert!(main.i("start_ns").unwrap() < main.i("end_ns").unwrap());
+
+    let files = rows(&out, "files");
+    let file_id = |name: &str| {
+        files
+            .iter()
+            .find(|f| f.s("path") == Some(&format!("{wd}/{name}")))
+            .unwrap_or_else(|| panic!("no file row for {name}"))
+            .i("file_id")
+    };
+    let calls = rows(&out, "calls");
+    let mut ids = HashSet::new();
+    for c in &calls {
+        assert!(ids.insert(c.i("call_id").unwrap()), "duplicate call_id");
+    }
+    let on_file = |name: &str| -> Vec<&Row> {
+        let id = file_id(name);
+        let mut v: Vec<&Row> = calls.iter().filter(|c| c.i("file_id") == id).collect();
+        v.sort_by_key(|c| c.i("ts_begin_ns"));
+        v
+    };
+    let shape = |c: &Row| {
+        (
+            c.s("function").unwrap().to_string(),
+            c.i("offset"),
+            c.i("bytes_result"),
+        )
+    };
+
+    // POSIX: explicit offsets, implicit positions after lseek/read, dup sharing the position.
+    let posix: Vec<_> = on_file("posix.dat").into_iter().map(shape).collect();
+    let f = |s: &str, o: Option<i64>, b: Option<i64>| (s.to_string(), o, b);
+    assert_eq!(
+        posix,
+        vec![
+            f("openat", None, None),
+            f("pwrite64", Some(0), Some(4096)),
+            f("pwrite64", Some(8192), Some(4096)),
+            f("pwrite64", Some(20000), Some(100)),
+            f("lseek", Some(0), None),
+            f("read", Some(0), Some(4096)),
+            f("write", Some(4096), Some(10)),
+            f("fsync", None, None),
+            f("dup", None, None),
+            f("write", Some(4106), Some(5)),
+            f("close", None, None),
+            f("close", None, None),
+        ]
+    );
+    let posix_rows = on_file("posix.dat");
+    assert!(
+        posix_rows
+            .iter()
+            .all(|c| c.i("pid") == Some(pid) && c.s("layer") == Some("posix"))
+    );
+    assert_eq!(
+        posix_rows[0].s("path"),
+        Some(format!("{wd}/posix.dat").as_str())
+    );
+    assert_eq!(
+        posix_rows[0].i("flags").unwrap() & 0o3,
+        i64::from(libc::O_RDWR)
+    );
+    // The second close fails: EBADF, no handle.
+    let ebadf: Vec<_> = calls
+        .iter()
+        .filter(|c| c.s("function") == Some("close") && c.i("errno") == Some(9))
+        .filter(|c| c.i("pid") == Some(pid))
+        .collect();
+    assert_eq!(ebadf.len(), 1);
+    assert_eq!(ebadf[0].i("ret"), Some(-9));
+    assert_eq!(ebadf[0].i("handle_id"), None);
+
+    // stdio: 100 fwrites at increasing stream offsets; fclose flushes them in one write(2).
+    let stdio = on_file("stdio.txt");
+    let fopen = stdio
+        .iter()
+        .find(|c| c.s("function") == Some("fopen"))
+        .unwrap();
+    let openat = stdio
+        .iter()
+        .find(|c| c.s("function") == Some("openat"))
+        .unwrap();
+    assert_eq!(
+        openat.i("parent_id"),
+        fopen.i("call_id"),
+        "open(2) inside fopen"
+    );
+    assert_eq!(openat.i("depth"), Some(1));
+    assert_eq!(fopen.i("depth"), Some(0));
+    let fwrites: Vec<_> = stdio
+        .iter()
+        .filter(|c| c.s("function") == Some("fwrite"))
+        .collect();
+    assert_eq!(fwrites.len(), 100);
+    for (i, w) in fwrites.iter().enumerate() {
+        assert_eq!(w.i("offset"), Some(16 * i as i64));
+        assert_eq!(w.i("bytes_requested"), Some(16));
+        assert_eq!(w.i("bytes_result"), Some(16));
+        assert_eq!(w.s("layer"), Some("stdio"));
+    }
+    let fclose = stdio
+        .iter()
+        .find(|c| c.s("function") == Some("fclose"))
+        .unwrap();
+    let flushed: Vec<_> = calls
+        .iter()
+        .filter(|c| c.i("parent_id") == fclose.i("call_id"))
+        .collect();
+    let flush_write = flushed
+        .iter()
+        .find(|c| c.s("function") == Some("write"))
+        .expect("write(2) under fclose");
+    assert_eq!(flush_write.i("bytes_result"), Some(1600));
+    assert_eq!(flush_write.i("offset"), Some(0));
+    assert_eq!(flush_write.i("depth"), Some(1));
+    assert!(flushed.iter().any(|c| c.s("function") == Some("close")));
+
+    // Handles: the fd opened inside fopen is a child of the FILE*; the dup of the original.
+    let handles = rows(&out, "handles");
+    let handle = |id: Option<i64>| handles.iter().find(|h| h.i("handle_id") == id).unwrap();
+    let stream = handle(fopen.i("handle_id"));
+    assert_eq!(stream.s("kind"), Some("stream"));
+    assert_eq!(stream.s("mode"), Some("w"));
+    assert_eq!(stream.i("created_by_call_id"), fopen.i("call_id"));
+    assert_eq!(stream.i("destroyed_by_call_id"), fclose.i("call_id"));
+    let fd = handle(openat.i("handle_id"));
+    assert_eq!(fd.i("parent_handle_id"), stream.i("handle_id"));
+    assert_eq!(flush_write.i("handle_id"), fd.i("handle_id"));
+    let dup_call = posix_rows
+        .iter()
+        .find(|c| c.s("function") == Some("dup"))
+        .unwrap();
+    let dup = handle(dup_call.i("handle_id"));
+    assert_eq!(dup.i("parent_handle_id"), posix_rows[0].i("handle_id"));
+    assert_eq!(dup.i("raw_handle"), Some(4));
+    let mut hids = HashSet::new();
+    assert!(
+        handles.iter().all(|h| hids.insert(h.i("handle_id"))),
+        "handle ids are unique"
+    );
+    // fd 3 was reused by the kernel (posix.dat, stdio.txt): distinct handle ids.
+    assert_ne!(posix_rows[0].i("handle_id"), openat.i("handle_id"));
+
+    // The forked child and the second thread.
+    let child_calls: Vec<_> = on_file("child.dat").into_iter().map(shape).collect();
+    assert_eq!(
+        child_calls,
+        vec![
+            f("openat", None, None),
+            f("write", Some(0), Some(512)),
+            f("write", Some(512), Some(512)),
+            f("write", Some(1024), Some(512)),
+            f("close", None, None),
+        ]
+    );
+    assert!(
+        on_file("child.dat")
+            .iter()
+            .all(|c| c.i("pid") == Some(cpid))
+    );
+    let thread = on_file("thread.dat");
+    assert_eq!(thread.len(), 4);
+    assert!(
+        thread
+            .iter()
+            .all(|c| c.i("pid") == Some(pid) && c.i("tid") != Some(pid))
+    );
+    assert_eq!(
+        thread
+            .iter()
+            .filter_map(|c| c.i("bytes_result"))
+            .sum::<i64>(),
+        2000
+    );
+
+    // Metadata calls with their paths.
+    let meta = |func: &str| {
+        calls
+            .iter()
+            .find(|c| {
+                c.s("function") == Some(func)
+                    && c.i("pid") == Some(pid)
+                    && c.s("path").is_some_and(|p| p.starts_with(wd))
+            })
+            .unwrap_or_else(|| panic!("no {func} row"))
+    };
+    assert_eq!(
+        meta("newfstatat").s("path"),
+        Some(format!("{wd}/stdio.txt").as_str())
+    );
+    assert_eq!(meta("access").i("ret"), Some(0));
+    let rename = meta("rename");
+    assert_eq!(
+        rename.s("path2"),
+        Some(format!("{wd}/stdio-renamed.txt").as_str())
+    );
+    assert_eq!(
+        meta("mkdir").s("path"),
+        Some(format!("{wd}/subdir").as_str())
+    );
+    assert_eq!(meta("rmdir").s("op"), Some("rmdir"));
+    assert_eq!(
+        meta("unlink").s("path"),
+        Some(format!("{wd}/posix.dat").as_str())
+    );
+
+    // Every call of the workload lies within its process's lifetime, and args are raw.
+    let pwrite = posix_rows
+        .iter()
+        .find(|c| c.s("function") == Some("pwrite64"))
+        .unwrap();
+    match pwrite.get("args").unwrap() {
+        Val::L(a) => assert_eq!((a.len(), a[2], a[3]), (4, 4096, 0)),
+        v => panic!("{v:?}"),
+    }
+
+    // The run table: complete, nothing lost.
+    let run = rows(&out, "run");
+    assert_eq!(run.len(), 1);
+    assert_eq!(run[0].i("events_lost"), Some(0));
+    assert_eq!(run[0].get("complete"), Some(&Val::B(true)));
+    assert_eq!(run[0].i("calls_written"), Some(calls.len() as i64));
+    let probes = rows(&out, "probes");
+    assert!(
+        probes
+            .iter()
+            .any(|p| p.s("function") == Some("fwrite") && p.s("status") == Some("attached"))
+    );
+    assert!(
+        probes
+            .iter()
+            .any(|p| p.s("function") == Some("fopen64") && p.s("status") == Some("alias"))
+    );
+
+    // The same dataset through DuckDB, the real consumer.
+    let q = format!(
+        "SELECT count(*), sum(c.bytes_result) FROM read_parquet('{o}/calls/**/*.parquet', hive_partitioning=true) c \
+         JOIN read_parquet('{o}/files/**/*.parquet', hive_partitioning=true) f USING (file_id, host) \
+         WHERE c.layer = 'posix' AND c.op = 'write' AND f.path LIKE '{wd}/%'",
+        o = out.display()
+    );
+    // pwrite 4096+4096+100, write 10+5, fclose's 1600, child 3x512, thread 2x1000.
+    assert_eq!(duckdb(&q), vec!["11\t13443".to_string()]);
+}
+
+#[test]
+fn exit_code_of_the_command_becomes_stratas() {
+    require_root();
+    let out = scratch("exit_code").join("out");
+    let res = run(strata()
+        .args(["record", "-q", "--layers", "posix", "-o"])
+        .arg(&out)
+        .args(["--", "sh", "-c", "exit 5"]));
+    assert_eq!(res.status.code(), Some(5));
+    let procs = rows(&out, "processes");
+    assert!(procs.iter().any(|p| p.i("exit_code") == Some(5)));
+}
+
+/// A process that appends a line to `file` every 20 ms, until killed.
+fn writer(file: &Path) -> std::process::Child {
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "while :; do echo line >> {}; sleep 0.02; done",
+            file.display()
+        ))
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn attach_to_a_running_process_tree() {
+    require_root();
+    let dir = scratch("pid_mode");
+    let file = dir.join("log.txt");
+    let mut w = writer(&file);
+    sleep(Duration::from_millis(200));
+    let out = dir.join("out");
+    let res = run(strata()
+        .args([
+            "record",
+            "-q",
+            "--layers",
+            "posix",
+            "--duration",
+            "1500ms",
+            "--pid",
+        ])
+        .arg(w.id().to_string())
+        .arg("-o")
+        .arg(&out));
+    w.kill().unwrap();
+    w.wait().unwrap();
+    assert!(res.status.success());
+    let calls = rows(&out, "calls");
+    let path = file.to_str().unwrap();
+    // Each `echo >> file` is a child of the traced shell: opened, written, closed.
+    let opens = calls
+        .iter()
+        .filter(|c| c.s("function") == Some("openat") && c.s("path") == Some(path))
+        .count();
+    assert!(opens >= 10, "only {opens} opens of the log in 1.5 s");
+    let writes: Vec<_> = calls
+        .iter()
+        .filter(|c| c.s("function") == Some("write") && c.i("bytes_result") == Some(5))
+        .collect();
+    assert!(writes.len() >= 10);
+    // O_APPEND: the position is not known, and strata does not invent one.
+    assert!(writes.iter().all(|c| c.i("offset").is_none()));
+    let me = std::process::id() as i64;
+    assert!(calls.iter().all(|c| c.i("pid") != Some(me)));
+}
+
+#[test]
+fn all_mode_sees_other_processes_but_never_itself() {
+    require_root();
+    let dir = scratch("all_mode");
+    let file = dir.join("log.txt");
+    let mut w = writer(&file);
+    let out = dir.join("out");
+    let mut cmd = strata();
+    cmd.args([
+        "record",
+        "-q",
+        "--layers",
+        "posix",
+        "--all",
+        "--duration",
+        "1500ms",
+        "-o",
+    ])
+    .arg(&out);
+    let child = cmd.spawn().unwrap();
+    let strata_pid = child.id() as i64;
+    let res = child.wait_with_output().unwrap();
+    w.kill().unwrap();
+    w.wait().unwrap();
+    assert!(res.status.success());
+    let calls = rows(&out, "calls");
+    let path = file.to_str().unwrap();
+    assert!(calls.iter().any(|c| c.s("path") == Some(path)));
+    assert!(
+        calls.iter().all(|c| c.i("pid") != Some(strata_pid)),
+        "strata traced itself"
+    );
+}
+
+#[test]
+fn sigint_stops_cleanly_and_sigkill_leaves_valid_files() {
+    require_root();
+    let dir = scratch("signals");
+    for (sig, name) in [(libc::SIGINT, "int"), (libc::SIGKILL, "kill")] {
+        let file = dir.join(format!("{name}.txt"));
+        let out = dir.join(format!("out-{name}"));
+        let script = format!(
+            "while :; do echo line >> {}; sleep 0.01; done",
+            file.display()
+        );
+        let child = strata()
+            .args([
+                "record",
+                "-q",
+                "--layers",
+                "posix",
+                "--flush-interval",
+                "200ms",
+                "-o",
+            ])
+            .arg(&out)
+            .args(["--", "sh", "-c", &script])
+            .spawn()
+            .unwrap();
+        sleep(Duration::from_millis(1500));
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let t = Instant::now();
+        let res = child.wait_with_output().unwrap();
+        assert!(t.elapsed() < Duration::from_secs(20));
+        if sig == libc::SIGINT {
+            assert_eq!(res.status.code(), Some(130));
+            let run = rows(&out, "run");
+            assert_eq!(run[0].get("complete"), Some(&Val::B(true)));
+        }
+        // Every visible file parses, and the rows before the last flush are there.
+        let calls = rows(&out, "calls");
+        let path = file.to_str().unwrap();
+        let opens = calls.iter().filter(|c| c.s("path") == Some(path)).count();
+        assert!(opens >= 5, "{name}: only {opens} opens recorded");
+        // The traced shell outlives a killed tracer: stop it.
+        let _ = Command::new("pkill").args(["-f", &script]).status();
+    }
+}
