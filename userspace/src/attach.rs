@@ -257,6 +257,8 @@ fn lifecycle_config(root: &Path, opts: &Options) -> anyhow::Result<Config> {
         exit_pid_off: off(&exit, "pid")?,
         // Absent before Linux 6.9: the programs fall back to the leader's exit.
         exit_group_dead_off: exit.field("group_dead").map_or(0, |f| f.offset),
+        exec_filename_off: off(&exec, "filename")?,
+        _pad: 0,
     })
 }
 

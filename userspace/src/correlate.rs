@@ -165,7 +165,8 @@ impl Correlator {
             ProcEvent::Exec => {
                 let pid = rec.pid as i32;
                 self.procs.ensure(pid, |t| clock.epoch(t));
-                self.procs.exec(pid, comm(rec));
+                self.procs
+                    .exec(pid, comm(rec), crate::events::filename(rec));
                 self.handles.exec(pid, Some(ts));
             }
             ProcEvent::Exit => {

@@ -1,7 +1,7 @@
 //! Decoding ring-buffer records into owned events.
 use std::{mem::size_of, ptr};
 
-use strata_common::{CallRecord, ProcEvent, ProcRecord, RecordKind, STR_FAILED, StrRecord};
+use strata_common::{CallRecord, ProcEvent, ProcRecord, RecordKind, STR_FAILED, StrHeader};
 
 #[derive(Debug)]
 pub enum Event {
@@ -41,16 +41,16 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
     match kind {
         k if k == RecordKind::Call as u32 => Ok(Event::Call(read(bytes)?)),
         k if k == RecordKind::Str as u32 => {
-            let rec: StrRecord = read(bytes)?;
-            let text = (rec.len != STR_FAILED).then(|| {
-                let n = (rec.len as usize).min(rec.data.len());
-                let s = &rec.data[..n];
+            let hdr: StrHeader = read(bytes)?;
+            let data = &bytes[size_of::<StrHeader>()..];
+            let text = (hdr.len != STR_FAILED).then(|| {
+                let s = &data[..(hdr.len as usize).min(data.len())];
                 let s = s.split(|b| *b == 0).next().unwrap_or(s);
                 String::from_utf8_lossy(s).into_owned()
             });
             Ok(Event::Str {
-                call_id: rec.call_id,
-                arg: rec.arg,
+                call_id: hdr.call_id,
+                arg: hdr.arg,
                 text,
             })
         }
@@ -70,17 +70,22 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
 
 /// The command name in a process record.
 pub fn comm(rec: &ProcRecord) -> String {
-    let end = rec
-        .comm
-        .iter()
-        .position(|b| *b == 0)
-        .unwrap_or(rec.comm.len());
-    String::from_utf8_lossy(&rec.comm[..end]).into_owned()
+    c_str(&rec.comm)
+}
+
+/// The executed file of an exec record.
+pub fn filename(rec: &ProcRecord) -> Option<String> {
+    Some(c_str(&rec.filename)).filter(|s| !s.is_empty())
+}
+
+fn c_str(b: &[u8]) -> String {
+    let end = b.iter().position(|b| *b == 0).unwrap_or(b.len());
+    String::from_utf8_lossy(&b[..end]).into_owned()
 }
 
 #[cfg(test)]
 mod tests {
-    use strata_common::STR_CAP;
+    use strata_common::{STR_CAP, StrRecord};
 
     use super::*;
 
@@ -92,21 +97,25 @@ mod tests {
     #[test]
     fn decodes_each_kind() {
         let mut s = StrRecord {
-            kind: RecordKind::Str as u32,
-            arg: 1,
-            call_id: 42,
-            len: 4,
-            _pad: 0,
+            hdr: StrHeader {
+                kind: RecordKind::Str as u32,
+                arg: 1,
+                call_id: 42,
+                len: 4,
+                _pad: 0,
+            },
             data: [0; STR_CAP],
         };
         s.data[..5].copy_from_slice(b"/tmp\0");
-        match decode(&bytes(&s)).unwrap() {
+        // Only the header and the string travel.
+        let short = &bytes(&s)[..size_of::<StrHeader>() + 4];
+        match decode(short).unwrap() {
             Event::Str { call_id, arg, text } => {
                 assert_eq!((call_id, arg, text.as_deref()), (42, 1, Some("/tmp")))
             }
             e => panic!("{e:?}"),
         }
-        s.len = STR_FAILED;
+        s.hdr.len = STR_FAILED;
         assert!(matches!(
             decode(&bytes(&s)).unwrap(),
             Event::Str { text: None, .. }
@@ -120,6 +129,7 @@ mod tests {
             other: 0,
             flags: 0,
             comm: *b"bash\0\0\0\0\0\0\0\0\0\0\0\0",
+            filename: [0; strata_common::FILENAME_CAP],
         };
         assert_eq!(decode(&bytes(&p)).unwrap_err(), DecodeError::ProcEvent(9));
         assert_eq!(comm(&p), "bash");

@@ -21,6 +21,8 @@ enum Key {
 pub struct Files {
     ids: HashMap<Key, i64>,
     next: i64,
+    /// Paths by file id, for the summary.
+    paths: HashMap<i64, String>,
     /// Mount tables by mount-namespace inode.
     mounts: HashMap<u64, Vec<MountInfo>>,
     /// New rows, written by the correlator.
@@ -56,6 +58,7 @@ impl Files {
         self.next += 1;
         let id = self.next;
         self.ids.insert(key, id);
+        self.paths.insert(id, canonical.clone());
         let mount = meta
             .as_ref()
             .and_then(|m| self.mount_of(pid, m.dev(), &canonical));
@@ -74,6 +77,10 @@ impl Files {
             ..FileRow::default()
         });
         id
+    }
+
+    pub fn path(&self, id: i64) -> Option<String> {
+        self.paths.get(&id).cloned()
     }
 
     fn mount_of(&mut self, pid: i32, dev: u64, path: &str) -> Option<MountInfo> {

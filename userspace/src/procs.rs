@@ -42,7 +42,7 @@ impl Procs {
                 row.start_ns = Some(to_epoch(stat.starttime * (1_000_000_000 / tps)));
             }
         }
-        refresh_identity(&mut row);
+        let _ = refresh_identity(&mut row);
         self.live.insert(pid, row);
     }
 
@@ -59,11 +59,39 @@ impl Procs {
         self.live.insert(child, row);
     }
 
-    pub fn exec(&mut self, pid: i32, comm: String) {
+    /// After exec: the new image, from /proc while the process lives, else from the
+    /// kernel's record of the executed file (the command line is then unknown).
+    pub fn exec(&mut self, pid: i32, comm: String, filename: Option<String>) {
         if let Some(row) = self.live.get_mut(&pid) {
             row.comm = Some(comm);
-            refresh_identity(row);
+            let (old_exe, old_cmdline) = (row.exe.take(), row.cmdline.take());
+            if !refresh_identity(row) {
+                // Gone already: keep what strata knew if it is the same program.
+                let same = filename.as_deref().is_some_and(|f| {
+                    old_exe.as_deref() == Some(f)
+                        || std::fs::canonicalize(f).is_ok_and(|c| old_exe.as_deref() == c.to_str())
+                });
+                row.exe = filename;
+                if same {
+                    row.cmdline = old_cmdline;
+                }
+            }
         }
+    }
+
+    /// Identity known to strata itself (the command it started), before any event.
+    pub fn preset(&mut self, pid: i32, exe: String, cmdline: String, start_ns: i64) {
+        self.live.insert(
+            pid,
+            ProcessRow {
+                pid,
+                ppid: Some(std::process::id() as i32),
+                exe: Some(exe),
+                cmdline: Some(cmdline),
+                start_ns: Some(start_ns),
+                ..ProcessRow::default()
+            },
+        );
     }
 
     pub fn set_exit_code(&mut self, pid: i32, code: i32) {
@@ -106,11 +134,15 @@ impl Procs {
     }
 }
 
-fn refresh_identity(row: &mut ProcessRow) {
-    let Ok(p) = Process::new(row.pid) else { return };
-    if let Ok(exe) = p.exe() {
-        row.exe = Some(exe.to_string_lossy().into_owned());
-    }
+/// Reads exe, cmdline and environment from /proc; false when the process is gone.
+fn refresh_identity(row: &mut ProcessRow) -> bool {
+    let Ok(p) = Process::new(row.pid) else {
+        return false;
+    };
+    let Ok(exe) = p.exe() else {
+        return false;
+    };
+    row.exe = Some(exe.to_string_lossy().into_owned());
     if let Ok(args) = p.cmdline() {
         if !args.is_empty() {
             row.cmdline = Some(args.join(" "));
@@ -122,6 +154,7 @@ fn refresh_identity(row: &mut ProcessRow) {
         row.job_id = ids.job_id.or(row.job_id.take());
         row.step_id = ids.step_id.or(row.step_id.take());
     }
+    true
 }
 
 /// Rank and job ids found in one environment.

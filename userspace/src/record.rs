@@ -154,7 +154,15 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
 
     let mut corr = Correlator::new(probes.clone(), clock);
     let mut root_status = None;
-    if let Some(sp) = spawned.as_mut() {
+    if let (Some(sp), Some(exe)) = (spawned.as_mut(), &exe) {
+        let exe = std::fs::canonicalize(exe).unwrap_or_else(|_| exe.clone());
+        let now = clock.epoch(monotonic_ns());
+        corr.procs.preset(
+            sp.pid.as_raw(),
+            exe.display().to_string(),
+            args.command.join(" "),
+            now,
+        );
         sp.release()?;
     }
 
@@ -254,7 +262,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
             human(out.bytes_written() as i64),
             args.output.display()
         );
-        eprint!("{}", corr.summary.render());
+        eprint!("{}", corr.summary.render(|id| corr.files.path(id)));
     }
     if lost > 0 {
         eprintln!(

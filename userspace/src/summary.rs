@@ -1,6 +1,9 @@
 //! The short report printed at the end of `strata record`: per layer, what was called and how
 //! many bytes moved, counted as rows are produced (no second pass over the dataset).
-use std::{collections::BTreeMap, fmt::Write as _};
+use std::{
+    collections::{BTreeMap, HashMap},
+    fmt::Write as _,
+};
 
 use crate::schema::CallRow;
 
@@ -19,32 +22,26 @@ pub struct LayerStats {
 #[derive(Debug, Default)]
 pub struct Summary {
     pub layers: BTreeMap<String, LayerStats>,
+    /// POSIX-layer traffic per file id.
+    pub files: HashMap<i64, LayerStats>,
     pub processes: u64,
 }
 
+/// Files listed in the summary, most bytes first.
+const TOP_FILES: usize = 5;
+
 impl Summary {
     pub fn add_call(&mut self, row: &CallRow) {
-        let s = self.layers.entry(row.layer.clone()).or_default();
-        s.calls += 1;
-        let bytes = row.bytes_result.unwrap_or(0);
-        match row.op.as_str() {
-            "read" => {
-                s.reads += 1;
-                s.bytes_read += bytes;
+        self.layers.entry(row.layer.clone()).or_default().add(row);
+        if row.layer == "posix" {
+            if let Some(f) = row.file_id {
+                self.files.entry(f).or_default().add(row);
             }
-            "write" => {
-                s.writes += 1;
-                s.bytes_written += bytes;
-            }
-            _ => {}
         }
-        if row.errno.is_some() {
-            s.errors += 1;
-        }
-        s.time_ns += row.ts_end_ns - row.ts_begin_ns;
     }
 
-    pub fn render(&self) -> String {
+    /// The summary table; `path_of` names files by id.
+    pub fn render(&self, path_of: impl Fn(i64) -> Option<String>) -> String {
         let mut out = String::new();
         let _ = writeln!(
             out,
@@ -65,7 +62,55 @@ impl Summary {
                 s.time_ns as f64 / 1e9
             );
         }
+        let mut files: Vec<_> = self
+            .files
+            .iter()
+            .filter(|(_, s)| s.bytes_read + s.bytes_written > 0)
+            .collect();
+        files.sort_by_key(|(id, s)| (std::cmp::Reverse(s.bytes_read + s.bytes_written), **id));
+        if !files.is_empty() {
+            let _ = writeln!(out, "\nfiles with the most POSIX traffic:");
+            let _ = writeln!(
+                out,
+                "{:>9} {:>12} {:>9} {:>12}  path",
+                "reads", "bytes read", "writes", "bytes written"
+            );
+        }
+        for (id, s) in files.into_iter().take(TOP_FILES) {
+            let _ = writeln!(
+                out,
+                "{:>9} {:>12} {:>9} {:>12}  {}",
+                s.reads,
+                human(s.bytes_read),
+                s.writes,
+                human(s.bytes_written),
+                path_of(*id).unwrap_or_else(|| format!("file {id}"))
+            );
+        }
         out
+    }
+}
+
+impl LayerStats {
+    fn add(&mut self, row: &CallRow) {
+        let s = self;
+        s.calls += 1;
+        let bytes = row.bytes_result.unwrap_or(0);
+        match row.op.as_str() {
+            "read" => {
+                s.reads += 1;
+                s.bytes_read += bytes;
+            }
+            "write" => {
+                s.writes += 1;
+                s.bytes_written += bytes;
+            }
+            _ => {}
+        }
+        if row.errno.is_some() {
+            s.errors += 1;
+        }
+        s.time_ns += row.ts_end_ns - row.ts_begin_ns;
     }
 }
 
@@ -94,6 +139,7 @@ mod tests {
         let mut s = Summary::default();
         let row = |op: &str, bytes| CallRow {
             layer: "posix".into(),
+            file_id: Some(1),
             op: op.into(),
             bytes_result: Some(bytes),
             ts_begin_ns: 10,
@@ -108,7 +154,9 @@ mod tests {
             (p.calls, p.writes, p.bytes_written, p.bytes_read),
             (3, 2, 5120, 10)
         );
-        assert!(s.render().contains("5.0 KiB"));
+        let text = s.render(|id| Some(format!("/f{id}")));
+        assert!(text.contains("5.0 KiB"), "{text}");
+        assert!(text.contains("/f1"), "{text}");
         assert_eq!(human(1023), "1023 B");
     }
 }

@@ -412,8 +412,10 @@ fn sigint_stops_cleanly_and_sigkill_leaves_valid_files() {
     for (sig, name) in [(libc::SIGINT, "int"), (libc::SIGKILL, "kill")] {
         let file = dir.join(format!("{name}.txt"));
         let out = dir.join(format!("out-{name}"));
+        let pidfile = dir.join(format!("{name}.pid"));
         let script = format!(
-            "while :; do echo line >> {}; sleep 0.01; done",
+            "echo $$ > {}; while :; do echo line >> {}; sleep 0.01; done",
+            pidfile.display(),
             file.display()
         );
         let child = strata()
@@ -428,6 +430,8 @@ fn sigint_stops_cleanly_and_sigkill_leaves_valid_files() {
             ])
             .arg(&out)
             .args(["--", "sh", "-c", &script])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
             .spawn()
             .unwrap();
         sleep(Duration::from_millis(1500));
@@ -446,7 +450,13 @@ fn sigint_stops_cleanly_and_sigkill_leaves_valid_files() {
         let path = file.to_str().unwrap();
         let opens = calls.iter().filter(|c| c.s("path") == Some(path)).count();
         assert!(opens >= 5, "{name}: only {opens} opens recorded");
-        // The traced shell outlives a killed tracer: stop it.
-        let _ = Command::new("pkill").args(["-f", &script]).status();
+        // The traced shell outlives a stopped tracer (strata never kills the job): stop it.
+        let pid: i32 = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        // SAFETY: signalling the shell this test started.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
     }
 }

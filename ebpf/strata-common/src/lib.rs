@@ -30,6 +30,7 @@ pub mod maps {
     pub const SYSCALL_SPECS: &str = "STRATA_SYSCALL_SPECS";
     pub const COUNTERS: &str = "STRATA_COUNTERS";
     pub const EVENTS: &str = "STRATA_EVENTS";
+    pub const STR_SCRATCH: &str = "STRATA_STR_SCRATCH";
 }
 
 /// Program names (the eBPF function names).
@@ -60,6 +61,9 @@ pub struct Config {
     pub exec_old_pid_off: u32,
     pub exit_pid_off: u32,
     pub exit_group_dead_off: u32,
+    /// `__data_loc char[] filename` of sched_process_exec.
+    pub exec_filename_off: u32,
+    pub _pad: u32,
 }
 
 /// How the kernel side captures one probed function or syscall.
@@ -166,19 +170,31 @@ pub struct CallRecord {
 pub const CALL_OUT_VALID: u32 = 1;
 
 /// A user string argument of a call, emitted at the call's entry (before its [`CallRecord`]).
+/// Only the header and the string's own bytes travel: `StrHeader` + `len` bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
-pub struct StrRecord {
+pub struct StrHeader {
     pub kind: u32,
     pub arg: u32,
     pub call_id: u64,
-    /// Bytes in `data` without the NUL; [`STR_FAILED`] when the read failed.
+    /// Bytes of the string without the NUL; [`STR_FAILED`] when the read failed.
     pub len: u32,
     pub _pad: u32,
+}
+
+/// Kernel-side scratch space in which a [`StrHeader`] and its string are assembled.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct StrRecord {
+    pub hdr: StrHeader,
     pub data: [u8; STR_CAP],
 }
 
 pub const STR_FAILED: u32 = u32::MAX;
+
+/// The kernel side wakes user space only once this much data is waiting (or at its poll
+/// timeout): a wakeup per record would cost more than the record.
+pub const WAKEUP_BYTES: u64 = 256 << 10;
 
 /// A process lifecycle event.
 #[repr(C)]
@@ -196,7 +212,11 @@ pub struct ProcRecord {
     /// `NewTask`: low 32 bits of clone flags. `Exit`: 1 when the whole group is dead.
     pub flags: u32,
     pub comm: [u8; 16],
+    /// `Exec`: the executed file as passed to execve (NUL-terminated, maybe truncated).
+    pub filename: [u8; FILENAME_CAP],
 }
+
+pub const FILENAME_CAP: usize = 256;
 
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -215,10 +235,11 @@ mod pod {
 }
 
 const _: () = {
-    assert!(core::mem::size_of::<Config>() == 32);
+    assert!(core::mem::size_of::<Config>() == 40);
     assert!(core::mem::size_of::<FuncSpec>() == 12);
     assert!(core::mem::size_of::<Frame>() == 72);
     assert!(core::mem::size_of::<CallRecord>() == 120);
+    assert!(core::mem::size_of::<StrHeader>() == 24);
     assert!(core::mem::size_of::<StrRecord>() == 24 + STR_CAP);
-    assert!(core::mem::size_of::<ProcRecord>() == 48);
+    assert!(core::mem::size_of::<ProcRecord>() == 48 + FILENAME_CAP);
 };

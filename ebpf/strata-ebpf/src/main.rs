@@ -9,11 +9,12 @@
 #![no_main]
 
 use aya_ebpf::{
-    bindings::BPF_F_NO_PREALLOC,
+    EbpfContext as _,
+    bindings::{BPF_F_NO_PREALLOC, BPF_RB_AVAIL_DATA, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP},
     helpers::{
         bpf_get_attach_cookie, bpf_get_current_comm, bpf_get_current_pid_tgid,
-        bpf_get_smp_processor_id, bpf_ktime_get_ns, bpf_probe_read_user,
-        bpf_probe_read_user_str_bytes,
+        bpf_get_smp_processor_id, bpf_ktime_get_ns, bpf_probe_read_kernel_str_bytes,
+        bpf_probe_read_user, bpf_probe_read_user_str_bytes,
     },
     macros::{map, tracepoint, uprobe, uretprobe},
     maps::{Array, HashMap, PerCpuArray, RingBuf},
@@ -22,7 +23,8 @@ use aya_ebpf::{
 use strata_common::{
     CALL_OUT_VALID, CLONE_THREAD, COUNTER_SLOTS, CallRecord, Config, Counter, FuncSpec, MAX_ARGS,
     MAX_DEPTH, MAX_FUNCS, MAX_SYSCALLS, NO_ARG, ProcEvent, ProcRecord, RecordKind,
-    SPEC_EMIT_AT_ENTRY, SPEC_ENABLED, STR_FAILED, StrRecord, ThreadStack,
+    SPEC_EMIT_AT_ENTRY, SPEC_ENABLED, STR_CAP, STR_FAILED, StrHeader, StrRecord, ThreadStack,
+    WAKEUP_BYTES,
 };
 
 #[map]
@@ -55,6 +57,20 @@ static STRATA_COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(COUNTER
 /// Sized by user space at load time (`--ring-buffer-mib`).
 #[map]
 static STRATA_EVENTS: RingBuf = RingBuf::with_byte_size(16 << 20, 0);
+
+/// Where a string record is assembled before its used part is copied out.
+#[map]
+static STRATA_STR_SCRATCH: PerCpuArray<StrRecord> = PerCpuArray::with_max_entries(1, 0);
+
+/// Submit flags: wake the reader only when enough data waits (see `WAKEUP_BYTES`).
+#[inline(always)]
+fn wakeup() -> u64 {
+    if STRATA_EVENTS.query(u64::from(BPF_RB_AVAIL_DATA)) >= WAKEUP_BYTES {
+        u64::from(BPF_RB_FORCE_WAKEUP)
+    } else {
+        u64::from(BPF_RB_NO_WAKEUP)
+    }
+}
 
 type Res<T> = Result<T, i64>;
 
@@ -105,6 +121,14 @@ fn slot(i: usize) -> usize {
 
 const _: () = assert!(MAX_DEPTH.is_power_of_two());
 
+/// A string length the verifier can bound to the scratch buffer (see `slot`).
+#[inline(always)]
+fn slot_str(n: usize) -> usize {
+    // SAFETY: a read of a local.
+    let n = unsafe { core::ptr::read_volatile(&n) };
+    if n > STR_CAP { STR_CAP } else { n }
+}
+
 #[inline(always)]
 fn thread_stack(tid: u32) -> Res<*mut ThreadStack> {
     if let Some(p) = STRATA_STACKS.get_ptr_mut(&tid) {
@@ -125,18 +149,11 @@ fn emit_strings(spec: &FuncSpec, call_id: u64, args: &[u64; MAX_ARGS]) {
         if spec.str_mask & (1 << i) == 0 {
             continue;
         }
-        let Some(mut entry) = STRATA_EVENTS.reserve::<StrRecord>(0) else {
-            count(Counter::RingbufFull);
-            continue;
+        let Some(rec) = STRATA_STR_SCRATCH.get_ptr_mut(0) else {
+            return;
         };
-        let rec = entry.as_mut_ptr();
-        // SAFETY: `rec` points to reserved ring-buffer memory of the right size; every field
-        // is written before submit.
-        unsafe {
-            (*rec).kind = RecordKind::Str as u32;
-            (*rec).arg = i as u32;
-            (*rec).call_id = call_id;
-            (*rec)._pad = 0;
+        // SAFETY: per-CPU scratch, used only for the duration of this program.
+        let used = unsafe {
             let len = match bpf_probe_read_user_str_bytes(args[i] as *const u8, &mut (*rec).data) {
                 Ok(s) => s.len() as u32,
                 Err(_) => {
@@ -144,9 +161,22 @@ fn emit_strings(spec: &FuncSpec, call_id: u64, args: &[u64; MAX_ARGS]) {
                     STR_FAILED
                 }
             };
-            (*rec).len = len;
+            (*rec).hdr = StrHeader {
+                kind: RecordKind::Str as u32,
+                arg: i as u32,
+                call_id,
+                len,
+                _pad: 0,
+            };
+            let n = if len == STR_FAILED { 0 } else { len as usize };
+            core::mem::size_of::<StrHeader>() + slot_str(n)
+        };
+        // SAFETY: `used` <= size_of::<StrRecord>(), so the slice stays inside the scratch.
+        let bytes = unsafe { core::slice::from_raw_parts(rec.cast::<u8>(), used) };
+        if STRATA_EVENTS.output::<[u8]>(bytes, wakeup()).is_err() {
+            count(Counter::RingbufFull);
+            continue;
         }
-        entry.submit(0);
         count(Counter::Emitted);
     }
 }
@@ -202,7 +232,7 @@ fn emit_call(
         (*rec).out = out;
         (*rec).args = *args;
     }
-    entry.submit(0);
+    entry.submit(wakeup());
     count(Counter::Emitted);
 }
 
@@ -300,10 +330,20 @@ fn on_return(spec: &FuncSpec, ret: i64) -> Res<()> {
 const SYSCALL_NR_OFF: usize = 8;
 const SYSCALL_ARGS_OFF: usize = 16;
 
+/// A direct load from the tracepoint record: tracepoint programs may read their context
+/// without a helper call, which costs noticeably more per field.
+///
+/// # Safety
+/// `off` must be a constant offset of a field of type `T` inside the record.
+#[inline(always)]
+unsafe fn ctx_load<T: Copy>(ctx: &TracePointContext, off: usize) -> T {
+    unsafe { core::ptr::read(ctx.as_ptr().cast::<u8>().add(off).cast::<T>()) }
+}
+
 #[inline(always)]
 fn syscall_spec(ctx: &TracePointContext) -> Res<&'static FuncSpec> {
     // SAFETY: syscall tracepoint records carry `int __syscall_nr` at offset 8.
-    let nr: i32 = unsafe { ctx.read_at(SYSCALL_NR_OFF) }.map_err(|e| e as i64)?;
+    let nr: i32 = unsafe { ctx_load(ctx, SYSCALL_NR_OFF) };
     let spec = STRATA_SYSCALL_SPECS.get(nr as u32).ok_or(-1)?;
     if spec.flags & SPEC_ENABLED == 0 {
         return Err(-1);
@@ -326,7 +366,7 @@ fn try_sys_enter(ctx: &TracePointContext) -> Res<()> {
             break;
         }
         // SAFETY: arguments are 8-byte fields after the nr; `nargs` comes from the format.
-        *a = unsafe { ctx.read_at(SYSCALL_ARGS_OFF + 8 * i) }.unwrap_or(0);
+        *a = unsafe { ctx_load(ctx, SYSCALL_ARGS_OFF + 8 * i) };
     }
     on_entry(spec, &args)
 }
@@ -341,7 +381,7 @@ pub fn strata_sys_exit(ctx: TracePointContext) -> u32 {
 fn try_sys_exit(ctx: &TracePointContext) -> Res<()> {
     let spec = syscall_spec(ctx)?;
     // SAFETY: sys_exit_* records carry `long ret` right after the nr.
-    let ret: i64 = unsafe { ctx.read_at(SYSCALL_ARGS_OFF) }.map_err(|e| e as i64)?;
+    let ret: i64 = unsafe { ctx_load(ctx, SYSCALL_ARGS_OFF) };
     on_return(spec, ret)
 }
 
@@ -392,7 +432,15 @@ fn try_uprobe_return(ctx: &RetProbeContext) -> Res<()> {
 // ---- process lifecycle ----
 
 #[inline(always)]
-fn emit_proc(event: ProcEvent, pid: u32, tid: u32, other: u32, flags: u32) {
+fn emit_proc(
+    ctx: &TracePointContext,
+    event: ProcEvent,
+    pid: u32,
+    tid: u32,
+    other: u32,
+    flags: u32,
+    filename_loc: Option<u32>,
+) {
     let Some(mut entry) = STRATA_EVENTS.reserve::<ProcRecord>(0) else {
         count(Counter::RingbufFull);
         return;
@@ -408,8 +456,16 @@ fn emit_proc(event: ProcEvent, pid: u32, tid: u32, other: u32, flags: u32) {
         (*rec).other = other;
         (*rec).flags = flags;
         (*rec).comm = bpf_get_current_comm().unwrap_or([0; 16]);
+        (*rec).filename[0] = 0;
+        // __data_loc: offset of the string in the record (low 16 bits), length (high 16).
+        if let Some(loc) = filename_loc {
+            let src = ctx.as_ptr().cast::<u8>().add((loc & 0xffff) as usize);
+            let _ = bpf_probe_read_kernel_str_bytes(src, &mut (*rec).filename);
+        }
     }
-    entry.submit(0);
+    // Lifecycle events are rare and user space reads /proc for them while the process still
+    // exists: wake it at once.
+    entry.submit(u64::from(BPF_RB_FORCE_WAKEUP));
     count(Counter::Emitted);
 }
 
@@ -436,11 +492,13 @@ fn try_task_newtask(ctx: &TracePointContext) -> Res<()> {
         let _ = STRATA_TRACED.insert(&(child as u32), &1, 0);
     }
     emit_proc(
+        ctx,
         ProcEvent::NewTask,
         tgid,
         pid_tgid as u32,
         child as u32,
         clone_flags as u32,
+        None,
     );
     Ok(())
 }
@@ -461,7 +519,16 @@ fn try_process_exec(ctx: &TracePointContext) -> Res<()> {
     }
     // SAFETY: offset from this kernel's sched_process_exec format file.
     let old: i32 = unsafe { ctx.read_at(cfg.exec_old_pid_off as usize) }.unwrap_or(0);
-    emit_proc(ProcEvent::Exec, tgid, pid_tgid as u32, old as u32, 0);
+    let loc: u32 = unsafe { ctx.read_at(cfg.exec_filename_off as usize) }.unwrap_or(0);
+    emit_proc(
+        ctx,
+        ProcEvent::Exec,
+        tgid,
+        pid_tgid as u32,
+        old as u32,
+        0,
+        Some(loc),
+    );
     Ok(())
 }
 
@@ -490,7 +557,7 @@ fn try_process_exit(ctx: &TracePointContext) -> Res<()> {
     };
     if group_dead {
         let _ = STRATA_TRACED.remove(&tgid);
-        emit_proc(ProcEvent::Exit, tgid, tid, tid, 1);
+        emit_proc(ctx, ProcEvent::Exit, tgid, tid, tid, 1, None);
     }
     Ok(())
 }

@@ -1,0 +1,57 @@
+/* Benchmark workload: a tight loop of one kind of I/O call. Prints the loop's own wall time in
+ * nanoseconds on stdout, so tracer start-up and teardown are not counted.
+ *
+ * usage: bench_io syscall|stdio|meta N DIR */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static long long now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 4) return 2;
+    long n = atol(argv[2]);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/bench.dat", argv[3]);
+    char buf[16] = "0123456789abcde";
+    long long t0 = 0, t1 = 0;
+    if (strcmp(argv[1], "syscall") == 0) {
+        int fd = open("/dev/null", O_WRONLY);
+        t0 = now();
+        for (long i = 0; i < n; i++)
+            if (write(fd, buf, 1) != 1) return 3;
+        t1 = now();
+        close(fd);
+    } else if (strcmp(argv[1], "stdio") == 0) {
+        FILE *f = fopen(path, "w");
+        t0 = now();
+        for (long i = 0; i < n; i++)
+            if (fwrite(buf, 16, 1, f) != 1) return 4;
+        fclose(f);
+        t1 = now();
+        unlink(path);
+    } else if (strcmp(argv[1], "meta") == 0) {
+        close(open(path, O_WRONLY | O_CREAT, 0600));
+        struct stat st;
+        t0 = now();
+        for (long i = 0; i < n; i++) {
+            int fd = open(path, O_RDONLY);
+            if (fd < 0 || fstat(fd, &st) != 0) return 5;
+            close(fd);
+        }
+        t1 = now();
+        unlink(path);
+    } else {
+        return 2;
+    }
+    printf("%lld\n", t1 - t0);
+    return 0;
+}

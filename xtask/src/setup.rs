@@ -1,0 +1,160 @@
+//! The bootstrap: installs what building and testing strata needs, only when it is missing.
+//! Quiet when everything is present; says what it installs otherwise.
+use std::{fs, path::Path, process::Command};
+
+use anyhow::{Context as _, bail};
+
+use crate::util::{exec, output, root, succeeds, target_dir};
+
+/// Debian packages: the C toolchain for workloads, the HPC libraries the example and the
+/// MPI/HDF5/NetCDF tests use, and the tools tests call (setpriv, pkill).
+const PACKAGES: &[&str] = &[
+    "build-essential",
+    "libopenmpi-dev",
+    "openmpi-bin",
+    "libhdf5-openmpi-dev",
+    "hdf5-tools",
+    "libnetcdf-mpi-dev",
+    "netcdf-bin",
+    "util-linux",
+    "procps",
+];
+
+pub fn run() -> anyhow::Result<()> {
+    debian_packages()?;
+    nightly_rust_src()?;
+    bpf_linker()?;
+    python_duckdb()?;
+    Ok(())
+}
+
+fn debian_packages() -> anyhow::Result<()> {
+    let missing: Vec<&str> = PACKAGES
+        .iter()
+        .copied()
+        .filter(|p| {
+            !output(Command::new("dpkg-query").args(["-W", "-f=${Status}", p]))
+                .is_ok_and(|s| s.contains("install ok installed"))
+        })
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    if !crate::util::is_root() {
+        bail!(
+            "Debian packages missing: {}; run as root or install them with apt-get",
+            missing.join(" ")
+        );
+    }
+    eprintln!("setup: installing Debian packages: {}", missing.join(" "));
+    exec(Command::new("apt-get").args(["update", "-qq"]))?;
+    exec(
+        Command::new("apt-get")
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .args(["install", "-y", "-qq", "--no-install-recommends"])
+            .args(&missing),
+    )
+    .context("apt-get install failed")
+}
+
+fn nightly_rust_src() -> anyhow::Result<()> {
+    let toolchains = output(Command::new("rustup").args(["toolchain", "list"]))?;
+    if !toolchains.lines().any(|l| l.starts_with("nightly")) {
+        eprintln!("setup: installing the nightly toolchain (eBPF programs need it)");
+        exec(Command::new("rustup").args([
+            "toolchain",
+            "install",
+            "nightly",
+            "--profile",
+            "minimal",
+        ]))?;
+    }
+    let installed = output(Command::new("rustup").args([
+        "component",
+        "list",
+        "--toolchain",
+        "nightly",
+        "--installed",
+    ]))?;
+    if !installed.lines().any(|l| l.starts_with("rust-src")) {
+        eprintln!("setup: installing rust-src for nightly (to build core for the BPF target)");
+        exec(Command::new("rustup").args([
+            "component",
+            "add",
+            "rust-src",
+            "--toolchain",
+            "nightly",
+        ]))?;
+    }
+    Ok(())
+}
+
+/// bpf-linker must use the same LLVM as the nightly rustc: it is built against the nightly
+/// toolchain's own libLLVM (no system LLVM of that version exists on Debian 12), which it
+/// finds at run time through the library path rustup sets for the toolchain.
+fn bpf_linker() -> anyhow::Result<()> {
+    let works =
+        || succeeds(Command::new("rustup").args(["run", "nightly", "bpf-linker", "--version"]));
+    if works() {
+        return Ok(());
+    }
+    let sysroot = output(Command::new("rustc").args(["+nightly", "--print", "sysroot"]))?;
+    let lib = Path::new(sysroot.trim()).join("lib");
+    let llvm = fs::read_dir(&lib)
+        .with_context(|| format!("cannot read {}", lib.display()))?
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .find(|n| n.starts_with("libLLVM.so.") || (n.starts_with("libLLVM-") && n.ends_with(".so")))
+        .context("the nightly toolchain ships no libLLVM")?;
+    let major: String = llvm
+        .trim_start_matches("libLLVM.so.")
+        .trim_start_matches("libLLVM-")
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    if major.is_empty() {
+        bail!("cannot tell the LLVM version of {llvm}");
+    }
+    let prefix = target_dir().join("llvm-prefix");
+    fs::create_dir_all(prefix.join("lib"))?;
+    let link = prefix.join("lib/libLLVM.so");
+    let _ = fs::remove_file(&link);
+    std::os::unix::fs::symlink(lib.join(&llvm), &link)
+        .with_context(|| format!("cannot link {}", link.display()))?;
+    eprintln!("setup: building bpf-linker against the nightly toolchain's LLVM {major}");
+    exec(
+        Command::new("cargo")
+            .current_dir(root())
+            .env("LLVM_PREFIX", &prefix)
+            .args([
+                "install",
+                "--force",
+                "--locked",
+                "bpf-linker",
+                "--no-default-features",
+                "--features",
+            ])
+            .arg(format!("llvm-{major}")),
+    )
+    .context("cargo install bpf-linker failed")?;
+    if !works() {
+        bail!("bpf-linker was installed but does not run; is ~/.cargo/bin on PATH?");
+    }
+    Ok(())
+}
+
+fn python_duckdb() -> anyhow::Result<()> {
+    if succeeds(Command::new("python3").args(["-c", "import duckdb"])) {
+        return Ok(());
+    }
+    eprintln!("setup: installing the duckdb Python package (tests query the output with it)");
+    exec(Command::new("python3").args([
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        "--root-user-action=ignore",
+        "duckdb",
+    ]))
+}
