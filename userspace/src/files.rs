@@ -62,7 +62,7 @@ impl Files {
         let mount = meta
             .as_ref()
             .and_then(|m| self.mount_of(pid, m.dev(), &canonical));
-        self.new_rows.push(FileRow {
+        let mut row = FileRow {
             file_id: id,
             path: canonical,
             dev: meta
@@ -73,9 +73,17 @@ impl Files {
             mount_point: mount
                 .as_ref()
                 .map(|m| m.mount_point.to_string_lossy().into_owned()),
-            mount_source: mount.and_then(|m| m.mount_source),
+            mount_source: mount.as_ref().and_then(|m| m.mount_source.clone()),
             ..FileRow::default()
-        });
+        };
+        if mount.is_some_and(|m| m.fs_type == "lustre") {
+            let at = fd.map_or_else(
+                || format!("{proc_root}{path}"),
+                |fd| format!("/proc/{pid}/fd/{fd}"),
+            );
+            add_lustre_layout(&mut row, Path::new(&at));
+        }
+        self.new_rows.push(row);
         id
     }
 
@@ -95,6 +103,22 @@ impl Files {
             self.mounts.insert(ns, table);
         }
         pick_mount(self.mounts.get(&ns)?, dev, path).cloned()
+    }
+}
+
+/// Fills the Lustre columns from the file's `lustre.lov` attribute.
+fn add_lustre_layout(row: &mut FileRow, at: &Path) {
+    match crate::lustre::read(at) {
+        None => {}
+        Some(Err(e)) => log::warn!("cannot parse the Lustre layout of {}: {e}", row.path),
+        Some(Ok(layout)) => {
+            if let Some(c) = layout.first() {
+                row.lustre_stripe_size = Some(i64::from(c.stripe_size));
+                row.lustre_stripe_count = Some(i64::from(c.stripe_count));
+            }
+            row.lustre_osts = layout.osts().into_iter().map(i64::from).collect();
+            row.lustre_layout = serde_json::to_string(&layout).ok();
+        }
     }
 }
 
