@@ -11,8 +11,7 @@ use aya::{
     maps::{Array, HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf},
     programs::{
         TracePoint, UProbe,
-        trace_point::TracePointLinkId,
-        uprobe::{UProbeAttachLocation, UProbeAttachPoint, UProbeLinkId, UProbeScope},
+        uprobe::{UProbeAttachLocation, UProbeAttachPoint, UProbeScope},
     },
 };
 use strata_common::{Config, FuncSpec, maps, programs};
@@ -44,50 +43,60 @@ pub struct Loaded {
     pub counters: PerCpuArray<MapData, u64>,
     pub events: RingBuf<MapData>,
     pub statuses: Vec<ProbeStatus>,
-    pub links: Links,
+    config: Array<MapData, Config>,
+    config_value: Config,
 }
 
-/// Every attachment, so that teardown can run them in parallel (see [`detach`]).
-#[derive(Default)]
-pub struct Links {
-    tracepoints: Vec<(&'static str, TracePointLinkId)>,
-    uprobes: Vec<(&'static str, UProbeLinkId)>,
+/// Stops the programs from recording (they return at once), so the ring buffer can be
+/// drained to the last event while the probes are still attached.
+pub fn stop(loaded: &mut Loaded) -> anyhow::Result<()> {
+    let mut cfg = loaded.config_value;
+    cfg.stopped = 1;
+    loaded.config.set(0, cfg, 0)?;
+    Ok(())
 }
 
-/// Detaches every probe and unloads the programs.
+/// Detaches every probe and unloads the programs without making the caller wait.
 ///
-/// Releasing a perf-event attachment waits for an RCU grace period (about 75 ms each on
-/// these VMs), so releasing a hundred of them one by one takes seconds; they are released
-/// from several threads at once so the waits overlap.
-pub fn detach(mut ebpf: Ebpf, links: Links) {
-    let mut owned: Vec<Box<dyn Send>> = Vec::new();
-    for (prog, id) in links.tracepoints {
-        if let Ok(link) = tracepoint(&mut ebpf, prog).and_then(|p| Ok(p.take_link(id)?)) {
-            owned.push(Box::new(link));
+/// Releasing a perf-event attachment waits for an RCU grace period, one after another in the
+/// kernel (about 40 ms each on these VMs: seconds for a few hundred uprobes). A forked helper
+/// takes over the last references and releases them after strata has exited; the programs
+/// are stopped already, so the probes record nothing in the meantime.
+pub fn detach_in_background(loaded: Loaded) {
+    let Ok((gate_r, gate_w)) = nix::unistd::pipe() else {
+        drop(loaded);
+        return;
+    };
+    // SAFETY: the child only reads a pipe and exits; it runs no destructor and no allocator.
+    match unsafe { nix::unistd::fork() } {
+        Ok(nix::unistd::ForkResult::Child) => {
+            drop(gate_w);
+            let mut b = [0u8; 1];
+            // SAFETY: read(2) on our pipe, then _exit: the kernel releases the probes.
+            unsafe {
+                libc::read(
+                    std::os::fd::AsRawFd::as_raw_fd(&gate_r),
+                    b.as_mut_ptr().cast(),
+                    1,
+                );
+                libc::_exit(0)
+            }
         }
-    }
-    for (prog, id) in links.uprobes {
-        if let Ok(link) = uprobe(&mut ebpf, prog).and_then(|p| Ok(p.take_link(id)?)) {
-            owned.push(Box::new(link));
+        Ok(nix::unistd::ForkResult::Parent { .. }) => {
+            drop(gate_r);
+            // The child holds references: these closes are cheap.
+            drop(loaded);
+            drop(gate_w);
         }
+        Err(_) => drop(loaded),
     }
-    const THREADS: usize = 32;
-    let mut buckets: Vec<Vec<Box<dyn Send>>> = (0..THREADS).map(|_| Vec::new()).collect();
-    for (i, l) in owned.into_iter().enumerate() {
-        buckets[i % THREADS].push(l);
-    }
-    std::thread::scope(|s| {
-        for b in buckets {
-            s.spawn(move || drop(b));
-        }
-    });
-    drop(ebpf);
 }
 
 pub struct Options {
     pub trace_all: bool,
     pub ring_bytes: u32,
     pub syscall_mode: SyscallMode,
+    pub datatype_size_offset: u32,
 }
 
 /// How the syscall probes reach the kernel. Both deliver the same record layout (number at
@@ -121,7 +130,6 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
     }
 
     let mut statuses = Vec::with_capacity(probes.len());
-    let mut links = Links::default();
     let mut any_syscall = false;
     let mut libs: HashMap<String, Result<(PathBuf, SymbolTable), String>> = HashMap::new();
     let mut attached_at: HashMap<(PathBuf, u64), u32> = HashMap::new();
@@ -141,8 +149,7 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
             let result = match &p.target {
                 Target::Syscall(name) => {
                     let per_syscall = opts.syscall_mode == SyscallMode::PerSyscall;
-                    let links = per_syscall.then_some(&mut links);
-                    let r = attach_syscall(&mut ebpf, &root, p, name, links);
+                    let r = attach_syscall(&mut ebpf, &root, p, name, per_syscall);
                     any_syscall |= r.is_ok();
                     if !per_syscall {
                         status.target = "raw_syscalls/sys_{enter,exit}".into();
@@ -159,8 +166,7 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
                         Err(e) => Err(Failure::Failed(e.clone())),
                         Ok((path, table)) => {
                             status.target = path.display().to_string();
-                            let at = (&mut attached_at, &mut links);
-                            attach_uprobe(&mut ebpf, p, path, table, symbol, at)
+                            attach_uprobe(&mut ebpf, p, path, table, symbol, &mut attached_at)
                         }
                     }
                 }
@@ -194,13 +200,12 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
             (programs::SYS_ENTER, "sys_enter"),
             (programs::SYS_EXIT, "sys_exit"),
         ] {
-            let id = tracepoint(&mut ebpf, prog)?
+            tracepoint(&mut ebpf, prog)?
                 .attach("raw_syscalls", event)
                 .with_context(|| format!("cannot attach to tracepoint raw_syscalls/{event}"))?;
-            links.tracepoints.push((prog, id));
         }
     }
-    attach_lifecycle(&mut ebpf, &mut links)?;
+    attach_lifecycle(&mut ebpf)?;
     let traced = BpfHashMap::try_from(map(&mut ebpf, maps::TRACED)?)?;
     let counters = PerCpuArray::try_from(map(&mut ebpf, maps::COUNTERS)?)?;
     let events = RingBuf::try_from(map(&mut ebpf, maps::EVENTS)?)?;
@@ -210,7 +215,8 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
         counters,
         events,
         statuses,
-        links,
+        config: cfg_map,
+        config_value: config,
     })
 }
 
@@ -258,11 +264,13 @@ fn lifecycle_config(root: &Path, opts: &Options) -> anyhow::Result<Config> {
         // Absent before Linux 6.9: the programs fall back to the leader's exit.
         exit_group_dead_off: exit.field("group_dead").map_or(0, |f| f.offset),
         exec_filename_off: off(&exec, "filename")?,
+        datatype_size_off: opts.datatype_size_offset,
+        stopped: 0,
         _pad: 0,
     })
 }
 
-fn attach_lifecycle(ebpf: &mut Ebpf, links: &mut Links) -> anyhow::Result<()> {
+fn attach_lifecycle(ebpf: &mut Ebpf) -> anyhow::Result<()> {
     for (prog, cat, name) in [
         (programs::TASK_NEWTASK, "task", "task_newtask"),
         (programs::PROCESS_EXEC, "sched", "sched_process_exec"),
@@ -271,10 +279,8 @@ fn attach_lifecycle(ebpf: &mut Ebpf, links: &mut Links) -> anyhow::Result<()> {
         let tp = tracepoint(ebpf, prog)?;
         tp.load()
             .with_context(|| format!("the kernel rejected program {prog}"))?;
-        let id = tp
-            .attach(cat, name)
+        tp.attach(cat, name)
             .with_context(|| format!("cannot attach to tracepoint {cat}/{name}"))?;
-        links.tracepoints.push((prog, id));
     }
     Ok(())
 }
@@ -284,7 +290,7 @@ fn attach_syscall(
     root: &Path,
     p: &Probe,
     name: &str,
-    links: Option<&mut Links>,
+    per_syscall: bool,
 ) -> Result<(), Failure> {
     let failed = |e: anyhow::Error| Failure::Failed(format!("{e:#}"));
     let enter = tracepoint_format(root, &format!("sys_enter_{name}")).map_err(failed)?;
@@ -312,18 +318,17 @@ fn attach_syscall(
         .set(nr, p.spec(), 0)
         .map_err(|e| Failure::Failed(format!("spec map: {e}")))?;
     // Raw mode: the caller attaches the two raw_syscalls events once for all.
-    let Some(links) = links else {
+    if !per_syscall {
         return Ok(());
-    };
+    }
     for (prog, event) in [
         (programs::SYS_ENTER, format!("sys_enter_{name}")),
         (programs::SYS_EXIT, format!("sys_exit_{name}")),
     ] {
-        let id = tracepoint(ebpf, prog)
+        tracepoint(ebpf, prog)
             .map_err(failed)?
             .attach("syscalls", &event)
             .map_err(|e| Failure::Failed(format!("attach to syscalls/{event}: {e}")))?;
-        links.tracepoints.push((prog, id));
     }
     Ok(())
 }
@@ -338,7 +343,7 @@ fn attach_uprobe(
     path: &Path,
     table: &SymbolTable,
     symbol: &str,
-    (attached_at, links): (&mut HashMap<(PathBuf, u64), u32>, &mut Links),
+    attached_at: &mut HashMap<(PathBuf, u64), u32>,
 ) -> Result<(), Failure> {
     let offset = table.offset(symbol).ok_or_else(|| {
         Failure::Failed(format!("symbol {symbol} not found in {}", path.display()))
@@ -360,13 +365,12 @@ fn attach_uprobe(
             location: UProbeAttachLocation::AbsoluteOffset(offset),
             cookie: Some(u64::from(p.id)),
         };
-        let id = uprobe(ebpf, prog)
+        uprobe(ebpf, prog)
             .map_err(|e| Failure::Failed(format!("{e:#}")))?
             .attach(point, path, UProbeScope::AllProcesses)
             .map_err(|e| {
                 Failure::Failed(format!("uprobe on {symbol} in {}: {e}", path.display()))
             })?;
-        links.uprobes.push((prog, id));
     }
     attached_at.insert((path.to_owned(), offset), p.id);
     Ok(())

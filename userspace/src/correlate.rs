@@ -59,6 +59,9 @@ struct PendingStrs {
     age: u32,
 }
 
+/// `H5FD_MPIO_COLLECTIVE`.
+const XFER_COLLECTIVE: u64 = 1;
+
 struct Adoption {
     pid: i32,
     handles: Vec<HandleId>,
@@ -71,6 +74,8 @@ pub struct Correlator {
     adoptions: HashMap<u64, Adoption>,
     pub procs: Procs,
     pub handles: Handles,
+    /// Transfer mode per (pid, HDF5 transfer property list).
+    xfer_modes: HashMap<(i32, u64), u64>,
     pub files: Files,
     pub summary: Summary,
 }
@@ -84,6 +89,7 @@ impl Correlator {
             adoptions: HashMap::new(),
             procs: Procs::default(),
             handles: Handles::default(),
+            xfer_modes: HashMap::new(),
             files: Files::default(),
             summary: Summary::default(),
         }
@@ -243,7 +249,11 @@ impl Correlator {
         let ts_end = self.clock.epoch(rec.ts_end);
         let arg = |k: ArgKind| p.arg(k).map(|i| rec.args[i]);
         let is_syscall = matches!(p.target, Target::Syscall(_));
-        let ret = rec.ret;
+        let ret = if p.ret_int {
+            i64::from(rec.ret as i32)
+        } else {
+            rec.ret
+        };
 
         // Strings, in argument order.
         let mut strs = self
@@ -261,9 +271,18 @@ impl Correlator {
                 .and_then(|(i, _)| strs.iter().find(|(a, _)| *a as usize == i))
                 .and_then(|(_, s)| s.clone())
         };
-        let path = str_of(ArgKind::Path, 0);
+        // Object names (HDF5 datasets, NetCDF variables) are recorded like paths.
+        let path = str_of(ArgKind::Path, 0).or_else(|| str_of(ArgKind::Name, 0));
         let path2 = str_of(ArgKind::Path, 1);
         let modestr = str_of(ArgKind::ModeStr, 0);
+        let strs_out: Vec<String> = p
+            .args
+            .iter()
+            .enumerate()
+            .filter(|(_, k)| **k == ArgKind::Str)
+            .filter_map(|(i, _)| strs.iter().find(|(a, _)| *a as usize == i))
+            .map(|(_, s)| s.clone().unwrap_or_default())
+            .collect();
 
         let failed = match p.ret {
             RetKind::Fd | RetKind::Bytes | RetKind::Status | RetKind::Position | RetKind::Count => {
@@ -271,12 +290,19 @@ impl Correlator {
             }
             RetKind::Handle | RetKind::Ptr => ret == 0,
             RetKind::Char => ret == -1,
+            RetKind::MpiStatus => ret != 0,
+            RetKind::Hid => ret < 0,
             RetKind::None => false,
         };
         let errno = (is_syscall && ret < 0).then(|| (-ret) as i32);
 
         let size = arg(ArgKind::Size).map(|v| v as i64);
         let count = arg(ArgKind::Count).map(|v| v as i64);
+        // MPI: the kernel replaced the datatype handle by the datatype's size (0: unknown).
+        let size = size.or_else(|| {
+            p.datatype_size_offset?;
+            arg(ArgKind::Datatype).filter(|s| *s > 0).map(|s| s as i64)
+        });
         let bytes_requested = match (size, count) {
             (Some(s), Some(c)) => Some(s.saturating_mul(c)),
             (Some(s), None) if matches!(p.op, Op::Read | Op::Write) => Some(s),
@@ -288,17 +314,32 @@ impl Correlator {
             RetKind::Bytes => Some(ret.max(0)),
             RetKind::Count => Some(ret.max(0).saturating_mul(size.unwrap_or(1))),
             RetKind::Char => Some(i64::from(!failed)),
+            // MPI-IO moves all it was asked to, or fails.
+            RetKind::MpiStatus => bytes_requested.map(|b| if failed { 0 } else { b }),
             _ => None,
         };
 
         // The handle operated on.
         let fd_arg = arg(ArgKind::Fd).map(|v| v as i32);
         let lib_raw = |v: u64| Raw::Lib(p.layer.as_str(), v);
-        let mut handle = match (fd_arg, arg(ArgKind::Handle)) {
+        let lib_arg = arg(ArgKind::Handle)
+            .or_else(|| arg(ArgKind::HandleRef))
+            .or_else(|| arg(ArgKind::RequestRef));
+        let mut handle = match (fd_arg, lib_arg) {
             (Some(fd), _) if errno != Some(EBADF as i32) => self.fd_handle(pid, fd),
             (None, Some(h)) => self.handles.lookup(pid, lib_raw(h)),
             _ => None,
         };
+        // HDF5 transfer property lists say whether a transfer is collective.
+        let mut collective = p.collective;
+        if let Some(plist) = arg(ArgKind::Plist) {
+            match arg(ArgKind::XferMode) {
+                Some(mode) => {
+                    self.xfer_modes.insert((pid, plist), mode);
+                }
+                None => collective |= self.xfer_modes.get(&(pid, plist)) == Some(&XFER_COLLECTIVE),
+            }
+        }
 
         // fstatat(fd, "", AT_EMPTY_PATH) and friends operate on the dirfd itself.
         if handle.is_none() && path.as_deref() == Some("") {
@@ -404,7 +445,37 @@ impl Correlator {
                 }
             }
             Op::Exit => self.procs.set_exit_code(pid, rec.args[0] as i32),
+            // MPI_Wait completes a request; MPI_Test only when its flag came back true.
+            Op::Wait if !failed => {
+                let done = p.arg(ArgKind::OutHandle32).is_none()
+                    || (rec.flags & CALL_OUT_VALID != 0 && rec.out != 0);
+                if let (true, Some(h)) = (done, handle) {
+                    self.handles.destroy(h, Some(call_id), Some(ts_end));
+                }
+            }
             _ => {}
+        }
+        // A non-blocking call returns a request: a handle completed by MPI_Wait/MPI_Test.
+        if p.arg(ArgKind::OutRequest).is_some() && !failed && rec.flags & CALL_OUT_VALID != 0 {
+            let (file_id, path) = handle
+                .and_then(|h| self.handles.get(h))
+                .map(|h| (h.row.file_id, h.row.path.clone()))
+                .unwrap_or_default();
+            self.handles.create(NewHandle {
+                pid,
+                raw: Raw::Lib(p.layer.as_str(), rec.out),
+                layer: p.layer.as_str(),
+                kind: "request",
+                parent: handle,
+                file_id,
+                path,
+                mode: None,
+                flags: None,
+                call_id: Some(call_id),
+                ts: Some(ts_begin),
+                share_with: None,
+                pos: None,
+            });
         }
 
         self.adopt(rec, created, explicit_parent, pid);
@@ -434,9 +505,10 @@ impl Correlator {
             ret,
             errno,
             flags,
-            collective: false,
+            collective,
             path,
             path2,
+            strs: strs_out,
             args: rec.args[..nargs].iter().map(|v| *v as i64).collect(),
         })
     }
@@ -466,7 +538,9 @@ impl Correlator {
             }
         };
         let dirfd = arg(ArgKind::Dirfd).map(|v| v as i32);
-        let abs = path.map(|s| self.abs_path(pid, dirfd, s));
+        // Only file-system paths are resolved; object names stay as they are.
+        let fs_path = path.filter(|_| p.arg(ArgKind::Path).is_some());
+        let abs = fs_path.map(|s| self.abs_path(pid, dirfd, s));
         let fd = match raw {
             Raw::Fd(fd) => Some(fd),
             Raw::Lib(..) => None,
@@ -476,7 +550,9 @@ impl Correlator {
             Some(a) => Some(self.files.resolve(pid, fd, a)),
             None => src_row.and_then(|r| r.file_id),
         };
-        let abs = abs.or_else(|| src_row.and_then(|r| r.path.clone()));
+        let abs = abs
+            .or_else(|| path.map(str::to_string))
+            .or_else(|| src_row.and_then(|r| r.path.clone()));
         let append = flags.is_some_and(|f| f & i64::from(libc::O_APPEND) != 0)
             || modestr.as_deref().is_some_and(|m| m.starts_with('a'));
         self.handles.create(NewHandle {
@@ -492,7 +568,9 @@ impl Correlator {
             call_id: Some(rec.call_id as i64),
             ts: Some(ts),
             share_with: None,
-            pos: (!append).then_some(0),
+            // Byte positions are followed for fds and streams; MPI-IO and library handles
+            // have views and selections instead.
+            pos: (!append && matches!(kind, "fd" | "stream")).then_some(0),
         })
     }
 

@@ -33,31 +33,49 @@ impl Files {
     /// The file an fd (or a path) of `pid` refers to. `path` is absolute in the process's view.
     pub fn resolve(&mut self, pid: i32, fd: Option<i32>, path: &str) -> i64 {
         let proc_root = format!("/proc/{pid}/root");
-        // Through the process's fd the inode is found even if the name was since unlinked.
+        let by_path = || fs::canonicalize(format!("{proc_root}{path}")).ok();
+        // Through the process's fd the inode is found even if the name was since unlinked,
+        // but events are read a little after they happen: the fd may have been closed and its
+        // number reused. It is trusted only if it still names the file that was opened.
         let by_fd = fd.and_then(|fd| {
             let link = format!("/proc/{pid}/fd/{fd}");
+            let target = fs::read_link(&link).ok()?.to_string_lossy().into_owned();
+            let same = target == path
+                || target.strip_suffix(" (deleted)") == Some(path)
+                || by_path().is_some_and(|c| c.to_str() == Some(target.as_str()));
             let meta = fs::metadata(&link).ok()?;
-            let target = fs::read_link(&link).ok()?;
-            Some((meta, target.to_string_lossy().into_owned()))
+            same.then_some((meta, target))
         });
         let (meta, canonical) = match by_fd {
-            Some((m, t)) if t.starts_with('/') => (Some(m), t),
-            Some((m, _)) => (Some(m), path.to_string()),
-            None => (
-                fs::metadata(format!("{proc_root}{path}")).ok(),
-                path.to_string(),
-            ),
+            Some((m, t)) => (Some(m), t),
+            None => {
+                let canonical = by_path().and_then(|c| c.to_str().map(str::to_string));
+                (
+                    fs::metadata(format!("{proc_root}{path}")).ok(),
+                    canonical.unwrap_or_else(|| path.to_string()),
+                )
+            }
         };
         let key = match &meta {
             Some(m) => Key::Inode(m.dev(), m.ino()),
             None => Key::Path(canonical.clone()),
         };
-        if let Some(id) = self.ids.get(&key) {
-            return *id;
+        // The same file seen once by inode and once only by name (closed or gone before it
+        // could be stat'ed) keeps one id.
+        let path_key = Key::Path(canonical.clone());
+        if let Some(id) = self
+            .ids
+            .get(&key)
+            .or_else(|| self.ids.get(&path_key))
+            .copied()
+        {
+            self.ids.entry(key).or_insert(id);
+            return id;
         }
         self.next += 1;
         let id = self.next;
         self.ids.insert(key, id);
+        self.ids.insert(path_key, id);
         self.paths.insert(id, canonical.clone());
         let mount = meta
             .as_ref()
@@ -168,6 +186,30 @@ mod tests {
     use procfs::FromRead as _;
 
     use super::*;
+
+    #[test]
+    fn a_reused_fd_number_is_not_mistaken_for_the_file_opened_before() {
+        use std::os::fd::AsRawFd as _;
+        let dir = std::env::temp_dir().join(format!("strata-files-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let (a, b) = (dir.join("a"), dir.join("b"));
+        fs::write(&a, b"a").unwrap();
+        fs::write(&b, b"b").unwrap();
+        let me = std::process::id() as i32;
+        let mut files = Files::default();
+        // The traced open was of `a`, but by the time it is processed the fd names `b`.
+        let fb = fs::File::open(&b).unwrap();
+        let id_a = files.resolve(me, Some(fb.as_raw_fd()), a.to_str().unwrap());
+        let id_b = files.resolve(me, Some(fb.as_raw_fd()), b.to_str().unwrap());
+        assert_ne!(id_a, id_b);
+        let rows = &files.new_rows;
+        let ino = |p: &Path| fs::metadata(p).unwrap().ino() as i64;
+        assert_eq!(rows[0].ino, Some(ino(&a)));
+        assert_eq!(rows[1].ino, Some(ino(&b)));
+        // The same file again, by either route, keeps its id.
+        assert_eq!(files.resolve(me, None, b.to_str().unwrap()), id_b);
+        fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn absolute_paths() {

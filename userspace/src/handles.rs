@@ -299,7 +299,7 @@ fn static_str(s: &str) -> &'static str {
             return l;
         }
     }
-    ["fd", "stream", "mpi_file", "hid", "ncid"]
+    ["fd", "stream", "mpi_file", "hid", "ncid", "request"]
         .into_iter()
         .find(|k| *k == s)
         .unwrap_or("other")

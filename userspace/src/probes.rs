@@ -89,6 +89,7 @@ kinds!(
         Stat = "stat",
         Access = "access",
         Exit = "exit",
+        Wait = "wait",
         Meta = "meta",
     }
 );
@@ -101,7 +102,10 @@ kinds!(
         Dirfd = "dirfd",
         Newfd = "newfd",
         Handle = "handle",
+        HandleRef = "handle_ref",
         Path = "path",
+        Name = "name",
+        Str = "str",
         ModeStr = "modestr",
         Buf = "buf",
         Ptr = "ptr",
@@ -116,6 +120,11 @@ kinds!(
         Cmd = "cmd",
         OutHandle32 = "out_handle32",
         OutHandle64 = "out_handle64",
+        OutRequest = "out_request",
+        RequestRef = "request_ref",
+        Datatype = "datatype",
+        Plist = "plist",
+        XferMode = "xfer_mode",
     }
 );
 
@@ -130,20 +139,26 @@ kinds!(
         Position = "position",
         Char = "char",
         Ptr = "ptr",
+        MpiStatus = "mpi_status",
+        Hid = "hid",
         None = "none",
     }
 );
 
 impl ArgKind {
     fn is_string(self) -> bool {
-        matches!(self, Self::Path | Self::ModeStr)
+        matches!(self, Self::Path | Self::ModeStr | Self::Name | Self::Str)
     }
     fn out_size(self) -> Option<u8> {
         match self {
             Self::OutHandle32 => Some(4),
-            Self::OutHandle64 => Some(8),
+            Self::OutHandle64 | Self::OutRequest => Some(8),
             _ => None,
         }
+    }
+    /// Pointers to handles, read at entry (the call may overwrite them).
+    fn is_deref(self) -> bool {
+        matches!(self, Self::HandleRef | Self::RequestRef)
     }
 }
 
@@ -156,8 +171,15 @@ pub struct Probe {
     pub op: Op,
     pub args: Vec<ArgKind>,
     pub ret: RetKind,
+    /// The return value is a C `int`: sign-extend its low 32 bits (the upper half of the
+    /// register is not defined).
+    pub ret_int: bool,
+    /// MPI collective, whatever the arguments say.
+    pub collective: bool,
     pub enabled: bool,
     pub line: usize,
+    /// From the file's `mpi_datatype_size_offset`: where an MPI datatype handle keeps its size.
+    pub datatype_size_offset: Option<u64>,
 }
 
 impl Probe {
@@ -177,10 +199,14 @@ impl Probe {
     /// The kernel-side capture spec.
     pub fn spec(&self) -> FuncSpec {
         let mut str_mask = 0u8;
+        let mut deref_mask = 0u8;
         let (mut out_arg, mut out_size) = (NO_ARG, 0u8);
         for (i, k) in self.args.iter().enumerate() {
             if k.is_string() {
                 str_mask |= 1 << i;
+            }
+            if k.is_deref() {
+                deref_mask |= 1 << i;
             }
             if let Some(sz) = k.out_size() {
                 out_arg = i as u8;
@@ -198,6 +224,11 @@ impl Probe {
             out_arg,
             out_size,
             flags,
+            deref_mask,
+            datatype_arg: self
+                .arg(ArgKind::Datatype)
+                .filter(|_| self.datatype_size_offset.is_some())
+                .map_or(NO_ARG, |i| i as u8),
         }
     }
 }
@@ -205,6 +236,7 @@ impl Probe {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileRaw {
+    mpi_datatype_size_offset: Option<u64>,
     #[serde(default)]
     probe: Vec<toml::Spanned<ProbeRaw>>,
 }
@@ -220,6 +252,9 @@ struct ProbeRaw {
     #[serde(default)]
     args: Vec<String>,
     ret: String,
+    ret_type: Option<String>,
+    #[serde(default)]
+    collective: bool,
     #[serde(default = "yes")]
     enabled: bool,
 }
@@ -243,9 +278,9 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
         .map_err(|e| err(e.span().unwrap_or(0..0), e.message().trim_end().to_string()))?;
     let mut seen = HashSet::new();
     let mut probes = Vec::with_capacity(raw.probe.len());
-    for (id, spanned) in raw.probe.into_iter().enumerate() {
+    for (id, spanned) in raw.probe.iter().enumerate() {
         let span = spanned.span();
-        let p = spanned.into_inner();
+        let p = spanned.get_ref();
         let bad = |reason: String| err(span.clone(), reason);
         let layer: Layer = p.layer.parse().map_err(bad)?;
         let op: Op = p.op.parse().map_err(bad)?;
@@ -265,7 +300,7 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
         if args.iter().filter(|a| a.out_size().is_some()).count() > 1 {
             return Err(bad("at most one out_handle argument per probe".into()));
         }
-        let target = match (p.syscall, p.library, p.symbol) {
+        let target = match (p.syscall.clone(), p.library.clone(), p.symbol.clone()) {
             (Some(s), None, None) if !s.is_empty() => Target::Syscall(s),
             (None, Some(library), Some(symbol)) if !library.is_empty() && !symbol.is_empty() => {
                 Target::Uprobe { library, symbol }
@@ -284,6 +319,20 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
         if !seen.insert(target.clone()) {
             return Err(bad(format!("{target:?} is declared twice")));
         }
+        let is_syscall = matches!(target, Target::Syscall(_));
+        let ret_int = match p.ret_type.as_deref() {
+            Some("int") => true,
+            Some("long") => false,
+            // Syscalls return a long; C library functions of these kinds an int.
+            None => {
+                !is_syscall
+                    && matches!(
+                        ret,
+                        RetKind::Status | RetKind::Char | RetKind::MpiStatus | RetKind::Fd
+                    )
+            }
+            Some(t) => return Err(bad(format!("unknown ret_type {t:?} (int or long)"))),
+        };
         probes.push(Probe {
             id: id as u32,
             layer,
@@ -291,8 +340,11 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
             op,
             args,
             ret,
+            ret_int,
+            collective: p.collective,
             enabled: p.enabled,
             line: line_of(text, span.start),
+            datatype_size_offset: raw.mpi_datatype_size_offset,
         });
     }
     if probes.len() > strata_common::MAX_FUNCS as usize {

@@ -15,7 +15,7 @@ use anyhow::{Context as _, bail};
 use strata_common::Counter;
 
 use crate::{
-    attach::{self, Loaded, counter_total},
+    attach::{self, counter_total},
     correlate::{Clock, Correlator},
     dataset::Dataset,
     events,
@@ -82,22 +82,19 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
         None => None,
     };
 
-    let Loaded {
-        ebpf,
-        mut traced,
-        counters,
-        mut events,
-        statuses,
-        links,
-    } = attach::load(
+    let mut loaded = attach::load(
         &probes,
         &attach::Options {
             trace_all: args.all,
             ring_bytes: args.ring_buffer_mib.max(1).next_power_of_two() << 20,
             syscall_mode: args.syscall_mode,
+            datatype_size_offset: probes
+                .iter()
+                .find_map(|p| p.datatype_size_offset)
+                .unwrap_or(0) as u32,
         },
     )?;
-    for s in &statuses {
+    for s in &loaded.statuses {
         let p = &probes[s.probe_id as usize];
         out.probes.push(ProbeRow {
             run_id: run_id.clone(),
@@ -111,18 +108,26 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
             probes_line: p.line as i32,
         });
     }
-    let attached = statuses.iter().filter(|s| s.status == "attached").count();
-    let failed = statuses.iter().filter(|s| s.status == "failed").count();
+    let attached = loaded
+        .statuses
+        .iter()
+        .filter(|s| s.status == "attached")
+        .count();
+    let failed = loaded
+        .statuses
+        .iter()
+        .filter(|s| s.status == "failed")
+        .count();
     if attached == 0 {
         bail!("no probe could be attached; see the warnings above");
     }
 
     let command = if let Some(sp) = &spawned {
-        traced.insert(sp.pid.as_raw() as u32, 1, 0)?;
+        loaded.traced.insert(sp.pid.as_raw() as u32, 1, 0)?;
         args.command.join(" ")
     } else if let Some(tree) = &tree {
         for pid in tree {
-            traced.insert(*pid as u32, 1, 0)?;
+            loaded.traced.insert(*pid as u32, 1, 0)?;
         }
         format!("--pid {}", args.pid.unwrap_or_default())
     } else {
@@ -172,10 +177,10 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
     let mut recorded: u64 = 0;
     let mut last_status = (Instant::now(), 0u64);
     let mut write_error = None;
-    let fd = events.as_raw_fd();
+    let fd = loaded.events.as_raw_fd();
     loop {
         poll_readable(fd, Duration::from_millis(100));
-        while let Some(item) = events.next() {
+        while let Some(item) = loaded.events.next() {
             recorded += 1;
             match events::decode(&item) {
                 Ok(ev) => corr.handle(ev, &mut out),
@@ -197,7 +202,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
                 last_status = (Instant::now(), recorded);
                 pb.set_message(format!(
                     "{recorded} events ({rate:.0}/s), lost {}, {} rows in {} written",
-                    counter_total(&counters, Counter::RingbufFull),
+                    counter_total(&loaded.counters, Counter::RingbufFull),
                     out.rows_written(),
                     human(out.bytes_written() as i64),
                 ));
@@ -217,9 +222,9 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
         }
     }
 
-    // Detach everything, then take what is still in the ring buffer.
-    attach::detach(ebpf, links);
-    while let Some(item) = events.next() {
+    // Stop recording, then take what is still in the ring buffer.
+    attach::stop(&mut loaded)?;
+    while let Some(item) = loaded.events.next() {
         recorded += 1;
         if let Ok(ev) = events::decode(&item) {
             corr.handle(ev, &mut out);
@@ -233,13 +238,15 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
         pb.finish_and_clear();
     }
 
-    let lost = counter_total(&counters, Counter::RingbufFull);
+    let counters = &loaded.counters;
+    let lost = counter_total(counters, Counter::RingbufFull);
     run_row.end_ns = Some(clock.epoch(monotonic_ns()));
     run_row.events_recorded = recorded as i64;
     run_row.events_lost = lost as i64;
-    run_row.str_read_failed = counter_total(&counters, Counter::StrReadFailed) as i64;
-    run_row.stack_overflow = counter_total(&counters, Counter::StackOverflow) as i64;
-    run_row.stack_mismatch = counter_total(&counters, Counter::StackMismatch) as i64;
+    run_row.str_read_failed = counter_total(counters, Counter::StrReadFailed) as i64;
+    run_row.stack_overflow = counter_total(counters, Counter::StackOverflow) as i64;
+    run_row.stack_mismatch = counter_total(counters, Counter::StackMismatch) as i64;
+    attach::detach_in_background(loaded);
     run_row.calls_written =
         (out.calls.rows_written + crate::sink::Table::len(&out.calls.rows) as u64) as i64;
     run_row.complete = write_error.is_none();

@@ -24,6 +24,7 @@ table!(Calls, CallRow, "calls", {
     collective: Bool,
     path: OptStr,
     path2: OptStr,
+    strs: ListStr,
     args: ListI64,
 });
 

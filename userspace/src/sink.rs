@@ -79,6 +79,22 @@ impl Col for ListI64 {
     }
 }
 
+pub struct ListStr;
+impl Col for ListStr {
+    type Value = Vec<String>;
+    type Builder = ListBuilder<StringBuilder>;
+    const NULLABLE: bool = false;
+    fn data_type() -> DataType {
+        DataType::List(Arc::new(Field::new("item", DataType::Utf8, true)))
+    }
+    fn append(b: &mut Self::Builder, v: Vec<String>) {
+        for s in v {
+            b.values().append_value(s);
+        }
+        b.append(true);
+    }
+}
+
 /// Rows buffered for one table.
 pub trait Table: Default {
     type Row;

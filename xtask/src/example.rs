@@ -15,8 +15,9 @@ pub fn run(np: u32) -> anyhow::Result<()> {
     fs::create_dir_all(dir.join("work"))?;
     let exe = dir.join("hdf5_parallel");
     exec(
+        // -shlib: link HDF5 dynamically, so its calls go through the library strata probes.
         Command::new("h5pcc")
-            .arg("-o")
+            .args(["-shlib", "-o"])
             .arg(&exe)
             .arg(root().join("tests/workloads/hdf5_parallel.c")),
     )

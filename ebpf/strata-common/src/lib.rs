@@ -63,6 +63,10 @@ pub struct Config {
     pub exit_group_dead_off: u32,
     /// `__data_loc char[] filename` of sched_process_exec.
     pub exec_filename_off: u32,
+    /// Where an MPI datatype object keeps its size (probes.toml `mpi_datatype_size_offset`).
+    pub datatype_size_off: u32,
+    /// Non-zero once user space is shutting down: record nothing more.
+    pub stopped: u32,
     pub _pad: u32,
 }
 
@@ -81,14 +85,20 @@ pub struct FuncSpec {
     /// Width in bytes (4 or 8) of the value behind `out_arg`.
     pub out_size: u8,
     /// [`SPEC_ENABLED`], [`SPEC_EMIT_AT_ENTRY`].
-    pub flags: u32,
+    pub flags: u16,
+    /// Bit i set: argument i points to a handle (`MPI_File *`, `MPI_Request *`) that the
+    /// call may overwrite; the 8-byte value behind it is captured at entry instead.
+    pub deref_mask: u8,
+    /// Index of an MPI datatype argument, or [`NO_ARG`]: it is replaced at entry by the
+    /// datatype's size, read at `Config::datatype_size_off` inside the datatype object.
+    pub datatype_arg: u8,
 }
 
 pub const NO_ARG: u8 = 0xff;
 /// The spec slot is in use (maps are zero-filled, and 0 is a valid function id).
-pub const SPEC_ENABLED: u32 = 1;
+pub const SPEC_ENABLED: u16 = 1;
 /// The call does not return (exit_group): emit its record at entry, push no frame.
-pub const SPEC_EMIT_AT_ENTRY: u32 = 2;
+pub const SPEC_EMIT_AT_ENTRY: u16 = 2;
 
 /// One traced call in progress on a thread.
 #[repr(C)]
@@ -235,7 +245,7 @@ mod pod {
 }
 
 const _: () = {
-    assert!(core::mem::size_of::<Config>() == 40);
+    assert!(core::mem::size_of::<Config>() == 48);
     assert!(core::mem::size_of::<FuncSpec>() == 12);
     assert!(core::mem::size_of::<Frame>() == 72);
     assert!(core::mem::size_of::<CallRecord>() == 120);

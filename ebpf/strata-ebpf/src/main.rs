@@ -90,7 +90,7 @@ fn config() -> Res<&'static Config> {
 /// The kernel-side filter: is the current process traced?
 #[inline(always)]
 fn traced(cfg: &Config, tgid: u32) -> bool {
-    if tgid == cfg.self_tgid {
+    if tgid == cfg.self_tgid || cfg.stopped != 0 {
         return false;
     }
     // SAFETY: read-only lookup of a plain integer value.
@@ -238,12 +238,28 @@ fn emit_call(
 
 /// Entry half shared by syscalls and uprobes: filter, push a frame, copy strings.
 #[inline(always)]
-fn on_entry(spec: &FuncSpec, args: &[u64; MAX_ARGS]) -> Res<()> {
+fn on_entry(spec: &FuncSpec, args: &mut [u64; MAX_ARGS]) -> Res<()> {
     let cfg = config()?;
     let pid_tgid = bpf_get_current_pid_tgid();
     if !traced(cfg, (pid_tgid >> 32) as u32) {
         return Ok(());
     }
+    if spec.deref_mask != 0 {
+        for (i, a) in args.iter_mut().enumerate() {
+            if spec.deref_mask & (1 << i) != 0 {
+                // SAFETY: the helper tolerates bad user pointers (the value stays 0).
+                *a = unsafe { bpf_probe_read_user(*a as *const u64) }.unwrap_or(0);
+            }
+        }
+    }
+    if spec.datatype_arg != NO_ARG {
+        if let Some(a) = args.get_mut(spec.datatype_arg as usize) {
+            let at = a.wrapping_add(u64::from(cfg.datatype_size_off));
+            // SAFETY: the helper tolerates bad user pointers (the size stays 0: unknown).
+            *a = unsafe { bpf_probe_read_user(at as *const u64) }.unwrap_or(0);
+        }
+    }
+    let args = &*args;
     let st = thread_stack(pid_tgid as u32)?;
     let call_id = next_call_id();
     let ts = unsafe { bpf_ktime_get_ns() };
@@ -368,7 +384,7 @@ fn try_sys_enter(ctx: &TracePointContext) -> Res<()> {
         // SAFETY: arguments are 8-byte fields after the nr; `nargs` comes from the format.
         *a = unsafe { ctx_load(ctx, SYSCALL_ARGS_OFF + 8 * i) };
     }
-    on_entry(spec, &args)
+    on_entry(spec, &mut args)
 }
 
 #[tracepoint]
@@ -414,7 +430,7 @@ fn try_uprobe_entry(ctx: &ProbeContext) -> Res<()> {
         }
         *a = ctx.arg(i).unwrap_or(0);
     }
-    on_entry(spec, &args)
+    on_entry(spec, &mut args)
 }
 
 #[uretprobe]

@@ -71,6 +71,7 @@ pub enum Val {
     S(String),
     B(bool),
     L(Vec<i64>),
+    SL(Vec<String>),
 }
 
 pub type Row = HashMap<String, Val>;
@@ -116,6 +117,11 @@ pub fn rows(out: &Path, table: &str) -> Vec<Row> {
                         }
                         DataType::Utf8 => Val::S(col.as_string::<i32>().value(r).to_string()),
                         DataType::Boolean => Val::B(col.as_boolean().value(r)),
+                        DataType::List(f) if f.data_type() == &DataType::Utf8 => {
+                            let l = col.as_list::<i32>().value(r);
+                            let l = l.as_string::<i32>();
+                            Val::SL((0..l.len()).map(|i| l.value(i).to_string()).collect())
+                        }
                         DataType::List(_) => {
                             let l = col.as_list::<i32>().value(r);
                             Val::L(l.as_primitive::<Int64Type>().values().to_vec())

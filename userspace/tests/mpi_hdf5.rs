@@ -1,0 +1,167 @@
+//! A parallel HDF5 job on 4 ranks, traced on every layer: each H5Dwrite is linked to the
+//! MPI-IO call it made and to the POSIX writes beneath, and the handle tree runs
+//! dataset -> HDF5 file -> MPI_File -> fd. Ground truth: tests/workloads/hdf5_parallel.c.
+mod common;
+
+use std::{collections::HashMap, process::Command};
+
+use common::{Row, RowExt as _, Val, duckdb, require_root, rows, run, scratch, strata};
+
+const RANKS: i64 = 4;
+const ROWS: i64 = 16;
+/// One rank's block: ROWS x 1024 doubles.
+const BLOCK: i64 = ROWS * 1024 * 8;
+
+fn descendants<'a>(calls: &'a [Row], top: i64) -> Vec<&'a Row> {
+    let mut children: HashMap<i64, Vec<&Row>> = HashMap::new();
+    for c in calls {
+        if let Some(p) = c.i("parent_id") {
+            children.entry(p).or_default().push(c);
+        }
+    }
+    let mut out = Vec::new();
+    let mut todo = vec![top];
+    while let Some(id) = todo.pop() {
+        for c in children.get(&id).into_iter().flatten() {
+            todo.push(c.i("call_id").unwrap());
+            out.push(*c);
+        }
+    }
+    out
+}
+
+#[test]
+fn hdf5_writes_are_linked_through_mpi_io_to_posix() {
+    require_root();
+    let dir = scratch("mpi_hdf5");
+    let exe = dir.join("hdf5_parallel");
+    let st = Command::new("h5pcc")
+        .args(["-shlib", "-o"])
+        .arg(&exe)
+        .arg(common::repo_root().join("tests/workloads/hdf5_parallel.c"))
+        .status()
+        .expect("h5pcc (libhdf5-openmpi-dev) runs; `cargo xtask setup` installs it");
+    assert!(st.success());
+    let h5 = dir.join("out.h5");
+    let out = dir.join("out");
+    let res = run(strata()
+        .args(["record", "-q", "--layers", "posix,mpiio,hdf5", "-o"])
+        .arg(&out)
+        .args(["--", "mpirun", "--oversubscribe", "-np", &RANKS.to_string()])
+        .arg(&exe)
+        .arg(&h5)
+        .arg(ROWS.to_string())
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"));
+    assert!(res.status.success(), "{:?}", res.status);
+
+    // Four ranks, identified from their environment.
+    let procs = rows(&out, "processes");
+    let mut ranks: Vec<(i64, i64)> = procs
+        .iter()
+        .filter(|p| p.s("exe") == exe.to_str())
+        .map(|p| (p.i("rank").expect("rank"), p.i("pid").unwrap()))
+        .collect();
+    ranks.sort();
+    assert_eq!(
+        ranks.iter().map(|r| r.0).collect::<Vec<_>>(),
+        vec![0, 1, 2, 3]
+    );
+
+    let calls = rows(&out, "calls");
+    let mut collective_posix_bytes = 0;
+    for &(rank, pid) in &ranks {
+        let writes: Vec<&Row> = calls
+            .iter()
+            .filter(|c| c.i("pid") == Some(pid) && c.s("function") == Some("H5Dwrite"))
+            .collect();
+        assert_eq!(
+            writes.len(),
+            2,
+            "rank {rank}: one collective and one independent write"
+        );
+        for w in writes {
+            assert_eq!(w.i("depth"), Some(0));
+            let below = descendants(&calls, w.i("call_id").unwrap());
+            let posix: i64 = below
+                .iter()
+                .filter(|c| c.s("layer") == Some("posix") && c.s("op") == Some("write"))
+                .filter_map(|c| c.i("bytes_result"))
+                .sum();
+            if w.get("collective") == Some(&Val::B(true)) {
+                let mpi = below
+                    .iter()
+                    .find(|c| c.s("function") == Some("MPI_File_write_at_all"))
+                    .unwrap_or_else(|| panic!("rank {rank}: no MPI_File_write_at_all"));
+                assert_eq!(mpi.i("parent_id"), w.i("call_id"));
+                assert_eq!(mpi.i("bytes_requested"), Some(BLOCK));
+                assert_eq!(mpi.get("collective"), Some(&Val::B(true)));
+                collective_posix_bytes += posix;
+            } else {
+                let mpi = below
+                    .iter()
+                    .find(|c| c.s("function") == Some("MPI_File_write_at"))
+                    .unwrap_or_else(|| panic!("rank {rank}: no MPI_File_write_at"));
+                assert_eq!(mpi.i("bytes_result"), Some(BLOCK));
+                let pwrite = below
+                    .iter()
+                    .find(|c| c.i("parent_id") == mpi.i("call_id") && c.s("op") == Some("write"))
+                    .unwrap_or_else(|| {
+                        panic!("rank {rank}: no POSIX write under MPI_File_write_at")
+                    });
+                assert_eq!(pwrite.i("bytes_result"), Some(BLOCK));
+                assert_eq!(pwrite.i("offset"), mpi.i("offset"));
+                assert_eq!(posix, BLOCK);
+            }
+        }
+    }
+    // Two-phase I/O: whichever ranks aggregate, all ranks' blocks reach the file.
+    assert_eq!(collective_posix_bytes, RANKS * BLOCK);
+
+    // The handle tree of each rank: dataset -> HDF5 file -> MPI_File -> fd.
+    let handles = rows(&out, "handles");
+    let by_id: HashMap<i64, &Row> = handles
+        .iter()
+        .map(|h| (h.i("handle_id").unwrap(), h))
+        .collect();
+    let parent = |h: &Row| h.i("parent_handle_id").and_then(|p| by_id.get(&p).copied());
+    for &(rank, pid) in &ranks {
+        let data = handles
+            .iter()
+            .find(|h| h.i("pid") == Some(pid) && h.s("path") == Some("/data"))
+            .unwrap_or_else(|| panic!("rank {rank}: no /data handle"));
+        assert_eq!(data.s("kind"), Some("hid"));
+        let file = parent(data).expect("dataset has a file");
+        assert_eq!(
+            (file.s("layer"), file.s("path")),
+            (Some("hdf5"), h5.to_str())
+        );
+        let mpi_file = handles
+            .iter()
+            .find(|h| h.i("pid") == Some(pid) && h.s("kind") == Some("mpi_file"))
+            .expect("an MPI_File handle");
+        assert_eq!(mpi_file.i("parent_handle_id"), file.i("handle_id"));
+        let fd = handles
+            .iter()
+            .find(|h| {
+                h.i("parent_handle_id") == mpi_file.i("handle_id") && h.s("path") == h5.to_str()
+            })
+            .unwrap_or_else(|| panic!("rank {rank}: no fd of the file under the MPI_File"));
+        assert_eq!(fd.s("kind"), Some("fd"));
+        assert_eq!(fd.i("file_id"), file.i("file_id"));
+    }
+
+    // The same chain through DuckDB: POSIX writes beneath each top-level HDF5 write.
+    let q = format!(
+        "WITH RECURSIVE calls AS (SELECT * FROM read_parquet('{o}/calls/**/*.parquet', hive_partitioning=true)), \
+         tree(top, call_id) AS (SELECT call_id, call_id FROM calls WHERE layer = 'hdf5' AND op = 'write' AND parent_id IS NULL \
+           UNION ALL SELECT t.top, c.call_id FROM calls c JOIN tree t ON c.parent_id = t.call_id) \
+         SELECT count(*), sum(c.bytes_result) FROM tree t JOIN calls c ON c.call_id = t.call_id \
+         WHERE c.layer = 'posix' AND c.op = 'write'",
+        o = out.display()
+    );
+    let got = duckdb(&q);
+    let (n, bytes) = got[0].split_once('\t').unwrap();
+    assert_eq!(bytes.parse::<i64>().unwrap(), 2 * RANKS * BLOCK, "{got:?}");
+    assert!(n.parse::<i64>().unwrap() >= RANKS + 1);
+}
