@@ -59,7 +59,7 @@ struct PendingStrs {
     age: u32,
 }
 
-/// `H5FD_MPIO_COLLECTIVE`.
+/// `H5FD_MPIO_COLLECTIVE` and `NC_COLLECTIVE`.
 const XFER_COLLECTIVE: u64 = 1;
 
 struct Adoption {
@@ -74,8 +74,10 @@ pub struct Correlator {
     adoptions: HashMap<u64, Adoption>,
     pub procs: Procs,
     pub handles: Handles,
-    /// Transfer mode per (pid, HDF5 transfer property list).
-    xfer_modes: HashMap<(i32, u64), u64>,
+    /// Transfer mode per (pid, 0, HDF5 transfer property list) or (pid, ncid, varid).
+    xfer_modes: HashMap<(i32, u64, u64), u64>,
+    /// Collective opens so far per (pid, file id).
+    collective_opens: HashMap<(i32, i64), u32>,
     pub files: Files,
     pub summary: Summary,
 }
@@ -90,6 +92,7 @@ impl Correlator {
             procs: Procs::default(),
             handles: Handles::default(),
             xfer_modes: HashMap::new(),
+            collective_opens: HashMap::new(),
             files: Files::default(),
             summary: Summary::default(),
         }
@@ -330,14 +333,20 @@ impl Correlator {
             (None, Some(h)) => self.handles.lookup(pid, lib_raw(h)),
             _ => None,
         };
-        // HDF5 transfer property lists say whether a transfer is collective.
+        // Whether a transfer is collective is set beforehand: on an HDF5 transfer property
+        // list (H5Pset_dxpl_mpio), or per NetCDF variable (nc_var_par_access).
         let mut collective = p.collective;
-        if let Some(plist) = arg(ArgKind::Plist) {
+        let scope = match (arg(ArgKind::Plist), arg(ArgKind::Varid)) {
+            (Some(plist), _) => Some((pid, 0, plist)),
+            (None, Some(varid)) => lib_arg.map(|ncid| (pid, ncid, varid)),
+            _ => None,
+        };
+        if let Some(scope) = scope {
             match arg(ArgKind::XferMode) {
                 Some(mode) => {
-                    self.xfer_modes.insert((pid, plist), mode);
+                    self.xfer_modes.insert(scope, mode);
                 }
-                None => collective |= self.xfer_modes.get(&(pid, plist)) == Some(&XFER_COLLECTIVE),
+                None => collective |= self.xfer_modes.get(&scope) == Some(&XFER_COLLECTIVE),
             }
         }
 
@@ -555,7 +564,7 @@ impl Correlator {
             .or_else(|| src_row.and_then(|r| r.path.clone()));
         let append = flags.is_some_and(|f| f & i64::from(libc::O_APPEND) != 0)
             || modestr.as_deref().is_some_and(|m| m.starts_with('a'));
-        self.handles.create(NewHandle {
+        let id = self.handles.create(NewHandle {
             pid,
             raw,
             layer: p.layer.as_str(),
@@ -571,7 +580,18 @@ impl Correlator {
             // Byte positions are followed for fds and streams; MPI-IO and library handles
             // have views and selections instead.
             pos: (!append && matches!(kind, "fd" | "stream")).then_some(0),
-        })
+        });
+        // The k-th collective open of a file by each rank is the same collective open: its
+        // handles share a key, so analysis can join them across processes.
+        if let (true, Some(f)) = (p.collective, file_id) {
+            let k = self.collective_opens.entry((pid, f)).or_insert(0);
+            *k += 1;
+            let key = format!("{f}:{k}");
+            if let Some(h) = self.handles.get_mut(id) {
+                h.row.group_key = Some(key);
+            }
+        }
+        id
     }
 
     /// Links handles created beneath this call to the handle it created (see module docs).

@@ -115,6 +115,7 @@ impl Handles {
             destroyed_by_call_id: None,
             ts_created_ns: h.ts,
             ts_destroyed_ns: None,
+            group_key: None,
         };
         // A raw name still mapped belongs to a handle whose close we missed: retire it.
         if let Some(old) = self.by_raw.insert((h.pid, h.raw), id) {

@@ -124,6 +124,7 @@ kinds!(
         RequestRef = "request_ref",
         Datatype = "datatype",
         Plist = "plist",
+        Varid = "varid",
         XferMode = "xfer_mode",
     }
 );

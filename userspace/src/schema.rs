@@ -43,6 +43,7 @@ table!(Handles, HandleRow, "handles", {
     destroyed_by_call_id: OptI64,
     ts_created_ns: OptI64,
     ts_destroyed_ns: OptI64,
+    group_key: OptStr,
 });
 
 table!(Files, FileRow, "files", {

@@ -43,17 +43,11 @@ fn hdf5_writes_are_linked_through_mpi_io_to_posix() {
         .expect("h5pcc (libhdf5-openmpi-dev) runs; `cargo xtask setup` installs it");
     assert!(st.success());
     let h5 = dir.join("out.h5");
-    let out = dir.join("out");
-    let res = run(strata()
-        .args(["record", "-q", "--layers", "posix,mpiio,hdf5", "-o"])
-        .arg(&out)
-        .args(["--", "mpirun", "--oversubscribe", "-np", &RANKS.to_string()])
-        .arg(&exe)
-        .arg(&h5)
-        .arg(ROWS.to_string())
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"));
-    assert!(res.status.success(), "{:?}", res.status);
+    let out = record_mpi(
+        "mpi_hdf5_run",
+        &exe,
+        &[h5.to_str().unwrap(), &ROWS.to_string()],
+    );
 
     // Four ranks, identified from their environment.
     let procs = rows(&out, "processes");
@@ -164,4 +158,114 @@ fn hdf5_writes_are_linked_through_mpi_io_to_posix() {
     let (n, bytes) = got[0].split_once('\t').unwrap();
     assert_eq!(bytes.parse::<i64>().unwrap(), 2 * RANKS * BLOCK, "{got:?}");
     assert!(n.parse::<i64>().unwrap() >= RANKS + 1);
+}
+
+/// `mpirun -np RANKS exe args...` under `strata record`, returning the output directory.
+fn record_mpi(name: &str, exe: &std::path::Path, args: &[&str]) -> std::path::PathBuf {
+    let out = scratch(name).join("out");
+    let res = run(strata()
+        .args(["record", "-q", "--layers", "posix,mpiio,hdf5,netcdf", "-o"])
+        .arg(&out)
+        .args(["--", "mpirun", "--oversubscribe", "-np", &RANKS.to_string()])
+        .arg(exe)
+        .args(args)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"));
+    assert!(res.status.success(), "{:?}", res.status);
+    out
+}
+
+#[test]
+fn netcdf_puts_reach_posix_through_hdf5_and_mpi_io() {
+    require_root();
+    let dir = scratch("netcdf_build");
+    let exe = dir.join("netcdf_parallel");
+    let st = Command::new("mpicc")
+        .arg("-o")
+        .arg(&exe)
+        .arg(common::repo_root().join("tests/workloads/netcdf_parallel.c"))
+        .args([
+            "-I/usr/lib/x86_64-linux-gnu/netcdf/mpi/include",
+            "-L/usr/lib/x86_64-linux-gnu/netcdf/mpi/lib",
+            "-lnetcdf_mpi",
+        ])
+        .status()
+        .expect("mpicc runs; `cargo xtask setup` installs libnetcdf-mpi-dev");
+    assert!(st.success());
+    let nc = dir.join("out.nc");
+    const VALUES: i64 = 4096;
+    let out = record_mpi("netcdf", &exe, &[nc.to_str().unwrap(), &VALUES.to_string()]);
+
+    let calls = rows(&out, "calls");
+    let procs = rows(&out, "processes");
+    let pids: Vec<i64> = procs
+        .iter()
+        .filter(|p| p.s("exe") == exe.to_str())
+        .filter_map(|p| p.i("pid"))
+        .collect();
+    assert_eq!(pids.len(), RANKS as usize);
+    for &pid in &pids {
+        let puts: Vec<&Row> = calls
+            .iter()
+            .filter(|c| c.i("pid") == Some(pid) && c.s("function") == Some("nc_put_vara_double"))
+            .collect();
+        assert_eq!(puts.len(), 2);
+        // First the collective variable, then the independent one (nc_var_par_access).
+        assert_eq!(puts[0].get("collective"), Some(&Val::B(true)));
+        assert_eq!(puts[1].get("collective"), Some(&Val::B(false)));
+        for (put, mpi_fn) in puts
+            .iter()
+            .zip(["MPI_File_write_at_all", "MPI_File_write_at"])
+        {
+            let below = descendants(&calls, put.i("call_id").unwrap());
+            let h5 = below
+                .iter()
+                .find(|c| c.s("function") == Some("H5Dwrite"))
+                .expect("H5Dwrite under nc_put_vara_double");
+            assert_eq!(h5.i("parent_id"), put.i("call_id"));
+            let mpi = below
+                .iter()
+                .find(|c| c.s("function") == Some(mpi_fn) && c.i("parent_id") == h5.i("call_id"))
+                .unwrap_or_else(|| panic!("no {mpi_fn} under H5Dwrite"));
+            assert_eq!(mpi.i("bytes_requested"), Some(VALUES * 8));
+            if mpi_fn == "MPI_File_write_at" {
+                let posix = below
+                    .iter()
+                    .find(|c| c.i("parent_id") == mpi.i("call_id") && c.s("op") == Some("write"))
+                    .expect("POSIX write under MPI_File_write_at");
+                assert_eq!(posix.i("bytes_result"), Some(VALUES * 8));
+            }
+        }
+    }
+
+    // ncid -> HDF5 file -> MPI_File -> fd, and one group key for the collective open.
+    let handles = rows(&out, "handles");
+    let by_id: HashMap<i64, &Row> = handles
+        .iter()
+        .map(|h| (h.i("handle_id").unwrap(), h))
+        .collect();
+    let mut keys = Vec::new();
+    for &pid in &pids {
+        let fd = handles
+            .iter()
+            .find(|h| {
+                h.i("pid") == Some(pid) && h.s("kind") == Some("fd") && h.s("path") == nc.to_str()
+            })
+            .expect("fd of the NetCDF file");
+        let mut chain = vec![fd.s("kind").unwrap()];
+        let mut h: &Row = fd;
+        while let Some(p) = h.i("parent_handle_id").and_then(|p| by_id.get(&p).copied()) {
+            chain.push(p.s("kind").unwrap());
+            h = p;
+        }
+        assert_eq!(chain, ["fd", "mpi_file", "hid", "ncid"]);
+        let mpi_file = by_id[&fd.i("parent_handle_id").unwrap()];
+        keys.push(mpi_file.s("group_key").expect("group key").to_string());
+    }
+    keys.dedup();
+    assert_eq!(
+        keys.len(),
+        1,
+        "all ranks' MPI_File handles share one group key: {keys:?}"
+    );
 }
