@@ -366,11 +366,10 @@ impl Correlator {
         let ts_begin = self.clock.epoch(rec.ts_begin);
         match p.op {
             // The thin libc wrappers: the fd belongs to the posix call beneath.
-            Op::Open | Op::Dup if p.layer == Layer::Libc => {
-                if !failed {
-                    handle = self.handles.lookup(pid, Raw::Fd(ret as i32));
-                }
+            Op::Open | Op::Dup if p.layer == Layer::Libc && !failed => {
+                handle = self.handles.lookup(pid, Raw::Fd(ret as i32));
             }
+            Op::Open | Op::Dup if p.layer == Layer::Libc => {}
             Op::Open | Op::Reopen | Op::Dup | Op::Fcntl if !failed => {
                 if p.op == Op::Reopen {
                     if let Some(h) = handle.take() {

@@ -113,14 +113,13 @@ impl Files {
         let ns = fs::metadata(format!("/proc/{pid}/ns/mnt"))
             .map(|m| m.ino())
             .unwrap_or(0);
-        if !self.mounts.contains_key(&ns) {
-            let table = Process::new(pid)
+        let table = self.mounts.entry(ns).or_insert_with(|| {
+            Process::new(pid)
                 .and_then(|p| p.mountinfo())
                 .map(|m| m.0)
-                .unwrap_or_default();
-            self.mounts.insert(ns, table);
-        }
-        pick_mount(self.mounts.get(&ns)?, dev, path).cloned()
+                .unwrap_or_default()
+        });
+        pick_mount(table, dev, path).cloned()
     }
 }
 

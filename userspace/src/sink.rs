@@ -102,6 +102,9 @@ pub trait Table: Default {
     fn schema() -> SchemaRef;
     fn push(&mut self, row: Self::Row);
     fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
     fn finish(&mut self) -> RecordBatch;
 }
 
@@ -182,7 +185,7 @@ impl<T: Table> TableWriter<T> {
 
     /// Writes the buffered rows as a new file (nothing when empty).
     pub fn flush(&mut self) -> anyhow::Result<()> {
-        if self.rows.len() == 0 {
+        if self.rows.is_empty() {
             return Ok(());
         }
         self.seq += 1;

@@ -9,7 +9,7 @@ use std::{
 };
 
 use arrow::{
-    array::{Array, AsArray as _},
+    array::{Array as _, AsArray as _},
     datatypes::{DataType, Int32Type, Int64Type},
 };
 
