@@ -45,6 +45,9 @@ pub struct Loaded {
     pub statuses: Vec<ProbeStatus>,
     config: Array<MapData, Config>,
     config_value: Config,
+    attached_at: HashMap<(PathBuf, u64), u32>,
+    /// (dev, inode) of every library file probes are attached to.
+    lib_inodes: std::collections::HashSet<(u64, u64)>,
 }
 
 /// Stops the programs from recording (they return at once), so the ring buffer can be
@@ -171,29 +174,15 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
                     }
                 }
             };
-            match result {
-                Ok(()) => status.status = "attached",
-                Err(Failure::Alias(of)) => {
-                    status.status = "alias";
-                    status.reason = Some(format!(
-                        "same address as probe {} ({}), which records it",
-                        of,
-                        probes[of as usize].function()
-                    ));
-                }
-                Err(Failure::Failed(reason)) => {
-                    log::warn!(
-                        "probe {} ({}) not attached: {reason}",
-                        p.function(),
-                        p.layer
-                    );
-                    status.status = "failed";
-                    status.reason = Some(reason);
-                }
-            }
+            record_result(&mut status, result, probes);
         }
         statuses.push(status);
     }
+    let lib_inodes = libs
+        .values()
+        .filter_map(|l| l.as_ref().ok())
+        .filter_map(|(path, _)| inode(path))
+        .collect();
 
     if any_syscall && opts.syscall_mode == SyscallMode::Raw {
         for (prog, event) in [
@@ -217,7 +206,110 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
         statuses,
         config: cfg_map,
         config_value: config,
+        attached_at,
+        lib_inodes,
     })
+}
+
+fn record_result(status: &mut ProbeStatus, result: Result<(), Failure>, probes: &[Probe]) {
+    let p = &probes[status.probe_id as usize];
+    match result {
+        Ok(()) => status.status = "attached",
+        Err(Failure::Alias(of)) => {
+            status.status = "alias";
+            status.reason = Some(format!(
+                "same address as probe {} ({}), which records it",
+                of,
+                probes[of as usize].function()
+            ));
+        }
+        Err(Failure::Failed(reason)) => {
+            log::warn!(
+                "probe {} ({}) not attached: {reason}",
+                p.function(),
+                p.layer
+            );
+            status.status = "failed";
+            status.reason = Some(reason);
+        }
+    }
+}
+
+fn inode(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt as _;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// Whether the shared object `file_name` is the library a probe names: the same name, or
+/// the same name before `.so` (another version or build: `libhdf5_openmpi.so.200`).
+pub fn library_matches(library: &str, file_name: &str) -> bool {
+    let library = library.rsplit('/').next().unwrap_or(library);
+    let stem = |n: &str| n.split(".so").next().map(str::to_string);
+    file_name == library || (file_name.contains(".so") && stem(file_name) == stem(library))
+}
+
+impl Loaded {
+    /// Attaches the probes of every library `file` is a version of: a library a traced
+    /// process opened from where the start-up search did not look (a module tree, a
+    /// container, a dlopen'ed Python extension). `shown` is the path as the process saw it.
+    /// Each library file is attached once.
+    pub fn attach_library(
+        &mut self,
+        probes: &[Probe],
+        file: &Path,
+        shown: &str,
+    ) -> Vec<ProbeStatus> {
+        let name = Path::new(shown)
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("");
+        let wanted: Vec<&Probe> = probes
+            .iter()
+            .filter(|p| p.enabled)
+            .filter(|p| matches!(&p.target, Target::Uprobe { library, .. } if library_matches(library, name)))
+            .collect();
+        if wanted.is_empty() {
+            return Vec::new();
+        }
+        let Some(ino) = inode(file) else {
+            return Vec::new();
+        };
+        if !self.lib_inodes.insert(ino) {
+            return Vec::new();
+        }
+        let table = match SymbolTable::read(file) {
+            Ok(t) => t,
+            Err(e) => {
+                log::warn!("cannot read symbols of {shown}: {e}");
+                return Vec::new();
+            }
+        };
+        let mut out = Vec::new();
+        for p in wanted {
+            let Target::Uprobe { symbol, .. } = &p.target else {
+                continue;
+            };
+            let mut status = ProbeStatus {
+                probe_id: p.id,
+                mechanism: "uprobe",
+                target: shown.to_string(),
+                status: "failed",
+                reason: None,
+            };
+            let r = attach_uprobe(
+                &mut self.ebpf,
+                p,
+                file,
+                &table,
+                symbol,
+                &mut self.attached_at,
+            );
+            record_result(&mut status, r, probes);
+            out.push(status);
+        }
+        log::info!("attached probes to {shown}, opened by a traced process");
+        out
+    }
 }
 
 enum Failure {

@@ -74,6 +74,10 @@ pub struct Correlator {
     adoptions: HashMap<u64, Adoption>,
     pub procs: Procs,
     pub handles: Handles,
+    /// Names of the libraries probes.toml probes (for [`Self::library_opens`]).
+    libraries: Vec<String>,
+    /// Probed libraries that traced processes opened: (pid, path), for the loader to attach.
+    pub library_opens: Vec<(i32, String)>,
     /// Transfer mode per (pid, 0, HDF5 transfer property list) or (pid, ncid, varid).
     xfer_modes: HashMap<(i32, u64, u64), u64>,
     /// Collective opens so far per (pid, file id).
@@ -84,7 +88,19 @@ pub struct Correlator {
 
 impl Correlator {
     pub fn new(probes: Vec<Probe>, clock: Clock) -> Self {
+        let mut libraries: Vec<String> = probes
+            .iter()
+            .filter(|p| p.enabled)
+            .filter_map(|p| match &p.target {
+                Target::Uprobe { library, .. } => Some(library.clone()),
+                Target::Syscall(_) => None,
+            })
+            .collect();
+        libraries.sort();
+        libraries.dedup();
         Self {
+            libraries,
+            library_opens: Vec::new(),
             probes,
             clock,
             strs: HashMap::new(),
@@ -561,6 +577,16 @@ impl Correlator {
         let abs = abs
             .or_else(|| path.map(str::to_string))
             .or_else(|| src_row.and_then(|r| r.path.clone()));
+        if let (Some(a), "fd") = (&abs, kind) {
+            let name = a.rsplit('/').next().unwrap_or(a);
+            if self
+                .libraries
+                .iter()
+                .any(|l| crate::attach::library_matches(l, name))
+            {
+                self.library_opens.push((pid, a.clone()));
+            }
+        }
         let append = flags.is_some_and(|f| f & i64::from(libc::O_APPEND) != 0)
             || modestr.as_deref().is_some_and(|m| m.starts_with('a'));
         let id = self.handles.create(NewHandle {

@@ -95,18 +95,8 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
         },
     )?;
     for s in &loaded.statuses {
-        let p = &probes[s.probe_id as usize];
-        out.probes.push(ProbeRow {
-            run_id: run_id.clone(),
-            function: p.function().to_string(),
-            layer: p.layer.to_string(),
-            op: p.op.to_string(),
-            mechanism: s.mechanism.to_string(),
-            target: s.target.clone(),
-            status: s.status.to_string(),
-            reason: s.reason.clone(),
-            probes_line: p.line as i32,
-        });
+        out.probes
+            .push(probe_row(&run_id, &probes[s.probe_id as usize], s));
     }
     let attached = loaded
         .statuses
@@ -158,6 +148,13 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
     }
 
     let mut corr = Correlator::new(probes.clone(), clock);
+    // A running tree may use probed libraries from places the start-up search did not see.
+    for pid in tree.iter().flatten() {
+        for path in mapped_files(*pid) {
+            corr.library_opens.push((*pid, path));
+        }
+    }
+    attach_opened_libraries(&mut loaded, &mut corr, &probes, &mut out, &run_id);
     let mut root_status = None;
     if let (Some(sp), Some(exe)) = (spawned.as_mut(), &exe) {
         let exe = std::fs::canonicalize(exe).unwrap_or_else(|_| exe.clone());
@@ -187,6 +184,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
                 Err(e) => log::warn!("undecodable record: {e}"),
             }
         }
+        attach_opened_libraries(&mut loaded, &mut corr, &probes, &mut out, &run_id);
         if last_flush.elapsed() >= args.flush_interval {
             corr.tick();
             if let Err(e) = out.flush() {
@@ -286,6 +284,61 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
         },
     };
     Ok(Outcome { exit_code })
+}
+
+/// Attaches probes to probed libraries that traced processes opened since the last call.
+fn attach_opened_libraries(
+    loaded: &mut attach::Loaded,
+    corr: &mut Correlator,
+    probes: &[probes::Probe],
+    out: &mut Dataset,
+    run_id: &str,
+) {
+    for (pid, path) in std::mem::take(&mut corr.library_opens) {
+        // Through the process's root: the library may live in its container.
+        let in_ns = std::path::PathBuf::from(format!("/proc/{pid}/root{path}"));
+        let file = if in_ns.exists() {
+            in_ns
+        } else {
+            path.clone().into()
+        };
+        for s in loaded.attach_library(probes, &file, &path) {
+            out.probes
+                .push(probe_row(run_id, &probes[s.probe_id as usize], &s));
+        }
+    }
+}
+
+/// Shared objects mapped by a process.
+fn mapped_files(pid: i32) -> Vec<String> {
+    let Ok(maps) = procfs::process::Process::new(pid).and_then(|p| p.maps()) else {
+        return Vec::new();
+    };
+    let mut files: Vec<String> = maps
+        .into_iter()
+        .filter_map(|m| match m.pathname {
+            procfs::process::MMapPath::Path(p) => Some(p.to_string_lossy().into_owned()),
+            _ => None,
+        })
+        .filter(|p| p.contains(".so"))
+        .collect();
+    files.sort();
+    files.dedup();
+    files
+}
+
+fn probe_row(run_id: &str, p: &probes::Probe, s: &attach::ProbeStatus) -> ProbeRow {
+    ProbeRow {
+        run_id: run_id.to_string(),
+        function: p.function().to_string(),
+        layer: p.layer.to_string(),
+        op: p.op.to_string(),
+        mechanism: s.mechanism.to_string(),
+        target: s.target.clone(),
+        status: s.status.to_string(),
+        reason: s.reason.clone(),
+        probes_line: p.line as i32,
+    }
 }
 
 fn preflight(args: &RecordArgs) -> anyhow::Result<()> {

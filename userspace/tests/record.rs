@@ -460,3 +460,80 @@ fn sigint_stops_cleanly_and_sigkill_leaves_valid_files() {
         unsafe { libc::kill(pid, libc::SIGKILL) };
     }
 }
+
+#[test]
+fn libraries_opened_at_run_time_are_probed() {
+    require_root();
+    let dir = scratch("dlopen");
+    let lib = dir.join("libstratatest.so.1");
+    let st = Command::new("cc")
+        .args(["-shared", "-fPIC", "-Wl,-soname,libstratatest.so.1", "-o"])
+        .arg(&lib)
+        .arg(common::repo_root().join("tests/workloads/dlopen_lib.c"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let exe = build_c("cc", "dlopen_main.c", &dir.join("dlopen_main"), &["-ldl"]);
+    let probes = dir.join("probes.toml");
+    std::fs::write(
+        &probes,
+        "[[probe]]\nlayer = \"posix\"\nsyscall = \"openat\"\nop = \"open\"\nargs = [\"dirfd\", \"path\", \"flags\", \"mode\"]\nret = \"fd\"\n\n\
+         [[probe]]\nlayer = \"posix\"\nsyscall = \"write\"\nop = \"write\"\nargs = [\"fd\", \"buf\", \"size\"]\nret = \"bytes\"\n\n\
+         [[probe]]\nlayer = \"libc\"\nlibrary = \"libstratatest.so.1\"\nsymbol = \"stt_write\"\nop = \"write\"\nargs = [\"fd\", \"buf\", \"size\"]\nret = \"bytes\"\n",
+    )
+    .unwrap();
+    let data = dir.join("data.txt");
+    let out = dir.join("out");
+    let res = run(strata()
+        .args(["record", "-q", "--probes"])
+        .arg(&probes)
+        .arg("-o")
+        .arg(&out)
+        .arg("--")
+        .arg(&exe)
+        .arg(&lib)
+        .arg(&data)
+        .arg("1000"));
+    assert!(res.status.success());
+    let statuses = rows(&out, "probes");
+    let lib_rows: Vec<_> = statuses
+        .iter()
+        .filter(|p| p.s("function") == Some("stt_write"))
+        .map(|p| {
+            (
+                p.s("status").unwrap().to_string(),
+                p.s("target").unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        lib_rows,
+        vec![
+            ("failed".to_string(), "libstratatest.so.1".to_string()),
+            ("attached".to_string(), lib.display().to_string()),
+        ],
+        "not found at start, attached when the process opened it"
+    );
+    let calls = rows(&out, "calls");
+    let wrappers: Vec<&Row> = calls
+        .iter()
+        .filter(|c| c.s("function") == Some("stt_write"))
+        .collect();
+    assert_eq!(wrappers.len(), 5);
+    for w in wrappers {
+        assert_eq!(w.i("bytes_result"), Some(5));
+        let inner: Vec<&Row> = calls
+            .iter()
+            .filter(|c| c.i("parent_id") == w.i("call_id"))
+            .collect();
+        assert_eq!(inner.len(), 1);
+        assert_eq!(
+            (
+                inner[0].s("function"),
+                inner[0].i("bytes_result"),
+                inner[0].i("depth")
+            ),
+            (Some("write"), Some(5), Some(1))
+        );
+    }
+}
