@@ -458,7 +458,8 @@ impl Correlator {
                         self.handles.pos(h)
                     } else {
                         match (arg(ArgKind::Whence), offset) {
-                            (None, _) => Some(0), // rewind
+                            // rewind(stream): the stream is its only argument.
+                            (None, None) if p.args.len() == 1 && p.ret == RetKind::None => Some(0),
                             (Some(SEEK_SET), Some(o)) => Some(o),
                             (Some(SEEK_CUR), Some(o)) => self.handles.pos(h).map(|p| p + o),
                             _ => None,

@@ -537,3 +537,47 @@ fn libraries_opened_at_run_time_are_probed() {
         );
     }
 }
+
+#[test]
+fn libc_wrappers_nest_their_syscalls() {
+    require_root();
+    let dir = scratch("libc_layer");
+    let exe = build_c("cc", "bench_io.c", &dir.join("bench_io"), &[]);
+    let out = dir.join("out");
+    let res = run(strata()
+        .args(["record", "-q", "--layers", "libc,posix", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(&exe)
+        .args(["syscall", "10"])
+        .arg(&dir));
+    assert!(res.status.success());
+    let calls = rows(&out, "calls");
+    let null_writes: Vec<&Row> = calls
+        .iter()
+        .filter(|c| c.s("layer") == Some("libc") && c.s("function") == Some("write"))
+        // The loop's 1-byte writes; the last write is printf's line on stdout.
+        .filter(|c| c.i("bytes_result") == Some(1))
+        .collect();
+    assert_eq!(null_writes.len(), 10, "one libc write per loop iteration");
+    for w in null_writes {
+        let sys: Vec<&Row> = calls
+            .iter()
+            .filter(|c| c.i("parent_id") == w.i("call_id"))
+            .collect();
+        assert_eq!(sys.len(), 1);
+        assert_eq!(
+            (sys[0].s("layer"), sys[0].s("function")),
+            (Some("posix"), Some("write"))
+        );
+        assert_eq!(
+            sys[0].i("handle_id"),
+            w.i("handle_id"),
+            "both name the fd of /dev/null"
+        );
+        assert_eq!(
+            (w.i("bytes_result"), sys[0].i("bytes_result")),
+            (Some(1), Some(1))
+        );
+    }
+}
