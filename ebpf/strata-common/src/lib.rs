@@ -108,7 +108,8 @@ pub struct Frame {
     pub ts_begin: u64,
     pub args: [u64; MAX_ARGS],
     pub func_id: u32,
-    pub _pad: u32,
+    /// String arguments that could not be read at entry, retried at return.
+    pub str_retry: u32,
 }
 
 /// The per-thread call stack (keyed by tid in [`maps::STACKS`]).

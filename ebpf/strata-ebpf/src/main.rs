@@ -144,18 +144,27 @@ fn thread_stack(tid: u32) -> Res<*mut ThreadStack> {
 
 /// Copies the string arguments named by `str_mask` into ring-buffer records.
 #[inline(always)]
-fn emit_strings(spec: &FuncSpec, call_id: u64, args: &[u64; MAX_ARGS]) {
+/// Copies the string arguments in `mask` into ring-buffer records. A string whose page is
+/// not resident yet (a literal the program never touched) cannot be read here; with `retry`,
+/// it is left out and its bit returned, to be read at return, when the callee has used it.
+#[inline(always)]
+fn emit_strings(mask: u8, call_id: u64, args: &[u64; MAX_ARGS], retry: bool) -> u8 {
+    let mut failed = 0u8;
     for i in 0..MAX_ARGS {
-        if spec.str_mask & (1 << i) == 0 {
+        if mask & (1 << i) == 0 {
             continue;
         }
         let Some(rec) = STRATA_STR_SCRATCH.get_ptr_mut(0) else {
-            return;
+            return failed;
         };
         // SAFETY: per-CPU scratch, used only for the duration of this program.
         let used = unsafe {
             let len = match bpf_probe_read_user_str_bytes(args[i] as *const u8, &mut (*rec).data) {
                 Ok(s) => s.len() as u32,
+                Err(_) if retry => {
+                    failed |= 1 << i;
+                    continue;
+                }
                 Err(_) => {
                     count(Counter::StrReadFailed);
                     STR_FAILED
@@ -179,6 +188,7 @@ fn emit_strings(spec: &FuncSpec, call_id: u64, args: &[u64; MAX_ARGS]) {
         }
         count(Counter::Emitted);
     }
+    failed
 }
 
 /// Emits the record of a finished call.
@@ -270,8 +280,9 @@ fn on_entry(spec: &FuncSpec, args: &mut [u64; MAX_ARGS]) -> Res<()> {
         Some(p) if (p as usize) < MAX_DEPTH => unsafe { (*st).frames[slot(p as usize)].call_id },
         _ => 0,
     };
-    emit_strings(spec, call_id, args);
-    if spec.flags & SPEC_EMIT_AT_ENTRY != 0 {
+    let at_entry = spec.flags & SPEC_EMIT_AT_ENTRY != 0;
+    let str_retry = emit_strings(spec.str_mask, call_id, args, !at_entry);
+    if at_entry {
         emit_call(spec, call_id, parent_id, ts, args, depth, 0);
         return Ok(());
     }
@@ -288,6 +299,7 @@ fn on_entry(spec: &FuncSpec, args: &mut [u64; MAX_ARGS]) -> Res<()> {
         f.ts_begin = ts;
         f.args = *args;
         f.func_id = spec.func_id;
+        f.str_retry = u32::from(str_retry);
         (*st).depth = depth + 1;
     }
     Ok(())
@@ -336,6 +348,9 @@ fn on_return(spec: &FuncSpec, ret: i64) -> Res<()> {
             None => 0,
         };
         let args = f.args;
+        if f.str_retry != 0 {
+            emit_strings(f.str_retry as u8, f.call_id, &args, false);
+        }
         emit_call(spec, f.call_id, parent_id, f.ts_begin, &args, i as u32, ret);
     }
     Ok(())

@@ -269,3 +269,138 @@ fn netcdf_puts_reach_posix_through_hdf5_and_mpi_io() {
         "all ranks' MPI_File handles share one group key: {keys:?}"
     );
 }
+
+#[test]
+fn mpi_io_calls_carry_offsets_bytes_requests_and_their_posix_writes() {
+    require_root();
+    let dir = scratch("mpiio_build");
+    let exe = dir.join("mpiio");
+    let st = Command::new("mpicc")
+        .arg("-o")
+        .arg(&exe)
+        .arg(common::repo_root().join("tests/workloads/mpiio.c"))
+        .status()
+        .expect("mpicc runs");
+    assert!(st.success());
+    let file = dir.join("data.bin");
+    let out = record_mpi("mpiio", &exe, &[file.to_str().unwrap()]);
+
+    let procs = rows(&out, "processes");
+    let mut ranks: Vec<(i64, i64)> = procs
+        .iter()
+        .filter(|p| p.s("exe") == exe.to_str())
+        .map(|p| (p.i("rank").unwrap(), p.i("pid").unwrap()))
+        .collect();
+    ranks.sort();
+    assert_eq!(ranks.len(), RANKS as usize);
+    let calls = rows(&out, "calls");
+    let handles = rows(&out, "handles");
+    let files = rows(&out, "files");
+    let file_id = files
+        .iter()
+        .find(|f| f.s("path") == file.to_str())
+        .and_then(|f| f.i("file_id"));
+    let one = |pid: i64, f: &str| -> &Row {
+        let v: Vec<&Row> = calls
+            .iter()
+            .filter(|c| c.i("pid") == Some(pid) && c.s("function") == Some(f))
+            .collect();
+        assert_eq!(v.len(), 1, "pid {pid}: {f} recorded {} times", v.len());
+        v[0]
+    };
+    let children = |c: &Row| -> Vec<&Row> {
+        calls
+            .iter()
+            .filter(|x| x.i("parent_id") == c.i("call_id"))
+            .collect()
+    };
+    let mut group_keys = Vec::new();
+    let mut collective_posix = 0;
+    for &(r, pid) in &ranks {
+        match one(pid, "MPI_Info_set").get("strs") {
+            Some(Val::SL(s)) => assert_eq!(s, &["cb_buffer_size", "1048576"]),
+            v => panic!("{v:?}"),
+        }
+        let open = one(pid, "MPI_File_open");
+        let fh = handles
+            .iter()
+            .find(|h| h.i("handle_id") == open.i("handle_id"))
+            .unwrap();
+        assert_eq!((fh.s("kind"), fh.i("file_id")), (Some("mpi_file"), file_id));
+        group_keys.push(fh.s("group_key").unwrap().to_string());
+
+        let w = one(pid, "MPI_File_write_at");
+        assert_eq!(
+            (w.i("offset"), w.i("bytes_requested"), w.i("bytes_result")),
+            (Some(r * 4096), Some(4096), Some(4096))
+        );
+        assert_eq!(w.get("collective"), Some(&Val::B(false)));
+        let px = children(w);
+        let px: Vec<_> = px.iter().filter(|c| c.s("op") == Some("write")).collect();
+        assert_eq!(
+            px.len(),
+            1,
+            "rank {r}: one POSIX write under MPI_File_write_at"
+        );
+        assert_eq!(
+            (px[0].i("offset"), px[0].i("bytes_result")),
+            (Some(r * 4096), Some(4096))
+        );
+
+        // 1024 MPI_DOUBLE: 8192 bytes, the datatype's size read from the process.
+        let wa = one(pid, "MPI_File_write_at_all");
+        assert_eq!(
+            (wa.i("offset"), wa.i("bytes_requested")),
+            (Some(65536 + r * 8192), Some(8192))
+        );
+        assert_eq!(wa.get("collective"), Some(&Val::B(true)));
+        collective_posix += children(wa)
+            .iter()
+            .filter(|c| c.s("op") == Some("write"))
+            .filter_map(|c| c.i("bytes_result"))
+            .sum::<i64>();
+
+        // iwrite + wait: the request handle links the two calls.
+        let iw = one(pid, "MPI_File_iwrite_at");
+        assert_eq!(
+            (iw.i("offset"), iw.i("bytes_requested")),
+            (Some(131072 + r * 1000), Some(1000))
+        );
+        let wait = one(pid, "MPI_Wait");
+        let req = handles
+            .iter()
+            .find(|h| h.i("handle_id") == wait.i("handle_id"))
+            .expect("MPI_Wait names the request");
+        assert_eq!(req.s("kind"), Some("request"));
+        assert_eq!(req.i("created_by_call_id"), iw.i("call_id"));
+        assert_eq!(req.i("destroyed_by_call_id"), wait.i("call_id"));
+        assert_eq!(req.i("parent_handle_id"), open.i("handle_id"));
+        // Open MPI hands the write to POSIX AIO, whose helper thread issues the pwrite.
+        assert!(
+            calls.iter().any(|c| c.i("pid") == Some(pid)
+                && c.s("op") == Some("write")
+                && c.s("layer") == Some("posix")
+                && c.i("offset") == Some(131072 + r * 1000)
+                && c.i("bytes_result") == Some(1000)),
+            "rank {r}: the 1000-byte POSIX write of the iwrite"
+        );
+
+        let view = one(pid, "MPI_File_set_view");
+        assert_eq!(view.i("offset"), Some(262144 + r * 256));
+        assert_eq!(view.get("strs"), Some(&Val::SL(vec!["native".into()])));
+        let wall = one(pid, "MPI_File_write_all");
+        assert_eq!(wall.i("bytes_requested"), Some(1024));
+    }
+    group_keys.dedup();
+    assert_eq!(group_keys.len(), 1, "{group_keys:?}");
+    // Two-phase I/O: the aggregators write all ranks' 8 KiB blocks.
+    assert_eq!(collective_posix, RANKS * 8192);
+    // Every byte of the job reached the file through POSIX writes.
+    let total: i64 = calls
+        .iter()
+        .filter(|c| c.s("layer") == Some("posix") && c.s("op") == Some("write"))
+        .filter(|c| c.i("file_id") == file_id)
+        .filter_map(|c| c.i("bytes_result"))
+        .sum();
+    assert_eq!(total, RANKS * (4096 + 8192 + 1000 + 1024));
+}
