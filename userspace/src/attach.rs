@@ -59,39 +59,19 @@ pub fn stop(loaded: &mut Loaded) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Detaches every probe and unloads the programs without making the caller wait.
+/// Detaches every probe and unloads the programs.
 ///
-/// Releasing a perf-event attachment waits for an RCU grace period, one after another in the
-/// kernel (about 40 ms each on these VMs: seconds for a few hundred uprobes). A forked helper
-/// takes over the last references and releases them after strata has exited; the programs
-/// are stopped already, so the probes record nothing in the meantime.
-pub fn detach_in_background(loaded: Loaded) {
-    let Ok((gate_r, gate_w)) = nix::unistd::pipe() else {
-        drop(loaded);
-        return;
-    };
-    // SAFETY: the child only reads a pipe and exits; it runs no destructor and no allocator.
-    match unsafe { nix::unistd::fork() } {
-        Ok(nix::unistd::ForkResult::Child) => {
-            drop(gate_w);
-            let mut b = [0u8; 1];
-            // SAFETY: read(2) on our pipe, then _exit: the kernel releases the probes.
-            unsafe {
-                libc::read(
-                    std::os::fd::AsRawFd::as_raw_fd(&gate_r),
-                    b.as_mut_ptr().cast(),
-                    1,
-                );
-                libc::_exit(0)
-            }
-        }
-        Ok(nix::unistd::ForkResult::Parent { .. }) => {
-            drop(gate_r);
-            // The child holds references: these closes are cheap.
-            drop(loaded);
-            drop(gate_w);
-        }
-        Err(_) => drop(loaded),
+/// Releasing a perf-event uprobe waits for RCU grace periods, one probe after another in the
+/// kernel: about 40 ms each on the development VMs, so seconds for a few hundred probes (a
+/// few ms on bare metal). Callers finish their output first.
+pub fn detach(loaded: Loaded) {
+    drop(loaded);
+}
+
+impl Loaded {
+    /// Uprobe attachments (entry and return) that detaching will release.
+    pub fn uprobe_links(&self) -> usize {
+        2 * self.attached_at.len()
     }
 }
 

@@ -14,6 +14,14 @@ const RANK_VARS: &[&str] = &[
     "MPI_RANKID",
     "SLURM_PROCID",
 ];
+/// Environment variables that carry the number of MPI ranks.
+const SIZE_VARS: &[&str] = &[
+    "OMPI_COMM_WORLD_SIZE",
+    "PMIX_SIZE",
+    "PMI_SIZE",
+    "MPI_NRANKS",
+    "SLURM_NTASKS",
+];
 const JOB_VARS: &[&str] = &["SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "FLUX_JOB_ID"];
 const STEP_VARS: &[&str] = &["SLURM_STEP_ID", "SLURM_STEPID"];
 
@@ -151,6 +159,7 @@ fn refresh_identity(row: &mut ProcessRow) -> bool {
     if let Ok(env) = p.environ() {
         let ids = JobIds::from_env(&env);
         row.rank = ids.rank.or(row.rank);
+        row.world_size = ids.world_size.or(row.world_size);
         row.job_id = ids.job_id.or(row.job_id.take());
         row.step_id = ids.step_id.or(row.step_id.take());
     }
@@ -161,6 +170,7 @@ fn refresh_identity(row: &mut ProcessRow) -> bool {
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct JobIds {
     pub rank: Option<i32>,
+    pub world_size: Option<i32>,
     pub job_id: Option<String>,
     pub step_id: Option<String>,
 }
@@ -175,6 +185,7 @@ impl JobIds {
         };
         Self {
             rank: first(RANK_VARS).and_then(|v| v.parse().ok()),
+            world_size: first(SIZE_VARS).and_then(|v| v.parse().ok()),
             job_id: first(JOB_VARS),
             step_id: first(STEP_VARS),
         }
@@ -190,6 +201,7 @@ mod tests {
         let env: HashMap<OsString, OsString> = [
             ("SLURM_PROCID", "7"),
             ("OMPI_COMM_WORLD_RANK", "3"),
+            ("OMPI_COMM_WORLD_SIZE", "8"),
             ("SLURM_JOB_ID", "12345"),
             ("SLURM_STEP_ID", "0"),
         ]
@@ -198,6 +210,7 @@ mod tests {
         .collect();
         let ids = JobIds::from_env(&env);
         assert_eq!(ids.rank, Some(3), "the MPI library's own rank wins");
+        assert_eq!(ids.world_size, Some(8));
         assert_eq!(ids.job_id.as_deref(), Some("12345"));
         assert_eq!(ids.step_id.as_deref(), Some("0"));
         assert_eq!(JobIds::from_env(&HashMap::new()), JobIds::default());

@@ -244,7 +244,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
     run_row.str_read_failed = counter_total(counters, Counter::StrReadFailed) as i64;
     run_row.stack_overflow = counter_total(counters, Counter::StackOverflow) as i64;
     run_row.stack_mismatch = counter_total(counters, Counter::StackMismatch) as i64;
-    attach::detach_in_background(loaded);
+    let detach_later = loaded;
     run_row.calls_written =
         (out.calls.rows_written + crate::sink::Table::len(&out.calls.rows) as u64) as i64;
     run_row.complete = write_error.is_none();
@@ -275,6 +275,13 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
              raise --ring-buffer-mib or trace fewer layers"
         );
     }
+    if !args.quiet && std::io::stderr().is_terminal() && detach_later.uprobe_links() > 50 {
+        eprintln!(
+            "strata: detaching {} uprobes (the kernel releases them one by one)",
+            detach_later.uprobe_links()
+        );
+    }
+    attach::detach(detach_later);
     let exit_code = match root_status {
         Some((Some(code), _)) => code,
         Some((None, Some(sig))) => 128 + sig,

@@ -67,6 +67,7 @@ table!(Processes, ProcessRow, "processes", {
     cmdline: OptStr,
     comm: OptStr,
     rank: OptI32,
+    world_size: OptI32,
     job_id: OptStr,
     step_id: OptStr,
     start_ns: OptI64,

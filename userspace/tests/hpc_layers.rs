@@ -61,6 +61,12 @@ fn hdf5_writes_are_linked_through_mpi_io_to_posix() {
         ranks.iter().map(|r| r.0).collect::<Vec<_>>(),
         vec![0, 1, 2, 3]
     );
+    assert!(
+        procs
+            .iter()
+            .filter(|p| p.s("exe") == exe.to_str())
+            .all(|p| p.i("world_size") == Some(RANKS))
+    );
 
     let calls = rows(&out, "calls");
     let mut collective_posix_bytes = 0;

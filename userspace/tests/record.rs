@@ -26,7 +26,7 @@ fn posix_and_stdio_workload_is_recorded_exactly() {
     std::fs::create_dir(&wd).unwrap();
     let out = dir.join("out");
     let res = run(strata()
-        .args(["record", "-o"])
+        .args(["record", "--layers", "posix,stdio", "-o"])
         .arg(&out)
         .arg("--")
         .arg(&exe)
