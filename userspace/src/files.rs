@@ -33,7 +33,10 @@ impl Files {
     /// The file an fd (or a path) of `pid` refers to. `path` is absolute in the process's view.
     pub fn resolve(&mut self, pid: i32, fd: Option<i32>, path: &str) -> i64 {
         let proc_root = format!("/proc/{pid}/root");
-        let by_path = || fs::canonicalize(format!("{proc_root}{path}")).ok();
+        // Through the process's root (its container), or the host's once the process is gone.
+        let gone = !Path::new(&proc_root).exists();
+        let in_root = if gone { path.to_string() } else { format!("{proc_root}{path}") };
+        let by_path = || fs::canonicalize(&in_root).ok();
         // Through the process's fd the inode is found even if the name was since unlinked,
         // but events are read a little after they happen: the fd may have been closed and its
         // number reused. It is trusted only if it still names the file that was opened.
@@ -51,7 +54,7 @@ impl Files {
             None => {
                 let canonical = by_path().and_then(|c| c.to_str().map(str::to_string));
                 (
-                    fs::metadata(format!("{proc_root}{path}")).ok(),
+                    fs::metadata(&in_root).ok(),
                     canonical.unwrap_or_else(|| path.to_string()),
                 )
             }
