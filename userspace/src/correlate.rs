@@ -54,8 +54,11 @@ pub fn clock_ns(id: nix::time::ClockId) -> i64 {
     nix::time::clock_gettime(id).map_or(0, |t| t.tv_sec() * 1_000_000_000 + t.tv_nsec())
 }
 
+/// Strings and arrays that arrived before their call's record.
+#[derive(Default)]
 struct PendingStrs {
     strs: Vec<(u32, Option<String>)>,
+    blobs: Vec<(u32, Vec<u64>)>,
     age: u32,
 }
 
@@ -80,6 +83,8 @@ pub struct Correlator {
     pub library_opens: Vec<(i32, String)>,
     /// Transfer mode per (pid, 0, HDF5 transfer property list) or (pid, ncid, varid).
     xfer_modes: HashMap<(i32, u64, u64), u64>,
+    /// HDF5 dataspaces and selections, for the bytes of transfers.
+    dataspaces: crate::hdf5::Dataspaces,
     /// Collective opens so far per (pid, file id).
     collective_opens: HashMap<(i32, i64), u32>,
     pub files: Files,
@@ -109,6 +114,7 @@ impl Correlator {
             handles: Handles::default(),
             xfer_modes: HashMap::new(),
             collective_opens: HashMap::new(),
+            dataspaces: Default::default(),
             files: Files::default(),
             summary: Summary::default(),
         }
@@ -117,14 +123,18 @@ impl Correlator {
     pub fn handle(&mut self, ev: Event, out: &mut Dataset) {
         match ev {
             Event::Str { call_id, arg, text } => {
+                self.strs.entry(call_id).or_default().strs.push((arg, text));
+            }
+            Event::Blob {
+                call_id,
+                arg,
+                words,
+            } => {
                 self.strs
                     .entry(call_id)
-                    .or_insert(PendingStrs {
-                        strs: Vec::new(),
-                        age: 0,
-                    })
-                    .strs
-                    .push((arg, text));
+                    .or_default()
+                    .blobs
+                    .push((arg, words));
             }
             Event::Call(rec) => {
                 if let Some(row) = self.call(&rec) {
@@ -198,6 +208,7 @@ impl Correlator {
                 let pid = rec.pid as i32;
                 self.handles.exit(pid, Some(ts));
                 self.procs.exit(pid, ts);
+                self.dataspaces.forget(pid);
                 let stale: Vec<u64> = self
                     .adoptions
                     .iter()
@@ -274,12 +285,10 @@ impl Correlator {
             rec.ret
         };
 
-        // Strings, in argument order.
-        let mut strs = self
-            .strs
-            .remove(&rec.call_id)
-            .map(|s| s.strs)
-            .unwrap_or_default();
+        // Strings and arrays, in argument order.
+        let pending = self.strs.remove(&rec.call_id).unwrap_or_default();
+        let mut strs = pending.strs;
+        let blobs = pending.blobs;
         strs.sort_by_key(|(a, _)| *a);
         let str_of = |kind: ArgKind, nth: usize| -> Option<String> {
             p.args
@@ -328,7 +337,22 @@ impl Correlator {
             _ if p.ret == RetKind::Char && matches!(p.op, Op::Read | Op::Write) => Some(1),
             _ => None,
         };
+        // HDF5: elements selected times the memory type's size, when strata could follow them.
+        let h5_bytes = if p.layer == Layer::Hdf5 {
+            let nargs = p.args.len().min(rec.args.len());
+            self.dataspaces
+                .observe(p.function(), pid, &rec.args[..nargs], ret, |i| {
+                    blobs
+                        .iter()
+                        .find(|(a, _)| *a as usize == i)
+                        .map(|(_, w)| w.as_slice())
+                })
+        } else {
+            None
+        };
+        let bytes_requested = bytes_requested.or(h5_bytes);
         let bytes_result = match p.ret {
+            _ if h5_bytes.is_some() => h5_bytes.map(|b| if failed { 0 } else { b }),
             _ if !matches!(p.op, Op::Read | Op::Write) => None,
             RetKind::Bytes => Some(ret.max(0)),
             RetKind::Count => Some(ret.max(0).saturating_mul(size.unwrap_or(1))),

@@ -16,6 +16,12 @@ pub enum Event {
         event: ProcEvent,
         rec: ProcRecord,
     },
+    /// Array argument `arg` of `call_id` (the words the kernel could read).
+    Blob {
+        call_id: u64,
+        arg: u32,
+        words: Vec<u64>,
+    },
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -52,6 +58,20 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
                 call_id: hdr.call_id,
                 arg: hdr.arg,
                 text,
+            })
+        }
+        k if k == RecordKind::Blob as u32 => {
+            let hdr: StrHeader = read(bytes)?;
+            let data = &bytes[size_of::<StrHeader>()..];
+            let data = &data[..(hdr.len as usize).min(data.len())];
+            let words = data
+                .chunks_exact(8)
+                .map(|c| u64::from_ne_bytes(c.try_into().expect("8-byte chunk")))
+                .collect();
+            Ok(Event::Blob {
+                call_id: hdr.call_id,
+                arg: hdr.arg,
+                words,
             })
         }
         k if k == RecordKind::Proc as u32 => {

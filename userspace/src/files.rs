@@ -35,7 +35,11 @@ impl Files {
         let proc_root = format!("/proc/{pid}/root");
         // Through the process's root (its container), or the host's once the process is gone.
         let gone = !Path::new(&proc_root).exists();
-        let in_root = if gone { path.to_string() } else { format!("{proc_root}{path}") };
+        let in_root = if gone {
+            path.to_string()
+        } else {
+            format!("{proc_root}{path}")
+        };
         let by_path = || fs::canonicalize(&in_root).ok();
         // Through the process's fd the inode is found even if the name was since unlinked,
         // but events are read a little after they happen: the fd may have been closed and its

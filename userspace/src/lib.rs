@@ -6,6 +6,7 @@ pub mod dataset;
 pub mod events;
 pub mod files;
 pub mod handles;
+pub mod hdf5;
 pub mod lustre;
 pub mod probes;
 pub mod procs;

@@ -125,6 +125,7 @@ kinds!(
         Datatype = "datatype",
         Plist = "plist",
         Varid = "varid",
+        Dims = "dims",
         XferMode = "xfer_mode",
     }
 );
@@ -201,6 +202,7 @@ impl Probe {
     pub fn spec(&self) -> FuncSpec {
         let mut str_mask = 0u8;
         let mut deref_mask = 0u8;
+        let mut blob_mask = 0u8;
         let (mut out_arg, mut out_size) = (NO_ARG, 0u8);
         for (i, k) in self.args.iter().enumerate() {
             if k.is_string() {
@@ -208,6 +210,9 @@ impl Probe {
             }
             if k.is_deref() {
                 deref_mask |= 1 << i;
+            }
+            if *k == ArgKind::Dims {
+                blob_mask |= 1 << i;
             }
             if let Some(sz) = k.out_size() {
                 out_arg = i as u8;
@@ -230,6 +235,8 @@ impl Probe {
                 .arg(ArgKind::Datatype)
                 .filter(|_| self.datatype_size_offset.is_some())
                 .map_or(NO_ARG, |i| i as u8),
+            blob_mask,
+            _pad: [0; 3],
         }
     }
 }

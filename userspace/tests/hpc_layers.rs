@@ -82,6 +82,11 @@ fn hdf5_writes_are_linked_through_mpi_io_to_posix() {
         );
         for w in writes {
             assert_eq!(w.i("depth"), Some(0));
+            // 16 rows x 1024 doubles: the selection times the memory type's size.
+            assert_eq!(
+                (w.i("bytes_requested"), w.i("bytes_result")),
+                (Some(BLOCK), Some(BLOCK))
+            );
             let below = descendants(&calls, w.i("call_id").unwrap());
             let posix: i64 = below
                 .iter()

@@ -92,7 +92,14 @@ pub struct FuncSpec {
     /// Index of an MPI datatype argument, or [`NO_ARG`]: it is replaced at entry by the
     /// datatype's size, read at `Config::datatype_size_off` inside the datatype object.
     pub datatype_arg: u8,
+    /// Bit i set: argument i points to an array of up to [`BLOB_WORDS`] 64-bit integers
+    /// (HDF5 dimensions, counts), copied at entry.
+    pub blob_mask: u8,
+    pub _pad: [u8; 3],
 }
+
+/// 64-bit words copied per array argument.
+pub const BLOB_WORDS: usize = 8;
 
 pub const NO_ARG: u8 = 0xff;
 /// The spec slot is in use (maps are zero-filled, and 0 is a valid function id).
@@ -151,6 +158,8 @@ pub enum RecordKind {
     Call = 1,
     Str = 2,
     Proc = 3,
+    /// A [`StrHeader`] followed by `len` bytes of an array argument.
+    Blob = 4,
 }
 
 /// A completed call (library function or syscall), emitted when it returns.
@@ -247,7 +256,7 @@ mod pod {
 
 const _: () = {
     assert!(core::mem::size_of::<Config>() == 48);
-    assert!(core::mem::size_of::<FuncSpec>() == 12);
+    assert!(core::mem::size_of::<FuncSpec>() == 16);
     assert!(core::mem::size_of::<Frame>() == 72);
     assert!(core::mem::size_of::<CallRecord>() == 120);
     assert!(core::mem::size_of::<StrHeader>() == 24);

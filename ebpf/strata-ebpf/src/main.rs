@@ -14,15 +14,15 @@ use aya_ebpf::{
     helpers::{
         bpf_get_attach_cookie, bpf_get_current_comm, bpf_get_current_pid_tgid,
         bpf_get_smp_processor_id, bpf_ktime_get_ns, bpf_probe_read_kernel_str_bytes,
-        bpf_probe_read_user, bpf_probe_read_user_str_bytes,
+        bpf_probe_read_user, bpf_probe_read_user_buf, bpf_probe_read_user_str_bytes,
     },
     macros::{map, tracepoint, uprobe, uretprobe},
     maps::{Array, HashMap, PerCpuArray, RingBuf},
     programs::{ProbeContext, RetProbeContext, TracePointContext},
 };
 use strata_common::{
-    CALL_OUT_VALID, CLONE_THREAD, COUNTER_SLOTS, CallRecord, Config, Counter, FuncSpec, MAX_ARGS,
-    MAX_DEPTH, MAX_FUNCS, MAX_SYSCALLS, NO_ARG, ProcEvent, ProcRecord, RecordKind,
+    BLOB_WORDS, CALL_OUT_VALID, CLONE_THREAD, COUNTER_SLOTS, CallRecord, Config, Counter, FuncSpec,
+    MAX_ARGS, MAX_DEPTH, MAX_FUNCS, MAX_SYSCALLS, NO_ARG, ProcEvent, ProcRecord, RecordKind,
     SPEC_EMIT_AT_ENTRY, SPEC_ENABLED, STR_CAP, STR_FAILED, StrHeader, StrRecord, ThreadStack,
     WAKEUP_BYTES,
 };
@@ -142,8 +142,6 @@ fn thread_stack(tid: u32) -> Res<*mut ThreadStack> {
     STRATA_STACKS.get_ptr_mut(&tid).ok_or(-1)
 }
 
-/// Copies the string arguments named by `str_mask` into ring-buffer records.
-#[inline(always)]
 /// Copies the string arguments in `mask` into ring-buffer records. A string whose page is
 /// not resident yet (a literal the program never touched) cannot be read here; with `retry`,
 /// it is left out and its bit returned, to be read at return, when the callee has used it.
@@ -191,9 +189,66 @@ fn emit_strings(mask: u8, call_id: u64, args: &[u64; MAX_ARGS], retry: bool) -> 
     failed
 }
 
+/// Copies the arrays (up to `BLOB_WORDS` words) that the arguments in `mask` point to. An
+/// array shorter than that may end at an unmapped page: then words are read one at a time.
+#[inline(always)]
+fn emit_blobs(mask: u8, call_id: u64, args: &[u64; MAX_ARGS]) {
+    for i in 0..MAX_ARGS {
+        if mask & (1 << i) == 0 || args[i] == 0 {
+            continue;
+        }
+        let Some(rec) = STRATA_STR_SCRATCH.get_ptr_mut(0) else {
+            return;
+        };
+        const BYTES: usize = BLOB_WORDS * 8;
+        // SAFETY: per-CPU scratch, used only for the duration of this program.
+        let len = unsafe {
+            let data = &mut (*rec).data;
+            let dst = &mut data[..BYTES];
+            if bpf_probe_read_user_buf(args[i] as *const u8, dst).is_ok() {
+                BYTES
+            } else {
+                let mut n = 0;
+                for w in 0..BLOB_WORDS {
+                    let src = (args[i] + (w * 8) as u64) as *const u64;
+                    match bpf_probe_read_user(src) {
+                        Ok(v) => {
+                            if let Some(d) = data.get_mut(w * 8..w * 8 + 8) {
+                                d.copy_from_slice(&u64::to_ne_bytes(v));
+                            }
+                            n += 8;
+                        }
+                        Err(_) => break,
+                    }
+                }
+                n
+            }
+        };
+        // SAFETY: as in `emit_strings`.
+        unsafe {
+            (*rec).hdr = StrHeader {
+                kind: RecordKind::Blob as u32,
+                arg: i as u32,
+                call_id,
+                len: len as u32,
+                _pad: 0,
+            };
+        }
+        let used = core::mem::size_of::<StrHeader>() + slot_str(len);
+        // SAFETY: `used` <= size_of::<StrRecord>().
+        let bytes = unsafe { core::slice::from_raw_parts(rec.cast::<u8>(), used) };
+        if STRATA_EVENTS.output::<[u8]>(bytes, wakeup()).is_err() {
+            count(Counter::RingbufFull);
+            continue;
+        }
+        count(Counter::Emitted);
+    }
+}
+
 /// Emits the record of a finished call.
 #[inline(always)]
 fn emit_call(
+    wake: bool,
     spec: &FuncSpec,
     frame_call_id: u64,
     parent_id: u64,
@@ -242,7 +297,13 @@ fn emit_call(
         (*rec).out = out;
         (*rec).args = *args;
     }
-    entry.submit(wakeup());
+    // Library calls are rare next to syscalls (each costs a trap anyway): deliver them at
+    // once, so user space still finds the process alive when it reads /proc or its memory.
+    entry.submit(if wake {
+        u64::from(BPF_RB_FORCE_WAKEUP)
+    } else {
+        wakeup()
+    });
     count(Counter::Emitted);
 }
 
@@ -282,8 +343,11 @@ fn on_entry(spec: &FuncSpec, args: &mut [u64; MAX_ARGS]) -> Res<()> {
     };
     let at_entry = spec.flags & SPEC_EMIT_AT_ENTRY != 0;
     let str_retry = emit_strings(spec.str_mask, call_id, args, !at_entry);
+    if spec.blob_mask != 0 {
+        emit_blobs(spec.blob_mask, call_id, args);
+    }
     if at_entry {
-        emit_call(spec, call_id, parent_id, ts, args, depth, 0);
+        emit_call(false, spec, call_id, parent_id, ts, args, depth, 0);
         return Ok(());
     }
     let i = depth as usize;
@@ -307,7 +371,7 @@ fn on_entry(spec: &FuncSpec, args: &mut [u64; MAX_ARGS]) -> Res<()> {
 
 /// Return half: pop this function's frame and emit the call.
 #[inline(always)]
-fn on_return(spec: &FuncSpec, ret: i64) -> Res<()> {
+fn on_return(spec: &FuncSpec, ret: i64, wake: bool) -> Res<()> {
     let pid_tgid = bpf_get_current_pid_tgid();
     let tid = pid_tgid as u32;
     let Some(st) = STRATA_STACKS.get_ptr_mut(&tid) else {
@@ -351,7 +415,9 @@ fn on_return(spec: &FuncSpec, ret: i64) -> Res<()> {
         if f.str_retry != 0 {
             emit_strings(f.str_retry as u8, f.call_id, &args, false);
         }
-        emit_call(spec, f.call_id, parent_id, f.ts_begin, &args, i as u32, ret);
+        emit_call(
+            wake, spec, f.call_id, parent_id, f.ts_begin, &args, i as u32, ret,
+        );
     }
     Ok(())
 }
@@ -413,7 +479,7 @@ fn try_sys_exit(ctx: &TracePointContext) -> Res<()> {
     let spec = syscall_spec(ctx)?;
     // SAFETY: sys_exit_* records carry `long ret` right after the nr.
     let ret: i64 = unsafe { ctx_load(ctx, SYSCALL_ARGS_OFF) };
-    on_return(spec, ret)
+    on_return(spec, ret, false)
 }
 
 // ---- uprobes: the attach cookie is the function id ----
@@ -457,7 +523,7 @@ pub fn strata_uprobe_return(ctx: RetProbeContext) -> u32 {
 
 fn try_uprobe_return(ctx: &RetProbeContext) -> Res<()> {
     let spec = func_spec(ctx)?;
-    on_return(spec, ctx.ret())
+    on_return(spec, ctx.ret(), true)
 }
 
 // ---- process lifecycle ----

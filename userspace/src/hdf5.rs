@@ -1,0 +1,351 @@
+//! What an HDF5 transfer moved: the number of elements selected in its dataspaces times the
+//! size of its memory datatype.
+//!
+//! Dataspaces are followed through the calls that make and select them (H5Screate_simple,
+//! H5Sselect_hyperslab, ...), whose dimension arrays the kernel side copies (`dims` arguments
+//! in probes.toml). The memory type of a transfer is one of HDF5's predefined types, whose ids
+//! live in global variables of the library (`H5T_NATIVE_DOUBLE_g`): they are read from the
+//! traced process once, so a type id names its size. A selection strata could not follow
+//! (an operation it does not model, a dataset opened rather than created) gives no count.
+use std::{
+    collections::HashMap,
+    fs,
+    path::{Path, PathBuf},
+};
+
+use object::{Object as _, ObjectSymbol as _};
+
+/// `H5S_ALL`: the whole extent of the dataset.
+const H5S_ALL: u64 = 0;
+const H5S_SELECT_SET: u64 = 0;
+const H5S_SELECT_OR: u64 = 1;
+
+/// Predefined types and their sizes in bytes (global variable name without `H5T_` and `_g`).
+const TYPES: &[(&str, u64)] = &[
+    ("NATIVE_SCHAR", 1),
+    ("NATIVE_UCHAR", 1),
+    ("NATIVE_SHORT", 2),
+    ("NATIVE_USHORT", 2),
+    ("NATIVE_INT", 4),
+    ("NATIVE_UINT", 4),
+    ("NATIVE_LONG", 8),
+    ("NATIVE_ULONG", 8),
+    ("NATIVE_LLONG", 8),
+    ("NATIVE_ULLONG", 8),
+    ("NATIVE_FLOAT", 4),
+    ("NATIVE_DOUBLE", 8),
+    ("NATIVE_LDOUBLE", 16),
+    ("NATIVE_INT8", 1),
+    ("NATIVE_UINT8", 1),
+    ("NATIVE_INT16", 2),
+    ("NATIVE_UINT16", 2),
+    ("NATIVE_INT32", 4),
+    ("NATIVE_UINT32", 4),
+    ("NATIVE_INT64", 8),
+    ("NATIVE_UINT64", 8),
+    ("NATIVE_HSIZE", 8),
+    ("NATIVE_HSSIZE", 8),
+    ("NATIVE_HERR", 4),
+    ("NATIVE_HBOOL", 1),
+    ("IEEE_F32LE", 4),
+    ("IEEE_F32BE", 4),
+    ("IEEE_F64LE", 8),
+    ("IEEE_F64BE", 8),
+    ("STD_I8LE", 1),
+    ("STD_I16LE", 2),
+    ("STD_I32LE", 4),
+    ("STD_I64LE", 8),
+    ("STD_U8LE", 1),
+    ("STD_U16LE", 2),
+    ("STD_U32LE", 4),
+    ("STD_U64LE", 8),
+];
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Selection {
+    All,
+    Points(u64),
+    Unknown,
+}
+
+#[derive(Debug, Clone)]
+struct Space {
+    dims: Vec<u64>,
+    sel: Selection,
+}
+
+impl Space {
+    fn selected(&self) -> Option<u64> {
+        match self.sel {
+            Selection::All => Some(self.dims.iter().product()),
+            Selection::Points(n) => Some(n),
+            Selection::Unknown => None,
+        }
+    }
+}
+
+#[derive(Default)]
+pub struct Dataspaces {
+    spaces: HashMap<(i32, u64), Space>,
+    datasets: HashMap<(i32, u64), Vec<u64>>,
+    /// Per process: type id -> size, read once from the library's globals.
+    types: HashMap<i32, HashMap<u64, u64>>,
+    /// Per library file: global variable name -> virtual address.
+    symbols: HashMap<PathBuf, HashMap<String, u64>>,
+}
+
+impl Dataspaces {
+    /// Follows one HDF5 call; returns the bytes a transfer (H5Dwrite, H5Dread) moves when
+    /// its selection and type are known. `arr(i)` is the array argument `i` copied at entry.
+    pub fn observe<'a>(
+        &mut self,
+        function: &str,
+        pid: i32,
+        args: &[u64],
+        ret: i64,
+        arr: impl Fn(usize) -> Option<&'a [u64]>,
+    ) -> Option<i64> {
+        let a = |i: usize| args.get(i).copied().unwrap_or(0);
+        let id = ret as u64;
+        // Read the predefined type ids while the process surely lives and the library is
+        // initialised: at its first HDF5 call after H5open (a later read may find them reset
+        // by H5close at exit).
+        if !self.types.get(&pid).is_some_and(|t| !t.is_empty()) && !function.starts_with("H5open") {
+            let table = self.read_types(pid).unwrap_or_default();
+            log::debug!(
+                "HDF5 predefined types of process {pid}: {} found",
+                table.len()
+            );
+            self.types.insert(pid, table);
+        }
+        match function {
+            "H5Screate_simple" if ret >= 0 => {
+                let rank = a(0) as usize;
+                let dims = arr(1).filter(|d| d.len() >= rank)?;
+                let space = Space {
+                    dims: dims[..rank].to_vec(),
+                    sel: Selection::All,
+                };
+                self.spaces.insert((pid, id), space);
+            }
+            "H5Scopy" if ret >= 0 => {
+                let s = self.spaces.get(&(pid, a(0)))?.clone();
+                self.spaces.insert((pid, id), s);
+            }
+            "H5Sclose" => {
+                self.spaces.remove(&(pid, a(0)));
+            }
+            "H5Sselect_all" => self.set(pid, a(0), Selection::All),
+            "H5Sselect_none" => self.set(pid, a(0), Selection::Points(0)),
+            "H5Sselect_elements" if a(1) == H5S_SELECT_SET => {
+                self.set(pid, a(0), Selection::Points(a(2)));
+            }
+            "H5Sselect_hyperslab" => {
+                let space = self.spaces.get(&(pid, a(0)))?;
+                let rank = space.dims.len();
+                let points = arr(4).filter(|c| c.len() >= rank).map(|count| {
+                    (0..rank)
+                        .map(|i| count[i] * arr(5).and_then(|b| b.get(i).copied()).unwrap_or(1))
+                        .product::<u64>()
+                });
+                let sel = match (a(1), points, &space.sel) {
+                    (H5S_SELECT_SET, Some(n), _) => Selection::Points(n),
+                    // Added to an earlier selection; overlaps are counted twice.
+                    (H5S_SELECT_OR, Some(n), Selection::Points(m)) => Selection::Points(m + n),
+                    _ => Selection::Unknown,
+                };
+                self.set(pid, a(0), sel);
+            }
+            "H5Dcreate2" if ret >= 0 => {
+                let dims = self.spaces.get(&(pid, a(3)))?.dims.clone();
+                self.datasets.insert((pid, id), dims);
+            }
+            "H5Dget_space" if ret >= 0 => {
+                let dims = self.datasets.get(&(pid, a(0)))?.clone();
+                self.spaces.insert(
+                    (pid, id),
+                    Space {
+                        dims,
+                        sel: Selection::All,
+                    },
+                );
+            }
+            "H5Dset_extent" => {
+                let rank = self.datasets.get(&(pid, a(0)))?.len();
+                let size = arr(1).filter(|s| s.len() >= rank)?[..rank].to_vec();
+                self.datasets.insert((pid, a(0)), size);
+            }
+            "H5Dclose" => {
+                self.datasets.remove(&(pid, a(0)));
+            }
+            "H5Dwrite" | "H5Dread" => {
+                let (dset, mem_type, mem_space, file_space) = (a(0), a(1), a(2), a(3));
+                let points = match (mem_space, file_space) {
+                    (H5S_ALL, H5S_ALL) => Some(self.datasets.get(&(pid, dset))?.iter().product()),
+                    (H5S_ALL, f) => self.spaces.get(&(pid, f))?.selected(),
+                    (m, _) => self.spaces.get(&(pid, m))?.selected(),
+                }?;
+                let size = self.type_size(pid, mem_type)?;
+                return i64::try_from(points.checked_mul(size)?).ok();
+            }
+            _ => {}
+        }
+        None
+    }
+
+    fn set(&mut self, pid: i32, space: u64, sel: Selection) {
+        if let Some(s) = self.spaces.get_mut(&(pid, space)) {
+            s.sel = sel;
+        }
+    }
+
+    pub fn forget(&mut self, pid: i32) {
+        self.spaces.retain(|(p, _), _| *p != pid);
+        self.datasets.retain(|(p, _), _| *p != pid);
+        self.types.remove(&pid);
+    }
+
+    fn type_size(&self, pid: i32, type_id: u64) -> Option<u64> {
+        self.types.get(&pid)?.get(&type_id).copied()
+    }
+
+    /// Reads the predefined type ids of the HDF5 library mapped into `pid`. A program that
+    /// names a type (`H5T_NATIVE_DOUBLE`) holds the variable itself, through a copy
+    /// relocation, and the library's own copy is never set: the executable's definition wins.
+    fn read_types(&mut self, pid: i32) -> Option<HashMap<u64, u64>> {
+        let proc = procfs::process::Process::new(pid).ok()?;
+        let maps = proc.maps().ok()?;
+        let exe = proc.exe().ok();
+        let base_of = |want: &dyn Fn(&Path) -> bool| {
+            maps.iter().find_map(|m| match &m.pathname {
+                procfs::process::MMapPath::Path(p) if m.offset == 0 && want(p) => {
+                    Some((p.clone(), m.address.0))
+                }
+                _ => None,
+            })
+        };
+        let lib = base_of(&|p: &Path| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("libhdf5") && !n.contains("_hl"))
+        })?;
+        let exe = exe.and_then(|e| base_of(&|p: &Path| p == e));
+        let mut globals: HashMap<String, u64> = HashMap::new();
+        for (path, base) in [Some(lib), exe].into_iter().flatten() {
+            if !self.symbols.contains_key(&path) {
+                let file = format!("/proc/{pid}/root{}", path.display());
+                let syms = data_symbols(Path::new(&file)).unwrap_or_default();
+                self.symbols.insert(path.clone(), syms);
+            }
+            for (name, addr) in &self.symbols[&path] {
+                if name.starts_with("H5T_") {
+                    globals.insert(name.clone(), base + addr);
+                }
+            }
+        }
+        let mut table = HashMap::new();
+        for (name, size) in TYPES {
+            let Some(addr) = globals.get(&format!("H5T_{name}_g")) else {
+                continue;
+            };
+            // Not initialised yet, or reset by H5close: -1.
+            if let Some(id) = read_u64(pid, *addr).filter(|id| *id != u64::MAX) {
+                table.insert(id, *size);
+            }
+        }
+        Some(table)
+    }
+}
+
+/// Global variables of a shared object: name -> virtual address.
+fn data_symbols(path: &Path) -> Option<HashMap<String, u64>> {
+    let data = fs::read(path).ok()?;
+    let file = object::File::parse(&*data).ok()?;
+    Some(
+        file.dynamic_symbols()
+            .filter(|s| s.kind() == object::SymbolKind::Data && s.is_definition())
+            .filter_map(|s| {
+                let name = s.name().ok()?;
+                Some((name.split('@').next()?.to_string(), s.address()))
+            })
+            .collect(),
+    )
+}
+
+fn read_u64(pid: i32, addr: u64) -> Option<u64> {
+    let mut buf = [0u8; 8];
+    let mut local = [std::io::IoSliceMut::new(&mut buf)];
+    let remote = [nix::sys::uio::RemoteIoVec {
+        base: usize::try_from(addr).ok()?,
+        len: 8,
+    }];
+    let n = nix::sys::uio::process_vm_readv(nix::unistd::Pid::from_raw(pid), &mut local, &remote)
+        .ok()?;
+    (n == 8).then(|| u64::from_ne_bytes(buf))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn follows_spaces_and_selections() {
+        let mut d = Dataspaces::default();
+        // A type table as read from the library: id 77 is a double.
+        d.types.insert(1, HashMap::from([(77, 8)]));
+        let none = |_: usize| None;
+        let dims = [64u64, 1024];
+        d.observe("H5Screate_simple", 1, &[2, 0, 0], 10, |i| {
+            (i == 1).then_some(&dims[..])
+        });
+        d.observe("H5Dcreate2", 1, &[5, 0, 0, 10], 20, none);
+        // H5S_ALL on both sides: the whole dataset.
+        assert_eq!(
+            d.observe("H5Dwrite", 1, &[20, 77, 0, 0], 0, none),
+            Some(64 * 1024 * 8)
+        );
+        // A hyperslab of 16 rows in the file, a 16x1024 memory space.
+        let mem = [16u64, 1024];
+        d.observe("H5Screate_simple", 1, &[2, 0, 0], 11, |i| {
+            (i == 1).then_some(&mem[..])
+        });
+        d.observe("H5Dget_space", 1, &[20], 12, none);
+        let count = [16u64, 1024];
+        d.observe("H5Sselect_hyperslab", 1, &[12, 0, 0, 0, 0, 0], 0, |i| {
+            (i == 4).then_some(&count[..])
+        });
+        assert_eq!(
+            d.observe("H5Dwrite", 1, &[20, 77, 11, 12], 0, none),
+            Some(16 * 1024 * 8)
+        );
+        assert_eq!(
+            d.observe("H5Dread", 1, &[20, 77, 0, 12], 0, none),
+            Some(16 * 1024 * 8)
+        );
+        // Blocks multiply counts; an unknown operation makes the count unknown.
+        let block = [2u64, 1];
+        d.observe(
+            "H5Sselect_hyperslab",
+            1,
+            &[12, 0, 0, 0, 0, 0],
+            0,
+            |i| match i {
+                4 => Some(&count[..]),
+                5 => Some(&block[..]),
+                _ => None,
+            },
+        );
+        assert_eq!(
+            d.observe("H5Dwrite", 1, &[20, 77, 0, 12], 0, none),
+            Some(32 * 1024 * 8)
+        );
+        d.observe("H5Sselect_hyperslab", 1, &[12, 3, 0, 0, 0, 0], 0, |i| {
+            (i == 4).then_some(&count[..])
+        });
+        assert_eq!(d.observe("H5Dwrite", 1, &[20, 77, 0, 12], 0, none), None);
+        // An unknown type or another process: no count.
+        assert_eq!(d.observe("H5Dwrite", 1, &[20, 99, 0, 0], 0, none), None);
+        d.types.insert(2, HashMap::new());
+        assert_eq!(d.observe("H5Dwrite", 2, &[20, 77, 0, 0], 0, none), None);
+    }
+}
