@@ -19,6 +19,8 @@ use object::{Object as _, ObjectSymbol as _};
 const H5S_ALL: u64 = 0;
 const H5S_SELECT_SET: u64 = 0;
 const H5S_SELECT_OR: u64 = 1;
+/// Reads of a process's predefined types before giving up (static HDF5, a stripped build).
+const MAX_TYPE_READS: u32 = 3;
 
 /// Predefined types and their sizes in bytes (global variable name without `H5T_` and `_g`).
 const TYPES: &[(&str, u64)] = &[
@@ -90,6 +92,8 @@ pub struct Dataspaces {
     datasets: HashMap<(i32, u64), Vec<u64>>,
     /// Per process: type id -> size, read once from the library's globals.
     types: HashMap<i32, HashMap<u64, u64>>,
+    /// Attempts so far to read a process's type table (bounded: each reads /proc).
+    type_reads: HashMap<i32, u32>,
     /// Per library file: global variable name -> virtual address.
     symbols: HashMap<PathBuf, HashMap<String, u64>>,
 }
@@ -110,7 +114,9 @@ impl Dataspaces {
         // Read the predefined type ids while the process surely lives and the library is
         // initialised: at its first HDF5 call after H5open (a later read may find them reset
         // by H5close at exit).
-        if !self.types.get(&pid).is_some_and(|t| !t.is_empty()) && !function.starts_with("H5open") {
+        let tries = self.type_reads.entry(pid).or_insert(0);
+        if self.types.get(&pid).is_none_or(|t| t.is_empty()) && *tries < MAX_TYPE_READS {
+            *tries += 1;
             let table = self.read_types(pid).unwrap_or_default();
             log::debug!(
                 "HDF5 predefined types of process {pid}: {} found",
@@ -203,6 +209,7 @@ impl Dataspaces {
         self.spaces.retain(|(p, _), _| *p != pid);
         self.datasets.retain(|(p, _), _| *p != pid);
         self.types.remove(&pid);
+        self.type_reads.remove(&pid);
     }
 
     fn type_size(&self, pid: i32, type_id: u64) -> Option<u64> {
