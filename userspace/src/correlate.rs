@@ -689,10 +689,6 @@ impl Correlator {
                 .extend(up);
         }
     }
-
-    pub fn pending(&self) -> (usize, usize) {
-        (self.strs.len(), self.adoptions.len())
-    }
 }
 
 impl Layer {

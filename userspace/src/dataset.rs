@@ -1,5 +1,5 @@
 //! The output dataset of one run: a writer per table under `OUT/<table>/host=<host>/`.
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::{
     schema::{Calls, Files, Handles, Probes, Processes, Run, RunRow},
@@ -7,7 +7,6 @@ use crate::{
 };
 
 pub struct Dataset {
-    pub root: PathBuf,
     pub run_id: String,
     pub calls: TableWriter<Calls>,
     pub handles: TableWriter<Handles>,
@@ -20,7 +19,6 @@ pub struct Dataset {
 impl Dataset {
     pub fn create(root: &Path, host: &str, run_id: &str) -> anyhow::Result<Self> {
         Ok(Self {
-            root: root.to_owned(),
             run_id: run_id.to_string(),
             calls: TableWriter::new(root, host, run_id)?,
             handles: TableWriter::new(root, host, run_id)?,

@@ -278,10 +278,6 @@ impl Handles {
         self.by_raw.clear();
         self.ofds.clear();
     }
-
-    pub fn live_count(&self) -> usize {
-        self.live.len()
-    }
 }
 
 fn raw_of(h: &Handle) -> Raw {

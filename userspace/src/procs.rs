@@ -136,10 +136,6 @@ impl Procs {
     pub fn contains(&self, pid: i32) -> bool {
         self.live.contains_key(&pid)
     }
-
-    pub fn live_count(&self) -> usize {
-        self.live.len()
-    }
 }
 
 /// Reads exe, cmdline and environment from /proc; false when the process is gone.
