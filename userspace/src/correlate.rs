@@ -85,6 +85,8 @@ pub struct Correlator {
     xfer_modes: HashMap<(i32, u64, u64), u64>,
     /// HDF5 dataspaces and selections, for the bytes of transfers.
     dataspaces: crate::hdf5::Dataspaces,
+    /// NetCDF variable ranks, for the bytes of puts and gets.
+    nc_vars: crate::netcdf::Variables,
     /// Collective opens so far per (pid, file id).
     collective_opens: HashMap<(i32, i64), u32>,
     pub files: Files,
@@ -115,6 +117,7 @@ impl Correlator {
             xfer_modes: HashMap::new(),
             collective_opens: HashMap::new(),
             dataspaces: Default::default(),
+            nc_vars: Default::default(),
             files: Files::default(),
             summary: Summary::default(),
         }
@@ -209,6 +212,7 @@ impl Correlator {
                 self.handles.exit(pid, Some(ts));
                 self.procs.exit(pid, ts);
                 self.dataspaces.forget(pid);
+                self.nc_vars.forget(pid);
                 let stale: Vec<u64> = self
                     .adoptions
                     .iter()
@@ -337,18 +341,24 @@ impl Correlator {
             _ if p.ret == RetKind::Char && matches!(p.op, Op::Read | Op::Write) => Some(1),
             _ => None,
         };
-        // HDF5: elements selected times the memory type's size, when strata could follow them.
-        let h5_bytes = if p.layer == Layer::Hdf5 {
-            let nargs = p.args.len().min(rec.args.len());
-            self.dataspaces
-                .observe(p.function(), pid, &rec.args[..nargs], ret, |i| {
-                    blobs
-                        .iter()
-                        .find(|(a, _)| *a as usize == i)
-                        .map(|(_, w)| w.as_slice())
-                })
-        } else {
-            None
+        // HDF5 and NetCDF: elements selected times the type's size, when strata can know them.
+        let nargs = p.args.len().min(rec.args.len());
+        let arr = |i: usize| {
+            blobs
+                .iter()
+                .find(|(a, _)| *a as usize == i)
+                .map(|(_, w)| w.as_slice())
+        };
+        let out = (rec.flags & CALL_OUT_VALID != 0).then_some(rec.out);
+        let h5_bytes = match p.layer {
+            Layer::Hdf5 => self
+                .dataspaces
+                .observe(p.function(), pid, &rec.args[..nargs], ret, arr),
+            Layer::Netcdf if !failed => {
+                self.nc_vars
+                    .observe(p.function(), pid, &rec.args[..nargs], out, arr)
+            }
+            _ => None,
         };
         let bytes_requested = bytes_requested.or(h5_bytes);
         let bytes_result = match p.ret {

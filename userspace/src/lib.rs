@@ -8,6 +8,7 @@ pub mod files;
 pub mod handles;
 pub mod hdf5;
 pub mod lustre;
+pub mod netcdf;
 pub mod probes;
 pub mod procs;
 pub mod record;

@@ -121,6 +121,7 @@ kinds!(
         OutHandle32 = "out_handle32",
         OutHandle64 = "out_handle64",
         OutRequest = "out_request",
+        OutInt32 = "out_int32",
         RequestRef = "request_ref",
         Datatype = "datatype",
         Plist = "plist",
@@ -153,7 +154,7 @@ impl ArgKind {
     }
     fn out_size(self) -> Option<u8> {
         match self {
-            Self::OutHandle32 => Some(4),
+            Self::OutHandle32 | Self::OutInt32 => Some(4),
             Self::OutHandle64 | Self::OutRequest => Some(8),
             _ => None,
         }

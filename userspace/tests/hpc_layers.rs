@@ -234,6 +234,9 @@ fn netcdf_puts_reach_posix_through_hdf5_and_mpi_io() {
                 .find(|c| c.s("function") == Some("H5Dwrite"))
                 .expect("H5Dwrite under nc_put_vara_double");
             assert_eq!(h5.i("parent_id"), put.i("call_id"));
+            // count x sizeof(double), from the count array and nc_def_var's rank.
+            assert_eq!(put.i("bytes_requested"), Some(VALUES * 8));
+            assert_eq!(put.i("bytes_result"), Some(VALUES * 8));
             let mpi = below
                 .iter()
                 .find(|c| c.s("function") == Some(mpi_fn) && c.i("parent_id") == h5.i("call_id"))
