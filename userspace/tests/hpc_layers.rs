@@ -3,9 +3,9 @@
 //! dataset -> HDF5 file -> MPI_File -> fd. Ground truth: tests/workloads/hdf5_parallel.c.
 mod common;
 
-use std::{collections::HashMap, process::Command};
+use std::collections::HashMap;
 
-use common::{Row, RowExt as _, Val, duckdb, require_root, rows, run, scratch, strata};
+use common::{Row, RowExt as _, Val, build_c, duckdb, require_root, rows, run, scratch, strata};
 
 const RANKS: i64 = 4;
 const ROWS: i64 = 16;
@@ -34,14 +34,13 @@ fn descendants(calls: &[Row], top: i64) -> Vec<&Row> {
 fn hdf5_writes_are_linked_through_mpi_io_to_posix() {
     require_root();
     let dir = scratch("mpi_hdf5");
-    let exe = dir.join("hdf5_parallel");
-    let st = Command::new("h5pcc")
-        .args(["-shlib", "-o"])
-        .arg(&exe)
-        .arg(common::repo_root().join("tests/workloads/hdf5_parallel.c"))
-        .status()
-        .expect("h5pcc (libhdf5-openmpi-dev) runs; `cargo xtask setup` installs it");
-    assert!(st.success());
+    // -shlib: HDF5 through the shared library that strata probes.
+    let exe = build_c(
+        "h5pcc",
+        "hdf5_parallel.c",
+        &dir.join("hdf5_parallel"),
+        &["-shlib"],
+    );
     let h5 = dir.join("out.h5");
     let out = record_mpi(
         "mpi_hdf5_run",
@@ -190,19 +189,16 @@ fn record_mpi(name: &str, exe: &std::path::Path, args: &[&str]) -> std::path::Pa
 fn netcdf_puts_reach_posix_through_hdf5_and_mpi_io() {
     require_root();
     let dir = scratch("netcdf_build");
-    let exe = dir.join("netcdf_parallel");
-    let st = Command::new("mpicc")
-        .arg("-o")
-        .arg(&exe)
-        .arg(common::repo_root().join("tests/workloads/netcdf_parallel.c"))
-        .args([
+    let exe = build_c(
+        "mpicc",
+        "netcdf_parallel.c",
+        &dir.join("netcdf_parallel"),
+        &[
             "-I/usr/lib/x86_64-linux-gnu/netcdf/mpi/include",
             "-L/usr/lib/x86_64-linux-gnu/netcdf/mpi/lib",
             "-lnetcdf_mpi",
-        ])
-        .status()
-        .expect("mpicc runs; `cargo xtask setup` installs libnetcdf-mpi-dev");
-    assert!(st.success());
+        ],
+    );
     let nc = dir.join("out.nc");
     const VALUES: i64 = 4096;
     let out = record_mpi("netcdf", &exe, &[nc.to_str().unwrap(), &VALUES.to_string()]);
@@ -288,14 +284,7 @@ fn netcdf_puts_reach_posix_through_hdf5_and_mpi_io() {
 fn mpi_io_calls_carry_offsets_bytes_requests_and_their_posix_writes() {
     require_root();
     let dir = scratch("mpiio_build");
-    let exe = dir.join("mpiio");
-    let st = Command::new("mpicc")
-        .arg("-o")
-        .arg(&exe)
-        .arg(common::repo_root().join("tests/workloads/mpiio.c"))
-        .status()
-        .expect("mpicc runs");
-    assert!(st.success());
+    let exe = build_c("mpicc", "mpiio.c", &dir.join("mpiio"), &[]);
     let file = dir.join("data.bin");
     let out = record_mpi("mpiio", &exe, &[file.to_str().unwrap()]);
 
