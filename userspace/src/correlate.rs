@@ -71,7 +71,8 @@ struct Adoption {
 }
 
 pub struct Correlator {
-    probes: Vec<Probe>,
+    /// Shared, not cloned, per record: the hot path only bumps a count.
+    probes: Vec<std::rc::Rc<Probe>>,
     clock: Clock,
     strs: HashMap<u64, PendingStrs>,
     adoptions: HashMap<u64, Adoption>,
@@ -106,9 +107,9 @@ impl Correlator {
         libraries.sort();
         libraries.dedup();
         Self {
+            probes: probes.into_iter().map(std::rc::Rc::new).collect(),
             libraries,
             library_opens: Vec::new(),
-            probes,
             clock,
             strs: HashMap::new(),
             adoptions: HashMap::new(),
@@ -275,7 +276,7 @@ impl Correlator {
     }
 
     fn call(&mut self, rec: &CallRecord) -> Option<CallRow> {
-        let p = self.probes.get(rec.func_id as usize)?.clone();
+        let p = std::rc::Rc::clone(self.probes.get(rec.func_id as usize)?);
         let pid = rec.pid as i32;
         let clock = self.clock;
         self.procs.ensure(pid, |t| clock.epoch(t));

@@ -9,6 +9,7 @@ pub mod handles;
 pub mod hdf5;
 pub mod lustre;
 pub mod netcdf;
+pub mod pipeline_bench;
 pub mod probes;
 pub mod procs;
 pub mod record;

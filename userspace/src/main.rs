@@ -83,6 +83,15 @@ enum Cmd {
         #[arg(long, value_name = "FILE")]
         probes: Option<PathBuf>,
     },
+    /// Measure the user-space pipeline alone on a synthetic stream (used by `cargo xtask bench`).
+    #[command(hide = true)]
+    BenchPipeline {
+        #[arg(long, default_value_t = 1_000_000)]
+        events: u64,
+        /// Scratch directory for the Parquet output.
+        #[arg(long)]
+        dir: PathBuf,
+    },
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -161,6 +170,19 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
                 quiet,
             })?;
             Ok(outcome.exit_code)
+        }
+        Cmd::BenchPipeline { events, dir } => {
+            std::fs::create_dir_all(&dir)?;
+            let r = strata::pipeline_bench::run(events, &dir)?;
+            println!(
+                "events {} seconds {:.3} events_per_s {:.0} calls {} parquet_bytes {}",
+                r.events,
+                r.seconds,
+                r.events as f64 / r.seconds,
+                r.calls_written,
+                r.parquet_bytes
+            );
+            Ok(0)
         }
         Cmd::Probes { probes } => {
             let list = probes::load(probes.as_deref())?;

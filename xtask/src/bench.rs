@@ -126,6 +126,31 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
             "events_lost": st.lost,
         }));
     }
+    // strata's own user-space work, fed from a synthetic stream (no kernel, no workload).
+    let text = output(
+        Command::new(&strata)
+            .args(["bench-pipeline", "--events", "2000000", "--dir"])
+            .arg(dir.join("pipeline")),
+    )?;
+    let field = |name: &str| -> Option<f64> {
+        let mut it = text.split_whitespace();
+        while let Some(k) = it.next() {
+            if k == name {
+                return it.next()?.parse().ok();
+            }
+        }
+        None
+    };
+    let eps = field("events_per_s").context("bench-pipeline printed no rate")?;
+    let bytes = field("parquet_bytes").unwrap_or(0.0) / field("calls").unwrap_or(1.0).max(1.0);
+    println!(
+        "user-space pipeline (decode, correlate, Parquet; one core): {eps:.0} events/s, {bytes:.1} Parquet bytes per call"
+    );
+    results.push(json!({
+        "workload": "user-space pipeline (synthetic stream)",
+        "events_per_second": eps,
+        "parquet_bytes_per_call": bytes,
+    }));
     if let Some(parent) = json_path.parent() {
         fs::create_dir_all(parent)?;
     }
