@@ -56,7 +56,7 @@ pub fn clock_ns(id: nix::time::ClockId) -> i64 {
 
 /// Strings and arrays that arrived before their call's record.
 #[derive(Default)]
-struct PendingStrs {
+struct PendingArgs {
     strs: Vec<(u32, Option<String>)>,
     blobs: Vec<(u32, Vec<u64>)>,
     age: u32,
@@ -74,7 +74,7 @@ pub struct Correlator {
     /// Shared, not cloned, per record: the hot path only bumps a count.
     probes: Vec<std::rc::Rc<Probe>>,
     clock: Clock,
-    strs: HashMap<u64, PendingStrs>,
+    pending_args: HashMap<u64, PendingArgs>,
     adoptions: HashMap<u64, Adoption>,
     pub procs: Procs,
     pub handles: Handles,
@@ -111,7 +111,7 @@ impl Correlator {
             libraries,
             library_opens: Vec::new(),
             clock,
-            strs: HashMap::new(),
+            pending_args: HashMap::new(),
             adoptions: HashMap::new(),
             procs: Procs::default(),
             handles: Handles::default(),
@@ -127,14 +127,18 @@ impl Correlator {
     pub fn handle(&mut self, ev: Event, out: &mut Dataset) {
         match ev {
             Event::Str { call_id, arg, text } => {
-                self.strs.entry(call_id).or_default().strs.push((arg, text));
+                self.pending_args
+                    .entry(call_id)
+                    .or_default()
+                    .strs
+                    .push((arg, text));
             }
             Event::Blob {
                 call_id,
                 arg,
                 words,
             } => {
-                self.strs
+                self.pending_args
                     .entry(call_id)
                     .or_default()
                     .blobs
@@ -167,7 +171,7 @@ impl Correlator {
 
     /// Called once per flush interval: ages out strings of calls that never returned.
     pub fn tick(&mut self) {
-        self.strs.retain(|_, p| {
+        self.pending_args.retain(|_, p| {
             p.age += 1;
             p.age < STR_MAX_AGE
         });
@@ -291,7 +295,7 @@ impl Correlator {
         };
 
         // Strings and arrays, in argument order.
-        let pending = self.strs.remove(&rec.call_id).unwrap_or_default();
+        let pending = self.pending_args.remove(&rec.call_id).unwrap_or_default();
         let mut strs = pending.strs;
         let blobs = pending.blobs;
         strs.sort_by_key(|(a, _)| *a);
