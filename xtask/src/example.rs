@@ -17,6 +17,7 @@ pub fn run(np: u32) -> anyhow::Result<()> {
     exec(
         // -shlib: link HDF5 dynamically, so its calls go through the library strata probes.
         Command::new("h5pcc")
+            .current_dir(&dir)
             .args(["-shlib", "-o"])
             .arg(&exe)
             .arg(root().join("tests/workloads/hdf5_parallel.c")),

@@ -39,7 +39,9 @@ pub fn scratch(name: &str) -> PathBuf {
 /// Compiles a C workload from tests/workloads with `cc` (or `mpicc` via `compiler`).
 pub fn build_c(compiler: &str, src: &str, out: &Path, extra: &[&str]) -> PathBuf {
     let src = repo_root().join("tests/workloads").join(src);
+    // In the output's directory: h5pcc leaves object files where it runs.
     let st = Command::new(compiler)
+        .current_dir(out.parent().expect("output file has a directory"))
         .arg("-O1")
         .arg("-o")
         .arg(out)
