@@ -162,6 +162,11 @@ impl Dataspaces {
                 };
                 self.set(pid, a(0), sel);
             }
+            // Copies of predefined types (NetCDF makes its own) keep their size.
+            "H5Tcopy" if ret >= 0 => {
+                let size = self.type_size(pid, a(0))?;
+                self.types.entry(pid).or_default().insert(id, size);
+            }
             "H5Dcreate2" if ret >= 0 => {
                 let dims = self.spaces.get(&(pid, a(3)))?.dims.clone();
                 self.datasets.insert((pid, id), dims);
@@ -350,6 +355,12 @@ mod tests {
             (i == 4).then_some(&count[..])
         });
         assert_eq!(d.observe("H5Dwrite", 1, &[20, 77, 0, 12], 0, none), None);
+        // A copy of a known type has its size.
+        d.observe("H5Tcopy", 1, &[77], 78, none);
+        assert_eq!(
+            d.observe("H5Dwrite", 1, &[20, 78, 11, 12], 0, none),
+            Some(16 * 1024 * 8)
+        );
         // An unknown type or another process: no count.
         assert_eq!(d.observe("H5Dwrite", 1, &[20, 99, 0, 0], 0, none), None);
         d.types.insert(2, HashMap::new());
