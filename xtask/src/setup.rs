@@ -47,11 +47,14 @@ fn debian_packages() -> anyhow::Result<()> {
         );
     }
     eprintln!("setup: installing Debian packages: {}", missing.join(" "));
-    exec(Command::new("apt-get").args(["update", "-qq"]))?;
+    // Wait for another apt (unattended upgrades, a parallel setup) instead of failing.
+    const LOCK_WAIT: &str = "DPkg::Lock::Timeout=600";
+    exec(Command::new("apt-get").args(["-o", LOCK_WAIT, "update", "-qq"]))?;
     exec(
         Command::new("apt-get")
             .env("DEBIAN_FRONTEND", "noninteractive")
-            .args(["install", "-y", "-qq", "--no-install-recommends"])
+            .args(["-o", LOCK_WAIT, "install", "-y", "-qq"])
+            .arg("--no-install-recommends")
             .args(&missing),
     )
     .context("apt-get install failed")
