@@ -1,9 +1,12 @@
 //! The README's second command and CI's: every test suite of the workspace.
-use std::process::Command;
+use std::{
+    io::{BufRead as _, BufReader},
+    process::{Command, Stdio},
+};
 
-use anyhow::bail;
+use anyhow::{Context as _, bail};
 
-use crate::util::{exec, is_root, root};
+use crate::util::{is_root, root};
 
 pub fn run(cargo_args: &[String]) -> anyhow::Result<()> {
     if !is_root() {
@@ -13,10 +16,41 @@ pub fn run(cargo_args: &[String]) -> anyhow::Result<()> {
     }
     // One release build serves the binary under test and the test harnesses. The default
     // members leave out the eBPF crate, which userspace/build.rs builds for the BPF target.
-    exec(
-        Command::new("cargo")
-            .current_dir(root())
-            .args(["test", "--release"])
-            .args(cargo_args),
-    )
+    let mut child = Command::new("cargo")
+        .current_dir(root())
+        .args(["test", "--release"])
+        .args(cargo_args)
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("cannot start cargo test")?;
+    // Pass the output through, adding up the results of every test binary.
+    let (mut passed, mut failed) = (0u64, 0u64);
+    let stdout = child.stdout.take().context("no stdout from cargo test")?;
+    for line in BufReader::new(stdout).lines() {
+        let line = line?;
+        println!("{line}");
+        if let Some(rest) = line.strip_prefix("test result: ") {
+            let count = |word: &str| {
+                rest.split(';')
+                    .find_map(|part| {
+                        part.trim()
+                            .strip_suffix(word)?
+                            .trim()
+                            .rsplit(' ')
+                            .next()?
+                            .parse::<u64>()
+                            .ok()
+                    })
+                    .unwrap_or(0)
+            };
+            passed += count("passed");
+            failed += count("failed");
+        }
+    }
+    let status = child.wait()?;
+    println!("tests: {passed} passed, {failed} failed");
+    if !status.success() {
+        bail!("cargo test failed ({status})");
+    }
+    Ok(())
 }
