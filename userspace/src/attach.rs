@@ -330,15 +330,12 @@ fn lifecycle_config(root: &Path, opts: &Options) -> anyhow::Result<Config> {
         trace_all: u32::from(opts.trace_all),
         newtask_pid_off: off(&newtask, "pid")?,
         newtask_flags_off: off(&newtask, "clone_flags")?,
-        exec_pid_off: off(&exec, "pid")?,
         exec_old_pid_off: off(&exec, "old_pid")?,
-        exit_pid_off: off(&exit, "pid")?,
         // Absent before Linux 6.9: the programs fall back to the leader's exit.
         exit_group_dead_off: exit.field("group_dead").map_or(0, |f| f.offset),
         exec_filename_off: off(&exec, "filename")?,
         datatype_size_off: opts.datatype_size_offset,
         stopped: 0,
-        _pad: 0,
     })
 }
 

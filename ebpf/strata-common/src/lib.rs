@@ -57,9 +57,7 @@ pub struct Config {
     pub trace_all: u32,
     pub newtask_pid_off: u32,
     pub newtask_flags_off: u32,
-    pub exec_pid_off: u32,
     pub exec_old_pid_off: u32,
-    pub exit_pid_off: u32,
     pub exit_group_dead_off: u32,
     /// `__data_loc char[] filename` of sched_process_exec.
     pub exec_filename_off: u32,
@@ -67,7 +65,6 @@ pub struct Config {
     pub datatype_size_off: u32,
     /// Non-zero once user space is shutting down: record nothing more.
     pub stopped: u32,
-    pub _pad: u32,
 }
 
 /// How the kernel side captures one probed function or syscall.
@@ -255,7 +252,7 @@ mod pod {
 }
 
 const _: () = {
-    assert!(core::mem::size_of::<Config>() == 48);
+    assert!(core::mem::size_of::<Config>() == 36);
     assert!(core::mem::size_of::<FuncSpec>() == 16);
     assert!(core::mem::size_of::<Frame>() == 72);
     assert!(core::mem::size_of::<CallRecord>() == 120);
