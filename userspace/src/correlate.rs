@@ -281,6 +281,11 @@ impl Correlator {
 
     fn call(&mut self, rec: &CallRecord) -> Option<CallRow> {
         let p = std::rc::Rc::clone(self.probes.get(rec.func_id as usize)?);
+        if p.internal {
+            self.dataspaces
+                .internal(p.function(), rec.parent_id, rec.ret);
+            return None;
+        }
         let pid = rec.pid as i32;
         let clock = self.clock;
         self.procs.ensure(pid, |t| clock.epoch(t));
@@ -356,9 +361,14 @@ impl Correlator {
         };
         let out = (rec.flags & CALL_OUT_VALID != 0).then_some(rec.out);
         let h5_bytes = match p.layer {
-            Layer::Hdf5 => self
-                .dataspaces
-                .observe(p.function(), pid, &rec.args[..nargs], ret, arr),
+            Layer::Hdf5 => self.dataspaces.observe(
+                p.function(),
+                pid,
+                rec.call_id,
+                &rec.args[..nargs],
+                ret,
+                arr,
+            ),
             Layer::Netcdf if !failed => {
                 self.nc_vars
                     .observe(p.function(), pid, &rec.args[..nargs], out, arr)
@@ -550,6 +560,22 @@ impl Correlator {
             .or(file_before);
         let flags = arg(ArgKind::Flags).map(|v| v as i64);
         let nargs = p.args.len().min(rec.args.len());
+        // The first array argument, when the call says how long it is (`rank`).
+        let first_array = p.args.iter().position(|k| k.is_array());
+        let dims = match (
+            arg(ArgKind::Rank),
+            first_array.and_then(|i| arr(i).map(|w| (i, w))),
+        ) {
+            (Some(rank), Some((i, words))) => {
+                let values: Vec<i64> = if p.args[i] == ArgKind::IntArray {
+                    crate::netcdf::ints(words).map(i64::from).collect()
+                } else {
+                    words.iter().map(|v| *v as i64).collect()
+                };
+                values[..values.len().min(rank as usize)].to_vec()
+            }
+            _ => Vec::new(),
+        };
         Some(CallRow {
             call_id,
             parent_id: (rec.parent_id != 0).then_some(rec.parent_id as i64),
@@ -574,6 +600,7 @@ impl Correlator {
             path2,
             strs: strs_out,
             args: rec.args[..nargs].iter().map(|v| *v as i64).collect(),
+            dims,
         })
     }
 

@@ -96,7 +96,12 @@ pub struct Dataspaces {
     type_reads: HashMap<i32, u32>,
     /// Per library file: global variable name -> virtual address.
     symbols: HashMap<PathBuf, HashMap<String, u64>>,
+    /// Elements selected, as the library itself counted them inside a call (by call id).
+    counted: HashMap<u64, u64>,
 }
+
+/// Bound on `counted`: entries whose caller was not a transfer are never taken.
+const MAX_COUNTED: usize = 4096;
 
 impl Dataspaces {
     /// Follows one HDF5 call; returns the bytes a transfer (H5Dwrite, H5Dread) moves when
@@ -105,6 +110,7 @@ impl Dataspaces {
         &mut self,
         function: &str,
         pid: i32,
+        call_id: u64,
         args: &[u64],
         ret: i64,
         arr: impl Fn(usize) -> Option<&'a [u64]>,
@@ -191,17 +197,32 @@ impl Dataspaces {
             }
             "H5Dwrite" | "H5Dread" => {
                 let (dset, mem_type, mem_space, file_space) = (a(0), a(1), a(2), a(3));
-                let points = match (mem_space, file_space) {
+                // The library's own count first: it knows extents of opened datasets and
+                // every kind of selection.
+                let counted = self.counted.remove(&call_id);
+                let points = counted.or_else(|| match (mem_space, file_space) {
                     (H5S_ALL, H5S_ALL) => Some(self.datasets.get(&(pid, dset))?.iter().product()),
                     (H5S_ALL, f) => self.spaces.get(&(pid, f))?.selected(),
                     (m, _) => self.spaces.get(&(pid, m))?.selected(),
-                }?;
+                })?;
                 let size = self.type_size(pid, mem_type)?;
                 return i64::try_from(points.checked_mul(size)?).ok();
             }
             _ => {}
         }
         None
+    }
+
+    /// A library-internal call inside `parent`: `H5S_get_select_npoints` returns the elements
+    /// of a selection; the first inside a transfer is the memory selection, which H5Dwrite
+    /// and H5Dread check against the file selection before moving anything.
+    pub fn internal(&mut self, function: &str, parent: u64, ret: i64) {
+        if function == "H5S_get_select_npoints" && parent != 0 && ret >= 0 {
+            if self.counted.len() >= MAX_COUNTED {
+                self.counted.clear();
+            }
+            self.counted.entry(parent).or_insert(ret as u64);
+        }
     }
 
     fn set(&mut self, pid: i32, space: u64, sel: Selection) {
@@ -307,31 +328,31 @@ mod tests {
         d.types.insert(1, HashMap::from([(77, 8)]));
         let none = |_: usize| None;
         let dims = [64u64, 1024];
-        d.observe("H5Screate_simple", 1, &[2, 0, 0], 10, |i| {
+        d.observe("H5Screate_simple", 1, 0, &[2, 0, 0], 10, |i| {
             (i == 1).then_some(&dims[..])
         });
-        d.observe("H5Dcreate2", 1, &[5, 0, 0, 10], 20, none);
+        d.observe("H5Dcreate2", 1, 0, &[5, 0, 0, 10], 20, none);
         // H5S_ALL on both sides: the whole dataset.
         assert_eq!(
-            d.observe("H5Dwrite", 1, &[20, 77, 0, 0], 0, none),
+            d.observe("H5Dwrite", 1, 0, &[20, 77, 0, 0], 0, none),
             Some(64 * 1024 * 8)
         );
         // A hyperslab of 16 rows in the file, a 16x1024 memory space.
         let mem = [16u64, 1024];
-        d.observe("H5Screate_simple", 1, &[2, 0, 0], 11, |i| {
+        d.observe("H5Screate_simple", 1, 0, &[2, 0, 0], 11, |i| {
             (i == 1).then_some(&mem[..])
         });
-        d.observe("H5Dget_space", 1, &[20], 12, none);
+        d.observe("H5Dget_space", 1, 0, &[20], 12, none);
         let count = [16u64, 1024];
-        d.observe("H5Sselect_hyperslab", 1, &[12, 0, 0, 0, 0, 0], 0, |i| {
+        d.observe("H5Sselect_hyperslab", 1, 0, &[12, 0, 0, 0, 0, 0], 0, |i| {
             (i == 4).then_some(&count[..])
         });
         assert_eq!(
-            d.observe("H5Dwrite", 1, &[20, 77, 11, 12], 0, none),
+            d.observe("H5Dwrite", 1, 0, &[20, 77, 11, 12], 0, none),
             Some(16 * 1024 * 8)
         );
         assert_eq!(
-            d.observe("H5Dread", 1, &[20, 77, 0, 12], 0, none),
+            d.observe("H5Dread", 1, 0, &[20, 77, 0, 12], 0, none),
             Some(16 * 1024 * 8)
         );
         // Blocks multiply counts; an unknown operation makes the count unknown.
@@ -339,6 +360,7 @@ mod tests {
         d.observe(
             "H5Sselect_hyperslab",
             1,
+            0,
             &[12, 0, 0, 0, 0, 0],
             0,
             |i| match i {
@@ -348,22 +370,31 @@ mod tests {
             },
         );
         assert_eq!(
-            d.observe("H5Dwrite", 1, &[20, 77, 0, 12], 0, none),
+            d.observe("H5Dwrite", 1, 0, &[20, 77, 0, 12], 0, none),
             Some(32 * 1024 * 8)
         );
-        d.observe("H5Sselect_hyperslab", 1, &[12, 3, 0, 0, 0, 0], 0, |i| {
+        d.observe("H5Sselect_hyperslab", 1, 0, &[12, 3, 0, 0, 0, 0], 0, |i| {
             (i == 4).then_some(&count[..])
         });
-        assert_eq!(d.observe("H5Dwrite", 1, &[20, 77, 0, 12], 0, none), None);
+        assert_eq!(d.observe("H5Dwrite", 1, 0, &[20, 77, 0, 12], 0, none), None);
         // A copy of a known type has its size.
-        d.observe("H5Tcopy", 1, &[77], 78, none);
+        d.observe("H5Tcopy", 1, 0, &[77], 78, none);
         assert_eq!(
-            d.observe("H5Dwrite", 1, &[20, 78, 11, 12], 0, none),
+            d.observe("H5Dwrite", 1, 0, &[20, 78, 11, 12], 0, none),
             Some(16 * 1024 * 8)
         );
         // An unknown type or another process: no count.
-        assert_eq!(d.observe("H5Dwrite", 1, &[20, 99, 0, 0], 0, none), None);
+        assert_eq!(d.observe("H5Dwrite", 1, 0, &[20, 99, 0, 0], 0, none), None);
         d.types.insert(2, HashMap::new());
-        assert_eq!(d.observe("H5Dwrite", 2, &[20, 77, 0, 0], 0, none), None);
+        assert_eq!(d.observe("H5Dwrite", 2, 0, &[20, 77, 0, 0], 0, none), None);
+        // The library's own count inside the call wins, even where the selection is unknown;
+        // only the first count inside a call is its memory selection.
+        d.internal("H5S_get_select_npoints", 500, 100);
+        d.internal("H5S_get_select_npoints", 500, 7);
+        assert_eq!(
+            d.observe("H5Dwrite", 1, 500, &[20, 77, 0, 12], 0, none),
+            Some(100 * 8)
+        );
+        assert!(d.counted.is_empty());
     }
 }

@@ -127,6 +127,8 @@ kinds!(
         Plist = "plist",
         Varid = "varid",
         Dims = "dims",
+        IntArray = "int_array",
+        Rank = "rank",
         XferMode = "xfer_mode",
     }
 );
@@ -159,6 +161,10 @@ impl ArgKind {
             _ => None,
         }
     }
+    /// Pointers to arrays copied at entry.
+    pub fn is_array(self) -> bool {
+        matches!(self, Self::Dims | Self::IntArray)
+    }
     /// Pointers to handles, read at entry (the call may overwrite them).
     fn is_deref(self) -> bool {
         matches!(self, Self::HandleRef | Self::RequestRef)
@@ -180,6 +186,9 @@ pub struct Probe {
     /// MPI collective, whatever the arguments say.
     pub collective: bool,
     pub enabled: bool,
+    /// A library-internal function: not a row of its own; its result informs the enclosing
+    /// call (the elements an H5Dwrite selected, for example).
+    pub internal: bool,
     pub line: usize,
     /// From the file's `mpi_datatype_size_offset`: where an MPI datatype handle keeps its size.
     pub datatype_size_offset: Option<u64>,
@@ -212,7 +221,7 @@ impl Probe {
             if k.is_deref() {
                 deref_mask |= 1 << i;
             }
-            if *k == ArgKind::Dims {
+            if k.is_array() {
                 blob_mask |= 1 << i;
             }
             if let Some(sz) = k.out_size() {
@@ -266,6 +275,12 @@ struct ProbeRaw {
     collective: bool,
     #[serde(default = "yes")]
     enabled: bool,
+    #[serde(default)]
+    internal: bool,
+}
+
+fn is_syscall_target(t: &Target) -> bool {
+    matches!(t, Target::Syscall(_))
 }
 
 fn yes() -> bool {
@@ -325,6 +340,11 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
                 "ret = \"handle\" is for library calls; a syscall returns an fd".into(),
             ));
         }
+        if p.internal && is_syscall_target(&target) {
+            return Err(bad(
+                "`internal` is for library functions, not syscalls".into()
+            ));
+        }
         if !seen.insert(target.clone()) {
             return Err(bad(format!("{target:?} is declared twice")));
         }
@@ -352,6 +372,7 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
             ret_int,
             collective: p.collective,
             enabled: p.enabled,
+            internal: p.internal,
             line: line_of(text, span.start),
             datatype_size_offset: raw.mpi_datatype_size_offset,
         });

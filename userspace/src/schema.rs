@@ -26,6 +26,7 @@ table!(Calls, CallRow, "calls", {
     path2: OptStr,
     strs: ListStr,
     args: ListI64,
+    dims: ListI64,
 });
 
 table!(Handles, HandleRow, "handles", {

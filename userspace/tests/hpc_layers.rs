@@ -76,8 +76,8 @@ fn hdf5_writes_are_linked_through_mpi_io_to_posix() {
             .collect();
         assert_eq!(
             writes.len(),
-            2,
-            "rank {rank}: one collective and one independent write"
+            3,
+            "rank {rank}: collective, independent, collective into the chunked dataset"
         );
         for w in writes {
             assert_eq!(w.i("depth"), Some(0));
@@ -119,8 +119,46 @@ fn hdf5_writes_are_linked_through_mpi_io_to_posix() {
             }
         }
     }
-    // Two-phase I/O: whichever ranks aggregate, all ranks' blocks reach the file.
-    assert_eq!(collective_posix_bytes, RANKS * BLOCK);
+    // Two-phase I/O: whichever ranks aggregate, all ranks' blocks of both collectively
+    // written datasets reach the file.
+    assert_eq!(collective_posix_bytes, 2 * RANKS * BLOCK);
+
+    // The chunked dataset: H5Pset_chunk's shape is recorded, and its property list is the
+    // one H5Dcreate2 used for "/chunked".
+    for &(rank, pid) in &ranks {
+        let of = |f: &'static str| {
+            calls
+                .iter()
+                .filter(move |c| c.i("pid") == Some(pid) && c.s("function") == Some(f))
+        };
+        let chunk = of("H5Pset_chunk").next().expect("H5Pset_chunk");
+        assert_eq!(chunk.list_i("dims"), vec![ROWS, 256], "rank {rank}");
+        let create = of("H5Dcreate2")
+            .find(|c| c.s("path") == Some("/chunked"))
+            .expect("H5Dcreate2 /chunked");
+        assert_eq!(create.list_i("args")[5], chunk.list_i("args")[0]);
+    }
+
+    // Rank 0 reopens the file and reads "/data" whole (H5S_ALL on an opened dataset): the
+    // byte count comes from the library's own element count.
+    let read = calls
+        .iter()
+        .find(|c| c.s("function") == Some("H5Dread"))
+        .expect("H5Dread");
+    assert_eq!(read.i("pid"), Some(ranks[0].1));
+    assert_eq!(read.i("bytes_result"), Some(RANKS * BLOCK));
+    let preads: i64 = descendants(&calls, read.i("call_id").unwrap())
+        .iter()
+        .filter(|c| c.s("layer") == Some("posix") && c.s("op") == Some("read"))
+        .filter_map(|c| c.i("bytes_result"))
+        .sum();
+    assert_eq!(preads, RANKS * BLOCK);
+    // The library-internal probe that counted is not a row.
+    assert!(
+        calls
+            .iter()
+            .all(|c| c.s("function") != Some("H5S_get_select_npoints"))
+    );
 
     // The handle tree of each rank: dataset -> HDF5 file -> MPI_File -> fd.
     let handles = rows(&out, "handles");
@@ -166,7 +204,7 @@ fn hdf5_writes_are_linked_through_mpi_io_to_posix() {
     );
     let got = duckdb(&q);
     let (n, bytes) = got[0].split_once('\t').unwrap();
-    assert_eq!(bytes.parse::<i64>().unwrap(), 2 * RANKS * BLOCK, "{got:?}");
+    assert_eq!(bytes.parse::<i64>().unwrap(), 3 * RANKS * BLOCK, "{got:?}");
     assert!(n.parse::<i64>().unwrap() > RANKS);
 }
 
@@ -249,6 +287,35 @@ fn netcdf_puts_reach_posix_through_hdf5_and_mpi_io() {
             }
         }
     }
+
+    // Rank 0's whole-variable put: 256 doubles, from nc_def_dim's length through nc_def_var's
+    // dimension ids (recorded in `dims`), and the H5Dwrite beneath agrees.
+    const WHOLE: i64 = 256;
+    let whole_var = calls
+        .iter()
+        .find(|c| c.s("function") == Some("nc_def_var") && c.s("path") == Some("whole"))
+        .expect("nc_def_var whole");
+    let dim_y = calls
+        .iter()
+        .find(|c| {
+            c.i("pid") == whole_var.i("pid")
+                && c.s("function") == Some("nc_def_dim")
+                && c.s("path") == Some("y")
+        })
+        .expect("nc_def_dim y");
+    assert_eq!(dim_y.list_i("args")[2], WHOLE);
+    let puts: Vec<&Row> = calls
+        .iter()
+        .filter(|c| c.s("function") == Some("nc_put_var_double"))
+        .collect();
+    assert_eq!(puts.len(), 1, "only rank 0 writes the whole variable");
+    assert_eq!(puts[0].i("bytes_result"), Some(WHOLE * 8));
+    assert_eq!(puts[0].get("collective"), Some(&Val::B(false)));
+    let h5 = descendants(&calls, puts[0].i("call_id").unwrap())
+        .into_iter()
+        .find(|c| c.s("function") == Some("H5Dwrite"))
+        .expect("H5Dwrite under nc_put_var_double");
+    assert_eq!(h5.i("bytes_result"), Some(WHOLE * 8));
 
     // ncid -> HDF5 file -> MPI_File -> fd, and one group key for the collective open.
     let handles = rows(&out, "handles");

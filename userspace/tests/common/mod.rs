@@ -81,6 +81,7 @@ pub type Row = HashMap<String, Val>;
 pub trait RowExt {
     fn i(&self, col: &str) -> Option<i64>;
     fn s(&self, col: &str) -> Option<&str>;
+    fn list_i(&self, col: &str) -> Vec<i64>;
 }
 
 impl RowExt for Row {
@@ -96,6 +97,12 @@ impl RowExt for Row {
             Val::S(v) => Some(v),
             Val::Null => None,
             v => panic!("column {col} is {v:?}, not a string"),
+        }
+    }
+    fn list_i(&self, col: &str) -> Vec<i64> {
+        match self.get(col).unwrap_or_else(|| panic!("no column {col}")) {
+            Val::L(v) => v.clone(),
+            v => panic!("column {col} is {v:?}, not a list of integers"),
         }
     }
 }
