@@ -14,10 +14,10 @@ use aya::{
         uprobe::{UProbeAttachLocation, UProbeAttachPoint, UProbeScope},
     },
 };
-use strata_common::{Config, FuncSpec, maps, programs};
+use strata_common::{Config, FIELD_NONE, FuncSpec, KernelEvent, KernelFields, maps, programs};
 
 use crate::{
-    probes::{Probe, Target},
+    probes::{Mechanism, Probe, Target},
     symbols::{SymbolTable, find_library},
     tracefs,
 };
@@ -43,6 +43,8 @@ pub struct Loaded {
     pub counters: PerCpuArray<MapData, u64>,
     pub events: RingBuf<MapData>,
     pub statuses: Vec<ProbeStatus>,
+    /// Inode numbers of files of interest to the kernel-layer programs.
+    watched: BpfHashMap<MapData, u64, u8>,
     config: Array<MapData, Config>,
     config_value: Config,
     attached_at: HashMap<(PathBuf, u64), u32>,
@@ -69,6 +71,14 @@ pub fn detach(loaded: Loaded) {
 }
 
 impl Loaded {
+    /// Lets the kernel-layer programs keep events of workers (writeback, reclaim) on inode
+    /// `ino`. Full map: the file's worker events are not kept (traced processes' own are).
+    pub fn watch_inode(&mut self, ino: u64) {
+        if let Err(e) = self.watched.insert(ino, 1, 0) {
+            log::debug!("cannot watch inode {ino}: {e}");
+        }
+    }
+
     /// Uprobe attachments (entry and return) that detaching will release.
     pub fn uprobe_links(&self) -> usize {
         2 * self.attached_at.len()
@@ -120,6 +130,7 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
         let (mechanism, target) = match &p.target {
             Target::Syscall(s) => ("tracepoint", format!("syscalls/sys_{{enter,exit}}_{s}")),
             Target::Uprobe { library, .. } => ("uprobe", library.clone()),
+            Target::Kernel { attach, .. } => ("tracepoint", attach[0].to_string()),
         };
         let mut status = ProbeStatus {
             probe_id: p.id,
@@ -153,6 +164,9 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
                         }
                     }
                 }
+                Target::Kernel { event, attach } => {
+                    attach_kernel(&mut ebpf, &root, *event, attach, &mut status)
+                }
             };
             record_result(&mut status, result, probes);
         }
@@ -178,12 +192,14 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
     let traced = BpfHashMap::try_from(map(&mut ebpf, maps::TRACED)?)?;
     let counters = PerCpuArray::try_from(map(&mut ebpf, maps::COUNTERS)?)?;
     let events = RingBuf::try_from(map(&mut ebpf, maps::EVENTS)?)?;
+    let watched = BpfHashMap::try_from(map(&mut ebpf, maps::WATCHED_INODES)?)?;
     Ok(Loaded {
         ebpf,
         traced,
         counters,
         events,
         statuses,
+        watched,
         config: cfg_map,
         config_value: config,
         attached_at,
@@ -399,6 +415,101 @@ fn attach_syscall(
             .attach("syscalls", &event)
             .map_err(|e| Failure::Failed(format!("attach to syscalls/{event}: {e}")))?;
     }
+    Ok(())
+}
+
+/// Attaches a kernel event through the first mechanism of `attach` that works here.
+fn attach_kernel(
+    ebpf: &mut Ebpf,
+    root: &Path,
+    event: KernelEvent,
+    attach: &[Mechanism],
+    status: &mut ProbeStatus,
+) -> Result<(), Failure> {
+    let mut reasons = Vec::new();
+    for m in attach {
+        let r = match m {
+            Mechanism::Tracepoint { category, name } => {
+                status.mechanism = "tracepoint";
+                status.target = format!("{category}/{name}");
+                attach_kernel_tracepoint(ebpf, root, event, category, name)
+            }
+        };
+        match r {
+            Ok(()) => {
+                if !reasons.is_empty() {
+                    status.reason = Some(reasons.join("; "));
+                }
+                return Ok(());
+            }
+            Err(e) => reasons.push(format!("{m}: {e:#}")),
+        }
+    }
+    Err(Failure::Failed(reasons.join("; ")))
+}
+
+fn attach_kernel_tracepoint(
+    ebpf: &mut Ebpf,
+    root: &Path,
+    event: KernelEvent,
+    category: &str,
+    name: &str,
+) -> anyhow::Result<()> {
+    let format = tracefs::format(root, category, name)?;
+    let off = |names: &[&str]| {
+        names
+            .iter()
+            .find_map(|n| format.field(n))
+            .map_or(FIELD_NONE, |f| f.offset)
+    };
+    let fields = KernelFields {
+        dev: off(&["dev", "s_dev"]),
+        sector: off(&["sector"]),
+        nr_sector: off(&["nr_sector"]),
+        error: off(&["error"]),
+        tag: off(&["rwbs", "name"]),
+        ino: off(&["ino", "i_ino"]),
+        index: off(&["index", "writeback_index"]),
+        order: off(&["order"]),
+        old_dev: off(&["old_dev"]),
+        old_sector: off(&["old_sector"]),
+        wrote: off(&["wrote"]),
+        _pad: 0,
+    };
+    let required: &[(&str, u32)] = match event {
+        KernelEvent::BioQueue => &[("dev", fields.dev), ("sector", fields.sector)],
+        KernelEvent::BioRemap => &[
+            ("dev", fields.dev),
+            ("sector", fields.sector),
+            ("old_dev", fields.old_dev),
+            ("old_sector", fields.old_sector),
+        ],
+        KernelEvent::RqIssue | KernelEvent::RqComplete => &[
+            ("dev", fields.dev),
+            ("sector", fields.sector),
+            ("nr_sector", fields.nr_sector),
+        ],
+        KernelEvent::WritebackStart | KernelEvent::WritebackEnd => &[("ino", fields.ino)],
+        KernelEvent::PageDirty => &[("ino", fields.ino), ("index", fields.index)],
+        KernelEvent::CacheAdd | KernelEvent::CacheDelete => &[
+            ("i_ino", fields.ino),
+            ("index", fields.index),
+            ("s_dev", fields.dev),
+        ],
+    };
+    if let Some((missing, _)) = required.iter().find(|(_, off)| *off == FIELD_NONE) {
+        anyhow::bail!("field {missing} missing from {category}/{name} on this kernel");
+    }
+    let mut table: Array<_, KernelFields> = Array::try_from(
+        ebpf.map_mut(maps::KERNEL_FIELDS)
+            .ok_or_else(|| anyhow!("map {} missing", maps::KERNEL_FIELDS))?,
+    )?;
+    table.set(event as u32, fields, 0)?;
+    let prog = tracepoint(ebpf, programs::KERNEL_TRACEPOINT[event as usize])?;
+    if prog.fd().is_err() {
+        prog.load().context("the kernel rejected the program")?;
+    }
+    prog.attach(category, name)?;
     Ok(())
 }
 

@@ -92,6 +92,8 @@ pub struct Correlator {
     collective_opens: HashMap<(i32, i64), u32>,
     pub files: Files,
     pub summary: Summary,
+    /// Block requests, page cache and writeback.
+    kernel: crate::kernel::Kernel,
 }
 
 impl Correlator {
@@ -101,7 +103,7 @@ impl Correlator {
             .filter(|p| p.enabled)
             .filter_map(|p| match &p.target {
                 Target::Uprobe { library, .. } => Some(library.clone()),
-                Target::Syscall(_) => None,
+                Target::Syscall(_) | Target::Kernel { .. } => None,
             })
             .collect();
         libraries.sort();
@@ -121,6 +123,7 @@ impl Correlator {
             nc_vars: Default::default(),
             files: Files::default(),
             summary: Summary::default(),
+            kernel: Default::default(),
         }
     }
 
@@ -147,10 +150,14 @@ impl Correlator {
             Event::Call(rec) => {
                 if let Some(row) = self.call(&rec) {
                     self.summary.add_call(&row);
+                    self.kernel.call_done(&row);
                     out.calls.push(row);
                 }
             }
             Event::Proc { event, rec } => self.proc_event(event, &rec),
+            Event::Kernel { event, rec } => {
+                self.kernel.event(event, &rec, &self.clock, &self.files);
+            }
         }
         self.collect(out);
     }
@@ -167,14 +174,23 @@ impl Correlator {
             self.summary.processes += 1;
             out.processes.push(r);
         }
+        for r in self.kernel.block_rows.drain(..) {
+            self.summary.add_block(&r);
+            out.block.push(r);
+        }
+        for r in self.kernel.page_rows.drain(..) {
+            out.pagecache.push(r);
+        }
     }
 
     /// Called once per flush interval: ages out strings of calls that never returned.
-    pub fn tick(&mut self) {
+    pub fn tick(&mut self, out: &mut Dataset) {
         self.pending_args.retain(|_, p| {
             p.age += 1;
             p.age < STR_MAX_AGE
         });
+        self.kernel.tick(&self.files);
+        self.collect(out);
     }
 
     /// End of the run: every open handle and live process is written as it stands.
@@ -189,6 +205,7 @@ impl Correlator {
         }
         self.handles.drain_all();
         self.procs.drain_all();
+        self.kernel.finish(&self.files);
         self.collect(out);
     }
 
@@ -738,7 +755,7 @@ impl Layer {
     pub fn handle_kind(self) -> &'static str {
         match self {
             Layer::Stdio => "stream",
-            Layer::Posix | Layer::Libc => "fd",
+            Layer::Posix | Layer::Libc | Layer::Pagecache | Layer::Block => "fd",
             Layer::Mpiio => "mpi_file",
             Layer::Hdf5 => "hid",
             Layer::Netcdf => "ncid",

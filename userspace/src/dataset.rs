@@ -2,7 +2,7 @@
 use std::path::Path;
 
 use crate::{
-    schema::{Calls, Files, Handles, Probes, Processes, Run, RunRow},
+    schema::{Block, Calls, Files, Handles, Pagecache, Probes, Processes, Run, RunRow},
     sink::TableWriter,
 };
 
@@ -13,6 +13,8 @@ pub struct Dataset {
     pub files: TableWriter<Files>,
     pub processes: TableWriter<Processes>,
     pub probes: TableWriter<Probes>,
+    pub block: TableWriter<Block>,
+    pub pagecache: TableWriter<Pagecache>,
     run: TableWriter<Run>,
 }
 
@@ -25,6 +27,8 @@ impl Dataset {
             files: TableWriter::new(root, host, run_id)?,
             processes: TableWriter::new(root, host, run_id)?,
             probes: TableWriter::new(root, host, run_id)?,
+            block: TableWriter::new(root, host, run_id)?,
+            pagecache: TableWriter::new(root, host, run_id)?,
             run: TableWriter::new(root, host, run_id)?,
         })
     }
@@ -35,6 +39,8 @@ impl Dataset {
         self.processes.flush()?;
         self.handles.flush()?;
         self.calls.flush()?;
+        self.block.flush()?;
+        self.pagecache.flush()?;
         self.probes.flush()
     }
 
@@ -50,6 +56,8 @@ impl Dataset {
             + self.handles.rows_written
             + self.files.rows_written
             + self.processes.rows_written
+            + self.block.rows_written
+            + self.pagecache.rows_written
     }
 
     pub fn bytes_written(&self) -> u64 {
@@ -58,5 +66,7 @@ impl Dataset {
             + self.files.bytes_written
             + self.processes.bytes_written
             + self.probes.bytes_written
+            + self.block.bytes_written
+            + self.pagecache.bytes_written
     }
 }

@@ -1,7 +1,9 @@
 //! Decoding ring-buffer records into owned events.
 use std::{mem::size_of, ptr};
 
-use strata_common::{CallRecord, ProcEvent, ProcRecord, RecordKind, STR_FAILED, StrHeader};
+use strata_common::{
+    CallRecord, KernelEvent, KernelRecord, ProcEvent, ProcRecord, RecordKind, STR_FAILED, StrHeader,
+};
 
 #[derive(Debug)]
 pub enum Event {
@@ -22,6 +24,10 @@ pub enum Event {
         arg: u32,
         words: Vec<u64>,
     },
+    Kernel {
+        event: KernelEvent,
+        rec: KernelRecord,
+    },
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -32,6 +38,8 @@ pub enum DecodeError {
     Kind(u32),
     #[error("unknown process event {0}")]
     ProcEvent(u32),
+    #[error("unknown kernel event {0}")]
+    KernelEvent(u32),
 }
 
 fn read<T: Copy>(bytes: &[u8]) -> Result<T, DecodeError> {
@@ -83,6 +91,12 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
                 e => return Err(DecodeError::ProcEvent(e)),
             };
             Ok(Event::Proc { event, rec })
+        }
+        k if k == RecordKind::Kernel as u32 => {
+            let rec: KernelRecord = read(bytes)?;
+            let event =
+                KernelEvent::from_u32(rec.event).ok_or(DecodeError::KernelEvent(rec.event))?;
+            Ok(Event::Kernel { event, rec })
         }
         k => Err(DecodeError::Kind(k)),
     }

@@ -27,6 +27,10 @@ pub struct Files {
     mounts: HashMap<u64, Vec<MountInfo>>,
     /// New rows, written by the correlator.
     pub new_rows: Vec<FileRow>,
+    /// Inode numbers of new regular files, for the kernel-layer programs to watch.
+    pub new_inodes: Vec<u64>,
+    /// File ids by inode number alone (writeback events name no device); 0: ambiguous.
+    by_ino: HashMap<u64, i64>,
 }
 
 impl Files {
@@ -84,6 +88,13 @@ impl Files {
         self.ids.insert(key, id);
         self.ids.insert(path_key, id);
         self.paths.insert(id, canonical.clone());
+        if let Some(m) = meta.as_ref().filter(|m| m.is_file()) {
+            self.new_inodes.push(m.ino());
+            let e = self.by_ino.entry(m.ino()).or_insert(id);
+            if *e != id {
+                *e = 0;
+            }
+        }
         let mount = meta
             .as_ref()
             .and_then(|m| self.mount_of(pid, m.dev(), &canonical));
@@ -110,6 +121,15 @@ impl Files {
         }
         self.new_rows.push(row);
         id
+    }
+
+    /// The file with inode `ino` on device `dev` (user-space dev_t), or with inode `ino` on
+    /// any device when `dev` is not known and only one file has that number.
+    pub fn by_inode(&self, dev: Option<u64>, ino: u64) -> Option<i64> {
+        match dev {
+            Some(d) => self.ids.get(&Key::Inode(d, ino)).copied(),
+            None => self.by_ino.get(&ino).copied().filter(|id| *id != 0),
+        }
     }
 
     pub fn path(&self, id: i64) -> Option<String> {

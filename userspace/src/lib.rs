@@ -7,6 +7,7 @@ pub mod events;
 pub mod files;
 pub mod handles;
 pub mod hdf5;
+pub mod kernel;
 pub mod lustre;
 pub mod netcdf;
 pub mod pipeline_bench;

@@ -194,6 +194,11 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
                 let target = match &p.target {
                     probes::Target::Syscall(s) => format!("syscalls/sys_{{enter,exit}}_{s}"),
                     probes::Target::Uprobe { library, .. } => format!("uprobe {library}"),
+                    probes::Target::Kernel { attach, .. } => attach
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(" | "),
                 };
                 println!(
                     "{:<4} {:<7} {:<8} {:<10} {:<14} {:<8} {target}",

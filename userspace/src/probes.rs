@@ -3,7 +3,7 @@
 use std::{collections::HashSet, fmt, ops::Range, path::Path, str::FromStr};
 
 use serde::Deserialize;
-use strata_common::{FuncSpec, MAX_ARGS, NO_ARG, SPEC_EMIT_AT_ENTRY, SPEC_ENABLED};
+use strata_common::{FuncSpec, KernelEvent, MAX_ARGS, NO_ARG, SPEC_EMIT_AT_ENTRY, SPEC_ENABLED};
 
 /// The probes shipped with strata (the repository's probes.toml).
 pub const BUILTIN: &str = include_str!("../../probes.toml");
@@ -23,6 +23,51 @@ pub enum Target {
     Syscall(String),
     /// uprobe + uretprobe on `symbol` in `library` (soname or path).
     Uprobe { library: String, symbol: String },
+    /// A kernel event, attached through the first mechanism of `attach` the running kernel
+    /// offers.
+    Kernel {
+        event: KernelEvent,
+        attach: Vec<Mechanism>,
+    },
+}
+
+/// One way to attach a kernel event, in probes.toml's `attach` list.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Mechanism {
+    /// `tracepoint:CATEGORY/NAME`
+    Tracepoint { category: String, name: String },
+}
+
+impl FromStr for Mechanism {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.split_once(':') {
+            Some(("tracepoint", tp)) => match tp.split_once('/') {
+                Some((c, n)) if !c.is_empty() && !n.is_empty() && !n.contains('/') => {
+                    Ok(Self::Tracepoint {
+                        category: c.into(),
+                        name: n.into(),
+                    })
+                }
+                _ => Err(format!("{s:?}: expected tracepoint:CATEGORY/NAME")),
+            },
+            Some((m @ ("kprobe" | "fentry" | "tp_btf"), _)) => Err(format!(
+                "{s:?}: {m} programs for kernel events are not built into this strata; \
+                 use tracepoint:CATEGORY/NAME"
+            )),
+            _ => Err(format!(
+                "{s:?}: expected MECHANISM:TARGET (tracepoint:CATEGORY/NAME)"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for Mechanism {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Tracepoint { category, name } => write!(f, "tracepoint:{category}/{name}"),
+        }
+    }
 }
 
 macro_rules! kinds {
@@ -64,6 +109,8 @@ kinds!(
         Stdio = "stdio",
         Libc = "libc",
         Posix = "posix",
+        Pagecache = "pagecache",
+        Block = "block",
     }
 );
 
@@ -200,6 +247,7 @@ impl Probe {
         match &self.target {
             Target::Syscall(s) => s,
             Target::Uprobe { symbol, .. } => symbol,
+            Target::Kernel { event, .. } => event.name(),
         }
     }
 
@@ -266,10 +314,13 @@ struct ProbeRaw {
     syscall: Option<String>,
     library: Option<String>,
     symbol: Option<String>,
-    op: String,
+    kernel: Option<String>,
+    #[serde(default)]
+    attach: Vec<String>,
+    op: Option<String>,
     #[serde(default)]
     args: Vec<String>,
-    ret: String,
+    ret: Option<String>,
     ret_type: Option<String>,
     #[serde(default)]
     collective: bool,
@@ -277,10 +328,6 @@ struct ProbeRaw {
     enabled: bool,
     #[serde(default)]
     internal: bool,
-}
-
-fn is_syscall_target(t: &Target) -> bool {
-    matches!(t, Target::Syscall(_))
 }
 
 fn yes() -> bool {
@@ -307,8 +354,14 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
         let p = spanned.get_ref();
         let bad = |reason: String| err(span.clone(), reason);
         let layer: Layer = p.layer.parse().map_err(bad)?;
-        let op: Op = p.op.parse().map_err(bad)?;
-        let ret: RetKind = p.ret.parse().map_err(bad)?;
+        let is_kernel = p.kernel.is_some();
+        let required = |v: &Option<String>, what: &str, default: &str| match v {
+            Some(v) => Ok(v.clone()),
+            None if is_kernel => Ok(default.to_string()),
+            None => Err(bad(format!("missing field `{what}`"))),
+        };
+        let op: Op = required(&p.op, "op", "meta")?.parse().map_err(bad)?;
+        let ret: RetKind = required(&p.ret, "ret", "none")?.parse().map_err(bad)?;
         let args = p
             .args
             .iter()
@@ -324,26 +377,63 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
         if args.iter().filter(|a| a.out_size().is_some()).count() > 1 {
             return Err(bad("at most one out_handle argument per probe".into()));
         }
-        let target = match (p.syscall.clone(), p.library.clone(), p.symbol.clone()) {
-            (Some(s), None, None) if !s.is_empty() => Target::Syscall(s),
-            (None, Some(library), Some(symbol)) if !library.is_empty() && !symbol.is_empty() => {
+        let target = match (
+            p.syscall.clone(),
+            p.library.clone(),
+            p.symbol.clone(),
+            p.kernel.as_deref(),
+        ) {
+            (Some(s), None, None, None) if !s.is_empty() => Target::Syscall(s),
+            (None, Some(library), Some(symbol), None)
+                if !library.is_empty() && !symbol.is_empty() =>
+            {
                 Target::Uprobe { library, symbol }
+            }
+            (None, None, None, Some(k)) => {
+                let event = KernelEvent::ALL
+                    .into_iter()
+                    .find(|e| e.name() == k)
+                    .ok_or_else(|| {
+                        bad(format!(
+                            "unknown kernel event {k:?} (expected one of: {})",
+                            KernelEvent::NAMES.join(", ")
+                        ))
+                    })?;
+                if !matches!(layer, Layer::Block | Layer::Pagecache) {
+                    return Err(bad(format!(
+                        "kernel events belong to layer block or pagecache, not {layer}"
+                    )));
+                }
+                if p.attach.is_empty() {
+                    return Err(bad(format!(
+                        "kernel event {k:?} needs `attach`, a list of mechanisms to try in order"
+                    )));
+                }
+                let attach = p
+                    .attach
+                    .iter()
+                    .map(|m| m.parse())
+                    .collect::<Result<Vec<Mechanism>, _>>()
+                    .map_err(bad)?;
+                Target::Kernel { event, attach }
             }
             _ => {
                 return Err(bad(
-                    "a probe names either `syscall`, or both `library` and `symbol`".into(),
+                    "a probe names either `syscall`, both `library` and `symbol`, or `kernel`"
+                        .into(),
                 ));
             }
         };
+        if !is_kernel && !p.attach.is_empty() {
+            return Err(bad("`attach` is for kernel events".into()));
+        }
         if matches!(target, Target::Syscall(_)) && ret == RetKind::Handle {
             return Err(bad(
                 "ret = \"handle\" is for library calls; a syscall returns an fd".into(),
             ));
         }
-        if p.internal && is_syscall_target(&target) {
-            return Err(bad(
-                "`internal` is for library functions, not syscalls".into()
-            ));
+        if p.internal && !matches!(target, Target::Uprobe { .. }) {
+            return Err(bad("`internal` is for library functions".into()));
         }
         if !seen.insert(target.clone()) {
             return Err(bad(format!("{target:?} is declared twice")));

@@ -185,8 +185,11 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
             }
         }
         attach_opened_libraries(&mut loaded, &mut corr, &probes, &mut out, &run_id);
+        for ino in std::mem::take(&mut corr.files.new_inodes) {
+            loaded.watch_inode(ino);
+        }
         if last_flush.elapsed() >= args.flush_interval {
-            corr.tick();
+            corr.tick(&mut out);
             if let Err(e) = out.flush() {
                 write_error = Some(e);
                 break;

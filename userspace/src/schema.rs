@@ -106,3 +106,36 @@ table!(Probes, ProbeRow, "probes", {
     reason: OptStr,
     probes_line: I32,
 });
+
+table!(Block, BlockRow, "block", {
+    pid: I32,
+    tid: I32,
+    call_id: OptI64,
+    origin: Str,
+    dev: Str,
+    sector: I64,
+    bytes: I64,
+    op: Str,
+    rwbs: Str,
+    ts_queue_ns: I64,
+    ts_issue_ns: OptI64,
+    ts_complete_ns: OptI64,
+    error: OptI32,
+    ino: OptI64,
+    file_id: OptI64,
+});
+
+table!(Pagecache, PagecacheRow, "pagecache", {
+    event: Str,
+    pid: I32,
+    tid: I32,
+    call_id: OptI64,
+    dev: OptStr,
+    ino: I64,
+    file_id: OptI64,
+    first_page: I64,
+    last_page: I64,
+    pages: OptI64,
+    ts_begin_ns: I64,
+    ts_end_ns: I64,
+});

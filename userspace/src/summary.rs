@@ -5,7 +5,7 @@ use std::{
     fmt::Write as _,
 };
 
-use crate::schema::CallRow;
+use crate::schema::{BlockRow, CallRow};
 
 #[derive(Debug, Default, Clone)]
 pub struct LayerStats {
@@ -31,6 +31,27 @@ pub struct Summary {
 const TOP_FILES: usize = 5;
 
 impl Summary {
+    /// A block request counts as a call of layer `block` (time: queue to completion).
+    pub fn add_block(&mut self, row: &BlockRow) {
+        let s = self.layers.entry("block".into()).or_default();
+        s.calls += 1;
+        match row.op.as_str() {
+            "read" => {
+                s.reads += 1;
+                s.bytes_read += row.bytes;
+            }
+            "write" => {
+                s.writes += 1;
+                s.bytes_written += row.bytes;
+            }
+            _ => {}
+        }
+        if row.error.is_some() {
+            s.errors += 1;
+        }
+        s.time_ns += row.ts_complete_ns.unwrap_or(row.ts_queue_ns) - row.ts_queue_ns;
+    }
+
     pub fn add_call(&mut self, row: &CallRow) {
         self.layers.entry(row.layer.clone()).or_default().add(row);
         if row.layer == "posix" {

@@ -25,6 +25,8 @@ pub fn number(name: &str) -> Option<u32> {
         "pwritev2" => SYS_pwritev2,
         "lseek" => SYS_lseek,
         "fsync" => SYS_fsync,
+        "sync" => SYS_sync,
+        "syncfs" => SYS_syncfs,
         "fdatasync" => SYS_fdatasync,
         "sync_file_range" => SYS_sync_file_range,
         "dup" => SYS_dup,

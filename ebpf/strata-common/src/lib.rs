@@ -31,6 +31,10 @@ pub mod maps {
     pub const COUNTERS: &str = "STRATA_COUNTERS";
     pub const EVENTS: &str = "STRATA_EVENTS";
     pub const STR_SCRATCH: &str = "STRATA_STR_SCRATCH";
+    pub const KERNEL_FIELDS: &str = "STRATA_KERNEL_FIELDS";
+    pub const WATCHED_INODES: &str = "STRATA_WATCHED_INODES";
+    pub const WRITEBACK_THREADS: &str = "STRATA_WRITEBACK_THREADS";
+    pub const PENDING_BIOS: &str = "STRATA_PENDING_BIOS";
 }
 
 /// Program names (the eBPF function names).
@@ -42,6 +46,169 @@ pub mod programs {
     pub const TASK_NEWTASK: &str = "strata_task_newtask";
     pub const PROCESS_EXEC: &str = "strata_process_exec";
     pub const PROCESS_EXIT: &str = "strata_process_exit";
+    /// The tracepoint program of kernel event `e` is `KERNEL_TRACEPOINT[e as usize]`.
+    pub const KERNEL_TRACEPOINT: [&str; super::KERNEL_EVENTS] = [
+        "strata_k_bio_queue",
+        "strata_k_bio_remap",
+        "strata_k_rq_issue",
+        "strata_k_rq_complete",
+        "strata_k_writeback_start",
+        "strata_k_writeback_end",
+        "strata_k_page_dirty",
+        "strata_k_cache_add",
+        "strata_k_cache_delete",
+    ];
+}
+
+/// Kernel events strata follows below the syscall layer. The names (`KernelEvent::NAMES`) are
+/// the `kernel` keys of probes.toml.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KernelEvent {
+    /// A bio submitted (in the submitter's context: the caller, or a writeback worker).
+    BioQueue = 0,
+    /// A bio moved from a partition to its disk (new dev and sector).
+    BioRemap = 1,
+    /// A request handed to the device driver.
+    RqIssue = 2,
+    /// A request completed by the device.
+    RqComplete = 3,
+    /// A writeback worker starts writing one inode.
+    WritebackStart = 4,
+    /// ... and is done with it.
+    WritebackEnd = 5,
+    /// A page of a file dirtied (a buffered write).
+    PageDirty = 6,
+    /// A page inserted into the page cache (a miss: read or readahead, or a new page).
+    CacheAdd = 7,
+    /// A page removed from the page cache (reclaim, truncate, invalidation).
+    CacheDelete = 8,
+}
+
+pub const KERNEL_EVENTS: usize = 9;
+
+impl KernelEvent {
+    pub const ALL: [KernelEvent; KERNEL_EVENTS] = [
+        Self::BioQueue,
+        Self::BioRemap,
+        Self::RqIssue,
+        Self::RqComplete,
+        Self::WritebackStart,
+        Self::WritebackEnd,
+        Self::PageDirty,
+        Self::CacheAdd,
+        Self::CacheDelete,
+    ];
+    pub const NAMES: [&str; KERNEL_EVENTS] = [
+        "bio_queue",
+        "bio_remap",
+        "rq_issue",
+        "rq_complete",
+        "writeback_start",
+        "writeback_end",
+        "page_dirty",
+        "cache_add",
+        "cache_delete",
+    ];
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+    pub fn from_u32(v: u32) -> Option<Self> {
+        Self::ALL.get(v as usize).copied()
+    }
+}
+
+/// Where a kernel tracepoint's record keeps each field strata reads: byte offsets from the
+/// running kernel's `format` file, [`FIELD_NONE`] where the tracepoint has no such field.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct KernelFields {
+    /// `dev_t` (u32): `dev`, or `s_dev` of the page-cache events.
+    pub dev: u32,
+    /// u64: `sector`.
+    pub sector: u32,
+    /// u32: `nr_sector`.
+    pub nr_sector: u32,
+    /// i32: `error`.
+    pub error: u32,
+    /// char[]: `rwbs` (block), `name` (the backing device of writeback events).
+    pub tag: u32,
+    /// u64: `ino` or `i_ino`.
+    pub ino: u32,
+    /// u64: `index` (page) or `writeback_index`.
+    pub index: u32,
+    /// u8: `order` (the folio is 2^order pages).
+    pub order: u32,
+    /// dev_t (u32): `old_dev` of bio_remap.
+    pub old_dev: u32,
+    /// u64: `old_sector` of bio_remap.
+    pub old_sector: u32,
+    /// u64: `wrote` (pages written by a writeback pass).
+    pub wrote: u32,
+    pub _pad: u32,
+}
+
+pub const FIELD_NONE: u32 = u32::MAX;
+
+impl Default for KernelFields {
+    fn default() -> Self {
+        Self {
+            dev: FIELD_NONE,
+            sector: FIELD_NONE,
+            nr_sector: FIELD_NONE,
+            error: FIELD_NONE,
+            tag: FIELD_NONE,
+            ino: FIELD_NONE,
+            index: FIELD_NONE,
+            order: FIELD_NONE,
+            old_dev: FIELD_NONE,
+            old_sector: FIELD_NONE,
+            wrote: FIELD_NONE,
+            _pad: 0,
+        }
+    }
+}
+
+/// Key of [`maps::PENDING_BIOS`]: a bio of interest, until its request completes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BioKey {
+    pub dev: u32,
+    pub _pad: u32,
+    pub sector: u64,
+}
+
+/// One kernel event, in the context it happened in.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct KernelRecord {
+    pub kind: u32,
+    /// [`KernelEvent`] as u32.
+    pub event: u32,
+    /// CLOCK_MONOTONIC nanoseconds.
+    pub ts: u64,
+    /// The traced call in progress on this thread (top of its stack), 0 if none.
+    pub call_id: u64,
+    pub pid: u32,
+    pub tid: u32,
+    /// Kernel dev_t (major << 20 | minor).
+    pub dev: u32,
+    /// Sectors (block events), pages (page-cache events, writeback_end's pages written).
+    pub nr: u32,
+    /// Inode number (page-cache and writeback events; block events of writeback workers).
+    pub ino: u64,
+    /// Sector (block events) or page index.
+    pub pos: u64,
+    /// bio_remap: the bio's dev before remapping.
+    pub old_dev: u32,
+    /// rq_complete: the request's error (negative errno).
+    pub error: i32,
+    /// bio_remap: the bio's sector before remapping.
+    pub old_pos: u64,
+    pub _pad: u64,
+    /// Block: the `rwbs` flags (R, W, F, D, S, M...); writeback and page_dirty: the first 8
+    /// bytes of the backing device's name ("major:minor" for block devices).
+    pub tag: [u8; 8],
 }
 
 /// Global settings written once by user space before any program is attached.
@@ -157,6 +324,8 @@ pub enum RecordKind {
     Proc = 3,
     /// A [`StrHeader`] followed by `len` bytes of an array argument.
     Blob = 4,
+    /// A [`KernelRecord`].
+    Kernel = 5,
 }
 
 /// A completed call (library function or syscall), emitted when it returns.
@@ -249,6 +418,8 @@ mod pod {
     unsafe impl aya::Pod for super::Config {}
     unsafe impl aya::Pod for super::FuncSpec {}
     unsafe impl aya::Pod for super::ThreadStack {}
+    unsafe impl aya::Pod for super::KernelFields {}
+    unsafe impl aya::Pod for super::BioKey {}
 }
 
 const _: () = {
@@ -259,4 +430,7 @@ const _: () = {
     assert!(core::mem::size_of::<StrHeader>() == 24);
     assert!(core::mem::size_of::<StrRecord>() == 24 + STR_CAP);
     assert!(core::mem::size_of::<ProcRecord>() == 48 + FILENAME_CAP);
+    assert!(core::mem::size_of::<KernelFields>() == 48);
+    assert!(core::mem::size_of::<BioKey>() == 16);
+    assert!(core::mem::size_of::<KernelRecord>() == 88);
 };

@@ -8,6 +8,8 @@
 #![no_std]
 #![no_main]
 
+mod kernel;
+
 use aya_ebpf::{
     EbpfContext as _,
     bindings::{BPF_F_NO_PREALLOC, BPF_RB_AVAIL_DATA, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP},

@@ -1,0 +1,370 @@
+//! The kernel layers: block requests followed from bio submission to completion, and page-cache
+//! and writeback events merged into page ranges.
+//!
+//! A block request is linked to the call that submitted its first bio (a direct or
+//! synchronous read or write, an fsync), or to the inode a writeback worker was writing. The
+//! submitting call usually returns after its requests complete, so a request row waits for its
+//! call's record to learn the file.
+use std::collections::HashMap;
+
+use strata_common::{KernelEvent, KernelRecord};
+
+use crate::{
+    correlate::Clock,
+    files::Files,
+    schema::{BlockRow, CallRow, PagecacheRow},
+};
+
+/// Ticks (flush intervals) a request row waits for its call, and state lives without news.
+const WAIT_TICKS: u32 = 3;
+const STALE_TICKS: u32 = 60;
+
+/// "major:minor" of a kernel dev_t (major << 20 | minor).
+pub fn dev_string(kdev: u32) -> String {
+    format!("{}:{}", kdev >> 20, kdev & 0xf_ffff)
+}
+
+fn user_dev(kdev: u32) -> u64 {
+    libc::makedev(kdev >> 20, kdev & 0xf_ffff)
+}
+
+/// A user-space dev_t from "major:minor" (a backing device's name), if it is one.
+fn parse_dev(name: &str) -> Option<u64> {
+    let (ma, mi) = name.split_once(':')?;
+    Some(libc::makedev(ma.parse().ok()?, mi.parse().ok()?))
+}
+
+fn tag(rec: &KernelRecord) -> String {
+    let end = rec
+        .tag
+        .iter()
+        .position(|b| *b == 0)
+        .unwrap_or(rec.tag.len());
+    String::from_utf8_lossy(&rec.tag[..end]).into_owned()
+}
+
+/// The operation of a request from its `rwbs` flags (F: preflush, then R/W/D/N...).
+pub fn op_of(rwbs: &str) -> &'static str {
+    let body = rwbs.strip_prefix('F').unwrap_or(rwbs);
+    match body.chars().next() {
+        Some('D') => "discard",
+        Some('W') => "write",
+        Some('R') => "read",
+        _ if rwbs.starts_with('F') => "flush",
+        _ => "other",
+    }
+}
+
+struct Bio {
+    ts: i64,
+    pid: i32,
+    tid: i32,
+    call_id: u64,
+    ino: u64,
+    tick: u32,
+}
+
+struct Request {
+    bio: Bio,
+    issue: i64,
+    nr: u32,
+    rwbs: String,
+}
+
+struct Writeback {
+    ts: i64,
+    pid: i32,
+    ino: u64,
+    dev: Option<u64>,
+    index: u64,
+}
+
+#[derive(Default)]
+pub struct Kernel {
+    bios: HashMap<(u32, u64), Bio>,
+    requests: HashMap<(u32, u64), Request>,
+    /// Open page ranges, one per (event, thread).
+    ranges: HashMap<(KernelEvent, i32), (PagecacheRow, Option<u64>, u32)>,
+    writebacks: HashMap<i32, Writeback>,
+    /// Request rows waiting for their call's record (by call id), with the tick they began.
+    awaiting: HashMap<u64, (Vec<BlockRow>, u32)>,
+    /// Calls that submitted bios, once their record is in: their file id.
+    call_files: HashMap<u64, (Option<i64>, u32)>,
+    calls_with_bios: HashMap<u64, u32>,
+    tick: u32,
+    pub block_rows: Vec<BlockRow>,
+    pub page_rows: Vec<PagecacheRow>,
+}
+
+impl Kernel {
+    pub fn event(&mut self, event: KernelEvent, rec: &KernelRecord, clock: &Clock, files: &Files) {
+        let ts = clock.epoch(rec.ts);
+        let (pid, tid) = (rec.pid as i32, rec.tid as i32);
+        let key = (rec.dev, rec.pos);
+        match event {
+            KernelEvent::BioQueue => {
+                if rec.call_id != 0 {
+                    *self.calls_with_bios.entry(rec.call_id).or_default() += 1;
+                }
+                self.bios.insert(
+                    key,
+                    Bio {
+                        ts,
+                        pid,
+                        tid,
+                        call_id: rec.call_id,
+                        ino: rec.ino,
+                        tick: self.tick,
+                    },
+                );
+            }
+            KernelEvent::BioRemap => {
+                if let Some(b) = self.bios.remove(&(rec.old_dev, rec.old_pos)) {
+                    self.bios.insert(key, b);
+                }
+            }
+            KernelEvent::RqIssue => {
+                if let Some(bio) = self.bios.remove(&key) {
+                    self.requests.insert(
+                        key,
+                        Request {
+                            bio,
+                            issue: ts,
+                            nr: rec.nr,
+                            rwbs: tag(rec),
+                        },
+                    );
+                }
+            }
+            KernelEvent::RqComplete => {
+                let (bio, issue, nr, rwbs) = match self.requests.remove(&key) {
+                    Some(r) => (r.bio, Some(r.issue), r.nr, r.rwbs),
+                    None => match self.bios.remove(&key) {
+                        Some(b) => (b, None, rec.nr, tag(rec)),
+                        None => return,
+                    },
+                };
+                let origin = if bio.call_id != 0 {
+                    "call"
+                } else if bio.ino != 0 {
+                    "writeback"
+                } else {
+                    "process"
+                };
+                let row = BlockRow {
+                    pid: bio.pid,
+                    tid: bio.tid,
+                    call_id: (bio.call_id != 0).then_some(bio.call_id as i64),
+                    origin: origin.into(),
+                    dev: dev_string(rec.dev),
+                    sector: rec.pos as i64,
+                    bytes: i64::from(nr) * 512,
+                    op: op_of(&rwbs).into(),
+                    rwbs,
+                    ts_queue_ns: bio.ts,
+                    ts_issue_ns: issue,
+                    ts_complete_ns: Some(ts),
+                    error: (rec.error != 0).then_some(rec.error),
+                    ino: (bio.ino != 0).then_some(bio.ino as i64),
+                    file_id: (bio.ino != 0)
+                        .then(|| {
+                            files
+                                .by_inode(Some(user_dev(rec.dev)), bio.ino)
+                                .or_else(|| files.by_inode(None, bio.ino))
+                        })
+                        .flatten(),
+                };
+                self.request_done(bio.call_id, row);
+            }
+            KernelEvent::WritebackStart => {
+                self.writebacks.insert(
+                    tid,
+                    Writeback {
+                        ts,
+                        pid,
+                        ino: rec.ino,
+                        dev: parse_dev(&tag(rec)),
+                        index: rec.pos,
+                    },
+                );
+            }
+            KernelEvent::WritebackEnd => {
+                let Some(w) = self.writebacks.remove(&tid).filter(|w| w.ino == rec.ino) else {
+                    return;
+                };
+                self.page_rows.push(PagecacheRow {
+                    event: "writeback".into(),
+                    pid: w.pid,
+                    tid,
+                    call_id: None,
+                    dev: w
+                        .dev
+                        .map(|d| format!("{}:{}", libc::major(d), libc::minor(d))),
+                    ino: w.ino as i64,
+                    file_id: file_of(files, w.dev, w.ino),
+                    first_page: w.index as i64,
+                    last_page: w.index as i64,
+                    pages: Some(i64::from(rec.nr)),
+                    ts_begin_ns: w.ts,
+                    ts_end_ns: ts,
+                });
+            }
+            KernelEvent::PageDirty | KernelEvent::CacheAdd | KernelEvent::CacheDelete => {
+                let dev = if event == KernelEvent::PageDirty {
+                    parse_dev(&tag(rec))
+                } else {
+                    Some(user_dev(rec.dev))
+                };
+                let call_id = (rec.call_id != 0).then_some(rec.call_id as i64);
+                // The dirty event does not say how large its folio is: its range grows with
+                // every later folio, and its page count stays unknown.
+                let pages = (event != KernelEvent::PageDirty).then_some(i64::from(rec.nr));
+                let rkey = (event, tid);
+                if let Some((row, rdev, _)) = self.ranges.get_mut(&rkey) {
+                    let index = rec.pos as i64;
+                    let follows = match (row.pages, pages) {
+                        (Some(p), Some(_)) => row.first_page + p == index,
+                        _ => index > row.last_page,
+                    };
+                    if row.ino == rec.ino as i64
+                        && row.call_id == call_id
+                        && *rdev == dev
+                        && follows
+                    {
+                        row.pages = row.pages.zip(pages).map(|(a, b)| a + b);
+                        row.last_page = index;
+                        row.ts_end_ns = ts;
+                        return;
+                    }
+                }
+                let row = PagecacheRow {
+                    event: match event {
+                        KernelEvent::PageDirty => "dirty",
+                        KernelEvent::CacheAdd => "add",
+                        _ => "delete",
+                    }
+                    .into(),
+                    pid,
+                    tid,
+                    call_id,
+                    dev: dev.map(|d| format!("{}:{}", libc::major(d), libc::minor(d))),
+                    ino: rec.ino as i64,
+                    file_id: None,
+                    first_page: rec.pos as i64,
+                    last_page: rec.pos as i64,
+                    pages,
+                    ts_begin_ns: ts,
+                    ts_end_ns: ts,
+                };
+                if let Some((old, odev, _)) = self.ranges.insert(rkey, (row, dev, self.tick)) {
+                    self.close_range(old, odev, files);
+                }
+            }
+        }
+    }
+
+    fn close_range(&mut self, mut row: PagecacheRow, dev: Option<u64>, files: &Files) {
+        row.file_id = file_of(files, dev, row.ino as u64);
+        self.page_rows.push(row);
+    }
+
+    fn request_done(&mut self, call_id: u64, mut row: BlockRow) {
+        if call_id == 0 {
+            self.block_rows.push(row);
+            return;
+        }
+        if let Some(n) = self.calls_with_bios.get_mut(&call_id) {
+            *n -= 1;
+            if *n == 0 {
+                self.calls_with_bios.remove(&call_id);
+            }
+        }
+        match self.call_files.get(&call_id) {
+            Some((file, _)) => {
+                row.file_id = row.file_id.or(*file);
+                self.block_rows.push(row);
+            }
+            None => {
+                let tick = self.tick;
+                self.awaiting
+                    .entry(call_id)
+                    .or_insert_with(|| (Vec::new(), tick))
+                    .0
+                    .push(row);
+            }
+        }
+    }
+
+    /// A call's record is in: requests it submitted learn its file.
+    pub fn call_done(&mut self, call: &CallRow) {
+        let id = call.call_id as u64;
+        if let Some((rows, _)) = self.awaiting.remove(&id) {
+            for mut r in rows {
+                r.file_id = r.file_id.or(call.file_id);
+                self.block_rows.push(r);
+            }
+        }
+        if self.calls_with_bios.contains_key(&id) {
+            self.call_files.insert(id, (call.file_id, self.tick));
+        }
+    }
+
+    /// Once per flush interval: page ranges are closed, rows that waited long enough for their
+    /// call go out as they are, and state of events that never completed is dropped.
+    pub fn tick(&mut self, files: &Files) {
+        self.tick += 1;
+        let now = self.tick;
+        for (_, (row, dev, _)) in std::mem::take(&mut self.ranges) {
+            self.close_range(row, dev, files);
+        }
+        let expired: Vec<u64> = self
+            .awaiting
+            .iter()
+            .filter(|(_, (_, t))| now - t >= WAIT_TICKS)
+            .map(|(k, _)| *k)
+            .collect();
+        for k in expired {
+            if let Some((rows, _)) = self.awaiting.remove(&k) {
+                self.block_rows.extend(rows);
+            }
+        }
+        self.call_files.retain(|_, (_, t)| now - *t < STALE_TICKS);
+        self.bios.retain(|_, b| now - b.tick < STALE_TICKS);
+        self.requests.retain(|_, r| now - r.bio.tick < STALE_TICKS);
+        if self.calls_with_bios.len() > 65536 {
+            self.calls_with_bios.clear();
+        }
+    }
+
+    /// End of the run: everything still open goes out.
+    pub fn finish(&mut self, files: &Files) {
+        self.tick = self.tick.saturating_add(STALE_TICKS);
+        self.tick(files);
+        for (_, (rows, _)) in self.awaiting.drain() {
+            self.block_rows.extend(rows);
+        }
+    }
+}
+
+fn file_of(files: &Files, dev: Option<u64>, ino: u64) -> Option<i64> {
+    dev.and_then(|d| files.by_inode(Some(d), ino))
+        .or_else(|| files.by_inode(None, ino))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rwbs_ops_and_devices() {
+        assert_eq!(op_of("WS"), "write");
+        assert_eq!(op_of("FWS"), "write");
+        assert_eq!(op_of("RA"), "read");
+        assert_eq!(op_of("FN"), "flush");
+        assert_eq!(op_of("DS"), "discard");
+        assert_eq!(op_of("N"), "other");
+        assert_eq!(dev_string((254 << 20) | 3), "254:3");
+        assert_eq!(parse_dev("254:0"), Some(libc::makedev(254, 0)));
+        assert_eq!(parse_dev("btrfs-1"), None);
+    }
+}

@@ -1,0 +1,238 @@
+//! The kernel layers traced for real: block requests linked to the calls that caused them
+//! (direct writes, fsync, reads that miss the page cache) and to the file a writeback worker
+//! wrote, page-cache misses and dirtying per call. Ground truth:
+//! tests/workloads/kernel_io.c, run on a file system backed by a block device.
+mod common;
+
+use std::{os::unix::fs::MetadataExt as _, path::Path};
+
+use common::{Row, RowExt as _, build_c, require_root, rows, run, scratch, strata};
+
+const KIB: i64 = 1024;
+
+struct Traced {
+    calls: Vec<Row>,
+    block: Vec<Row>,
+    pages: Vec<Row>,
+    probes: Vec<Row>,
+    pid: i64,
+    /// (file_id, ino) of the data file.
+    file: (i64, i64),
+}
+
+/// Runs `kernel_io MODE FILE` under strata with the POSIX and kernel layers.
+fn trace(mode: &str, prepare: impl FnOnce(&Path)) -> Traced {
+    require_root();
+    let dir = scratch(&format!("kernel_{mode}"));
+    let exe = build_c("cc", "kernel_io.c", &dir.join("kernel_io"), &[]);
+    let data = dir.join(format!("{mode}.dat"));
+    let st = std::fs::metadata(&dir).unwrap();
+    assert!(
+        libc::major(st.dev()) != 0,
+        "{} is not on a block device (dev {}:{}); the kernel-layer tests need one \
+         (set CARGO_TARGET_DIR to a disk-backed directory)",
+        dir.display(),
+        libc::major(st.dev()),
+        libc::minor(st.dev())
+    );
+    prepare(&data);
+    let out = dir.join("out");
+    let res = run(strata()
+        .args(["record", "-q", "--layers", "posix,block,pagecache", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(&exe)
+        .arg(mode)
+        .arg(&data));
+    assert!(res.status.success(), "{:?}", res.status);
+    let procs = rows(&out, "processes");
+    let pid = procs
+        .iter()
+        .find(|p| p.s("exe") == exe.to_str())
+        .and_then(|p| p.i("pid"))
+        .expect("workload process");
+    let files = rows(&out, "files");
+    let f = files
+        .iter()
+        .find(|f| f.s("path") == data.to_str())
+        .unwrap_or_else(|| panic!("no file row for {}", data.display()));
+    let ino = std::fs::metadata(&data).unwrap().ino() as i64;
+    assert_eq!(f.i("ino"), Some(ino));
+    Traced {
+        calls: rows(&out, "calls"),
+        block: rows(&out, "block"),
+        pages: rows(&out, "pagecache"),
+        probes: rows(&out, "probes"),
+        pid,
+        file: (f.i("file_id").unwrap(), ino),
+    }
+}
+
+impl Traced {
+    fn calls_of(&self, function: &str) -> Vec<&Row> {
+        self.calls
+            .iter()
+            .filter(|c| c.i("pid") == Some(self.pid) && c.s("function") == Some(function))
+            .collect()
+    }
+    fn block_under<'a>(&'a self, call: &Row, op: &'a str) -> impl Iterator<Item = &'a Row> {
+        let id = call.i("call_id");
+        self.block
+            .iter()
+            .filter(move |b| b.i("call_id") == id && b.s("op") == Some(op))
+    }
+    fn pages_under<'a>(&'a self, call: &Row, event: &'a str) -> impl Iterator<Item = &'a Row> {
+        let id = call.i("call_id");
+        self.pages
+            .iter()
+            .filter(move |p| p.i("call_id") == id && p.s("event") == Some(event))
+    }
+}
+
+#[test]
+fn direct_writes_have_block_requests_of_their_size() {
+    let t = trace("direct", |_| {});
+    let writes = t.calls_of("pwrite64");
+    let sizes = [4 * KIB, 64 * KIB, 256 * KIB, 1024 * KIB];
+    assert_eq!(writes.len(), sizes.len());
+    for (w, size) in writes.iter().zip(sizes) {
+        assert_eq!(w.i("bytes_result"), Some(size));
+        let reqs: Vec<&Row> = t.block_under(w, "write").collect();
+        assert!(!reqs.is_empty(), "no block write under pwrite64 of {size}");
+        let bytes: i64 = reqs.iter().map(|r| r.i("bytes").unwrap()).sum();
+        assert_eq!(bytes, size, "block bytes under pwrite64 of {size}");
+        for r in reqs {
+            assert_eq!(r.s("origin"), Some("call"));
+            assert_eq!(r.i("file_id"), Some(t.file.0));
+            assert_eq!(r.i("pid"), Some(t.pid));
+            // Direct I/O is synchronous: queued, issued and completed inside the call.
+            let (q, i, c) = (
+                r.i("ts_queue_ns").unwrap(),
+                r.i("ts_issue_ns").expect("issue time"),
+                r.i("ts_complete_ns").expect("completion time"),
+            );
+            assert!(w.i("ts_begin_ns").unwrap() <= q && q <= i && i <= c);
+            assert!(c <= w.i("ts_end_ns").unwrap());
+        }
+    }
+    // The run says how each kernel event was attached on this kernel.
+    for (event, target) in [
+        ("bio_queue", "block/block_bio_queue"),
+        ("rq_complete", "block/block_rq_complete"),
+        ("cache_add", "filemap/mm_filemap_add_to_page_cache"),
+    ] {
+        let p = t
+            .probes
+            .iter()
+            .find(|p| p.s("function") == Some(event))
+            .unwrap_or_else(|| panic!("no probes row for {event}"));
+        assert_eq!(
+            (p.s("status"), p.s("mechanism"), p.s("target")),
+            (Some("attached"), Some("tracepoint"), Some(target)),
+            "{event}: {:?}",
+            p.s("reason")
+        );
+    }
+}
+
+#[test]
+fn fsync_carries_the_buffered_writes_of_the_file() {
+    let t = trace("fsync", |_| {});
+    let writes = t.calls_of("write");
+    assert_eq!(writes.len(), 4);
+    // Each 64 KiB write puts 16 new pages into the cache and dirties them; nothing reaches
+    // the disk yet.
+    for w in &writes {
+        let added: i64 = t
+            .pages_under(w, "add")
+            .map(|p| {
+                assert_eq!(
+                    (p.i("ino"), p.i("file_id")),
+                    (Some(t.file.1), Some(t.file.0))
+                );
+                p.i("pages").unwrap()
+            })
+            .sum();
+        assert_eq!(added, 16);
+        let dirty: Vec<&Row> = t.pages_under(w, "dirty").collect();
+        assert!(!dirty.is_empty());
+        assert!(dirty.iter().all(|p| p.i("ino") == Some(t.file.1)));
+        assert_eq!(t.block_under(w, "write").count(), 0);
+    }
+    let fsync = t.calls_of("fsync");
+    assert_eq!(fsync.len(), 1);
+    // The file's data (not the journal's metadata requests, flagged M) under the fsync.
+    let data: i64 = t
+        .block_under(fsync[0], "write")
+        .filter(|r| !r.s("rwbs").unwrap().contains('M'))
+        .map(|r| {
+            assert_eq!(r.i("file_id"), Some(t.file.0));
+            r.i("bytes").unwrap()
+        })
+        .sum();
+    assert_eq!(data, 256 * KIB);
+}
+
+#[test]
+fn writeback_without_fsync_is_attributed_to_the_file() {
+    let t = trace("writeback", |_| {});
+    assert_eq!(t.calls_of("write").len(), 2);
+    // sync() hands the file to a writeback worker: its requests carry the file's inode.
+    let wb: Vec<&Row> = t
+        .block
+        .iter()
+        .filter(|b| b.s("origin") == Some("writeback") && b.i("ino") == Some(t.file.1))
+        .collect();
+    let bytes: i64 = wb
+        .iter()
+        .filter(|b| b.s("op") == Some("write"))
+        .map(|b| b.i("bytes").unwrap())
+        .sum();
+    assert_eq!(bytes, 128 * KIB, "{wb:?}");
+    assert!(wb.iter().all(|b| b.i("file_id") == Some(t.file.0)));
+    assert!(wb.iter().all(|b| b.i("call_id").is_none()));
+    let passes: i64 = t
+        .pages
+        .iter()
+        .filter(|p| p.s("event") == Some("writeback") && p.i("file_id") == Some(t.file.0))
+        .filter_map(|p| p.i("pages"))
+        .sum();
+    assert_eq!(passes, 32, "pages written back");
+}
+
+#[test]
+fn a_read_that_misses_the_cache_reads_the_disk_and_a_second_does_not() {
+    let t = trace("read", |path| {
+        // 256 KiB on disk and out of the page cache.
+        std::fs::write(path, vec![7u8; 256 * 1024]).unwrap();
+        let f = std::fs::File::open(path).unwrap();
+        f.sync_all().unwrap();
+        nix::fcntl::posix_fadvise(
+            std::os::fd::AsRawFd::as_raw_fd(&f),
+            0,
+            0,
+            nix::fcntl::PosixFadviseAdvice::POSIX_FADV_DONTNEED,
+        )
+        .unwrap();
+    });
+    // (The loader's own preads of shared objects are left out.)
+    let reads: Vec<&Row> = t
+        .calls_of("pread64")
+        .into_iter()
+        .filter(|c| c.i("file_id") == Some(t.file.0))
+        .collect();
+    assert_eq!(reads.len(), 2);
+    let missed: i64 = t
+        .pages_under(reads[0], "add")
+        .filter(|p| p.i("ino") == Some(t.file.1))
+        .map(|p| p.i("pages").unwrap())
+        .sum();
+    assert_eq!(missed, 64, "pages brought in by the first read");
+    let disk: i64 = t
+        .block_under(reads[0], "read")
+        .map(|b| b.i("bytes").unwrap())
+        .sum();
+    assert_eq!(disk, 256 * KIB);
+    assert_eq!(t.pages_under(reads[1], "add").count(), 0);
+    assert_eq!(t.block_under(reads[1], "read").count(), 0);
+}
