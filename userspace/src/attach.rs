@@ -474,10 +474,15 @@ fn attach_kernel_tracepoint(
         old_dev: off(&["old_dev"]),
         old_sector: off(&["old_sector"]),
         wrote: off(&["wrote"]),
-        _pad: 0,
+        new_sector: off(&["new_sector"]),
     };
     let required: &[(&str, u32)] = match event {
         KernelEvent::BioQueue => &[("dev", fields.dev), ("sector", fields.sector)],
+        KernelEvent::BioSplit => &[
+            ("dev", fields.dev),
+            ("sector", fields.sector),
+            ("new_sector", fields.new_sector),
+        ],
         KernelEvent::BioRemap => &[
             ("dev", fields.dev),
             ("sector", fields.sector),

@@ -55,6 +55,7 @@ pub fn op_of(rwbs: &str) -> &'static str {
     }
 }
 
+#[derive(Clone)]
 struct Bio {
     ts: i64,
     pid: i32,
@@ -117,6 +118,14 @@ impl Kernel {
                         tick: self.tick,
                     },
                 );
+            }
+            KernelEvent::BioSplit => {
+                if let Some(rest) = self.bios.get(&key).cloned() {
+                    if rest.call_id != 0 {
+                        *self.calls_with_bios.entry(rest.call_id).or_default() += 1;
+                    }
+                    self.bios.insert((rec.dev, rec.old_pos), rest);
+                }
             }
             KernelEvent::BioRemap => {
                 if let Some(b) = self.bios.remove(&(rec.old_dev, rec.old_pos)) {

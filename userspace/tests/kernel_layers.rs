@@ -100,7 +100,21 @@ fn direct_writes_have_block_requests_of_their_size() {
         let reqs: Vec<&Row> = t.block_under(w, "write").collect();
         assert!(!reqs.is_empty(), "no block write under pwrite64 of {size}");
         let bytes: i64 = reqs.iter().map(|r| r.i("bytes").unwrap()).sum();
-        assert_eq!(bytes, size, "block bytes under pwrite64 of {size}");
+        assert_eq!(
+            bytes,
+            size,
+            "block bytes under pwrite64 of {size}; all requests (origin, call, op, sector, bytes): {:?}",
+            t.block
+                .iter()
+                .map(|b| (
+                    b.s("origin"),
+                    b.i("call_id"),
+                    b.s("op"),
+                    b.i("sector"),
+                    b.i("bytes")
+                ))
+                .collect::<Vec<_>>()
+        );
         for r in reqs {
             assert_eq!(r.s("origin"), Some("call"));
             assert_eq!(r.i("file_id"), Some(t.file.0));

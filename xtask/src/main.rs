@@ -8,6 +8,7 @@ mod example;
 mod setup;
 mod test;
 mod util;
+mod vm;
 
 #[derive(Parser)]
 #[command(
@@ -30,11 +31,23 @@ enum Cmd {
         #[arg(long, default_value_t = 4)]
         np: u32,
     },
-    /// Run every test suite (unit, root-only integration tests). Needs root.
+    /// Run every test suite (unit, root-only integration tests, then the kernel-layer tests
+    /// inside Debian kernels under qemu). Needs root.
     Test {
+        /// Leave out the tests under qemu (`cargo xtask vm-test` runs them alone).
+        #[arg(long)]
+        no_vm: bool,
         /// Extra arguments for `cargo test` (e.g. a test name filter), after `--`.
         #[arg(last = true)]
         cargo_args: Vec<String>,
+    },
+    /// Boot Debian kernels under qemu (KVM when it works, else TCG) and run the kernel-layer
+    /// tests inside each, on an emulated NVMe disk. Kernels are downloaded from Debian's
+    /// registry once and cached in target/vm.
+    VmTest {
+        /// Debian kernel packages (or metapackages) to boot.
+        #[arg(long = "kernel", default_values_t = vm::DEFAULT_KERNELS.iter().map(ToString::to_string))]
+        kernels: Vec<String>,
     },
     /// Measure overhead, throughput and trace size; prints a table and writes JSON.
     Bench {
@@ -52,7 +65,14 @@ fn main() -> ExitCode {
     let res = match cli.cmd {
         Cmd::Setup => setup::run(),
         Cmd::Example { np } => setup::run().and_then(|()| example::run(np)),
-        Cmd::Test { cargo_args } => setup::run().and_then(|()| test::run(&cargo_args)),
+        Cmd::Test { no_vm, cargo_args } => {
+            setup::run().and_then(|()| test::run(&cargo_args, !no_vm))
+        }
+        Cmd::VmTest { kernels } => setup::run().and_then(|()| {
+            let t = vm::run(&kernels)?;
+            println!("tests: {} passed, {} failed", t.passed, t.failed);
+            Ok(())
+        }),
         Cmd::Bench { calls, json } => setup::run().and_then(|()| bench::run(calls, &json)),
     };
     match res {

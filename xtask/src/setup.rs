@@ -18,6 +18,12 @@ const PACKAGES: &[&str] = &[
     "netcdf-bin",
     "util-linux",
     "procps",
+    // cargo xtask vm-test
+    "qemu-system-x86",
+    "busybox-static",
+    "cpio",
+    "e2fsprogs",
+    "file",
 ];
 
 pub fn run() -> anyhow::Result<()> {

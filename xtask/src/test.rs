@@ -8,7 +8,7 @@ use anyhow::{Context as _, bail};
 
 use crate::util::{is_root, root};
 
-pub fn run(cargo_args: &[String]) -> anyhow::Result<()> {
+pub fn run(cargo_args: &[String], vm: bool) -> anyhow::Result<()> {
     if !is_root() {
         bail!(
             "the integration tests load eBPF programs and must run as root; run `cargo xtask test` as root"
@@ -29,28 +29,31 @@ pub fn run(cargo_args: &[String]) -> anyhow::Result<()> {
     for line in BufReader::new(stdout).lines() {
         let line = line?;
         println!("{line}");
-        if let Some(rest) = line.strip_prefix("test result: ") {
-            let count = |word: &str| {
-                rest.split(';')
-                    .find_map(|part| {
-                        part.trim()
-                            .strip_suffix(word)?
-                            .trim()
-                            .rsplit(' ')
-                            .next()?
-                            .parse::<u64>()
-                            .ok()
-                    })
-                    .unwrap_or(0)
-            };
-            passed += count("passed");
-            failed += count("failed");
+        if let Some((p, f)) = crate::util::test_counts(&line) {
+            passed += p;
+            failed += f;
         }
     }
     let status = child.wait()?;
-    println!("tests: {passed} passed, {failed} failed");
     if !status.success() {
+        println!("tests: {passed} passed, {failed} failed");
         bail!("cargo test failed ({status})");
+    }
+    if vm {
+        // The kernel-layer tests again, inside other kernels (kprobes, older tracepoints).
+        let kernels: Vec<String> = crate::vm::DEFAULT_KERNELS
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        let r = crate::vm::run(&kernels);
+        if let Ok(t) = &r {
+            passed += t.passed;
+            failed += t.failed;
+        }
+        println!("tests: {passed} passed, {failed} failed");
+        r?;
+    } else {
+        println!("tests: {passed} passed, {failed} failed");
     }
     Ok(())
 }

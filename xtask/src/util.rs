@@ -78,3 +78,22 @@ pub fn mpi_env(cmd: &mut Command) -> &mut Command {
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
 }
+
+/// (passed, failed) of a libtest summary line (`test result: ok. 3 passed; 0 failed; ...`).
+pub fn test_counts(line: &str) -> Option<(u64, u64)> {
+    let rest = line.split_once("test result: ")?.1;
+    let count = |word: &str| {
+        rest.split(';')
+            .find_map(|part| {
+                part.trim()
+                    .strip_suffix(word)?
+                    .trim()
+                    .rsplit(' ')
+                    .next()?
+                    .parse::<u64>()
+                    .ok()
+            })
+            .unwrap_or(0)
+    };
+    Some((count("passed"), count("failed")))
+}

@@ -57,6 +57,7 @@ pub mod programs {
         "strata_k_page_dirty",
         "strata_k_cache_add",
         "strata_k_cache_delete",
+        "strata_k_bio_split",
     ];
 }
 
@@ -83,9 +84,11 @@ pub enum KernelEvent {
     CacheAdd = 7,
     /// A page removed from the page cache (reclaim, truncate, invalidation).
     CacheDelete = 8,
+    /// A bio split to fit the device's limits: the remainder starts at a new sector.
+    BioSplit = 9,
 }
 
-pub const KERNEL_EVENTS: usize = 9;
+pub const KERNEL_EVENTS: usize = 10;
 
 impl KernelEvent {
     pub const ALL: [KernelEvent; KERNEL_EVENTS] = [
@@ -98,6 +101,7 @@ impl KernelEvent {
         Self::PageDirty,
         Self::CacheAdd,
         Self::CacheDelete,
+        Self::BioSplit,
     ];
     pub const NAMES: [&str; KERNEL_EVENTS] = [
         "bio_queue",
@@ -109,6 +113,7 @@ impl KernelEvent {
         "page_dirty",
         "cache_add",
         "cache_delete",
+        "bio_split",
     ];
     pub fn name(self) -> &'static str {
         Self::NAMES[self as usize]
@@ -145,7 +150,8 @@ pub struct KernelFields {
     pub old_sector: u32,
     /// u64: `wrote` (pages written by a writeback pass).
     pub wrote: u32,
-    pub _pad: u32,
+    /// u64: `new_sector` of bio_split.
+    pub new_sector: u32,
 }
 
 pub const FIELD_NONE: u32 = u32::MAX;
@@ -164,7 +170,7 @@ impl Default for KernelFields {
             old_dev: FIELD_NONE,
             old_sector: FIELD_NONE,
             wrote: FIELD_NONE,
-            _pad: 0,
+            new_sector: FIELD_NONE,
         }
     }
 }
@@ -203,7 +209,7 @@ pub struct KernelRecord {
     pub old_dev: u32,
     /// rq_complete: the request's error (negative errno).
     pub error: i32,
-    /// bio_remap: the bio's sector before remapping.
+    /// bio_remap: the bio's sector before remapping; bio_split: the remainder's sector.
     pub old_pos: u64,
     pub _pad: u64,
     /// Block: the `rwbs` flags (R, W, F, D, S, M...); writeback and page_dirty: the first 8

@@ -54,6 +54,7 @@ kernel_tracepoint!(strata_k_writeback_end, KernelEvent::WritebackEnd);
 kernel_tracepoint!(strata_k_page_dirty, KernelEvent::PageDirty);
 kernel_tracepoint!(strata_k_cache_add, KernelEvent::CacheAdd);
 kernel_tracepoint!(strata_k_cache_delete, KernelEvent::CacheDelete);
+kernel_tracepoint!(strata_k_bio_split, KernelEvent::BioSplit);
 
 #[inline(always)]
 fn field<T: Copy + Default>(ctx: &TracePointContext, off: u32) -> T {
@@ -126,6 +127,15 @@ fn try_kernel_event(ctx: &TracePointContext, event: KernelEvent) -> Res<()> {
             let _ = STRATA_PENDING_BIOS.remove(&old);
             let _ = STRATA_PENDING_BIOS.insert(&key, &1, 0);
         }
+        KernelEvent::BioSplit => {
+            unsafe { STRATA_PENDING_BIOS.get(&key) }.ok_or(0)?;
+            let rest = BioKey {
+                dev,
+                _pad: 0,
+                sector: field(ctx, f.new_sector),
+            };
+            let _ = STRATA_PENDING_BIOS.insert(&rest, &1, 0);
+        }
         KernelEvent::RqIssue => {
             unsafe { STRATA_PENDING_BIOS.get(&key) }.ok_or(0)?;
         }
@@ -192,7 +202,11 @@ fn try_kernel_event(ctx: &TracePointContext, event: KernelEvent) -> Res<()> {
         (*rec).pos = pos;
         (*rec).old_dev = field(ctx, f.old_dev);
         (*rec).error = field(ctx, f.error);
-        (*rec).old_pos = field(ctx, f.old_sector);
+        (*rec).old_pos = if event == KernelEvent::BioSplit {
+            field(ctx, f.new_sector)
+        } else {
+            field(ctx, f.old_sector)
+        };
         (*rec)._pad = 0;
         (*rec).tag = field(ctx, f.tag);
     }

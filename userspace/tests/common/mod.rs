@@ -36,8 +36,19 @@ pub fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-/// Compiles a C workload from tests/workloads with `cc` (or `mpicc` via `compiler`).
+/// Compiles a C workload from tests/workloads with `cc` (or `mpicc` via `compiler`). Where
+/// no compiler is (the kernel tests under qemu), `STRATA_WORKLOADS_DIR` holds them prebuilt
+/// under the output's file name.
 pub fn build_c(compiler: &str, src: &str, out: &Path, extra: &[&str]) -> PathBuf {
+    if let Some(dir) = std::env::var_os("STRATA_WORKLOADS_DIR") {
+        let prebuilt = Path::new(&dir).join(out.file_name().expect("output file name"));
+        assert!(
+            prebuilt.exists(),
+            "{} is not prebuilt in STRATA_WORKLOADS_DIR",
+            prebuilt.display()
+        );
+        return prebuilt;
+    }
     let src = repo_root().join("tests/workloads").join(src);
     // In the output's directory: h5pcc leaves object files where it runs.
     let st = Command::new(compiler)
