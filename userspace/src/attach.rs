@@ -10,7 +10,7 @@ use aya::{
     Ebpf, EbpfLoader,
     maps::{Array, HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf},
     programs::{
-        TracePoint, UProbe,
+        KProbe, TracePoint, UProbe,
         uprobe::{UProbeAttachLocation, UProbeAttachPoint, UProbeScope},
     },
 };
@@ -111,7 +111,16 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
         .load(EBPF)
         .context("loading the eBPF programs failed (is this kernel built with CONFIG_BPF_SYSCALL, and are you root?)")?;
 
-    let config = lifecycle_config(&root, opts)?;
+    // Kernel-structure offsets for kernel-function probes; without BTF those probes fail
+    // with the reason, nothing else does.
+    let file_offsets = crate::btf::file_offsets().map_err(|e| e.to_string());
+    let mut config = lifecycle_config(&root, opts)?;
+    if let Ok([f_inode, i_ino, i_sb, s_dev]) = file_offsets {
+        config.file_inode_off = f_inode;
+        config.inode_ino_off = i_ino;
+        config.inode_sb_off = i_sb;
+        config.sb_dev_off = s_dev;
+    }
     let mut cfg_map: Array<_, Config> = Array::try_from(map(&mut ebpf, maps::CONFIG)?)?;
     cfg_map.set(0, config, 0)?;
 
@@ -131,6 +140,7 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
             Target::Syscall(s) => ("tracepoint", format!("syscalls/sys_{{enter,exit}}_{s}")),
             Target::Uprobe { library, .. } => ("uprobe", library.clone()),
             Target::Kernel { attach, .. } => ("tracepoint", attach[0].to_string()),
+            Target::Kfunc { function, .. } => ("kprobe", function.clone()),
         };
         let mut status = ProbeStatus {
             probe_id: p.id,
@@ -166,6 +176,9 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
                 }
                 Target::Kernel { event, attach } => {
                     attach_kernel(&mut ebpf, &root, *event, attach, &mut status)
+                }
+                Target::Kfunc { attach, .. } => {
+                    attach_kfunc(&mut ebpf, p, attach, &file_offsets, &mut status)
                 }
             };
             record_result(&mut status, result, probes);
@@ -352,6 +365,10 @@ fn lifecycle_config(root: &Path, opts: &Options) -> anyhow::Result<Config> {
         exec_filename_off: off(&exec, "filename")?,
         datatype_size_off: opts.datatype_size_offset,
         stopped: 0,
+        file_inode_off: 0,
+        inode_ino_off: 0,
+        inode_sb_off: 0,
+        sb_dev_off: 0,
     })
 }
 
@@ -434,6 +451,7 @@ fn attach_kernel(
                 status.target = format!("{category}/{name}");
                 attach_kernel_tracepoint(ebpf, root, event, category, name)
             }
+            Mechanism::Kprobe { .. } => Err(anyhow!("kernel events attach through tracepoints")),
         };
         match r {
             Ok(()) => {
@@ -446,6 +464,90 @@ fn attach_kernel(
         }
     }
     Err(Failure::Failed(reasons.join("; ")))
+}
+
+/// Where the kernel lists its kprobe PMU; absent when it is built without CONFIG_KPROBES.
+const KPROBE_PMU: &str = "/sys/bus/event_source/devices/kprobe";
+
+/// Attaches a kernel function (kprobe + kretprobe) through the first mechanism that works.
+fn attach_kfunc(
+    ebpf: &mut Ebpf,
+    p: &Probe,
+    attach: &[Mechanism],
+    offsets: &Result<[u32; 4], String>,
+    status: &mut ProbeStatus,
+) -> Result<(), Failure> {
+    let mut reasons = Vec::new();
+    for m in attach {
+        let Mechanism::Kprobe { function: target } = m else {
+            reasons.push(format!("{m}: not a mechanism for kernel functions"));
+            continue;
+        };
+        status.mechanism = "kprobe";
+        status.target = target.clone();
+        let r = (|| -> anyhow::Result<()> {
+            if !Path::new(KPROBE_PMU).exists() {
+                anyhow::bail!(
+                    "this kernel has no kprobes (built without CONFIG_KPROBES: {KPROBE_PMU} is absent)"
+                );
+            }
+            if p.args.contains(&crate::probes::ArgKind::KFile) {
+                if let Err(e) = offsets {
+                    anyhow::bail!("{e}");
+                }
+            }
+            let addr = kallsyms_address(target)?;
+            let mut ids: BpfHashMap<_, u64, u32> = BpfHashMap::try_from(
+                ebpf.map_mut(maps::KFUNC_IDS)
+                    .ok_or_else(|| anyhow!("map {} missing", maps::KFUNC_IDS))?,
+            )?;
+            // With indirect-branch tracking the probe sits after the function's endbr64;
+            // which address the program sees depends on the kernel version: map both.
+            ids.insert(addr, p.id, 0)?;
+            ids.insert(addr + 4, p.id, 0)?;
+            let mut specs: Array<_, FuncSpec> = Array::try_from(
+                ebpf.map_mut(maps::FUNC_SPECS)
+                    .ok_or_else(|| anyhow!("map {} missing", maps::FUNC_SPECS))?,
+            )?;
+            specs.set(p.id, p.spec(), 0)?;
+            for prog in [programs::KPROBE_ENTRY, programs::KPROBE_RETURN] {
+                let kp: &mut KProbe = ebpf
+                    .program_mut(prog)
+                    .ok_or_else(|| anyhow!("program {prog} missing from the eBPF object"))?
+                    .try_into()?;
+                if kp.fd().is_err() {
+                    kp.load().context("the kernel rejected the program")?;
+                }
+                kp.attach(target, 0)?;
+            }
+            Ok(())
+        })();
+        match r {
+            Ok(()) => {
+                if !reasons.is_empty() {
+                    status.reason = Some(reasons.join("; "));
+                }
+                return Ok(());
+            }
+            Err(e) => reasons.push(format!("{m}: {e:#}")),
+        }
+    }
+    Err(Failure::Failed(reasons.join("; ")))
+}
+
+/// The address of a kernel function, from /proc/kallsyms (root sees real addresses).
+fn kallsyms_address(function: &str) -> anyhow::Result<u64> {
+    let text = std::fs::read_to_string("/proc/kallsyms").context("reading /proc/kallsyms")?;
+    text.lines()
+        .find_map(|l| {
+            let mut it = l.split_whitespace();
+            let (addr, kind, name) = (it.next()?, it.next()?, it.next()?);
+            (name == function && matches!(kind, "T" | "t"))
+                .then(|| u64::from_str_radix(addr, 16).ok())
+                .flatten()
+        })
+        .filter(|a| *a != 0)
+        .ok_or_else(|| anyhow!("{function} is not in /proc/kallsyms (or addresses are hidden)"))
 }
 
 fn attach_kernel_tracepoint(

@@ -103,7 +103,7 @@ impl Correlator {
             .filter(|p| p.enabled)
             .filter_map(|p| match &p.target {
                 Target::Uprobe { library, .. } => Some(library.clone()),
-                Target::Syscall(_) | Target::Kernel { .. } => None,
+                Target::Syscall(_) | Target::Kernel { .. } | Target::Kfunc { .. } => None,
             })
             .collect();
         libraries.sort();
@@ -438,7 +438,18 @@ impl Correlator {
                 handle = self.fd_handle(pid, dirfd as i32);
             }
         }
-        let mut offset = arg(ArgKind::Offset).map(|v| v as i64);
+        let mut offset = arg(ArgKind::Offset)
+            .or_else(|| arg(ArgKind::KPos))
+            .map(|v| v as i64);
+        // A kernel `struct file *`: the kernel side read its inode number, and its file
+        // system's device into the slot after the last argument.
+        let kfile = p.arg(ArgKind::KFile).and_then(|i| {
+            let (ino, dev) = (rec.args[i], *rec.args.get(p.args.len())?);
+            (ino != 0).then(|| {
+                self.files
+                    .by_inode(Some(crate::kernel::user_dev(dev as u32)), ino)
+            })?
+        });
         // Taken before the call's effect: a close still names the file it closed.
         let file_before = handle
             .and_then(|h| self.handles.get(h))
@@ -574,7 +585,8 @@ impl Correlator {
         let file_id = created
             .and_then(|h| self.handles.get(h))
             .and_then(|h| h.row.file_id)
-            .or(file_before);
+            .or(file_before)
+            .or(kfile);
         let flags = arg(ArgKind::Flags).map(|v| v as i64);
         let nargs = p.args.len().min(rec.args.len());
         // The first array argument, when the call says how long it is (`rank`).
@@ -755,7 +767,7 @@ impl Layer {
     pub fn handle_kind(self) -> &'static str {
         match self {
             Layer::Stdio => "stream",
-            Layer::Posix | Layer::Libc | Layer::Pagecache | Layer::Block => "fd",
+            Layer::Posix | Layer::Libc | Layer::Vfs | Layer::Pagecache | Layer::Block => "fd",
             Layer::Mpiio => "mpi_file",
             Layer::Hdf5 => "hid",
             Layer::Netcdf => "ncid",

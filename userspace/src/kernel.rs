@@ -1,11 +1,13 @@
 //! The kernel layers: block requests followed from bio submission to completion, and page-cache
 //! and writeback events merged into page ranges.
 //!
-//! A block request is linked to the call that submitted its first bio (a direct or
-//! synchronous read or write, an fsync), or to the inode a writeback worker was writing. The
-//! submitting call usually returns after its requests complete, so a request row waits for its
-//! call's record to learn the file.
-use std::collections::HashMap;
+//! Bios are kept where they were submitted: by a traced call (a direct or synchronous read or
+//! write, an fsync), or by a writeback worker writing a watched inode. A request is matched to
+//! the kept bios inside its sector range, whichever bio started it (bios merge into requests
+//! of other processes), and gives one row per call (or inode) with bios in it. The submitting
+//! call usually returns after its requests complete, so a row waits for the call's record to
+//! learn the file.
+use std::collections::{BTreeMap, HashMap};
 
 use strata_common::{KernelEvent, KernelRecord};
 
@@ -24,7 +26,8 @@ pub fn dev_string(kdev: u32) -> String {
     format!("{}:{}", kdev >> 20, kdev & 0xf_ffff)
 }
 
-fn user_dev(kdev: u32) -> u64 {
+/// A user-space dev_t from a kernel one.
+pub fn user_dev(kdev: u32) -> u64 {
     libc::makedev(kdev >> 20, kdev & 0xf_ffff)
 }
 
@@ -62,14 +65,18 @@ struct Bio {
     tid: i32,
     call_id: u64,
     ino: u64,
+    /// Sectors.
+    nr: u64,
     tick: u32,
 }
 
+/// A request with kept bios in it (its own first bio, or bios merged into it).
 struct Request {
-    bio: Bio,
+    bios: Vec<Bio>,
     issue: i64,
-    nr: u32,
+    nr: u64,
     rwbs: String,
+    tick: u32,
 }
 
 struct Writeback {
@@ -82,7 +89,8 @@ struct Writeback {
 
 #[derive(Default)]
 pub struct Kernel {
-    bios: HashMap<(u32, u64), Bio>,
+    /// Kept bios not yet in an issued request, by (dev, first sector).
+    bios: BTreeMap<(u32, u64), Bio>,
     requests: HashMap<(u32, u64), Request>,
     /// Open page ranges, one per (event, thread).
     ranges: HashMap<(KernelEvent, i32), (PagecacheRow, Option<u64>, u32)>,
@@ -98,6 +106,16 @@ pub struct Kernel {
 }
 
 impl Kernel {
+    /// Takes the kept bios that lie in the request at `start` of `nr` sectors on `dev`.
+    fn bios_in(&mut self, dev: u32, start: u64, nr: u64) -> Vec<Bio> {
+        let keys: Vec<(u32, u64)> = self
+            .bios
+            .range((dev, start)..=(dev, start.saturating_add(nr.max(1) - 1)))
+            .map(|(k, _)| *k)
+            .collect();
+        keys.iter().filter_map(|k| self.bios.remove(k)).collect()
+    }
+
     pub fn event(&mut self, event: KernelEvent, rec: &KernelRecord, clock: &Clock, files: &Files) {
         let ts = clock.epoch(rec.ts);
         let (pid, tid) = (rec.pid as i32, rec.tid as i32);
@@ -115,16 +133,23 @@ impl Kernel {
                         tid,
                         call_id: rec.call_id,
                         ino: rec.ino,
+                        nr: u64::from(rec.nr),
                         tick: self.tick,
                     },
                 );
             }
             KernelEvent::BioSplit => {
-                if let Some(rest) = self.bios.get(&key).cloned() {
+                // The front keeps the bio's sector, the remainder starts at the new one.
+                let new = rec.old_pos;
+                if let Some(front) = self.bios.get_mut(&key) {
+                    let head = new.saturating_sub(rec.pos).min(front.nr);
+                    let mut rest = front.clone();
+                    rest.nr = front.nr - head;
+                    front.nr = head;
                     if rest.call_id != 0 {
                         *self.calls_with_bios.entry(rest.call_id).or_default() += 1;
                     }
-                    self.bios.insert((rec.dev, rec.old_pos), rest);
+                    self.bios.insert((rec.dev, new), rest);
                 }
             }
             KernelEvent::BioRemap => {
@@ -133,57 +158,77 @@ impl Kernel {
                 }
             }
             KernelEvent::RqIssue => {
-                if let Some(bio) = self.bios.remove(&key) {
+                let nr = u64::from(rec.nr);
+                let bios = self.bios_in(rec.dev, rec.pos, nr);
+                if !bios.is_empty() {
                     self.requests.insert(
                         key,
                         Request {
-                            bio,
+                            bios,
                             issue: ts,
-                            nr: rec.nr,
+                            nr,
                             rwbs: tag(rec),
+                            tick: self.tick,
                         },
                     );
                 }
             }
             KernelEvent::RqComplete => {
-                let (bio, issue, nr, rwbs) = match self.requests.remove(&key) {
-                    Some(r) => (r.bio, Some(r.issue), r.nr, r.rwbs),
-                    None => match self.bios.remove(&key) {
-                        Some(b) => (b, None, rec.nr, tag(rec)),
-                        None => return,
-                    },
+                let (bios, issue, nr, rwbs) = match self.requests.remove(&key) {
+                    Some(r) => (r.bios, Some(r.issue), r.nr, r.rwbs),
+                    None => {
+                        let nr = u64::from(rec.nr);
+                        (self.bios_in(rec.dev, rec.pos, nr), None, nr, tag(rec))
+                    }
                 };
-                let origin = if bio.call_id != 0 {
-                    "call"
-                } else if bio.ino != 0 {
-                    "writeback"
-                } else {
-                    "process"
-                };
-                let row = BlockRow {
-                    pid: bio.pid,
-                    tid: bio.tid,
-                    call_id: (bio.call_id != 0).then_some(bio.call_id as i64),
-                    origin: origin.into(),
-                    dev: dev_string(rec.dev),
-                    sector: rec.pos as i64,
-                    bytes: i64::from(nr) * 512,
-                    op: op_of(&rwbs).into(),
-                    rwbs,
-                    ts_queue_ns: bio.ts,
-                    ts_issue_ns: issue,
-                    ts_complete_ns: Some(ts),
-                    error: (rec.error != 0).then_some(rec.error),
-                    ino: (bio.ino != 0).then_some(bio.ino as i64),
-                    file_id: (bio.ino != 0)
-                        .then(|| {
-                            files
-                                .by_inode(Some(user_dev(rec.dev)), bio.ino)
-                                .or_else(|| files.by_inode(None, bio.ino))
-                        })
-                        .flatten(),
-                };
-                self.request_done(bio.call_id, row);
+                // One row per call (or worker inode, or process) with bios in the request.
+                let mut groups: Vec<(u64, u64, i32, i32, u64, i64)> = Vec::new();
+                for b in &bios {
+                    match groups
+                        .iter_mut()
+                        .find(|g| (g.0, g.1, g.2, g.3) == (b.call_id, b.ino, b.pid, b.tid))
+                    {
+                        Some(g) => {
+                            g.4 += b.nr;
+                            g.5 = g.5.min(b.ts);
+                        }
+                        None => groups.push((b.call_id, b.ino, b.pid, b.tid, b.nr, b.ts)),
+                    }
+                }
+                for (call_id, ino, bpid, btid, sectors, queued) in groups {
+                    let origin = if call_id != 0 {
+                        "call"
+                    } else if ino != 0 {
+                        "writeback"
+                    } else {
+                        "process"
+                    };
+                    let row = BlockRow {
+                        pid: bpid,
+                        tid: btid,
+                        call_id: (call_id != 0).then_some(call_id as i64),
+                        origin: origin.into(),
+                        dev: dev_string(rec.dev),
+                        sector: rec.pos as i64,
+                        bytes: sectors as i64 * 512,
+                        request_bytes: nr as i64 * 512,
+                        op: op_of(&rwbs).into(),
+                        rwbs: rwbs.clone(),
+                        ts_queue_ns: queued,
+                        ts_issue_ns: issue,
+                        ts_complete_ns: Some(ts),
+                        error: (rec.error != 0).then_some(rec.error),
+                        ino: (ino != 0).then_some(ino as i64),
+                        file_id: (ino != 0)
+                            .then(|| {
+                                files
+                                    .by_inode(Some(user_dev(rec.dev)), ino)
+                                    .or_else(|| files.by_inode(None, ino))
+                            })
+                            .flatten(),
+                    };
+                    self.request_done(call_id, row);
+                }
             }
             KernelEvent::WritebackStart => {
                 self.writebacks.insert(
@@ -339,7 +384,7 @@ impl Kernel {
         }
         self.call_files.retain(|_, (_, t)| now - *t < STALE_TICKS);
         self.bios.retain(|_, b| now - b.tick < STALE_TICKS);
-        self.requests.retain(|_, r| now - r.bio.tick < STALE_TICKS);
+        self.requests.retain(|_, r| now - r.tick < STALE_TICKS);
         if self.calls_with_bios.len() > 65536 {
             self.calls_with_bios.clear();
         }
@@ -363,6 +408,76 @@ fn file_of(files: &Files, dev: Option<u64>, ino: u64) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn rec(event: KernelEvent, call_id: u64, pos: u64, nr: u32, ts: u64) -> KernelRecord {
+        KernelRecord {
+            event: event as u32,
+            ts,
+            call_id,
+            pid: 10,
+            tid: 10,
+            dev: (8 << 20) | 1,
+            nr,
+            pos,
+            tag: *b"WS\0\0\0\0\0\0",
+            ..KernelRecord::default()
+        }
+    }
+
+    /// Two calls' bios merged into one request, and a third call's bio split in two
+    /// requests: each call gets its own bytes.
+    #[test]
+    fn bios_are_matched_to_requests_by_range() {
+        use KernelEvent::*;
+        let clock = Clock::now();
+        let files = Files::default();
+        let mut k = Kernel::default();
+        let mut feed = |r: KernelRecord| {
+            let ev = KernelEvent::from_u32(r.event).unwrap();
+            k.event(ev, &r, &clock, &files);
+        };
+        // Call 1: sectors 100..108, call 2: 108..116, merged into one request at 100.
+        feed(rec(BioQueue, 1, 100, 8, 1));
+        feed(rec(BioQueue, 2, 108, 8, 2));
+        feed(rec(RqIssue, 0, 100, 16, 3));
+        feed(rec(RqComplete, 0, 100, 16, 4));
+        // Call 3: sectors 200..264, split at 232 into two requests.
+        feed(rec(BioQueue, 3, 200, 64, 5));
+        let mut split = rec(BioSplit, 3, 200, 0, 6);
+        split.old_pos = 232;
+        feed(split);
+        feed(rec(RqIssue, 0, 200, 32, 7));
+        feed(rec(RqIssue, 0, 232, 32, 8));
+        feed(rec(RqComplete, 0, 232, 32, 9));
+        feed(rec(RqComplete, 0, 200, 32, 10));
+        // A request of someone else's bios only: no row.
+        feed(rec(RqIssue, 0, 500, 8, 11));
+        feed(rec(RqComplete, 0, 500, 8, 12));
+        for id in 1..=3 {
+            k.call_done(&CallRow {
+                call_id: id,
+                file_id: Some(id * 10),
+                ..CallRow::default()
+            });
+        }
+        type Seen = (Option<i64>, i64, i64, i64, Option<i64>);
+        let mut got: Vec<Seen> = k
+            .block_rows
+            .iter()
+            .map(|r| (r.call_id, r.sector, r.bytes, r.request_bytes, r.file_id))
+            .collect();
+        got.sort();
+        assert_eq!(
+            got,
+            vec![
+                (Some(1), 100, 8 * 512, 16 * 512, Some(10)),
+                (Some(2), 100, 8 * 512, 16 * 512, Some(20)),
+                (Some(3), 200, 32 * 512, 32 * 512, Some(30)),
+                (Some(3), 232, 32 * 512, 32 * 512, Some(30)),
+            ]
+        );
+        assert!(k.bios.is_empty() && k.requests.is_empty());
+    }
 
     #[test]
     fn rwbs_ops_and_devices() {

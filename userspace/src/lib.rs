@@ -1,6 +1,7 @@
 //! strata's library: everything but the command line, so that tests and tools can use the
 //! same probe parser, schema and readers as the tracer.
 pub mod attach;
+pub mod btf;
 pub mod correlate;
 pub mod dataset;
 pub mod events;

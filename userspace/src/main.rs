@@ -194,7 +194,8 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
                 let target = match &p.target {
                     probes::Target::Syscall(s) => format!("syscalls/sys_{{enter,exit}}_{s}"),
                     probes::Target::Uprobe { library, .. } => format!("uprobe {library}"),
-                    probes::Target::Kernel { attach, .. } => attach
+                    probes::Target::Kernel { attach, .. }
+                    | probes::Target::Kfunc { attach, .. } => attach
                         .iter()
                         .map(ToString::to_string)
                         .collect::<Vec<_>>()

@@ -3,7 +3,9 @@
 use std::{collections::HashSet, fmt, ops::Range, path::Path, str::FromStr};
 
 use serde::Deserialize;
-use strata_common::{FuncSpec, KernelEvent, MAX_ARGS, NO_ARG, SPEC_EMIT_AT_ENTRY, SPEC_ENABLED};
+use strata_common::{
+    FuncSpec, KernelEvent, MAX_ARGS, NO_ARG, SPEC_EMIT_AT_ENTRY, SPEC_ENABLED, SPEC_KERNEL,
+};
 
 /// The probes shipped with strata (the repository's probes.toml).
 pub const BUILTIN: &str = include_str!("../../probes.toml");
@@ -29,6 +31,11 @@ pub enum Target {
         event: KernelEvent,
         attach: Vec<Mechanism>,
     },
+    /// A kernel function, called like a library function (the VFS layer).
+    Kfunc {
+        function: String,
+        attach: Vec<Mechanism>,
+    },
 }
 
 /// One way to attach a kernel event, in probes.toml's `attach` list.
@@ -36,6 +43,8 @@ pub enum Target {
 pub enum Mechanism {
     /// `tracepoint:CATEGORY/NAME`
     Tracepoint { category: String, name: String },
+    /// `kprobe:FUNCTION` (with a kretprobe for the return)
+    Kprobe { function: String },
 }
 
 impl FromStr for Mechanism {
@@ -51,12 +60,13 @@ impl FromStr for Mechanism {
                 }
                 _ => Err(format!("{s:?}: expected tracepoint:CATEGORY/NAME")),
             },
-            Some((m @ ("kprobe" | "fentry" | "tp_btf"), _)) => Err(format!(
-                "{s:?}: {m} programs for kernel events are not built into this strata; \
-                 use tracepoint:CATEGORY/NAME"
+            Some(("kprobe", f)) if !f.is_empty() => Ok(Self::Kprobe { function: f.into() }),
+            Some((m @ ("fentry" | "tp_btf"), _)) => Err(format!(
+                "{s:?}: {m} programs are not built into this strata; use kprobe:FUNCTION or \
+                 tracepoint:CATEGORY/NAME"
             )),
             _ => Err(format!(
-                "{s:?}: expected MECHANISM:TARGET (tracepoint:CATEGORY/NAME)"
+                "{s:?}: expected MECHANISM:TARGET (tracepoint:CATEGORY/NAME or kprobe:FUNCTION)"
             )),
         }
     }
@@ -66,6 +76,7 @@ impl fmt::Display for Mechanism {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Tracepoint { category, name } => write!(f, "tracepoint:{category}/{name}"),
+            Self::Kprobe { function } => write!(f, "kprobe:{function}"),
         }
     }
 }
@@ -109,6 +120,7 @@ kinds!(
         Stdio = "stdio",
         Libc = "libc",
         Posix = "posix",
+        Vfs = "vfs",
         Pagecache = "pagecache",
         Block = "block",
     }
@@ -176,6 +188,8 @@ kinds!(
         Dims = "dims",
         IntArray = "int_array",
         Rank = "rank",
+        KFile = "kfile",
+        KPos = "kpos",
         XferMode = "xfer_mode",
     }
 );
@@ -248,6 +262,7 @@ impl Probe {
             Target::Syscall(s) => s,
             Target::Uprobe { symbol, .. } => symbol,
             Target::Kernel { event, .. } => event.name(),
+            Target::Kfunc { function, .. } => function,
         }
     }
 
@@ -281,6 +296,15 @@ impl Probe {
         if self.op == Op::Exit {
             flags |= SPEC_EMIT_AT_ENTRY;
         }
+        if matches!(self.target, Target::Kfunc { .. }) {
+            flags |= SPEC_KERNEL;
+        }
+        let kderef_mask = self
+            .args
+            .iter()
+            .enumerate()
+            .filter(|(_, k)| **k == ArgKind::KPos)
+            .fold(0u8, |m, (i, _)| m | (1 << i));
         FuncSpec {
             func_id: self.id,
             nargs: self.args.len() as u8,
@@ -294,7 +318,9 @@ impl Probe {
                 .filter(|_| self.datatype_size_offset.is_some())
                 .map_or(NO_ARG, |i| i as u8),
             blob_mask,
-            _pad: [0; 3],
+            kfile_arg: self.arg(ArgKind::KFile).map_or(NO_ARG, |i| i as u8),
+            kderef_mask,
+            _pad: 0,
         }
     }
 }
@@ -315,6 +341,7 @@ struct ProbeRaw {
     library: Option<String>,
     symbol: Option<String>,
     kernel: Option<String>,
+    kfunc: Option<String>,
     #[serde(default)]
     attach: Vec<String>,
     op: Option<String>,
@@ -355,9 +382,11 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
         let bad = |reason: String| err(span.clone(), reason);
         let layer: Layer = p.layer.parse().map_err(bad)?;
         let is_kernel = p.kernel.is_some();
+        let is_kfunc = p.kfunc.is_some();
         let required = |v: &Option<String>, what: &str, default: &str| match v {
             Some(v) => Ok(v.clone()),
             None if is_kernel => Ok(default.to_string()),
+            None if is_kfunc && what == "ret" => Err(bad("missing field `ret`".into())),
             None => Err(bad(format!("missing field `{what}`"))),
         };
         let op: Op = required(&p.op, "op", "meta")?.parse().map_err(bad)?;
@@ -377,19 +406,50 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
         if args.iter().filter(|a| a.out_size().is_some()).count() > 1 {
             return Err(bad("at most one out_handle argument per probe".into()));
         }
+        let mechanisms = || {
+            if p.attach.is_empty() {
+                return Err(bad(
+                    "kernel probes need `attach`, a list of mechanisms to try in order".into(),
+                ));
+            }
+            p.attach
+                .iter()
+                .map(|m| m.parse())
+                .collect::<Result<Vec<Mechanism>, _>>()
+                .map_err(bad)
+        };
         let target = match (
             p.syscall.clone(),
             p.library.clone(),
             p.symbol.clone(),
             p.kernel.as_deref(),
+            p.kfunc.clone(),
         ) {
-            (Some(s), None, None, None) if !s.is_empty() => Target::Syscall(s),
-            (None, Some(library), Some(symbol), None)
+            (Some(s), None, None, None, None) if !s.is_empty() => Target::Syscall(s),
+            (None, Some(library), Some(symbol), None, None)
                 if !library.is_empty() && !symbol.is_empty() =>
             {
                 Target::Uprobe { library, symbol }
             }
-            (None, None, None, Some(k)) => {
+            (None, None, None, None, Some(function)) if !function.is_empty() => {
+                let attach = mechanisms()?;
+                if let Some(m) = attach
+                    .iter()
+                    .find(|m| !matches!(m, Mechanism::Kprobe { .. }))
+                {
+                    return Err(bad(format!(
+                        "{m}: kernel functions attach through kprobe:FUNCTION"
+                    )));
+                }
+                if args.contains(&ArgKind::KFile) && args.len() >= MAX_ARGS {
+                    return Err(bad(format!(
+                        "a `kfile` argument needs a free slot: at most {} arguments",
+                        MAX_ARGS - 1
+                    )));
+                }
+                Target::Kfunc { function, attach }
+            }
+            (None, None, None, Some(k), None) => {
                 let event = KernelEvent::ALL
                     .into_iter()
                     .find(|e| e.name() == k)
@@ -404,28 +464,27 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
                         "kernel events belong to layer block or pagecache, not {layer}"
                     )));
                 }
-                if p.attach.is_empty() {
+                let attach = mechanisms()?;
+                if let Some(m) = attach
+                    .iter()
+                    .find(|m| !matches!(m, Mechanism::Tracepoint { .. }))
+                {
                     return Err(bad(format!(
-                        "kernel event {k:?} needs `attach`, a list of mechanisms to try in order"
+                        "{m}: kernel events attach through tracepoint:CATEGORY/NAME"
                     )));
                 }
-                let attach = p
-                    .attach
-                    .iter()
-                    .map(|m| m.parse())
-                    .collect::<Result<Vec<Mechanism>, _>>()
-                    .map_err(bad)?;
                 Target::Kernel { event, attach }
             }
             _ => {
                 return Err(bad(
-                    "a probe names either `syscall`, both `library` and `symbol`, or `kernel`"
+                    "a probe names one of: `syscall`, both `library` and `symbol`, `kernel` \
+                     (an event), `kfunc` (a kernel function)"
                         .into(),
                 ));
             }
         };
-        if !is_kernel && !p.attach.is_empty() {
-            return Err(bad("`attach` is for kernel events".into()));
+        if !is_kernel && !is_kfunc && !p.attach.is_empty() {
+            return Err(bad("`attach` is for kernel events and functions".into()));
         }
         if matches!(target, Target::Syscall(_)) && ret == RetKind::Handle {
             return Err(bad(

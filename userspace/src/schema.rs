@@ -115,6 +115,7 @@ table!(Block, BlockRow, "block", {
     dev: Str,
     sector: I64,
     bytes: I64,
+    request_bytes: I64,
     op: Str,
     rwbs: Str,
     ts_queue_ns: I64,

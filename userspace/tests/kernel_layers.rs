@@ -1,10 +1,14 @@
 //! The kernel layers traced for real: block requests linked to the calls that caused them
 //! (direct writes, fsync, reads that miss the page cache) and to the file a writeback worker
-//! wrote, page-cache misses and dirtying per call. Ground truth:
-//! tests/workloads/kernel_io.c, run on a file system backed by a block device.
+//! wrote, page-cache misses and dirtying per call, and VFS calls nested in their syscalls
+//! where the kernel has kprobes. Ground truth: tests/workloads/kernel_io.c, run on a file
+//! system backed by a block device.
+//!
+//! `STRATA_EXPECT_KPROBES=1` (set inside the test VMs) makes the VFS layer mandatory; without
+//! it, a kernel without kprobes must say so in the `probes` table.
 mod common;
 
-use std::{os::unix::fs::MetadataExt as _, path::Path};
+use std::{collections::HashSet, os::unix::fs::MetadataExt as _, path::Path};
 
 use common::{Row, RowExt as _, build_c, require_root, rows, run, scratch, strata};
 
@@ -20,9 +24,14 @@ struct Traced {
     file: (i64, i64),
 }
 
+/// One workload at a time: the writeback case calls sync(), which would flush the fsync
+/// case's pages before its fsync does.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Runs `kernel_io MODE FILE` under strata with the POSIX and kernel layers.
 fn trace(mode: &str, prepare: impl FnOnce(&Path)) -> Traced {
     require_root();
+    let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = scratch(&format!("kernel_{mode}"));
     let exe = build_c("cc", "kernel_io.c", &dir.join("kernel_io"), &[]);
     let data = dir.join(format!("{mode}.dat"));
@@ -38,7 +47,13 @@ fn trace(mode: &str, prepare: impl FnOnce(&Path)) -> Traced {
     prepare(&data);
     let out = dir.join("out");
     let res = run(strata()
-        .args(["record", "-q", "--layers", "posix,block,pagecache", "-o"])
+        .args([
+            "record",
+            "-q",
+            "--layers",
+            "posix,vfs,block,pagecache",
+            "-o",
+        ])
         .arg(&out)
         .arg("--")
         .arg(&exe)
@@ -75,17 +90,71 @@ impl Traced {
             .filter(|c| c.i("pid") == Some(self.pid) && c.s("function") == Some(function))
             .collect()
     }
+    /// The call and every call beneath it (VFS calls inside a syscall).
+    fn family(&self, call: &Row) -> HashSet<i64> {
+        let mut ids = HashSet::from([call.i("call_id").unwrap()]);
+        loop {
+            let more: Vec<i64> = self
+                .calls
+                .iter()
+                .filter(|c| c.i("parent_id").is_some_and(|p| ids.contains(&p)))
+                .filter_map(|c| c.i("call_id"))
+                .filter(|id| !ids.contains(id))
+                .collect();
+            if more.is_empty() {
+                return ids;
+            }
+            ids.extend(more);
+        }
+    }
     fn block_under<'a>(&'a self, call: &Row, op: &'a str) -> impl Iterator<Item = &'a Row> {
-        let id = call.i("call_id");
-        self.block
-            .iter()
-            .filter(move |b| b.i("call_id") == id && b.s("op") == Some(op))
+        let ids = self.family(call);
+        self.block.iter().filter(move |b| {
+            b.i("call_id").is_some_and(|c| ids.contains(&c)) && b.s("op") == Some(op)
+        })
     }
     fn pages_under<'a>(&'a self, call: &Row, event: &'a str) -> impl Iterator<Item = &'a Row> {
-        let id = call.i("call_id");
-        self.pages
+        let ids = self.family(call);
+        self.pages.iter().filter(move |p| {
+            p.i("call_id").is_some_and(|c| ids.contains(&c)) && p.s("event") == Some(event)
+        })
+    }
+    /// Whether the VFS layer is traced here; a kernel without it must say why.
+    fn vfs(&self) -> bool {
+        let p = self
+            .probes
             .iter()
-            .filter(move |p| p.i("call_id") == id && p.s("event") == Some(event))
+            .find(|p| p.s("function") == Some("vfs_write"))
+            .expect("probes row for vfs_write");
+        let attached = p.s("status") == Some("attached");
+        if std::env::var("STRATA_EXPECT_KPROBES").as_deref() == Ok("1") {
+            assert!(attached, "vfs_write not attached: {:?}", p.s("reason"));
+        }
+        if !attached {
+            assert_eq!(p.s("status"), Some("failed"));
+            assert!(p.s("reason").is_some_and(|r| r.contains("kprobe")), "{p:?}");
+        }
+        attached
+    }
+    /// The single VFS call `function` directly beneath `call`.
+    fn vfs_child(&self, call: &Row, function: &str) -> &Row {
+        let kids: Vec<&Row> = self
+            .calls
+            .iter()
+            .filter(|c| c.i("parent_id") == call.i("call_id") && c.s("function") == Some(function))
+            .collect();
+        assert_eq!(kids.len(), 1, "{function} under {:?}", call.s("function"));
+        let k = kids[0];
+        assert_eq!(
+            (k.s("layer"), k.i("depth")),
+            (Some("vfs"), Some(call.i("depth").unwrap() + 1))
+        );
+        assert_eq!(
+            k.i("file_id"),
+            Some(self.file.0),
+            "{function} names the file"
+        );
+        k
     }
 }
 
@@ -175,6 +244,16 @@ fn fsync_carries_the_buffered_writes_of_the_file() {
     }
     let fsync = t.calls_of("fsync");
     assert_eq!(fsync.len(), 1);
+    if t.vfs() {
+        // Each write(2) went through vfs_write at the position it advanced from.
+        for (i, w) in writes.iter().enumerate() {
+            let v = t.vfs_child(w, "vfs_write");
+            assert_eq!(v.i("bytes_result"), Some(64 * KIB));
+            assert_eq!(v.i("offset"), Some(i as i64 * 64 * KIB));
+        }
+        let v = t.vfs_child(fsync[0], "vfs_fsync_range");
+        assert_eq!(v.i("ret"), Some(0));
+    }
     // The file's data (not the journal's metadata requests, flagged M) under the fsync.
     let data: i64 = t
         .block_under(fsync[0], "write")
@@ -249,4 +328,20 @@ fn a_read_that_misses_the_cache_reads_the_disk_and_a_second_does_not() {
     assert_eq!(disk, 256 * KIB);
     assert_eq!(t.pages_under(reads[1], "add").count(), 0);
     assert_eq!(t.block_under(reads[1], "read").count(), 0);
+    if t.vfs() {
+        // The disk reads happened inside vfs_read, so they are its children.
+        let v = t.vfs_child(reads[0], "vfs_read");
+        assert_eq!(
+            (v.i("offset"), v.i("bytes_result")),
+            (Some(0), Some(256 * KIB))
+        );
+        let under_vfs: i64 = t
+            .block
+            .iter()
+            .filter(|b| b.i("call_id") == v.i("call_id") && b.s("op") == Some("read"))
+            .map(|b| b.i("bytes").unwrap())
+            .sum();
+        assert_eq!(under_vfs, 256 * KIB);
+        t.vfs_child(reads[1], "vfs_read");
+    }
 }

@@ -292,7 +292,8 @@ mount -t bpf bpf /sys/fs/bpf
 echo "{BOOT_MARK} $(uname -r)"
 mkdir -p {scratch}
 mount -t ext4 /dev/nvme0n1 {scratch} || echo "cannot mount the test disk"
-export STRATA_WORKLOADS_DIR=/workloads RUST_BACKTRACE=1
+# Debian's kernels have kprobes: the VFS layer must attach.
+export STRATA_WORKLOADS_DIR=/workloads RUST_BACKTRACE=1 STRATA_EXPECT_KPROBES=1
 rc=0
 {runs}echo "{RESULT_MARK} $rc"
 sync

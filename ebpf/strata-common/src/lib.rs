@@ -35,6 +35,7 @@ pub mod maps {
     pub const WATCHED_INODES: &str = "STRATA_WATCHED_INODES";
     pub const WRITEBACK_THREADS: &str = "STRATA_WRITEBACK_THREADS";
     pub const PENDING_BIOS: &str = "STRATA_PENDING_BIOS";
+    pub const KFUNC_IDS: &str = "STRATA_KFUNC_IDS";
 }
 
 /// Program names (the eBPF function names).
@@ -46,6 +47,8 @@ pub mod programs {
     pub const TASK_NEWTASK: &str = "strata_task_newtask";
     pub const PROCESS_EXEC: &str = "strata_process_exec";
     pub const PROCESS_EXIT: &str = "strata_process_exit";
+    pub const KPROBE_ENTRY: &str = "strata_kprobe_entry";
+    pub const KPROBE_RETURN: &str = "strata_kprobe_return";
     /// The tracepoint program of kernel event `e` is `KERNEL_TRACEPOINT[e as usize]`.
     pub const KERNEL_TRACEPOINT: [&str; super::KERNEL_EVENTS] = [
         "strata_k_bio_queue",
@@ -238,6 +241,12 @@ pub struct Config {
     pub datatype_size_off: u32,
     /// Non-zero once user space is shutting down: record nothing more.
     pub stopped: u32,
+    /// From the running kernel's BTF: `struct file.f_inode`, `struct inode.i_ino`,
+    /// `struct inode.i_sb`, `struct super_block.s_dev` (for `kfile` arguments).
+    pub file_inode_off: u32,
+    pub inode_ino_off: u32,
+    pub inode_sb_off: u32,
+    pub sb_dev_off: u32,
 }
 
 /// How the kernel side captures one probed function or syscall.
@@ -265,7 +274,13 @@ pub struct FuncSpec {
     /// Bit i set: argument i points to an array of up to [`BLOB_WORDS`] 64-bit integers
     /// (HDF5 dimensions, counts), copied at entry.
     pub blob_mask: u8,
-    pub _pad: [u8; 3],
+    /// Index of a kernel `struct file *` argument, or [`NO_ARG`]: replaced at entry by the
+    /// file's inode number; its file system's dev_t goes to the slot after the last argument.
+    pub kfile_arg: u8,
+    /// Bit i set: argument i is a kernel pointer to a 64-bit value (`loff_t *pos`), read at
+    /// entry.
+    pub kderef_mask: u8,
+    pub _pad: u8,
 }
 
 /// 64-bit words copied per array argument.
@@ -276,6 +291,8 @@ pub const NO_ARG: u8 = 0xff;
 pub const SPEC_ENABLED: u16 = 1;
 /// The call does not return (exit_group): emit its record at entry, push no frame.
 pub const SPEC_EMIT_AT_ENTRY: u16 = 2;
+/// A kernel function (kprobe): its return finds it by the top frame of the thread's stack.
+pub const SPEC_KERNEL: u16 = 4;
 
 /// One traced call in progress on a thread.
 #[repr(C)]
@@ -429,7 +446,7 @@ mod pod {
 }
 
 const _: () = {
-    assert!(core::mem::size_of::<Config>() == 36);
+    assert!(core::mem::size_of::<Config>() == 52);
     assert!(core::mem::size_of::<FuncSpec>() == 16);
     assert!(core::mem::size_of::<Frame>() == 72);
     assert!(core::mem::size_of::<CallRecord>() == 120);

@@ -3,8 +3,8 @@
 //!
 //! What is kept: events in the context of a traced process (linked to the call on top of its
 //! stack), and events of writeback workers and reclaim on inodes user space watches (the
-//! files traced processes opened). A block request is followed from issue to completion when
-//! its first bio was kept, keyed by (dev, sector).
+//! files traced processes opened). Block requests are emitted from issue to completion when
+//! a kept bio may be in them: user space matches bios to requests by device and sector range.
 use aya_ebpf::{
     helpers::{bpf_get_current_pid_tgid, bpf_ktime_get_ns},
     macros::{map, tracepoint},
@@ -29,10 +29,19 @@ static STRATA_WATCHED_INODES: HashMap<u64, u8> = HashMap::with_max_entries(65536
 #[map]
 static STRATA_WRITEBACK_THREADS: HashMap<u32, u64> = HashMap::with_max_entries(4096, 0);
 
-/// Bios kept at submission, until their request completes. LRU: a bio merged into a request
-/// started by another bio is never looked up again and ages out.
+/// Bios kept at submission, so that their split-off parts and remappings are kept too. LRU:
+/// entries are never removed one by one.
 #[map]
 static STRATA_PENDING_BIOS: LruHashMap<BioKey, u8> = LruHashMap::with_max_entries(65536, 0);
+
+/// Devices with kept bios -> when the last was submitted. Requests of these devices are
+/// emitted for a while: a kept bio may be merged into a request another bio started, so user
+/// space matches bios to requests by sector range.
+#[map]
+static STRATA_BUSY_DEVS: HashMap<u32, u64> = HashMap::with_max_entries(1024, 0);
+
+/// How long after a kept bio its device's requests are emitted.
+const BUSY_NS: u64 = 30_000_000_000;
 
 macro_rules! kernel_tracepoint {
     ($name:ident, $event:expr) => {
@@ -116,6 +125,7 @@ fn try_kernel_event(ctx: &TracePointContext, event: KernelEvent) -> Res<()> {
                 return Ok(());
             }
             let _ = STRATA_PENDING_BIOS.insert(&key, &1, 0);
+            let _ = STRATA_BUSY_DEVS.insert(&dev, &unsafe { bpf_ktime_get_ns() }, 0);
         }
         KernelEvent::BioRemap => {
             let old = BioKey {
@@ -126,6 +136,7 @@ fn try_kernel_event(ctx: &TracePointContext, event: KernelEvent) -> Res<()> {
             unsafe { STRATA_PENDING_BIOS.get(&old) }.ok_or(0)?;
             let _ = STRATA_PENDING_BIOS.remove(&old);
             let _ = STRATA_PENDING_BIOS.insert(&key, &1, 0);
+            let _ = STRATA_BUSY_DEVS.insert(&dev, &unsafe { bpf_ktime_get_ns() }, 0);
         }
         KernelEvent::BioSplit => {
             unsafe { STRATA_PENDING_BIOS.get(&key) }.ok_or(0)?;
@@ -136,12 +147,12 @@ fn try_kernel_event(ctx: &TracePointContext, event: KernelEvent) -> Res<()> {
             };
             let _ = STRATA_PENDING_BIOS.insert(&rest, &1, 0);
         }
-        KernelEvent::RqIssue => {
-            unsafe { STRATA_PENDING_BIOS.get(&key) }.ok_or(0)?;
-        }
-        KernelEvent::RqComplete => {
-            unsafe { STRATA_PENDING_BIOS.get(&key) }.ok_or(0)?;
-            let _ = STRATA_PENDING_BIOS.remove(&key);
+        KernelEvent::RqIssue | KernelEvent::RqComplete => {
+            // SAFETY: read-only lookup of a plain value.
+            let last = *unsafe { STRATA_BUSY_DEVS.get(&dev) }.ok_or(0)?;
+            if unsafe { bpf_ktime_get_ns() }.wrapping_sub(last) > BUSY_NS {
+                return Ok(());
+            }
         }
         KernelEvent::WritebackStart => {
             if cfg.trace_all == 0 && !watched(ino) {

@@ -9,6 +9,7 @@
 #![no_main]
 
 mod kernel;
+mod kfunc;
 
 use aya_ebpf::{
     EbpfContext as _,

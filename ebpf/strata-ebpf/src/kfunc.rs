@@ -1,0 +1,118 @@
+//! Kernel functions (the VFS layer) through kprobes, on kernels that have them. They share
+//! the call machinery of uprobes and syscalls: a frame on the thread's stack at entry, one
+//! record at return, nested under the syscall that called them.
+//!
+//! aya attaches kprobes without a cookie, so the entry finds its function id by address
+//! (`bpf_get_func_ip`); the return takes the function of the top frame.
+use aya_ebpf::{
+    EbpfContext as _,
+    helpers::{bpf_get_current_pid_tgid, bpf_get_func_ip, bpf_probe_read_kernel},
+    macros::{kprobe, kretprobe, map},
+    maps::HashMap,
+    programs::{ProbeContext, RetProbeContext},
+};
+use strata_common::{Counter, FuncSpec, MAX_ARGS, MAX_DEPTH, NO_ARG, SPEC_ENABLED, SPEC_KERNEL};
+
+use crate::{Res, STRATA_FUNC_SPECS, STRATA_STACKS, config, count, on_entry, on_return, slot};
+
+/// Kernel function address -> probe id.
+#[map]
+static STRATA_KFUNC_IDS: HashMap<u64, u32> = HashMap::with_max_entries(1024, 0);
+
+#[kprobe]
+pub fn strata_kprobe_entry(ctx: ProbeContext) -> u32 {
+    match try_kprobe_entry(&ctx) {
+        Ok(()) | Err(_) => 0,
+    }
+}
+
+#[inline(always)]
+fn kread<T>(addr: u64) -> Res<T> {
+    // SAFETY: the helper checks the kernel address and fails cleanly.
+    unsafe { bpf_probe_read_kernel(addr as *const T) }.map_err(|e| e as i64)
+}
+
+fn try_kprobe_entry(ctx: &ProbeContext) -> Res<()> {
+    // SAFETY: the helper reads the probed address of the current kprobe.
+    let ip = unsafe { bpf_get_func_ip(ctx.as_ptr()) };
+    // SAFETY: read-only lookup of a plain value.
+    let id = *unsafe { STRATA_KFUNC_IDS.get(&ip) }.ok_or(-1)?;
+    let spec: &FuncSpec = STRATA_FUNC_SPECS.get(id).ok_or(-1)?;
+    if spec.flags & SPEC_ENABLED == 0 {
+        return Err(-1);
+    }
+    // A kernel call at the depth limit is not pushed (on_entry would only count it), so
+    // the return, which goes by the top frame, never pops someone else's.
+    let tid = bpf_get_current_pid_tgid() as u32;
+    // SAFETY: read-only lookup; the stack belongs to the current thread.
+    if unsafe { STRATA_STACKS.get(&tid) }.is_some_and(|st| st.depth as usize >= MAX_DEPTH) {
+        count(Counter::StackOverflow);
+        return Ok(());
+    }
+    let cfg = config()?;
+    let mut args = [0u64; MAX_ARGS];
+    for (i, a) in args.iter_mut().enumerate() {
+        if i >= spec.nargs as usize {
+            break;
+        }
+        *a = ctx.arg(i).unwrap_or(0);
+    }
+    for (i, a) in args.iter_mut().enumerate() {
+        if spec.kderef_mask & (1 << i) != 0 {
+            *a = if *a == 0 {
+                0
+            } else {
+                kread::<u64>(*a).unwrap_or(0)
+            };
+        }
+    }
+    let k = spec.kfile_arg as usize;
+    if spec.kfile_arg != NO_ARG && k < MAX_ARGS {
+        let file = args[k];
+        let inode: u64 = kread(file + u64::from(cfg.file_inode_off)).unwrap_or(0);
+        let (ino, dev) = if inode == 0 {
+            (0, 0)
+        } else {
+            let sb: u64 = kread(inode + u64::from(cfg.inode_sb_off)).unwrap_or(0);
+            let dev: u32 = if sb == 0 {
+                0
+            } else {
+                kread(sb + u64::from(cfg.sb_dev_off)).unwrap_or(0)
+            };
+            (
+                kread(inode + u64::from(cfg.inode_ino_off)).unwrap_or(0),
+                dev,
+            )
+        };
+        args[k] = ino;
+        let d = spec.nargs as usize;
+        if d < MAX_ARGS {
+            args[d] = u64::from(dev);
+        }
+    }
+    on_entry(spec, &mut args)
+}
+
+#[kretprobe]
+pub fn strata_kprobe_return(ctx: RetProbeContext) -> u32 {
+    match try_kprobe_return(&ctx) {
+        Ok(()) | Err(_) => 0,
+    }
+}
+
+fn try_kprobe_return(ctx: &RetProbeContext) -> Res<()> {
+    let tid = bpf_get_current_pid_tgid() as u32;
+    // SAFETY: read-only lookup; the stack belongs to the current thread.
+    let st = unsafe { STRATA_STACKS.get(&tid) }.ok_or(0)?;
+    let depth = st.depth as usize;
+    if depth == 0 || depth > MAX_DEPTH {
+        return Ok(());
+    }
+    let func_id = st.frames[slot(depth - 1)].func_id;
+    let spec: &FuncSpec = STRATA_FUNC_SPECS.get(func_id).ok_or(-1)?;
+    // The top frame is a kernel function's (a skipped entry leaves the caller's on top).
+    if spec.flags & SPEC_KERNEL == 0 {
+        return Ok(());
+    }
+    on_return(spec, ctx.ret(), false)
+}

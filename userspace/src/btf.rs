@@ -1,0 +1,73 @@
+//! Offsets of kernel struct fields, from the running kernel's BTF (/sys/kernel/btf/vmlinux),
+//! for programs that read kernel structures (the `kfile` argument of VFS probes).
+use btf_rs::{Btf, Type};
+
+#[derive(Debug, thiserror::Error)]
+pub enum BtfError {
+    #[error("cannot read the kernel's BTF ({0}); kernel functions need CONFIG_DEBUG_INFO_BTF")]
+    Read(String),
+    #[error("struct {0} has no field {1} in this kernel's BTF")]
+    Missing(String, String),
+}
+
+/// Byte offset of `field` in `struct strukt`, looking into anonymous unions and structs.
+pub fn member_offset(btf: &Btf, strukt: &str, field: &str) -> Result<u32, BtfError> {
+    let missing = || BtfError::Missing(strukt.into(), field.into());
+    let types = btf.resolve_types_by_name(strukt).map_err(|_| missing())?;
+    types
+        .iter()
+        .find_map(|t| match t {
+            Type::Struct(s) if !s.members.is_empty() => find(btf, s, field, 0),
+            _ => None,
+        })
+        .ok_or_else(missing)
+}
+
+fn find(btf: &Btf, s: &btf_rs::Struct, field: &str, base: u32) -> Option<u32> {
+    for m in &s.members {
+        let at = base + m.bit_offset() / 8;
+        let name = btf.resolve_name(m).unwrap_or_default();
+        if name == field {
+            return Some(at);
+        }
+        if name.is_empty() {
+            if let Ok(Type::Struct(inner) | Type::Union(inner)) = btf.resolve_chained_type(m) {
+                if let Some(off) = find(btf, &inner, field, at) {
+                    return Some(off);
+                }
+            }
+        }
+    }
+    None
+}
+
+/// (file.f_inode, inode.i_ino, inode.i_sb, super_block.s_dev) of the running kernel.
+pub fn file_offsets() -> Result<[u32; 4], BtfError> {
+    let btf =
+        Btf::from_file("/sys/kernel/btf/vmlinux").map_err(|e| BtfError::Read(e.to_string()))?;
+    Ok([
+        member_offset(&btf, "file", "f_inode")?,
+        member_offset(&btf, "inode", "i_ino")?,
+        member_offset(&btf, "inode", "i_sb")?,
+        member_offset(&btf, "super_block", "s_dev")?,
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Against the development kernel's own BTF: the fields exist and lie in order.
+    #[test]
+    fn finds_file_and_inode_fields() {
+        let [f_inode, i_ino, i_sb, s_dev] = file_offsets().expect("this kernel has BTF");
+        assert!(f_inode > 0 && f_inode % 8 == 0);
+        assert!(i_sb < i_ino, "i_sb precedes i_ino in struct inode");
+        assert_eq!(s_dev % 4, 0);
+        let btf = Btf::from_file("/sys/kernel/btf/vmlinux").unwrap();
+        assert!(matches!(
+            member_offset(&btf, "inode", "no_such_field"),
+            Err(BtfError::Missing(..))
+        ));
+    }
+}
