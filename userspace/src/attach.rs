@@ -293,6 +293,52 @@ impl Loaded {
                 return Vec::new();
             }
         };
+        let out = self.attach_to(probes, &wanted, file, shown, &table);
+        log::info!("attached probes to {shown}, opened by a traced process");
+        out
+    }
+
+    /// Attaches the library probes whose functions an executable defines itself: a program
+    /// linked statically against HDF5, NetCDF, MPI or libc. Each file is looked at once.
+    pub fn attach_executable(
+        &mut self,
+        probes: &[Probe],
+        file: &Path,
+        shown: &str,
+    ) -> Vec<ProbeStatus> {
+        let Some(ino) = inode(file) else {
+            return Vec::new();
+        };
+        if !self.lib_inodes.insert(ino) {
+            return Vec::new();
+        }
+        let Ok(table) = SymbolTable::read(file) else {
+            return Vec::new();
+        };
+        let wanted: Vec<&Probe> = probes
+            .iter()
+            .filter(|p| p.enabled)
+            .filter(|p| matches!(&p.target, Target::Uprobe { symbol, .. } if table.offset(symbol).is_some()))
+            .collect();
+        if wanted.is_empty() {
+            return Vec::new();
+        }
+        let out = self.attach_to(probes, &wanted, file, shown, &table);
+        log::info!(
+            "attached {} probes to functions linked into {shown}",
+            out.iter().filter(|s| s.status == "attached").count()
+        );
+        out
+    }
+
+    fn attach_to(
+        &mut self,
+        probes: &[Probe],
+        wanted: &[&Probe],
+        file: &Path,
+        shown: &str,
+        table: &SymbolTable,
+    ) -> Vec<ProbeStatus> {
         let mut out = Vec::new();
         for p in wanted {
             let Target::Uprobe { symbol, .. } = &p.target else {
@@ -309,14 +355,13 @@ impl Loaded {
                 &mut self.ebpf,
                 p,
                 file,
-                &table,
+                table,
                 symbol,
                 &mut self.attached_at,
             );
             record_result(&mut status, r, probes);
             out.push(status);
         }
-        log::info!("attached probes to {shown}, opened by a traced process");
         out
     }
 }

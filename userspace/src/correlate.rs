@@ -82,6 +82,9 @@ pub struct Correlator {
     libraries: Vec<String>,
     /// Probed libraries that traced processes opened: (pid, path), for the loader to attach.
     pub library_opens: Vec<(i32, String)>,
+    /// Traced processes that executed a new program, for the loader to look at its own
+    /// functions (statically linked libraries).
+    pub execs: Vec<i32>,
     /// Transfer mode per (pid, 0, HDF5 transfer property list) or (pid, ncid, varid).
     xfer_modes: HashMap<(i32, u64, u64), u64>,
     /// HDF5 dataspaces and selections, for the bytes of transfers.
@@ -112,6 +115,7 @@ impl Correlator {
             probes: probes.into_iter().map(std::rc::Rc::new).collect(),
             libraries,
             library_opens: Vec::new(),
+            execs: Vec::new(),
             clock,
             pending_args: HashMap::new(),
             adoptions: HashMap::new(),
@@ -228,6 +232,7 @@ impl Correlator {
                 self.procs
                     .exec(pid, comm(rec), crate::events::filename(rec));
                 self.handles.exec(pid, Some(ts));
+                self.execs.push(pid);
             }
             ProcEvent::Exit => {
                 let pid = rec.pid as i32;

@@ -13,7 +13,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use object::{Object as _, ObjectSymbol as _};
+use object::ObjectSymbol as _;
 
 /// `H5S_ALL`: the whole extent of the dataset.
 const H5S_ALL: u64 = 0;
@@ -94,8 +94,8 @@ pub struct Dataspaces {
     types: HashMap<i32, HashMap<u64, u64>>,
     /// Attempts so far to read a process's type table (bounded: each reads /proc).
     type_reads: HashMap<i32, u32>,
-    /// Per library file: global variable name -> virtual address.
-    symbols: HashMap<PathBuf, HashMap<String, u64>>,
+    /// Per ELF file: global variable name -> virtual address, and whether it is relocated.
+    symbols: HashMap<PathBuf, (HashMap<String, u64>, bool)>,
     /// Elements selected, as the library itself counted them inside a call (by call id).
     counted: HashMap<u64, u64>,
 }
@@ -245,6 +245,7 @@ impl Dataspaces {
     /// Reads the predefined type ids of the HDF5 library mapped into `pid`. A program that
     /// names a type (`H5T_NATIVE_DOUBLE`) holds the variable itself, through a copy
     /// relocation, and the library's own copy is never set: the executable's definition wins.
+    /// A program linked statically against HDF5 has the only copy.
     fn read_types(&mut self, pid: i32) -> Option<HashMap<u64, u64>> {
         let proc = procfs::process::Process::new(pid).ok()?;
         let maps = proc.maps().ok()?;
@@ -261,20 +262,26 @@ impl Dataspaces {
             p.file_name()
                 .and_then(|n| n.to_str())
                 .is_some_and(|n| n.starts_with("libhdf5") && !n.contains("_hl"))
-        })?;
+        });
         let exe = exe.and_then(|e| base_of(&|p: &Path| p == e));
         let mut globals: HashMap<String, u64> = HashMap::new();
-        for (path, base) in [Some(lib), exe].into_iter().flatten() {
+        for (path, base) in [lib, exe].into_iter().flatten() {
             if !self.symbols.contains_key(&path) {
                 let file = format!("/proc/{pid}/root{}", path.display());
                 let syms = data_symbols(Path::new(&file)).unwrap_or_default();
                 self.symbols.insert(path.clone(), syms);
             }
-            for (name, addr) in &self.symbols[&path] {
+            let (syms, relocated) = &self.symbols[&path];
+            // Position-dependent executables are linked at their final addresses.
+            let base = if *relocated { base } else { 0 };
+            for (name, addr) in syms {
                 if name.starts_with("H5T_") {
                     globals.insert(name.clone(), base + addr);
                 }
             }
+        }
+        if globals.is_empty() {
+            return None;
         }
         let mut table = HashMap::new();
         for (name, size) in TYPES {
@@ -290,19 +297,24 @@ impl Dataspaces {
     }
 }
 
-/// Global variables of a shared object: name -> virtual address.
-fn data_symbols(path: &Path) -> Option<HashMap<String, u64>> {
+/// Global variables of an ELF file: name -> virtual address, and whether the file is loaded
+/// at a base address (a shared object or PIE) rather than at its link addresses.
+fn data_symbols(path: &Path) -> Option<(HashMap<String, u64>, bool)> {
+    use object::Object as _;
     let data = fs::read(path).ok()?;
     let file = object::File::parse(&*data).ok()?;
-    Some(
+    let relocated = file.kind() != object::ObjectKind::Executable;
+    Some((
         file.dynamic_symbols()
+            .chain(file.symbols())
             .filter(|s| s.kind() == object::SymbolKind::Data && s.is_definition())
             .filter_map(|s| {
                 let name = s.name().ok()?;
                 Some((name.split('@').next()?.to_string(), s.address()))
             })
             .collect(),
-    )
+        relocated,
+    ))
 }
 
 fn read_u64(pid: i32, addr: u64) -> Option<u64> {

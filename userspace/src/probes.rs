@@ -601,12 +601,44 @@ mod tests {
     }
 
     #[test]
+    fn kernel_probes_name_their_mechanisms() {
+        let ok = "[[probe]]\nlayer = \"block\"\nkernel = \"bio_queue\"\nattach = [\"tracepoint:block/block_bio_queue\"]\n\n[[probe]]\nlayer = \"vfs\"\nkfunc = \"vfs_read\"\nattach = [\"kprobe:vfs_read\"]\nop = \"read\"\nargs = [\"kfile\", \"buf\", \"size\", \"kpos\"]\nret = \"bytes\"\n";
+        let p = parse(ok, "t.toml").unwrap();
+        assert_eq!(p[0].function(), "bio_queue");
+        assert_eq!(p[1].function(), "vfs_read");
+        let spec = p[1].spec();
+        assert_eq!((spec.kfile_arg, spec.kderef_mask), (0, 1 << 3));
+        assert_ne!(spec.flags & SPEC_KERNEL, 0);
+        let kernel = "[[probe]]\nlayer = \"block\"\nkernel = \"bio_queue\"\n";
+        let e = parse_err(kernel);
+        assert!(e.reason.contains("need `attach`"), "{e}");
+        let e = parse_err(&format!("{kernel}attach = [\"kprobe:submit_bio\"]\n"));
+        assert!(e.reason.contains("attach through tracepoint"), "{e}");
+        let e = parse_err(&format!("{kernel}attach = [\"fentry:submit_bio\"]\n"));
+        assert!(e.reason.contains("not built into this strata"), "{e}");
+        let e = parse_err(&format!("{kernel}attach = [\"tracepoint:block\"]\n"));
+        assert!(e.reason.contains("CATEGORY/NAME"), "{e}");
+        let e = parse_err(
+            "[[probe]]\nlayer = \"block\"\nkernel = \"bio_teleport\"\nattach = [\"tracepoint:a/b\"]\n",
+        );
+        assert!(e.reason.contains("unknown kernel event"), "{e}");
+        let e = parse_err(
+            "[[probe]]\nlayer = \"vfs\"\nkfunc = \"vfs_read\"\nattach = [\"tracepoint:a/b\"]\nop = \"read\"\nret = \"bytes\"\n",
+        );
+        assert!(e.reason.contains("through kprobe"), "{e}");
+        let e = parse_err(
+            "[[probe]]\nlayer = \"posix\"\nsyscall = \"read\"\nattach = [\"kprobe:x\"]\nop = \"read\"\nret = \"bytes\"\n",
+        );
+        assert!(e.reason.contains("`attach` is for kernel"), "{e}");
+    }
+
+    #[test]
     fn rejects_bad_shapes() {
         let base = "[[probe]]\nlayer = \"stdio\"\nop = \"read\"\nret = \"bytes\"\n";
         let e = parse_err(&format!("{base}library = \"libc.so.6\"\n"));
-        assert!(e.reason.contains("either `syscall`"), "{e}");
+        assert!(e.reason.contains("one of: `syscall`"), "{e}");
         let e = parse_err(&format!("{base}syscall = \"read\"\nsymbol = \"read\"\n"));
-        assert!(e.reason.contains("either `syscall`"), "{e}");
+        assert!(e.reason.contains("one of: `syscall`"), "{e}");
         let e = parse_err(&format!(
             "{base}syscall = \"read\"\nargs = [\"fd\", \"bogus\"]\n"
         ));

@@ -155,6 +155,20 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
         }
     }
     attach_opened_libraries(&mut loaded, &mut corr, &probes, &mut out, &run_id);
+    // Programs linked statically against probed libraries: the command, and executables
+    // named among its arguments (`mpirun -np 64 ./app`), before anything runs.
+    if let Some(exe) = &exe {
+        let named = args.command.iter().skip(1).map(std::path::PathBuf::from);
+        for file in std::iter::once(exe.clone()).chain(named) {
+            if is_executable(&file) {
+                let shown = std::fs::canonicalize(&file).unwrap_or(file);
+                for s in loaded.attach_executable(&probes, &shown, &shown.display().to_string()) {
+                    out.probes
+                        .push(probe_row(&run_id, &probes[s.probe_id as usize], &s));
+                }
+            }
+        }
+    }
     let mut root_status = None;
     if let (Some(sp), Some(exe)) = (spawned.as_mut(), &exe) {
         let exe = std::fs::canonicalize(exe).unwrap_or_else(|_| exe.clone());
@@ -304,6 +318,18 @@ fn attach_opened_libraries(
     out: &mut Dataset,
     run_id: &str,
 ) {
+    // A program a traced process executed may have probed libraries linked in. Read through
+    // /proc/<pid>/exe while the process lives (it also works inside containers).
+    for pid in std::mem::take(&mut corr.execs) {
+        let file = std::path::PathBuf::from(format!("/proc/{pid}/exe"));
+        let Ok(shown) = std::fs::read_link(&file) else {
+            continue;
+        };
+        for s in loaded.attach_executable(probes, &file, &shown.display().to_string()) {
+            out.probes
+                .push(probe_row(run_id, &probes[s.probe_id as usize], &s));
+        }
+    }
     for (pid, path) in std::mem::take(&mut corr.library_opens) {
         // Through the process's root: the library may live in its container.
         let in_ns = std::path::PathBuf::from(format!("/proc/{pid}/root{path}"));
@@ -317,6 +343,11 @@ fn attach_opened_libraries(
                 .push(probe_row(run_id, &probes[s.probe_id as usize], &s));
         }
     }
+}
+
+fn is_executable(path: &std::path::Path) -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// Shared objects mapped by a process.

@@ -476,3 +476,54 @@ fn mpi_io_calls_carry_offsets_bytes_requests_and_their_posix_writes() {
         .sum();
     assert_eq!(total, RANKS * (4096 + 8192 + 1000 + 1024));
 }
+
+/// HDF5 linked statically into the program (h5pcc's default): its functions are probed in
+/// the executable itself, named among mpirun's arguments, and the byte counts still come out
+/// (the predefined types are the executable's own globals).
+#[test]
+fn statically_linked_hdf5_is_probed_in_the_executable() {
+    require_root();
+    let dir = scratch("mpi_hdf5_static");
+    let exe = build_c("h5pcc", "hdf5_parallel.c", &dir.join("hdf5_static"), &[]);
+    let st = std::process::Command::new("ldd")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(
+        !String::from_utf8_lossy(&st.stdout).contains("libhdf5"),
+        "h5pcc without -shlib should link HDF5 statically"
+    );
+    let h5 = dir.join("out.h5");
+    let out = record_mpi(
+        "mpi_hdf5_static_run",
+        &exe,
+        &[h5.to_str().unwrap(), &ROWS.to_string()],
+    );
+    let probes = rows(&out, "probes");
+    assert!(
+        probes.iter().any(|p| p.s("function") == Some("H5Dwrite")
+            && p.s("target") == exe.to_str()
+            && p.s("status") == Some("attached")),
+        "H5Dwrite attached in the executable"
+    );
+    let calls = rows(&out, "calls");
+    let procs = rows(&out, "processes");
+    let pids: Vec<i64> = procs
+        .iter()
+        .filter(|p| p.s("exe") == exe.to_str())
+        .filter_map(|p| p.i("pid"))
+        .collect();
+    assert_eq!(pids.len(), RANKS as usize);
+    for pid in pids {
+        let writes: Vec<&Row> = calls
+            .iter()
+            .filter(|c| c.i("pid") == Some(pid) && c.s("function") == Some("H5Dwrite"))
+            .collect();
+        assert_eq!(writes.len(), 3, "pid {pid}");
+        for w in writes {
+            assert_eq!(w.i("bytes_result"), Some(BLOCK), "pid {pid}");
+            let below = descendants(&calls, w.i("call_id").unwrap());
+            assert!(below.iter().any(|c| c.s("layer") == Some("mpiio")));
+        }
+    }
+}
