@@ -87,6 +87,8 @@ impl Loaded {
 
 pub struct Options {
     pub trace_all: bool,
+    /// Trace a cgroup v2 and its descendants, filtered in the kernel.
+    pub cgroup: Option<crate::cgroup::Cgroup>,
     pub ring_bytes: u32,
     pub syscall_mode: SyscallMode,
     pub datatype_size_offset: u32,
@@ -414,6 +416,8 @@ fn lifecycle_config(root: &Path, opts: &Options) -> anyhow::Result<Config> {
         inode_ino_off: 0,
         inode_sb_off: 0,
         sb_dev_off: 0,
+        cgroup_level: opts.cgroup.map_or(0, |c| c.level),
+        cgroup_id: opts.cgroup.map_or(0, |c| c.id),
     })
 }
 

@@ -2,6 +2,7 @@
 //! same probe parser, schema and readers as the tracer.
 pub mod attach;
 pub mod btf;
+pub mod cgroup;
 pub mod correlate;
 pub mod dataset;
 pub mod events;

@@ -18,6 +18,7 @@ a Parquet dataset that DuckDB or Spark query directly.\n\nRun as root.",
 strata record -o out/ -- mpirun -np 4 ./app     trace a command and all it starts\n  \
 strata record -o out/ --pid 1234                attach to a running process tree\n  \
 strata record -o out/ --all --duration 60s      every process on the node for a minute\n  \
+strata record -o out/ --slurm-job 4242          a Slurm job's processes on this node\n  \
 strata probes                                   list what would be probed\n\n\
 Query the result:\n  \
 duckdb -c \"SELECT layer, function, count(*), sum(bytes_result) FROM read_parquet('out/calls/**/*.parquet', hive_partitioning=true) GROUP BY ALL\""
@@ -48,6 +49,16 @@ enum Cmd {
         /// Trace every process on the node except strata itself.
         #[arg(long, conflicts_with = "command")]
         all: bool,
+        /// Trace every process in this cgroup v2 directory and its descendants, including
+        /// processes that join it later (filtered in the kernel by cgroup id).
+        #[arg(long, value_name = "DIR", conflicts_with_all = ["all", "command", "pid"])]
+        cgroup: Option<PathBuf>,
+        /// Trace the Slurm job's cgroup on this node (cgroup/v2 plugin; see docs/admin.md).
+        #[arg(long, value_name = "JOBID", conflicts_with_all = ["all", "command", "pid", "cgroup"])]
+        slurm_job: Option<String>,
+        /// With --slurm-job: only this step (a number, `batch` or `extern`).
+        #[arg(long, value_name = "STEP", requires = "slurm_job")]
+        slurm_step: Option<String>,
         /// Stop after this long (e.g. 30s, 5m, 2h).
         #[arg(long, value_parser = parse_duration)]
         duration: Option<Duration>,
@@ -139,6 +150,9 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
             output,
             pid,
             all,
+            cgroup,
+            slurm_job,
+            slurm_step,
             duration,
             probes,
             layers,
@@ -161,6 +175,11 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
                 command,
                 pid,
                 all,
+                cgroup: match (cgroup, slurm_job) {
+                    (Some(dir), _) => Some(dir),
+                    (None, Some(job)) => Some(strata::cgroup::slurm(&job, slurm_step.as_deref())?),
+                    (None, None) => None,
+                },
                 duration,
                 probes_file: probes,
                 layers,

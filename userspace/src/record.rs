@@ -30,6 +30,8 @@ pub struct RecordArgs {
     pub command: Vec<String>,
     pub pid: Option<i32>,
     pub all: bool,
+    /// A cgroup v2 directory (given, or a Slurm job's).
+    pub cgroup: Option<PathBuf>,
     pub duration: Option<Duration>,
     pub probes_file: Option<PathBuf>,
     pub layers: Option<Vec<Layer>>,
@@ -54,6 +56,11 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
 
     // Refuse a bad target before loading anything.
     let tree = args.pid.map(target::process_tree).transpose()?;
+    let cgroup = args
+        .cgroup
+        .as_deref()
+        .map(crate::cgroup::resolve)
+        .transpose()?;
     let exe = match args.command.first() {
         Some(c) => Some(target::resolve_command(c)?),
         None => None,
@@ -86,6 +93,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
         &probes,
         &attach::Options {
             trace_all: args.all,
+            cgroup,
             ring_bytes: args.ring_buffer_mib.max(1).next_power_of_two() << 20,
             syscall_mode: args.syscall_mode,
             datatype_size_offset: probes
@@ -120,6 +128,8 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
             loaded.traced.insert(*pid as u32, 1, 0)?;
         }
         format!("--pid {}", args.pid.unwrap_or_default())
+    } else if let Some(dir) = &args.cgroup {
+        format!("--cgroup {}", dir.display())
     } else {
         "--all".to_string()
     };
@@ -390,9 +400,12 @@ fn preflight(args: &RecordArgs) -> anyhow::Result<()> {
     }
     let targets = usize::from(!args.command.is_empty())
         + usize::from(args.pid.is_some())
-        + usize::from(args.all);
+        + usize::from(args.all)
+        + usize::from(args.cgroup.is_some());
     if targets != 1 {
-        bail!("give exactly one target: `-- <command>`, `--pid <pid>` or `--all`");
+        bail!(
+            "give exactly one target: `-- <command>`, `--pid <pid>`, `--cgroup <dir>`, `--slurm-job <id>` or `--all`"
+        );
     }
     if !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
         log::warn!(

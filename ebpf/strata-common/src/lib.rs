@@ -247,6 +247,11 @@ pub struct Config {
     pub inode_ino_off: u32,
     pub inode_sb_off: u32,
     pub sb_dev_off: u32,
+    /// With `cgroup_id` set: the depth of that cgroup below the cgroup v2 root.
+    pub cgroup_level: u32,
+    /// Non-zero: trace exactly the processes in this cgroup v2 (by id) and its descendants,
+    /// whenever they joined.
+    pub cgroup_id: u64,
 }
 
 /// How the kernel side captures one probed function or syscall.
@@ -446,7 +451,7 @@ mod pod {
 }
 
 const _: () = {
-    assert!(core::mem::size_of::<Config>() == 52);
+    assert!(core::mem::size_of::<Config>() == 64);
     assert!(core::mem::size_of::<FuncSpec>() == 16);
     assert!(core::mem::size_of::<Frame>() == 72);
     assert!(core::mem::size_of::<CallRecord>() == 120);

@@ -15,9 +15,10 @@ use aya_ebpf::{
     EbpfContext as _,
     bindings::{BPF_F_NO_PREALLOC, BPF_RB_AVAIL_DATA, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP},
     helpers::{
-        bpf_get_attach_cookie, bpf_get_current_comm, bpf_get_current_pid_tgid,
-        bpf_get_smp_processor_id, bpf_ktime_get_ns, bpf_probe_read_kernel_str_bytes,
-        bpf_probe_read_user, bpf_probe_read_user_buf, bpf_probe_read_user_str_bytes,
+        bpf_get_attach_cookie, bpf_get_current_ancestor_cgroup_id, bpf_get_current_comm,
+        bpf_get_current_pid_tgid, bpf_get_smp_processor_id, bpf_ktime_get_ns,
+        bpf_probe_read_kernel_str_bytes, bpf_probe_read_user, bpf_probe_read_user_buf,
+        bpf_probe_read_user_str_bytes,
     },
     macros::{map, tracepoint, uprobe, uretprobe},
     maps::{Array, HashMap, PerCpuArray, RingBuf},
@@ -95,6 +96,11 @@ fn config() -> Res<&'static Config> {
 fn traced(cfg: &Config, tgid: u32) -> bool {
     if tgid == cfg.self_tgid || cfg.stopped != 0 {
         return false;
+    }
+    if cfg.cgroup_id != 0 {
+        // SAFETY: the helper only reads the current task's cgroup.
+        return unsafe { bpf_get_current_ancestor_cgroup_id(cfg.cgroup_level as i32) }
+            == cfg.cgroup_id;
     }
     // SAFETY: read-only lookup of a plain integer value.
     cfg.trace_all != 0 || unsafe { STRATA_TRACED.get(&tgid) }.is_some()

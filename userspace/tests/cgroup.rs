@@ -1,0 +1,117 @@
+//! `strata record --cgroup`: exactly the processes of a cgroup v2 and its descendants are
+//! traced, filtered in the kernel, including processes that join after the start and their
+//! children; a process outside is not.
+mod common;
+
+use std::{
+    io::{BufRead as _, BufReader},
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+};
+
+use common::{RowExt as _, require_root, rows, run, scratch, strata};
+
+/// A fresh cgroup under the cgroup v2 root, removed on drop.
+struct Group(PathBuf);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+/// `sh -c SCRIPT`, waiting a moment first so it can be moved into a cgroup before it works.
+fn later(script: &str) -> Child {
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("sleep 1; {script}"))
+        .spawn()
+        .unwrap()
+}
+
+fn join(group: &Path, child: &Child) {
+    std::fs::write(group.join("cgroup.procs"), child.id().to_string()).unwrap();
+}
+
+#[test]
+fn only_processes_of_the_cgroup_and_its_children_are_traced() {
+    require_root();
+    let root = strata::cgroup::v2_root().expect("cgroup v2 is mounted on the CI machines");
+    let group = Group(root.join(format!("strata-test-{}", std::process::id())));
+    let _ = std::fs::remove_dir(&group.0);
+    std::fs::create_dir(&group.0).unwrap();
+    // A nested cgroup: its processes are traced too.
+    let nested = group.0.join("inner");
+    std::fs::create_dir(&nested).unwrap();
+    let _nested_guard = Group(nested.clone());
+
+    let dir = scratch("cgroup");
+    let d = dir.display();
+    let out = dir.join("out");
+    let mut strata_run = strata()
+        .args(["record", "--layers", "posix", "--duration", "6s", "-o"])
+        .arg(&out)
+        .arg("--cgroup")
+        .arg(&group.0)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The workloads start once strata has attached, and join their cgroups while they sleep.
+    let stderr = BufReader::new(strata_run.stderr.take().unwrap());
+    let mut lines = stderr.lines();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        eprintln!("{line}");
+        if line.contains("probes attached") {
+            break;
+        }
+    }
+    std::thread::spawn(move || lines.for_each(|l| eprintln!("{}", l.unwrap_or_default())));
+    let mut first = later(&format!(
+        "echo 1 > {d}/in_first; sh -c 'echo 2 > {d}/in_child'"
+    ));
+    let mut second = later(&format!("echo 3 > {d}/in_nested"));
+    let mut outside = later(&format!("echo 4 > {d}/outside"));
+    join(&group.0, &first);
+    join(&nested, &second);
+    for c in [&mut first, &mut second, &mut outside] {
+        assert!(c.wait().unwrap().success());
+    }
+    let res = strata_run.wait().unwrap();
+    assert!(res.success(), "strata: {res:?}");
+
+    let calls = rows(&out, "calls");
+    let opened = |name: &str| {
+        let path = format!("{d}/{name}");
+        calls
+            .iter()
+            .filter(|c| c.s("function") == Some("openat") && c.s("path") == Some(path.as_str()))
+            .count()
+    };
+    assert_eq!(opened("in_first"), 1, "process moved into the cgroup");
+    assert_eq!(opened("in_child"), 1, "its child, forked later");
+    assert_eq!(opened("in_nested"), 1, "a process of a nested cgroup");
+    assert_eq!(opened("outside"), 0, "a process outside the cgroup");
+    let runs = rows(&out, "run");
+    assert!(runs[0].s("command").unwrap().starts_with("--cgroup "));
+}
+
+#[test]
+fn cgroup_targets_that_cannot_work_are_refused_clearly() {
+    require_root();
+    let out = scratch("cgroup_bad").join("out");
+    let res = run(strata()
+        .args(["record", "-q", "-o"])
+        .arg(&out)
+        .args(["--cgroup", "/tmp"]));
+    assert_eq!(res.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&res.stderr);
+    assert!(err.contains("not a cgroup v2 directory"), "{err}");
+    let res = run(strata()
+        .args(["record", "-q", "-o"])
+        .arg(&out)
+        .args(["--slurm-job", "999999999"]));
+    assert_eq!(res.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&res.stderr);
+    assert!(err.contains("no cgroup of Slurm job 999999999"), "{err}");
+}
