@@ -35,7 +35,7 @@ pub enum CgroupError {
 const CGROUP2_MAGIC: i64 = 0x6367_7270;
 
 fn is_cgroup2(path: &Path) -> bool {
-    nix::sys::statfs::statfs(path).is_ok_and(|s| s.filesystem_type().0 as i64 == CGROUP2_MAGIC)
+    nix::sys::statfs::statfs(path).is_ok_and(|s| s.filesystem_type().0 == CGROUP2_MAGIC)
 }
 
 /// Resolves a cgroup v2 directory.
