@@ -1,0 +1,135 @@
+//! Property tests of every parser that reads data from outside strata: probe files, tracepoint
+//! format files, mountinfo lines, Lustre layout xattrs, ELF symbol tables and ring-buffer
+//! records. Whatever the input, each returns a value or an error, and never panics. Failing
+//! cases proptest finds are kept in `tests/parsers.proptest-regressions` and replayed first.
+use proptest::prelude::*;
+use strata::{events, lustre, probes, symbols::SymbolTable, tracefs};
+
+const FORMAT: &str = "name: block_rq_issue\nID: 1234\nformat:\n\
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\
+\tfield:dev_t dev;\toffset:8;\tsize:4;\tsigned:0;\n\
+\tfield:sector_t sector;\toffset:16;\tsize:8;\tsigned:0;\n\
+\tfield:char rwbs[10];\toffset:34;\tsize:10;\tsigned:0;\n\
+\tfield:__data_loc char[] cmd;\toffset:60;\tsize:4;\tsigned:0;\n\n\
+print fmt: \"%d\", REC->dev\n";
+
+const MOUNTINFO: &str =
+    "36 35 98:0 /mnt1 /mnt/parent rw,noatime master:1 - ext3 /dev/root rw,errors=continue";
+
+/// Lines of `text` with some removed or cut short.
+fn mangled(text: &'static str) -> impl Strategy<Value = String> {
+    let n = text.lines().count();
+    (prop::collection::vec(any::<bool>(), n), 0usize..200).prop_map(move |(keep, cut)| {
+        let mut s: String = text
+            .lines()
+            .zip(keep)
+            .filter(|(_, k)| *k)
+            .map(|(l, _)| format!("{l}\n"))
+            .collect();
+        let at = cut.min(s.len());
+        if s.is_char_boundary(at) && cut < 100 {
+            s.truncate(at);
+        }
+        s
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn probe_files_never_panic(text in "\\PC{0,400}") {
+        let _ = probes::parse(&text, "fuzz.toml");
+    }
+
+    #[test]
+    fn probe_entries_with_any_values_never_panic(
+        layer in "[a-z]{0,8}|posix|hdf5|block|vfs",
+        key in "syscall|library|kernel|kfunc|symbol",
+        target in "[a-z_:/.0-9]{0,20}",
+        op in "[a-z]{0,6}|read|write|meta",
+        args in prop::collection::vec("[a-z_0-9]{0,10}|fd|kfile|kpos|dims|rank|size", 0..9),
+        attach in prop::collection::vec("[a-z_]{0,10}:[a-z_/]{0,20}", 0..3),
+        ret in "[a-z_]{0,8}|bytes|status",
+    ) {
+        let quoted = |v: &[String]| v.iter().map(|a| format!("{a:?}")).collect::<Vec<_>>().join(",");
+        let text = format!(
+            "[[probe]]\nlayer = {layer:?}\n{key} = {target:?}\nop = {op:?}\nargs = [{}]\nattach = [{}]\nret = {ret:?}\n",
+            quoted(&args),
+            quoted(&attach),
+        );
+        if let Err(e) = probes::parse(&text, "fuzz.toml") {
+            // Errors point into the file.
+            prop_assert!(e.line >= 1 && e.line <= 8, "{e}");
+        }
+    }
+
+    #[test]
+    fn tracepoint_formats_never_panic(text in mangled(FORMAT)) {
+        let _ = tracefs::parse_format(&text);
+    }
+
+    #[test]
+    fn arbitrary_tracepoint_formats_never_panic(text in "\\PC{0,300}") {
+        let _ = tracefs::parse_format(&text);
+    }
+
+    #[test]
+    fn mountinfo_lines_never_panic(
+        line in "\\PC{0,200}",
+        cut in 0usize..100,
+        junk in "[ -~]{0,12}",
+    ) {
+        let _ = procfs::process::MountInfo::from_line(&line);
+        let mut real = MOUNTINFO.to_string();
+        real.truncate(cut.min(real.len()));
+        real.push_str(&junk);
+        let _ = procfs::process::MountInfo::from_line(&real);
+    }
+
+    #[test]
+    fn lustre_layouts_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..600)) {
+        let _ = lustre::parse(&bytes);
+    }
+
+    #[test]
+    fn lustre_magics_with_garbage_never_panic(
+        magic in prop::sample::select(vec![0x0BD1_0BD0u32, 0x0BD3_0BD0, 0x0BD6_0BD0]),
+        rest in prop::collection::vec(any::<u8>(), 0..400),
+    ) {
+        let mut b = magic.to_le_bytes().to_vec();
+        b.extend(rest);
+        let _ = lustre::parse(&b);
+    }
+
+    #[test]
+    fn elf_symbol_tables_never_panic(
+        bytes in prop::collection::vec(any::<u8>(), 0..2048),
+        elf_header in any::<bool>(),
+    ) {
+        let mut b = bytes;
+        if elf_header && b.len() >= 4 {
+            b[..4].copy_from_slice(b"\x7fELF");
+        }
+        let _ = SymbolTable::parse(&b);
+    }
+
+    #[test]
+    fn records_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..700), kind in 0u32..8) {
+        let mut b = bytes;
+        if b.len() >= 4 {
+            b[..4].copy_from_slice(&kind.to_ne_bytes());
+        }
+        let _ = events::decode(&b);
+    }
+}
+
+/// A real library cut at many points: an error or a table, never a panic.
+#[test]
+fn truncated_elf_files_never_panic() {
+    let libc = std::fs::read("/lib/x86_64-linux-gnu/libc.so.6").expect("libc");
+    for len in (0..libc.len()).step_by(libc.len() / 97 + 1) {
+        let _ = SymbolTable::parse(&libc[..len]);
+    }
+}
