@@ -1,7 +1,8 @@
 /* Benchmark workload: a tight loop of one kind of I/O call. Prints the loop's own wall time in
  * nanoseconds on stdout, so tracer start-up and teardown are not counted.
  *
- * usage: bench_io syscall|stdio|meta N DIR */
+ * usage: bench_io syscall|stdio|meta|pagewrite N DIR
+ *   pagewrite: N buffered 4 KiB writes to a new file, then fsync (the loop time includes it) */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +49,18 @@ int main(int argc, char **argv) {
             close(fd);
         }
         t1 = now();
+        unlink(path);
+    } else if (strcmp(argv[1], "pagewrite") == 0) {
+        static char page[4096];
+        memset(page, 'p', sizeof page);
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd < 0) return 6;
+        t0 = now();
+        for (long i = 0; i < n; i++)
+            if (write(fd, page, sizeof page) != (ssize_t)sizeof page) return 7;
+        if (fsync(fd) != 0) return 8;
+        t1 = now();
+        close(fd);
         unlink(path);
     } else {
         return 2;

@@ -14,6 +14,8 @@ struct Case {
     layers: &'static str,
     /// Traced calls per loop iteration (for the per-call cost).
     calls_per_iter: u64,
+    /// The workload runs `calls / divisor` iterations (slow calls get fewer).
+    divisor: u64,
 }
 
 const CASES: &[Case] = &[
@@ -22,18 +24,37 @@ const CASES: &[Case] = &[
         mode: "syscall",
         layers: "posix",
         calls_per_iter: 1,
+        divisor: 1,
     },
     Case {
         name: "stdio fwrite(16 B)",
         mode: "stdio",
         layers: "posix,stdio",
         calls_per_iter: 1,
+        divisor: 1,
     },
     Case {
         name: "open+fstat+close",
         mode: "meta",
         layers: "posix",
         calls_per_iter: 3,
+        divisor: 4,
+    },
+    // Buffered 4 KiB writes to a file, then fsync: the same loop with and without the kernel
+    // layers, so their own cost (page-cache and block events) shows as the difference.
+    Case {
+        name: "4K writes+fsync",
+        mode: "pagewrite",
+        layers: "posix",
+        calls_per_iter: 1,
+        divisor: 20,
+    },
+    Case {
+        name: "  + block,pagecache",
+        mode: "pagewrite",
+        layers: "posix,block,pagecache",
+        calls_per_iter: 1,
+        divisor: 20,
     },
 ];
 
@@ -60,11 +81,7 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
         "workload", "untraced ns", "traced ns", "ratio", "+ns/call", "events/s", "B/event", "lost"
     );
     for case in CASES {
-        let n = if case.mode == "meta" {
-            calls / 4
-        } else {
-            calls
-        };
+        let n = calls / case.divisor;
         let loop_ns = |traced: bool| -> anyhow::Result<(f64, Option<Stats>)> {
             let out_dir = dir.join(format!("out-{}", case.mode));
             let _ = fs::remove_dir_all(&out_dir);
