@@ -223,15 +223,28 @@ fn write_file(dir: &Path, name: &str, batch: &RecordBatch) -> anyhow::Result<u64
         .mode(0o640)
         .open(&tmp)
         .with_context(|| format!("cannot create {}", tmp.display()))?;
-    let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props()))
-        .context("cannot start a Parquet writer")?;
-    w.write(batch)
-        .and_then(|()| w.close().map(|_| ()))
-        .with_context(|| format!("cannot write {}", tmp.display()))?;
+    let written = ArrowWriter::try_new(file, batch.schema(), Some(props())).and_then(|mut w| {
+        w.write(batch)?;
+        w.close().map(|_| ())
+    });
+    if let Err(e) = written {
+        // A full disk leaves no half-written file behind taking what space is left.
+        let _ = fs::remove_file(&tmp);
+        anyhow::bail!("cannot write {}: {}", tmp.display(), root_cause(&e));
+    }
     let bytes = fs::metadata(&tmp).map(|m| m.len()).unwrap_or(0);
     fs::rename(&tmp, &path)
         .with_context(|| format!("cannot rename {} to {}", tmp.display(), path.display()))?;
     Ok(bytes)
+}
+
+/// The innermost error (the OS error behind a Parquet one), said once.
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut e = e;
+    while let Some(next) = e.source() {
+        e = next;
+    }
+    e.to_string()
 }
 
 /// Reads every row of a table back (tests and `strata` summaries).

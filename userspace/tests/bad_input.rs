@@ -123,3 +123,72 @@ fn missing_symbol_is_recorded_not_fatal() {
     assert_eq!(st, "failed");
     assert!(reason.contains("libnot-installed.so.1"), "{reason}");
 }
+
+/// An output file system that fills up: strata stops recording with a clear message, every
+/// visible file of the dataset is valid (no half-written file is left), and the traced job
+/// runs on to its end.
+#[test]
+fn a_full_output_disk_stops_recording_and_leaves_the_job_alone() {
+    require_root();
+    let dir = scratch("full_disk");
+    let mnt = dir.join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let st = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=96k", "tmpfs"])
+        .arg(&mnt)
+        .status()
+        .unwrap();
+    assert!(st.success(), "mounting a small tmpfs failed");
+    struct Unmount<'a>(&'a std::path::Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(self.0).status();
+        }
+    }
+    let _unmount = Unmount(&mnt);
+    let marker = dir.join("job_finished");
+    let out = mnt.join("out");
+    fails_with(
+        strata()
+            .args(["record", "-q", "--layers", "posix", "-o"])
+            .arg(&out)
+            .args(["--", "sh", "-c"])
+            .arg(format!(
+                "i=0; while [ $i -lt 30000 ]; do echo x > /dev/null; i=$((i+1)); done; echo ok > {}",
+                marker.display()
+            )),
+        "No space left on device",
+    );
+    // The job was not stopped with strata.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !marker.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the traced job did not finish"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    // Only complete Parquet files are left, and each reads back.
+    let mut files = 0;
+    for table in ["run", "probes", "processes", "files", "handles", "calls"] {
+        let Ok(dir) = std::fs::read_dir(out.join(table).join(format!(
+            "host={}",
+            nix::unistd::gethostname().unwrap().to_string_lossy()
+        ))) else {
+            continue;
+        };
+        for f in dir {
+            let name = f.unwrap().file_name().to_string_lossy().into_owned();
+            assert!(
+                !name.starts_with('.'),
+                "half-written file left: {table}/{name}"
+            );
+            files += 1;
+        }
+        strata::sink::read_table(&out, table).unwrap_or_else(|e| panic!("{table}: {e:#}"));
+    }
+    assert!(
+        files > 0,
+        "the files written before the disk filled are there"
+    );
+}
