@@ -14,6 +14,17 @@ fn main() -> anyhow::Result<()> {
         .to_str()
         .context("non-UTF-8 path to ebpf/strata-ebpf")?;
     println!("cargo:rerun-if-changed={root}/../strata-common/src");
+    // `strata report` links DuckDB's official shared library; the binary finds it where the
+    // setup put it (see DUCKDB_LIB_DIR in .cargo/config.toml).
+    println!("cargo:rerun-if-env-changed=DUCKDB_LIB_DIR");
+    let duckdb = std::env::var("DUCKDB_LIB_DIR")
+        .context("DUCKDB_LIB_DIR is not set (it comes from .cargo/config.toml)")?;
+    if !std::path::Path::new(&duckdb).join("libduckdb.so").exists() {
+        return Err(anyhow!(
+            "{duckdb}/libduckdb.so is missing; run `cargo xtask setup` to fetch it"
+        ));
+    }
+    println!("cargo:rustc-link-arg=-Wl,-rpath,{duckdb}");
     aya_build::build_ebpf(
         [Package {
             name: "strata-ebpf",

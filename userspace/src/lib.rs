@@ -16,6 +16,7 @@ pub mod pipeline_bench;
 pub mod probes;
 pub mod procs;
 pub mod record;
+pub mod report;
 pub mod schema;
 pub mod sink;
 pub mod summary;

@@ -88,6 +88,18 @@ enum Cmd {
         #[arg(last = true, value_name = "COMMAND")]
         command: Vec<String>,
     },
+    /// Summarise a dataset and look for known I/O patterns (small operations, a single
+    /// writer, ...). The queries are the SQL files shipped in report/, run by an embedded
+    /// DuckDB; docs/report.md defines each and shows how to run them in DuckDB or Spark.
+    #[command(arg_required_else_help = true)]
+    Report {
+        /// A dataset written by `strata record -o`.
+        #[arg(value_name = "DATASET")]
+        dataset: PathBuf,
+        /// `text` for people, `json` for scripts.
+        #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+        format: ReportFormat,
+    },
     /// List the probes of a probes file (default: the built-in one) and check it.
     Probes {
         /// Probe list to check instead of the built-in one.
@@ -103,6 +115,12 @@ enum Cmd {
         #[arg(long)]
         dir: PathBuf,
     },
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum ReportFormat {
+    Text,
+    Json,
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -201,6 +219,17 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
                 r.calls_written,
                 r.parquet_bytes
             );
+            Ok(0)
+        }
+        Cmd::Report { dataset, format } => {
+            let answers = strata::report::run(&dataset)?;
+            match format {
+                ReportFormat::Text => print!("{}", strata::report::to_text(&answers)),
+                ReportFormat::Json => println!(
+                    "{}",
+                    serde_json::to_string_pretty(&strata::report::to_json_report(&answers))?
+                ),
+            }
             Ok(0)
         }
         Cmd::Probes { probes } => {

@@ -31,6 +31,39 @@ pub fn run() -> anyhow::Result<()> {
     nightly_rust_src()?;
     bpf_linker()?;
     python_duckdb()?;
+    duckdb_library()?;
+    Ok(())
+}
+
+/// DuckDB's official shared library (1.5.6), which `strata report` links. Building DuckDB from
+/// source takes about an hour on these machines; the npm registry serves the released build
+/// (package @duckdb/node-bindings-linux-x64, checked against the registry's sha512).
+pub const DUCKDB_DIR: &str = ".cache/duckdb-1.5.6";
+const DUCKDB_NPM: &str = "@duckdb/node-bindings-linux-x64@1.5.6-r.1";
+
+fn duckdb_library() -> anyhow::Result<()> {
+    let dir = crate::util::root().join(DUCKDB_DIR);
+    if dir.join("libduckdb.so").exists() {
+        return Ok(());
+    }
+    eprintln!("setup: fetching libduckdb.so ({DUCKDB_NPM} from the npm registry)");
+    let tmp = dir.with_extension("download");
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp)?;
+    exec(
+        Command::new("npm")
+            .args(["pack", "--silent", DUCKDB_NPM, "--pack-destination"])
+            .arg(&tmp)
+            .stdout(std::process::Stdio::null()),
+    )
+    .context("npm could not fetch DuckDB's library (is npm installed?)")?;
+    exec(Command::new("sh").current_dir(&tmp).arg("-c").arg(
+        "tar xzf *.tgz package/libduckdb.so package/LICENSE && mv package/libduckdb.so package/LICENSE .",
+    ))?;
+    std::fs::create_dir_all(&dir)?;
+    std::fs::rename(tmp.join("LICENSE"), dir.join("LICENSE"))?;
+    std::fs::rename(tmp.join("libduckdb.so"), dir.join("libduckdb.so"))?;
+    let _ = std::fs::remove_dir_all(&tmp);
     Ok(())
 }
 

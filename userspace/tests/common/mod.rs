@@ -160,8 +160,13 @@ pub fn rows(out: &Path, table: &str) -> Vec<Row> {
 /// Runs a DuckDB query (Python `duckdb` package, installed by `cargo xtask setup`) and
 /// returns its rows as tab-separated text lines.
 pub fn duckdb(sql: &str) -> Vec<String> {
+    duckdb_with(&[], sql)
+}
+
+/// Runs `setup` statements (views) first, then the query, in one DuckDB connection.
+pub fn duckdb_with(setup: &[&str], sql: &str) -> Vec<String> {
     let script = format!(
-        "import duckdb\nfor r in duckdb.sql({sql:?}).fetchall():\n    print('\\t'.join(str(v) for v in r))\n"
+        "import duckdb\ncon = duckdb.connect()\nfor s in {setup:?}:\n    con.execute(s)\nfor r in con.sql({sql:?}).fetchall():\n    print('\\t'.join(str(v) for v in r))\n"
     );
     let out = Command::new("python3")
         .arg("-c")

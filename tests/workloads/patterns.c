@@ -1,0 +1,65 @@
+/* Workloads with and without the I/O patterns `strata report` detects, in pairs that move the
+ * same bytes to the same file.
+ *
+ * usage: mpirun -np N patterns MODE FILE
+ *   small   each rank writes its 256 KiB region in 1024 pwrites of 256 B
+ *   large   each rank writes its 256 KiB region in one pwrite
+ *   single  rank 0 gathers every rank's 1 MiB and writes them all (1 MiB pwrites)
+ *   spread  each rank writes its own 1 MiB with one pwrite */
+#include <fcntl.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define REGION (256 * 1024)
+#define SMALL 256
+#define BLOCK (1024 * 1024)
+
+static void check(int ok, const char *what) {
+    if (!ok) {
+        perror(what);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int rank, nprocs;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    if (argc != 3) {
+        if (rank == 0) fprintf(stderr, "usage: patterns small|large|single|spread FILE\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    const char *mode = argv[1], *path = argv[2];
+    if (rank == 0) close(open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644));
+    MPI_Barrier(MPI_COMM_WORLD);
+    int fd = open(path, O_WRONLY);
+    check(fd >= 0, "open");
+    char *buf = malloc((size_t)BLOCK * nprocs);
+    memset(buf, 'a' + rank, (size_t)BLOCK * nprocs);
+    if (!strcmp(mode, "small")) {
+        for (long off = 0; off < REGION; off += SMALL)
+            check(pwrite(fd, buf, SMALL, (off_t)rank * REGION + off) == SMALL, "pwrite");
+    } else if (!strcmp(mode, "large")) {
+        check(pwrite(fd, buf, REGION, (off_t)rank * REGION) == REGION, "pwrite");
+    } else if (!strcmp(mode, "single")) {
+        char *all = rank == 0 ? malloc((size_t)BLOCK * nprocs) : NULL;
+        MPI_Gather(buf, BLOCK, MPI_CHAR, all, BLOCK, MPI_CHAR, 0, MPI_COMM_WORLD);
+        if (rank == 0)
+            for (int r = 0; r < nprocs; r++)
+                check(pwrite(fd, all + (size_t)r * BLOCK, BLOCK, (off_t)r * BLOCK) == BLOCK,
+                      "pwrite");
+        free(all);
+    } else if (!strcmp(mode, "spread")) {
+        check(pwrite(fd, buf, BLOCK, (off_t)rank * BLOCK) == BLOCK, "pwrite");
+    } else {
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    close(fd);
+    free(buf);
+    MPI_Finalize();
+    return 0;
+}

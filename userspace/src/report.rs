@@ -1,0 +1,361 @@
+//! `strata report`: the SQL shipped in report/ (summaries and pattern detectors), run by an
+//! embedded DuckDB over a dataset, printed for people or as JSON for scripts.
+//!
+//! Each query reads views named like the tables (`calls`, `files`, ...), so the same files run
+//! in the DuckDB CLI or Spark SQL once those views exist (docs/report.md). A query's header
+//! comment says what it is (`-- summary:` or `-- detector:`), its title, the tables it needs,
+//! and for detectors the definition, threshold and rationale.
+use std::{fmt::Write as _, path::Path};
+
+use anyhow::Context as _;
+use duckdb::{Connection, types::Value};
+use serde_json::{Map, Value as Json, json};
+
+/// The shipped queries, in report order.
+pub const QUERIES: &[(&str, &str)] = &[
+    ("layers", include_str!("../../report/layers.sql")),
+    ("processes", include_str!("../../report/ranks.sql")),
+    ("files", include_str!("../../report/files.sql")),
+    (
+        "small_operations",
+        include_str!("../../report/small_operations.sql"),
+    ),
+    (
+        "single_writer",
+        include_str!("../../report/single_writer.sql"),
+    ),
+];
+
+/// Tables a dataset may hold (docs/schema.md).
+pub const TABLES: &[&str] = &[
+    "calls",
+    "handles",
+    "files",
+    "processes",
+    "run",
+    "probes",
+    "block",
+    "pagecache",
+];
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kind {
+    Summary,
+    Detector,
+}
+
+/// A query and what its header says about it.
+#[derive(Debug, Clone)]
+pub struct Query {
+    pub name: &'static str,
+    pub kind: Kind,
+    pub title: String,
+    pub needs: Vec<String>,
+    /// Definition, threshold and rationale (detectors), as written in the header.
+    pub about: String,
+    pub sql: &'static str,
+}
+
+impl Query {
+    pub fn parse(name: &'static str, sql: &'static str) -> Query {
+        let header: Vec<&str> = sql
+            .lines()
+            .take_while(|l| l.starts_with("--"))
+            .map(|l| l.trim_start_matches("--").trim())
+            .collect();
+        let field = |key: &str| {
+            header
+                .iter()
+                .find_map(|l| l.strip_prefix(key).map(|v| v.trim().to_string()))
+        };
+        let kind = if field("detector:").is_some() {
+            Kind::Detector
+        } else {
+            Kind::Summary
+        };
+        let about = header
+            .iter()
+            .skip_while(|l| !l.starts_with("definition:"))
+            .copied()
+            .collect::<Vec<_>>()
+            .join(" ");
+        Query {
+            name,
+            kind,
+            title: field("title:").unwrap_or_else(|| name.to_string()),
+            needs: field("needs:")
+                .unwrap_or_default()
+                .split(',')
+                .map(|t| t.trim().to_string())
+                .filter(|t| !t.is_empty())
+                .collect(),
+            about,
+            sql,
+        }
+    }
+}
+
+pub fn queries() -> Vec<Query> {
+    QUERIES.iter().map(|(n, s)| Query::parse(n, s)).collect()
+}
+
+/// One query's answer: column names and rows as JSON values.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    pub query: Query,
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<Json>>,
+    /// Set when the query could not run (a table it needs is absent).
+    pub skipped: Option<String>,
+}
+
+fn has_parquet(dir: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.filter_map(Result::ok).any(|e| {
+        let p = e.path();
+        if p.is_dir() {
+            has_parquet(&p)
+        } else {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            name.ends_with(".parquet") && !name.starts_with('.')
+        }
+    })
+}
+
+/// SQL that defines one view per table present under `dir` (as the queries expect them).
+pub fn view_sql(dir: &Path) -> (String, Vec<&'static str>) {
+    let mut sql = String::new();
+    let mut present = Vec::new();
+    for t in TABLES {
+        if has_parquet(&dir.join(t)) {
+            let glob = dir.join(t).join("**").join("*.parquet");
+            let _ = writeln!(
+                sql,
+                "CREATE OR REPLACE VIEW {t} AS SELECT * FROM read_parquet('{}', hive_partitioning = true, union_by_name = true);",
+                glob.display().to_string().replace('\'', "''")
+            );
+            present.push(*t);
+        }
+    }
+    (sql, present)
+}
+
+fn to_json(v: Value) -> Json {
+    match v {
+        Value::Null => Json::Null,
+        Value::Boolean(b) => json!(b),
+        Value::TinyInt(i) => json!(i),
+        Value::SmallInt(i) => json!(i),
+        Value::Int(i) => json!(i),
+        Value::BigInt(i) => json!(i),
+        Value::HugeInt(i) => i64::try_from(i).map_or_else(|_| json!(i as f64), |i| json!(i)),
+        Value::UTinyInt(i) => json!(i),
+        Value::USmallInt(i) => json!(i),
+        Value::UInt(i) => json!(i),
+        Value::UBigInt(i) => json!(i),
+        Value::Float(f) => json!(f),
+        Value::Double(f) => json!(f),
+        Value::Decimal(d) => d
+            .to_string()
+            .parse::<f64>()
+            .map_or_else(|_| json!(d.to_string()), |f| json!(f)),
+        Value::Text(s) => json!(s),
+        other => json!(format!("{other:?}")),
+    }
+}
+
+/// Runs every shipped query over the dataset at `dir`.
+pub fn run(dir: &Path) -> anyhow::Result<Vec<Answer>> {
+    anyhow::ensure!(
+        dir.join("calls").is_dir() || dir.join("run").is_dir(),
+        "{} is not a strata dataset (no calls/ or run/ table in it)",
+        dir.display()
+    );
+    let conn = Connection::open_in_memory().context("cannot start DuckDB")?;
+    let (views, present) = view_sql(dir);
+    conn.execute_batch(&views)
+        .with_context(|| format!("cannot read the dataset at {}", dir.display()))?;
+    let mut out = Vec::new();
+    for q in queries() {
+        if let Some(missing) = q.needs.iter().find(|t| !present.contains(&t.as_str())) {
+            out.push(Answer {
+                skipped: Some(format!("no {missing} table in the dataset")),
+                columns: Vec::new(),
+                rows: Vec::new(),
+                query: q,
+            });
+            continue;
+        }
+        let mut stmt = conn
+            .prepare(q.sql)
+            .with_context(|| format!("report query {}", q.name))?;
+        let mut rows = Vec::new();
+        {
+            let mut rs = stmt.query([])?;
+            while let Some(row) = rs.next()? {
+                let n = row.as_ref().column_count();
+                rows.push(
+                    (0..n)
+                        .map(|i| row.get::<_, Value>(i).map(to_json))
+                        .collect::<Result<Vec<_>, _>>()?,
+                );
+            }
+        }
+        let columns = stmt.column_names();
+        out.push(Answer {
+            query: q,
+            columns,
+            rows,
+            skipped: None,
+        });
+    }
+    Ok(out)
+}
+
+/// `--format json`: `{"summaries": {name: [row objects]}, "findings": [{detector, ...}]}`.
+pub fn to_json_report(answers: &[Answer]) -> Json {
+    let mut summaries = Map::new();
+    let mut findings = Vec::new();
+    let mut detectors = Vec::new();
+    for a in answers {
+        let objects: Vec<Json> = a
+            .rows
+            .iter()
+            .map(|r| {
+                Json::Object(
+                    a.columns
+                        .iter()
+                        .cloned()
+                        .zip(r.iter().cloned())
+                        .collect::<Map<_, _>>(),
+                )
+            })
+            .collect();
+        match a.query.kind {
+            Kind::Summary => {
+                summaries.insert(a.query.name.into(), Json::Array(objects));
+            }
+            Kind::Detector => {
+                detectors.push(json!({
+                    "detector": a.query.name,
+                    "title": a.query.title,
+                    "about": a.query.about,
+                    "skipped": a.skipped,
+                    "found": !objects.is_empty(),
+                }));
+                for o in objects {
+                    findings.push(json!({ "detector": a.query.name, "where": o }));
+                }
+            }
+        }
+    }
+    json!({ "summaries": summaries, "detectors": detectors, "findings": findings })
+}
+
+fn cell(v: &Json) -> String {
+    match v {
+        Json::Null => "-".into(),
+        Json::String(s) => s.clone(),
+        Json::Number(n) if n.is_f64() => format!("{:.3}", n.as_f64().unwrap_or(0.0)),
+        other => other.to_string(),
+    }
+}
+
+/// Rows of each query shown on a terminal.
+const TEXT_ROWS: usize = 20;
+
+/// The terminal report: each summary as a table, then each detector's findings or "none".
+pub fn to_text(answers: &[Answer]) -> String {
+    let mut out = String::new();
+    for a in answers {
+        let tag = match a.query.kind {
+            Kind::Summary => "",
+            Kind::Detector => "pattern: ",
+        };
+        let _ = writeln!(out, "== {tag}{} ({})", a.query.title, a.query.name);
+        if let Some(why) = &a.skipped {
+            let _ = writeln!(out, "   skipped: {why}\n");
+            continue;
+        }
+        if a.rows.is_empty() {
+            let _ = writeln!(
+                out,
+                "   {}\n",
+                if a.query.kind == Kind::Detector {
+                    "not found"
+                } else {
+                    "no rows"
+                }
+            );
+            continue;
+        }
+        if a.query.kind == Kind::Detector {
+            let _ = writeln!(out, "   {}", a.query.about);
+        }
+        let cells: Vec<Vec<String>> = a
+            .rows
+            .iter()
+            .take(TEXT_ROWS)
+            .map(|r| r.iter().map(cell).collect())
+            .collect();
+        let widths: Vec<usize> = a
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                cells
+                    .iter()
+                    .map(|r| r[i].chars().count())
+                    .chain([c.len()])
+                    .max()
+                    .unwrap_or(0)
+                    .min(60)
+            })
+            .collect();
+        let line = |vals: &[String]| {
+            vals.iter()
+                .zip(&widths)
+                .map(|(v, w)| format!("{v:<w$}"))
+                .collect::<Vec<_>>()
+                .join("  ")
+        };
+        let _ = writeln!(out, "   {}", line(&a.columns));
+        for r in &cells {
+            let _ = writeln!(out, "   {}", line(r));
+        }
+        if a.rows.len() > TEXT_ROWS {
+            let _ = writeln!(
+                out,
+                "   ... {} more rows (--format json has them all)",
+                a.rows.len() - TEXT_ROWS
+            );
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_shipped_query_says_what_it_is() {
+        for q in queries() {
+            assert!(!q.needs.is_empty(), "{}: no `needs:`", q.name);
+            assert!(
+                q.needs.iter().all(|t| TABLES.contains(&t.as_str())),
+                "{}",
+                q.name
+            );
+            if q.kind == Kind::Detector {
+                for part in ["definition:", "threshold:", "rationale:"] {
+                    assert!(q.about.contains(part), "{}: no {part}", q.name);
+                }
+            }
+        }
+    }
+}

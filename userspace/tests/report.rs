@@ -1,0 +1,139 @@
+//! `strata report` against workloads that have a pattern and near-identical ones that do not
+//! (tests/workloads/patterns.c, 4 MPI ranks, the same bytes to the same file), and one
+//! detector's shipped SQL run in DuckDB directly on the dataset, compared with the report.
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{build_c, duckdb_with, require_root, run, scratch, strata};
+use serde_json::Value;
+
+const RANKS: i64 = 4;
+
+/// Traces `patterns MODE FILE` on 4 ranks (POSIX layer) and returns (dataset, file).
+fn trace(mode: &str) -> (PathBuf, String) {
+    require_root();
+    let dir = scratch(&format!("report_{mode}"));
+    let exe = build_c("mpicc", "patterns.c", &dir.join("patterns"), &[]);
+    let file = dir.join(format!("{mode}.dat"));
+    let out = dir.join("out");
+    let res = run(strata()
+        .args(["record", "-q", "--layers", "posix", "-o"])
+        .arg(&out)
+        .args(["--", "mpirun", "--oversubscribe", "-np", &RANKS.to_string()])
+        .arg(&exe)
+        .arg(mode)
+        .arg(&file)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"));
+    assert!(res.status.success(), "{:?}", res.status);
+    (out, file.display().to_string())
+}
+
+fn report(dataset: &Path) -> Value {
+    let res = run(strata().args(["report", "--format", "json"]).arg(dataset));
+    assert!(res.status.success(), "{:?}", res.status);
+    serde_json::from_slice(&res.stdout).expect("report JSON")
+}
+
+/// Findings of `detector` on `path`, as their `where` objects.
+fn findings(r: &Value, detector: &str, path: &str) -> Vec<Value> {
+    r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| {
+            f["detector"] == detector && f["where"]["path"].as_str().is_none_or(|p| p == path)
+        })
+        .map(|f| f["where"].clone())
+        .collect()
+}
+
+#[test]
+fn small_operations_are_found_on_small_writes_and_not_on_large_ones() {
+    let (out, file) = trace("small");
+    let r = report(&out);
+    let mut found = findings(&r, "small_operations", &file);
+    found.sort_by_key(|f| f["rank"].as_i64());
+    assert_eq!(found.len(), RANKS as usize, "{found:#?}");
+    for (rank, f) in found.iter().enumerate() {
+        assert_eq!(f["rank"], rank as i64);
+        // 256 KiB per rank in 256-byte pwrites, all of them small.
+        assert_eq!(f["small_calls"], 1024);
+        assert_eq!(f["data_calls"], 1024);
+        assert_eq!(f["small_bytes"], 256 * 1024);
+        assert_eq!(f["small_below"], 4096);
+    }
+    // The summaries see the same bytes.
+    let posix = r["summaries"]["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["layer"] == "posix")
+        .expect("posix layer row")
+        .clone();
+    assert!(posix["bytes_written"].as_i64().unwrap() >= RANKS * 256 * 1024);
+
+    // The same bytes in one pwrite per rank: no finding.
+    let (out, file) = trace("large");
+    let r = report(&out);
+    assert_eq!(findings(&r, "small_operations", &file), Vec::<Value>::new());
+    let files = r["summaries"]["files"].as_array().unwrap();
+    let posix_file = files
+        .iter()
+        .find(|f| f["path"] == file.as_str() && f["layer"] == "posix")
+        .expect("files summary row");
+    assert_eq!(posix_file["bytes_written"], RANKS * 256 * 1024);
+    assert_eq!(posix_file["calls"], RANKS);
+}
+
+#[test]
+fn a_single_writer_is_found_and_spread_writes_are_not() {
+    let (out, _) = trace("single");
+    let r = report(&out);
+    let found = findings(&r, "single_writer", "");
+    assert_eq!(found.len(), 1, "{found:#?}");
+    let f = &found[0];
+    assert_eq!(f["rank"], 0);
+    assert_eq!(f["bytes_written"], RANKS * 1024 * 1024);
+    assert_eq!(f["job_bytes_written"], RANKS * 1024 * 1024);
+    assert_eq!(f["share"], 1.0);
+    assert_eq!(f["ranks"], RANKS);
+
+    let (out, _) = trace("spread");
+    let r = report(&out);
+    assert_eq!(findings(&r, "single_writer", ""), Vec::<Value>::new());
+    let detectors = r["detectors"].as_array().unwrap();
+    assert!(
+        detectors
+            .iter()
+            .any(|d| d["detector"] == "single_writer" && d["found"] == false)
+    );
+}
+
+/// The shipped SQL gives DuckDB itself the same answer as `strata report`.
+#[test]
+fn the_shipped_sql_runs_in_duckdb_with_the_same_answer() {
+    let (out, file) = trace("small");
+    let (views, _) = strata::report::view_sql(&out);
+    let sql =
+        std::fs::read_to_string(common::repo_root().join("report/small_operations.sql")).unwrap();
+    // The views, then the detector; rank, small_calls and small_bytes of each finding.
+    let query = format!(
+        "SELECT rank, small_calls, small_bytes FROM ({}) ORDER BY rank",
+        sql.lines()
+            .filter(|l| !l.trim_start().starts_with("--"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    let setup: Vec<&str> = views.lines().collect();
+    let direct = duckdb_with(&setup, &query);
+    let r = report(&out);
+    let mut via_report: Vec<String> = findings(&r, "small_operations", &file)
+        .iter()
+        .map(|f| format!("{}\t{}\t{}", f["rank"], f["small_calls"], f["small_bytes"]))
+        .collect();
+    via_report.sort();
+    assert_eq!(direct, via_report);
+    assert_eq!(direct.len(), RANKS as usize);
+}
