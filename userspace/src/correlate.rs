@@ -97,6 +97,8 @@ pub struct Correlator {
     pub summary: Summary,
     /// Block requests, page cache and writeback.
     kernel: crate::kernel::Kernel,
+    /// Transfers of AIO helper threads, linked to the calls that queued them.
+    helpers: crate::aio::Helpers,
 }
 
 impl Correlator {
@@ -128,6 +130,7 @@ impl Correlator {
             files: Files::default(),
             summary: Summary::default(),
             kernel: Default::default(),
+            helpers: Default::default(),
         }
     }
 
@@ -152,9 +155,23 @@ impl Correlator {
                     .push((arg, words));
             }
             Event::Call(rec) => {
-                if let Some(row) = self.call(&rec) {
-                    self.summary.add_call(&row);
-                    self.kernel.call_done(&row);
+                let Some(row) = self.call(&rec) else {
+                    return;
+                };
+                self.summary.add_call(&row);
+                self.kernel.call_done(&row);
+                let p = &self.probes[rec.func_id as usize];
+                let transfer = matches!(p.op, Op::Read | Op::Write);
+                if transfer && p.arg(ArgKind::OutRequest).is_some() {
+                    for t in self.helpers.request(&row) {
+                        out.calls.push(t);
+                    }
+                    out.calls.push(row);
+                } else if transfer && p.layer == Layer::Posix && p.arg(ArgKind::Offset).is_some() {
+                    if let Some(row) = self.helpers.transfer(row) {
+                        out.calls.push(row);
+                    }
+                } else {
                     out.calls.push(row);
                 }
             }
@@ -194,6 +211,9 @@ impl Correlator {
             p.age < STR_MAX_AGE
         });
         self.kernel.tick(&self.files);
+        for row in self.helpers.tick() {
+            out.calls.push(row);
+        }
         self.collect(out);
     }
 
@@ -210,6 +230,9 @@ impl Correlator {
         self.handles.drain_all();
         self.procs.drain_all();
         self.kernel.finish(&self.files);
+        for row in self.helpers.tick() {
+            out.calls.push(row);
+        }
         self.collect(out);
     }
 

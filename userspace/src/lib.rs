@@ -1,5 +1,6 @@
 //! strata's library: everything but the command line, so that tests and tools can use the
 //! same probe parser, schema and readers as the tracer.
+pub mod aio;
 pub mod attach;
 pub mod btf;
 pub mod cgroup;

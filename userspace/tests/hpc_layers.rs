@@ -447,15 +447,23 @@ fn mpi_io_calls_carry_offsets_bytes_requests_and_their_posix_writes() {
         assert_eq!(req.i("created_by_call_id"), iw.i("call_id"));
         assert_eq!(req.i("destroyed_by_call_id"), wait.i("call_id"));
         assert_eq!(req.i("parent_handle_id"), open.i("handle_id"));
-        // Open MPI hands the write to POSIX AIO, whose helper thread issues the pwrite.
-        assert!(
-            calls.iter().any(|c| c.i("pid") == Some(pid)
-                && c.s("op") == Some("write")
-                && c.s("layer") == Some("posix")
-                && c.i("offset") == Some(131072 + r * 1000)
-                && c.i("bytes_result") == Some(1000)),
-            "rank {r}: the 1000-byte POSIX write of the iwrite"
+        // Open MPI hands the write to POSIX AIO, whose helper thread issues the pwrite on
+        // its own stack; it is linked to the iwrite that queued it.
+        let aio: Vec<&Row> = children(iw)
+            .into_iter()
+            .filter(|c| c.s("layer") == Some("posix") && c.s("op") == Some("write"))
+            .collect();
+        assert_eq!(aio.len(), 1, "rank {r}: the POSIX write of the iwrite");
+        assert_eq!(
+            (aio[0].i("offset"), aio[0].i("bytes_result")),
+            (Some(131072 + r * 1000), Some(1000))
         );
+        assert_ne!(
+            aio[0].i("tid"),
+            iw.i("tid"),
+            "written by the AIO helper thread"
+        );
+        assert_eq!(aio[0].i("file_id"), file_id);
 
         let view = one(pid, "MPI_File_set_view");
         assert_eq!(view.i("offset"), Some(262144 + r * 256));
