@@ -66,8 +66,8 @@ enum Cmd {
         #[arg(long, value_name = "FILE")]
         probes: Option<PathBuf>,
         /// Trace exactly these layers (comma-separated: posix, stdio, libc, mpiio, hdf5,
-        /// netcdf), including probes marked `enabled = false`. Default: the probes enabled
-        /// in the file.
+        /// netcdf, vfs, block, pagecache), including probes marked `enabled = false`.
+        /// Default: the probes enabled in the file (all but libc).
         #[arg(long, value_delimiter = ',')]
         layers: Option<Vec<String>>,
         /// Ring buffer size in MiB (rounded up to a power of two). Raise it if events are lost.
