@@ -18,7 +18,7 @@ w AS (
   JOIN files f ON f.host = c.host AND f.file_id = c.file_id
   WHERE c.layer = 'posix' AND c.op = 'write' AND c.bytes_result > 0
     AND f.path LIKE '/%' AND f.path NOT LIKE '/dev/%' AND f.path NOT LIKE '/proc/%'
-    AND f.path NOT LIKE '/sys/%'
+    AND f.path NOT LIKE '/sys/%' AND f.path NOT LIKE '/etc/%' AND f.path NOT LIKE '/usr/%'
   GROUP BY c.host, c.pid
 ),
 total AS (SELECT sum(bytes) AS bytes FROM w),

@@ -18,7 +18,7 @@ WITH data AS (
   JOIN files f ON f.host = c.host AND f.file_id = c.file_id
   WHERE c.layer = 'posix' AND c.op IN ('read', 'write') AND c.bytes_result > 0
     AND f.path LIKE '/%' AND f.path NOT LIKE '/dev/%' AND f.path NOT LIKE '/proc/%'
-    AND f.path NOT LIKE '/sys/%'
+    AND f.path NOT LIKE '/sys/%' AND f.path NOT LIKE '/etc/%' AND f.path NOT LIKE '/usr/%'
 ),
 per AS (
   SELECT host, pid, path, max(small) AS small_below,

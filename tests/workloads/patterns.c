@@ -5,7 +5,9 @@
  *   small   each rank writes its 256 KiB region in 1024 pwrites of 256 B
  *   large   each rank writes its 256 KiB region in one pwrite
  *   single  rank 0 gathers every rank's 1 MiB and writes them all (1 MiB pwrites)
- *   spread  each rank writes its own 1 MiB with one pwrite */
+ *   spread  each rank writes its own 1 MiB with one pwrite
+ *   reopen  each rank opens the file, writes 1 KiB and closes it, 100 times
+ *   once    each rank opens the file once and writes the same 100 KiB in 100 pwrites */
 #include <fcntl.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -55,6 +57,16 @@ int main(int argc, char **argv) {
         free(all);
     } else if (!strcmp(mode, "spread")) {
         check(pwrite(fd, buf, BLOCK, (off_t)rank * BLOCK) == BLOCK, "pwrite");
+    } else if (!strcmp(mode, "reopen")) {
+        for (int i = 0; i < 100; i++) {
+            int f = open(path, O_WRONLY);
+            check(f >= 0, "open");
+            check(pwrite(f, buf, 1024, ((off_t)rank * 100 + i) * 1024) == 1024, "pwrite");
+            close(f);
+        }
+    } else if (!strcmp(mode, "once")) {
+        for (int i = 0; i < 100; i++)
+            check(pwrite(fd, buf, 1024, ((off_t)rank * 100 + i) * 1024) == 1024, "pwrite");
     } else {
         MPI_Abort(MPI_COMM_WORLD, 1);
     }

@@ -24,6 +24,10 @@ pub const QUERIES: &[(&str, &str)] = &[
         "single_writer",
         include_str!("../../report/single_writer.sql"),
     ),
+    (
+        "metadata_storm",
+        include_str!("../../report/metadata_storm.sql"),
+    ),
 ];
 
 /// Tables a dataset may hold (docs/schema.md).
@@ -259,9 +263,26 @@ fn cell(v: &Json) -> String {
     match v {
         Json::Null => "-".into(),
         Json::String(s) => s.clone(),
-        Json::Number(n) if n.is_f64() => format!("{:.3}", n.as_f64().unwrap_or(0.0)),
+        Json::Number(n) if n.is_f64() => format!("{:.6}", n.as_f64().unwrap_or(0.0)),
         other => other.to_string(),
     }
+}
+
+/// Words of `text` in lines of at most `width` characters.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = vec![String::new()];
+    for word in text.split_whitespace() {
+        let line = lines.last_mut().expect("one line at least");
+        if !line.is_empty() && line.len() + 1 + word.len() > width {
+            lines.push(word.to_string());
+        } else {
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+    }
+    lines
 }
 
 /// Rows of each query shown on a terminal.
@@ -293,7 +314,9 @@ pub fn to_text(answers: &[Answer]) -> String {
             continue;
         }
         if a.query.kind == Kind::Detector {
-            let _ = writeln!(out, "   {}", a.query.about);
+            for l in wrap(&a.query.about, 96) {
+                let _ = writeln!(out, "   {l}");
+            }
         }
         let cells: Vec<Vec<String>> = a
             .rows

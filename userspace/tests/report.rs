@@ -12,8 +12,13 @@ const RANKS: i64 = 4;
 
 /// Traces `patterns MODE FILE` on 4 ranks (POSIX layer) and returns (dataset, file).
 fn trace(mode: &str) -> (PathBuf, String) {
+    trace_in(mode, &format!("report_{mode}"))
+}
+
+/// As `trace`, in a scratch directory of its own (tests run in parallel).
+fn trace_in(mode: &str, scratch_name: &str) -> (PathBuf, String) {
     require_root();
-    let dir = scratch(&format!("report_{mode}"));
+    let dir = scratch(scratch_name);
     let exe = build_c("mpicc", "patterns.c", &dir.join("patterns"), &[]);
     let file = dir.join(format!("{mode}.dat"));
     let out = dir.join("out");
@@ -114,7 +119,7 @@ fn a_single_writer_is_found_and_spread_writes_are_not() {
 /// The shipped SQL gives DuckDB itself the same answer as `strata report`.
 #[test]
 fn the_shipped_sql_runs_in_duckdb_with_the_same_answer() {
-    let (out, file) = trace("small");
+    let (out, file) = trace_in("small", "report_small_duckdb");
     let (views, _) = strata::report::view_sql(&out);
     let sql =
         std::fs::read_to_string(common::repo_root().join("report/small_operations.sql")).unwrap();
@@ -136,4 +141,24 @@ fn the_shipped_sql_runs_in_duckdb_with_the_same_answer() {
     via_report.sort();
     assert_eq!(direct, via_report);
     assert_eq!(direct.len(), RANKS as usize);
+}
+
+#[test]
+fn a_metadata_storm_is_found_on_reopening_ranks_and_not_on_ones_that_open_once() {
+    let (out, file) = trace("reopen");
+    let r = report(&out);
+    let found = findings(&r, "metadata_storm", &file);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    let f = &found[0];
+    assert_eq!(f["processes"], RANKS);
+    // Per rank: the open of the whole run (O_CREAT by rank 0 aside) and its close, plus 100
+    // open/close pairs; 100 pwrites.
+    let rank0_create = 2;
+    assert_eq!(f["metadata_calls"], RANKS * (2 + 200) + rank0_create);
+    assert_eq!(f["data_calls"], RANKS * 100);
+    assert!(f["max_open_seconds"].as_f64().unwrap() >= f["min_open_seconds"].as_f64().unwrap());
+
+    let (out, file) = trace("once");
+    let r = report(&out);
+    assert_eq!(findings(&r, "metadata_storm", &file), Vec::<Value>::new());
 }

@@ -39,6 +39,8 @@ pub fn run(np: u32) -> anyhow::Result<()> {
             .arg(&exe)
             .arg(dir.join("work/example.h5")),
     )?;
+    eprintln!("\nexample: strata report {}", out.display());
+    exec(Command::new(&strata).arg("report").arg(&out))?;
     eprintln!(
         "\nexample: query it, e.g. with DuckDB:\n  SELECT layer, function, count(*) AS calls, sum(bytes_result) AS bytes\n  FROM read_parquet('{}/calls/**/*.parquet', hive_partitioning = true)\n  GROUP BY ALL ORDER BY bytes DESC NULLS LAST;",
         out.display()
