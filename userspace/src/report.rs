@@ -16,6 +16,8 @@ pub const QUERIES: &[(&str, &str)] = &[
     ("layers", include_str!("../../report/layers.sql")),
     ("processes", include_str!("../../report/ranks.sql")),
     ("files", include_str!("../../report/files.sql")),
+    ("jobs", include_str!("../../report/jobs.sql")),
+    ("slow_calls", include_str!("../../report/slow_calls.sql")),
     (
         "small_operations",
         include_str!("../../report/small_operations.sql"),

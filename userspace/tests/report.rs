@@ -104,6 +104,21 @@ fn a_single_writer_is_found_and_spread_writes_are_not() {
     assert_eq!(f["job_bytes_written"], RANKS * 1024 * 1024);
     assert_eq!(f["share"], 1.0);
     assert_eq!(f["ranks"], RANKS);
+    // The job view holds the 4 ranks and their bytes; the slowest calls come slowest first,
+    // and rank 0's 1 MiB pwrites are among them with nothing traced beneath.
+    let jobs = r["summaries"]["jobs"].as_array().unwrap();
+    let job = jobs
+        .iter()
+        .find(|j| j["ranks"] == RANKS)
+        .expect("a row with the 4 ranks");
+    assert!(job["posix_bytes_written"].as_i64().unwrap() >= RANKS * 1024 * 1024);
+    let slow = r["summaries"]["slow_calls"].as_array().unwrap();
+    assert!(!slow.is_empty());
+    let secs: Vec<f64> = slow
+        .iter()
+        .map(|c| c["seconds"].as_f64().unwrap())
+        .collect();
+    assert!(secs.windows(2).all(|w| w[0] >= w[1]), "{secs:?}");
 
     let (out, _) = trace("spread");
     let r = report(&out);
