@@ -492,17 +492,26 @@ fn attach_kernel(
     attach: &[Mechanism],
     status: &mut ProbeStatus,
 ) -> Result<(), Failure> {
+    first_mechanism(attach, status, |m, status| match m {
+        Mechanism::Tracepoint { category, name } => {
+            status.mechanism = "tracepoint";
+            status.target = format!("{category}/{name}");
+            attach_kernel_tracepoint(ebpf, root, event, category, name)
+        }
+        Mechanism::Kprobe { .. } => Err(anyhow!("kernel events attach through tracepoints")),
+    })
+}
+
+/// Tries each mechanism in order until one attaches; the `reason` keeps why the ones before
+/// failed, and the failure lists every reason.
+fn first_mechanism(
+    attach: &[Mechanism],
+    status: &mut ProbeStatus,
+    mut try_one: impl FnMut(&Mechanism, &mut ProbeStatus) -> anyhow::Result<()>,
+) -> Result<(), Failure> {
     let mut reasons = Vec::new();
     for m in attach {
-        let r = match m {
-            Mechanism::Tracepoint { category, name } => {
-                status.mechanism = "tracepoint";
-                status.target = format!("{category}/{name}");
-                attach_kernel_tracepoint(ebpf, root, event, category, name)
-            }
-            Mechanism::Kprobe { .. } => Err(anyhow!("kernel events attach through tracepoints")),
-        };
-        match r {
+        match try_one(m, status) {
             Ok(()) => {
                 if !reasons.is_empty() {
                     status.reason = Some(reasons.join("; "));
@@ -526,62 +535,48 @@ fn attach_kfunc(
     offsets: &Result<[u32; 4], String>,
     status: &mut ProbeStatus,
 ) -> Result<(), Failure> {
-    let mut reasons = Vec::new();
-    for m in attach {
+    first_mechanism(attach, status, |m, status| {
         let Mechanism::Kprobe { function: target } = m else {
-            reasons.push(format!("{m}: not a mechanism for kernel functions"));
-            continue;
+            anyhow::bail!("not a mechanism for kernel functions");
         };
         status.mechanism = "kprobe";
         status.target = target.clone();
-        let r = (|| -> anyhow::Result<()> {
-            if !Path::new(KPROBE_PMU).exists() {
-                anyhow::bail!(
-                    "this kernel has no kprobes (built without CONFIG_KPROBES: {KPROBE_PMU} is absent)"
-                );
-            }
-            if p.args.contains(&crate::probes::ArgKind::KFile) {
-                if let Err(e) = offsets {
-                    anyhow::bail!("{e}");
-                }
-            }
-            let addr = kallsyms_address(target)?;
-            let mut ids: BpfHashMap<_, u64, u32> = BpfHashMap::try_from(
-                ebpf.map_mut(maps::KFUNC_IDS)
-                    .ok_or_else(|| anyhow!("map {} missing", maps::KFUNC_IDS))?,
-            )?;
-            // With indirect-branch tracking the probe sits after the function's endbr64;
-            // which address the program sees depends on the kernel version: map both.
-            ids.insert(addr, p.id, 0)?;
-            ids.insert(addr + 4, p.id, 0)?;
-            let mut specs: Array<_, FuncSpec> = Array::try_from(
-                ebpf.map_mut(maps::FUNC_SPECS)
-                    .ok_or_else(|| anyhow!("map {} missing", maps::FUNC_SPECS))?,
-            )?;
-            specs.set(p.id, p.spec(), 0)?;
-            for prog in [programs::KPROBE_ENTRY, programs::KPROBE_RETURN] {
-                let kp: &mut KProbe = ebpf
-                    .program_mut(prog)
-                    .ok_or_else(|| anyhow!("program {prog} missing from the eBPF object"))?
-                    .try_into()?;
-                if kp.fd().is_err() {
-                    kp.load().context("the kernel rejected the program")?;
-                }
-                kp.attach(target, 0)?;
-            }
-            Ok(())
-        })();
-        match r {
-            Ok(()) => {
-                if !reasons.is_empty() {
-                    status.reason = Some(reasons.join("; "));
-                }
-                return Ok(());
-            }
-            Err(e) => reasons.push(format!("{m}: {e:#}")),
+        if !Path::new(KPROBE_PMU).exists() {
+            anyhow::bail!(
+                "this kernel has no kprobes (built without CONFIG_KPROBES: {KPROBE_PMU} is absent)"
+            );
         }
-    }
-    Err(Failure::Failed(reasons.join("; ")))
+        if p.args.contains(&crate::probes::ArgKind::KFile) {
+            if let Err(e) = offsets {
+                anyhow::bail!("{e}");
+            }
+        }
+        let addr = kallsyms_address(target)?;
+        let mut ids: BpfHashMap<_, u64, u32> = BpfHashMap::try_from(
+            ebpf.map_mut(maps::KFUNC_IDS)
+                .ok_or_else(|| anyhow!("map {} missing", maps::KFUNC_IDS))?,
+        )?;
+        // With indirect-branch tracking the probe sits after the function's endbr64;
+        // which address the program sees depends on the kernel version: map both.
+        ids.insert(addr, p.id, 0)?;
+        ids.insert(addr + 4, p.id, 0)?;
+        let mut specs: Array<_, FuncSpec> = Array::try_from(
+            ebpf.map_mut(maps::FUNC_SPECS)
+                .ok_or_else(|| anyhow!("map {} missing", maps::FUNC_SPECS))?,
+        )?;
+        specs.set(p.id, p.spec(), 0)?;
+        for prog in [programs::KPROBE_ENTRY, programs::KPROBE_RETURN] {
+            let kp: &mut KProbe = ebpf
+                .program_mut(prog)
+                .ok_or_else(|| anyhow!("program {prog} missing from the eBPF object"))?
+                .try_into()?;
+            if kp.fd().is_err() {
+                kp.load().context("the kernel rejected the program")?;
+            }
+            kp.attach(target, 0)?;
+        }
+        Ok(())
+    })
 }
 
 /// The address of a kernel function, from /proc/kallsyms (root sees real addresses).
