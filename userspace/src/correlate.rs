@@ -99,10 +99,18 @@ pub struct Correlator {
     kernel: crate::kernel::Kernel,
     /// Transfers of AIO helper threads, linked to the calls that queued them.
     helpers: crate::aio::Helpers,
+    /// Some enabled probe queues transfers (returns a request): only then can a helper
+    /// thread's transfer need linking, and only then are such transfers held back.
+    queues_transfers: bool,
 }
 
 impl Correlator {
     pub fn new(probes: Vec<Probe>, clock: Clock) -> Self {
+        let queues_transfers = probes.iter().any(|p| {
+            p.enabled
+                && matches!(p.op, Op::Read | Op::Write)
+                && p.arg(ArgKind::OutRequest).is_some()
+        });
         let mut libraries: Vec<String> = probes
             .iter()
             .filter(|p| p.enabled)
@@ -131,6 +139,7 @@ impl Correlator {
             summary: Summary::default(),
             kernel: Default::default(),
             helpers: Default::default(),
+            queues_transfers,
         }
     }
 
@@ -161,7 +170,7 @@ impl Correlator {
                 self.summary.add_call(&row);
                 self.kernel.call_done(&row);
                 let p = &self.probes[rec.func_id as usize];
-                let transfer = matches!(p.op, Op::Read | Op::Write);
+                let transfer = self.queues_transfers && matches!(p.op, Op::Read | Op::Write);
                 if transfer && p.arg(ArgKind::OutRequest).is_some() {
                     for t in self.helpers.request(&row) {
                         out.calls.push(t);
