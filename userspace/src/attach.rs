@@ -45,6 +45,9 @@ pub struct Loaded {
     pub statuses: Vec<ProbeStatus>,
     /// Inode numbers of files of interest to the kernel-layer programs.
     watched: BpfHashMap<MapData, u64, u8>,
+    /// Traced cgroups (cgroup mode), and the level of each for `Config::cgroup_levels`.
+    cgroups: BpfHashMap<MapData, u64, u32>,
+    cgroup_levels: HashMap<u64, u32>,
     config: Array<MapData, Config>,
     config_value: Config,
     attached_at: HashMap<(PathBuf, u64), u32>,
@@ -79,6 +82,36 @@ impl Loaded {
         }
     }
 
+    /// Starts tracing the processes of a cgroup (and its descendants) in cgroup mode.
+    pub fn add_cgroup(&mut self, c: crate::cgroup::Cgroup) -> anyhow::Result<()> {
+        if c.level >= strata_common::MAX_CGROUP_LEVEL {
+            anyhow::bail!(
+                "cgroup {} is {} levels deep; strata follows cgroups up to {} levels",
+                c.id,
+                c.level,
+                strata_common::MAX_CGROUP_LEVEL - 1
+            );
+        }
+        self.cgroups
+            .insert(c.id, c.level, 0)
+            .with_context(|| format!("cannot add cgroup {} to the kernel filter", c.id))?;
+        self.cgroup_levels.insert(c.id, c.level);
+        self.update_levels()
+    }
+
+    /// Stops tracing a cgroup: its processes' next events are not recorded.
+    pub fn remove_cgroup(&mut self, id: u64) -> anyhow::Result<()> {
+        let _ = self.cgroups.remove(&id);
+        self.cgroup_levels.remove(&id);
+        self.update_levels()
+    }
+
+    fn update_levels(&mut self) -> anyhow::Result<()> {
+        self.config_value.cgroup_levels = self.cgroup_levels.values().fold(0, |m, l| m | 1 << l);
+        self.config.set(0, self.config_value, 0)?;
+        Ok(())
+    }
+
     /// Uprobe attachments (entry and return) that detaching will release.
     pub fn uprobe_links(&self) -> usize {
         2 * self.attached_at.len()
@@ -87,8 +120,11 @@ impl Loaded {
 
 pub struct Options {
     pub trace_all: bool,
-    /// Trace a cgroup v2 and its descendants, filtered in the kernel.
-    pub cgroup: Option<crate::cgroup::Cgroup>,
+    /// Trace the processes of the cgroups given to [`Loaded::add_cgroup`] (and their
+    /// descendant cgroups), filtered in the kernel; none until one is added.
+    pub cgroup_mode: bool,
+    /// Only processes of these uids (none: every user).
+    pub users: Vec<u32>,
     pub ring_bytes: u32,
     pub syscall_mode: SyscallMode,
     pub datatype_size_offset: u32,
@@ -208,9 +244,18 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
     let counters = PerCpuArray::try_from(map(&mut ebpf, maps::COUNTERS)?)?;
     let events = RingBuf::try_from(map(&mut ebpf, maps::EVENTS)?)?;
     let watched = BpfHashMap::try_from(map(&mut ebpf, maps::WATCHED_INODES)?)?;
+    let cgroups = BpfHashMap::try_from(map(&mut ebpf, maps::CGROUPS)?)?;
+    let mut users: BpfHashMap<_, u32, u8> = BpfHashMap::try_from(map(&mut ebpf, maps::USERS)?)?;
+    for uid in &opts.users {
+        users
+            .insert(uid, 1, 0)
+            .with_context(|| format!("cannot add uid {uid} to the user filter"))?;
+    }
     Ok(Loaded {
         ebpf,
         traced,
+        cgroups,
+        cgroup_levels: HashMap::new(),
         counters,
         events,
         statuses,
@@ -416,8 +461,9 @@ fn lifecycle_config(root: &Path, opts: &Options) -> anyhow::Result<Config> {
         inode_ino_off: 0,
         inode_sb_off: 0,
         sb_dev_off: 0,
-        cgroup_level: opts.cgroup.map_or(0, |c| c.level),
-        cgroup_id: opts.cgroup.map_or(0, |c| c.id),
+        cgroup_mode: u32::from(opts.cgroup_mode),
+        cgroup_levels: 0,
+        user_filter: u32::from(!opts.users.is_empty()),
     })
 }
 

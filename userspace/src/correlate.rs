@@ -145,7 +145,9 @@ impl Correlator {
 
     pub fn handle(&mut self, ev: Event, out: &mut Dataset) {
         match ev {
-            Event::Str { call_id, arg, text } => {
+            Event::Str {
+                call_id, arg, text, ..
+            } => {
                 self.pending_args
                     .entry(call_id)
                     .or_default()
@@ -156,6 +158,7 @@ impl Correlator {
                 call_id,
                 arg,
                 words,
+                ..
             } => {
                 self.pending_args
                     .entry(call_id)

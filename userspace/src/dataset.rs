@@ -1,10 +1,16 @@
 //! The output dataset of one run: a writer per table under `OUT/<table>/host=<host>/`.
+//!
+//! Files are readable by their owner (root) and group only by default: they hold the paths
+//! and arguments of other users' jobs.
 use std::path::Path;
 
 use crate::{
     schema::{Block, Calls, Files, Handles, Pagecache, Probes, Processes, Run, RunRow},
     sink::TableWriter,
 };
+
+/// Default permissions of the Parquet files (`file_mode` in the configuration).
+pub const DEFAULT_FILE_MODE: u32 = 0o640;
 
 pub struct Dataset {
     pub run_id: String,
@@ -19,17 +25,19 @@ pub struct Dataset {
 }
 
 impl Dataset {
-    pub fn create(root: &Path, host: &str, run_id: &str) -> anyhow::Result<Self> {
+    /// `mode`: permissions of the files (directories get the matching search bits).
+    pub fn create(root: &Path, host: &str, run_id: &str, mode: u32) -> anyhow::Result<Self> {
+        let at = (root, host, run_id, mode);
         Ok(Self {
             run_id: run_id.to_string(),
-            calls: TableWriter::new(root, host, run_id)?,
-            handles: TableWriter::new(root, host, run_id)?,
-            files: TableWriter::new(root, host, run_id)?,
-            processes: TableWriter::new(root, host, run_id)?,
-            probes: TableWriter::new(root, host, run_id)?,
-            block: TableWriter::new(root, host, run_id)?,
-            pagecache: TableWriter::new(root, host, run_id)?,
-            run: TableWriter::new(root, host, run_id)?,
+            calls: TableWriter::new(at)?,
+            handles: TableWriter::new(at)?,
+            files: TableWriter::new(at)?,
+            processes: TableWriter::new(at)?,
+            probes: TableWriter::new(at)?,
+            block: TableWriter::new(at)?,
+            pagecache: TableWriter::new(at)?,
+            run: TableWriter::new(at)?,
         })
     }
 

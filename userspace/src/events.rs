@@ -10,6 +10,7 @@ pub enum Event {
     Call(CallRecord),
     /// String argument `arg` of `call_id`; `None` when the kernel could not read it.
     Str {
+        pid: u32,
         call_id: u64,
         arg: u32,
         text: Option<String>,
@@ -20,6 +21,7 @@ pub enum Event {
     },
     /// Array argument `arg` of `call_id` (the words the kernel could read).
     Blob {
+        pid: u32,
         call_id: u64,
         arg: u32,
         words: Vec<u64>,
@@ -28,6 +30,19 @@ pub enum Event {
         event: KernelEvent,
         rec: KernelRecord,
     },
+}
+
+impl Event {
+    /// The process (tgid) the record was made in: for kernel events, whatever task was
+    /// running (a writeback worker, an interrupted one).
+    pub fn pid(&self) -> u32 {
+        match self {
+            Self::Call(r) => r.pid,
+            Self::Str { pid, .. } | Self::Blob { pid, .. } => *pid,
+            Self::Proc { rec, .. } => rec.pid,
+            Self::Kernel { rec, .. } => rec.pid,
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -63,6 +78,7 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
                 String::from_utf8_lossy(s).into_owned()
             });
             Ok(Event::Str {
+                pid: hdr.pid,
                 call_id: hdr.call_id,
                 arg: hdr.arg,
                 text,
@@ -77,6 +93,7 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
                 .map(|c| u64::from_ne_bytes(c.try_into().expect("8-byte chunk")))
                 .collect();
             Ok(Event::Blob {
+                pid: hdr.pid,
                 call_id: hdr.call_id,
                 arg: hdr.arg,
                 words,
@@ -136,7 +153,7 @@ mod tests {
                 arg: 1,
                 call_id: 42,
                 len: 4,
-                _pad: 0,
+                pid: 0,
             },
             data: [0; STR_CAP],
         };
@@ -144,7 +161,9 @@ mod tests {
         // Only the header and the string travel.
         let short = &bytes(&s)[..size_of::<StrHeader>() + 4];
         match decode(short).unwrap() {
-            Event::Str { call_id, arg, text } => {
+            Event::Str {
+                call_id, arg, text, ..
+            } => {
                 assert_eq!((call_id, arg, text.as_deref()), (42, 1, Some("/tmp")))
             }
             e => panic!("{e:?}"),

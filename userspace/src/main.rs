@@ -31,6 +31,116 @@ struct Cli {
     cmd: Cmd,
 }
 
+/// Options of `record` and `daemon`; each defaults to the configuration file's key of the
+/// same name, then to the built-in default.
+#[derive(clap::Args)]
+struct TraceOpts {
+    /// Configuration file [default: /etc/strata/strata.toml if it exists].
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Probe list to use instead of the built-in one (see docs/probes.md).
+    #[arg(long, value_name = "FILE")]
+    probes: Option<PathBuf>,
+    /// Trace exactly these layers (comma-separated: posix, stdio, libc, mpiio, hdf5,
+    /// netcdf, vfs, block, pagecache), including probes marked `enabled = false`.
+    /// Default: the probes enabled in the file (all but libc).
+    #[arg(long, value_delimiter = ',')]
+    layers: Option<Vec<String>>,
+    /// Ring buffer size in MiB (rounded up to a power of two). Raise it if events are lost.
+    /// [default: 16]
+    #[arg(long, value_name = "MIB")]
+    ring_buffer_mib: Option<u32>,
+    /// How syscall probes attach: `raw` (two raw_syscalls tracepoints; fast start and
+    /// stop) or `per-syscall` (one tracepoint pair per probed syscall; no cost on other
+    /// syscalls, but seconds to detach). [default: raw]
+    #[arg(long, value_enum)]
+    syscall_mode: Option<attach::SyscallMode>,
+    /// How often buffered rows are written out as Parquet files. [default: 1s]
+    #[arg(long, value_parser = parse_duration)]
+    flush_interval: Option<Duration>,
+    /// Node name of the dataset's `host=` partitions. [default: the hostname]
+    #[arg(long)]
+    host: Option<String>,
+    /// Permissions of the Parquet files, octal. [default: 0640]
+    #[arg(long, value_name = "MODE")]
+    file_mode: Option<String>,
+    /// Trace only processes of these users (comma-separated names or uids), filtered in
+    /// the kernel.
+    #[arg(long, value_delimiter = ',', value_name = "USERS")]
+    users: Option<Vec<String>>,
+}
+
+/// `TraceOpts` merged with the configuration file.
+struct Settings {
+    probes: Option<PathBuf>,
+    layers: Option<Vec<probes::Layer>>,
+    ring_buffer_mib: u32,
+    syscall_mode: attach::SyscallMode,
+    flush_interval: Duration,
+    host: String,
+    file_mode: u32,
+    users: Vec<u32>,
+    daemon: strata::config::DaemonConfig,
+}
+
+impl TraceOpts {
+    fn settings(self) -> anyhow::Result<Settings> {
+        use clap::ValueEnum as _;
+        let cfg = strata::config::load(self.config.as_deref())?;
+        let layers = self
+            .layers
+            .or(cfg.layers)
+            .map(|ls| {
+                ls.iter()
+                    .map(|l| l.parse::<probes::Layer>())
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .transpose()
+            .map_err(anyhow::Error::msg)?;
+        let syscall_mode = match (self.syscall_mode, cfg.syscall_mode) {
+            (Some(m), _) => m,
+            (None, Some(m)) => {
+                attach::SyscallMode::from_str(&m, false).map_err(anyhow::Error::msg)?
+            }
+            (None, None) => attach::SyscallMode::Raw,
+        };
+        let flush_interval = match (self.flush_interval, cfg.flush_interval) {
+            (Some(d), _) => d,
+            (None, Some(d)) => parse_duration(&d).map_err(anyhow::Error::msg)?,
+            (None, None) => Duration::from_secs(1),
+        };
+        let file_mode = match self.file_mode.or(cfg.file_mode) {
+            Some(m) => {
+                strata::config::file_mode(&m).map_err(|e| anyhow::anyhow!("--file-mode: {e}"))?
+            }
+            None => strata::dataset::DEFAULT_FILE_MODE,
+        };
+        let users = match self.users.or(cfg.users) {
+            Some(u) => strata::config::uids(&u)?,
+            None => Vec::new(),
+        };
+        let host = self
+            .host
+            .or(cfg.host)
+            .unwrap_or_else(strata::node::hostname);
+        anyhow::ensure!(
+            !host.is_empty() && !host.contains(['/', '=']),
+            "host name {host:?} cannot name a partition (no '/' or '=')"
+        );
+        Ok(Settings {
+            probes: self.probes.or(cfg.probes),
+            layers,
+            ring_buffer_mib: self.ring_buffer_mib.or(cfg.ring_buffer_mib).unwrap_or(16),
+            syscall_mode,
+            flush_interval,
+            host,
+            file_mode,
+            users,
+            daemon: cfg.daemon,
+        })
+    }
+}
+
 #[derive(Subcommand)]
 enum Cmd {
     /// Trace a command, a running process tree, or the whole node into a Parquet dataset.
@@ -62,31 +172,40 @@ enum Cmd {
         /// Stop after this long (e.g. 30s, 5m, 2h).
         #[arg(long, value_parser = parse_duration)]
         duration: Option<Duration>,
-        /// Probe list to use instead of the built-in one (see docs/probes.md).
-        #[arg(long, value_name = "FILE")]
-        probes: Option<PathBuf>,
-        /// Trace exactly these layers (comma-separated: posix, stdio, libc, mpiio, hdf5,
-        /// netcdf, vfs, block, pagecache), including probes marked `enabled = false`.
-        /// Default: the probes enabled in the file (all but libc).
-        #[arg(long, value_delimiter = ',')]
-        layers: Option<Vec<String>>,
-        /// Ring buffer size in MiB (rounded up to a power of two). Raise it if events are lost.
-        #[arg(long, default_value_t = 16, value_name = "MIB")]
-        ring_buffer_mib: u32,
-        /// How syscall probes attach: `raw` (two raw_syscalls tracepoints; fast start and
-        /// stop) or `per-syscall` (one tracepoint pair per probed syscall; no cost on other
-        /// syscalls, but seconds to detach).
-        #[arg(long, value_enum, default_value_t = attach::SyscallMode::Raw)]
-        syscall_mode: attach::SyscallMode,
-        /// How often buffered rows are written out as Parquet files.
-        #[arg(long, default_value = "1s", value_parser = parse_duration)]
-        flush_interval: Duration,
+        #[command(flatten)]
+        opts: TraceOpts,
         /// No status line and no summary.
         #[arg(short, long)]
         quiet: bool,
         /// The command to trace, after `--`.
         #[arg(last = true, value_name = "COMMAND")]
         command: Vec<String>,
+    },
+    /// Run as the node's tracing service: load the probes once, then trace the jobs that
+    /// `strata ctl` (or a Slurm prolog) names, each into OUTPUT_ROOT/<job>/.
+    ///
+    /// A job is a cgroup v2 (or a Slurm job's cgroup, waited for if it does not exist yet);
+    /// its dataset closes on `strata ctl stop`, when its cgroup is removed (the job ended),
+    /// or when the daemon stops (SIGTERM). See docs/admin.md for systemd and Slurm.
+    Daemon {
+        /// Where job datasets go: OUTPUT_ROOT/<job>/<table>/host=<node>/.
+        /// [default: the configuration's daemon.output_root]
+        #[arg(short, long, value_name = "OUTPUT_ROOT")]
+        output_root: Option<PathBuf>,
+        /// The control socket. [default: /run/strata/strata.sock]
+        #[arg(long, value_name = "PATH")]
+        socket: Option<PathBuf>,
+        #[command(flatten)]
+        opts: TraceOpts,
+    },
+    /// Tell the daemon to start or stop tracing a job, or ask what it traces.
+    #[command(arg_required_else_help = true)]
+    Ctl {
+        /// The daemon's control socket.
+        #[arg(long, value_name = "PATH", default_value = strata::control::DEFAULT_SOCKET, global = true)]
+        socket: PathBuf,
+        #[command(subcommand)]
+        cmd: CtlCmd,
     },
     /// Summarise a dataset and look for known I/O patterns (small operations, a single
     /// writer, ...). The queries are the SQL files shipped in report/, run by an embedded
@@ -117,6 +236,30 @@ enum Cmd {
     },
 }
 
+#[derive(Subcommand)]
+enum CtlCmd {
+    /// Start tracing a job into OUTPUT_ROOT/JOB/.
+    #[command(arg_required_else_help = true)]
+    Start {
+        /// The job's name: its dataset's directory (letters, digits, '.', '_', '-').
+        job: String,
+        /// The job's cgroup v2 directory (waited for if it does not exist yet).
+        #[arg(long, value_name = "DIR", required_unless_present = "slurm_job")]
+        cgroup: Option<PathBuf>,
+        /// The Slurm job whose cgroup on this node is traced.
+        #[arg(long, value_name = "JOBID", conflicts_with = "cgroup")]
+        slurm_job: Option<String>,
+        /// With --slurm-job: only this step.
+        #[arg(long, value_name = "STEP", requires = "slurm_job")]
+        slurm_step: Option<String>,
+    },
+    /// Stop tracing a job and close its dataset.
+    #[command(arg_required_else_help = true)]
+    Stop { job: String },
+    /// List the jobs being traced (JSON).
+    Status,
+}
+
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 enum ReportFormat {
     Text,
@@ -124,23 +267,7 @@ enum ReportFormat {
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
-    let (num, unit) = s
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .map_or((s, "s"), |i| s.split_at(i));
-    let v: f64 = num
-        .parse()
-        .map_err(|_| format!("bad duration {s:?} (try 30s, 5m, 2h)"))?;
-    let secs = match unit {
-        "ms" => v / 1000.0,
-        "s" | "" => v,
-        "m" => v * 60.0,
-        "h" => v * 3600.0,
-        _ => return Err(format!("bad duration unit in {s:?} (ms, s, m or h)")),
-    };
-    if !secs.is_finite() || secs <= 0.0 {
-        return Err(format!("duration {s:?} must be positive"));
-    }
-    Ok(Duration::from_secs_f64(secs))
+    strata::config::parse_duration(s)
 }
 
 fn main() -> ExitCode {
@@ -172,22 +299,11 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
             slurm_job,
             slurm_step,
             duration,
-            probes,
-            layers,
-            ring_buffer_mib,
-            syscall_mode,
-            flush_interval,
+            opts,
             quiet,
             command,
         } => {
-            let layers = layers
-                .map(|ls| {
-                    ls.iter()
-                        .map(|l| l.parse::<probes::Layer>())
-                        .collect::<Result<Vec<_>, _>>()
-                })
-                .transpose()
-                .map_err(anyhow::Error::msg)?;
+            let set = opts.settings()?;
             let outcome = record::run(record::RecordArgs {
                 output,
                 command,
@@ -199,14 +315,71 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
                     (None, None) => None,
                 },
                 duration,
-                probes_file: probes,
-                layers,
-                ring_buffer_mib,
-                syscall_mode,
-                flush_interval,
+                probes_file: set.probes,
+                layers: set.layers,
+                ring_buffer_mib: set.ring_buffer_mib,
+                syscall_mode: set.syscall_mode,
+                flush_interval: set.flush_interval,
+                host: set.host,
+                file_mode: set.file_mode,
+                users: set.users,
                 quiet,
             })?;
             Ok(outcome.exit_code)
+        }
+        Cmd::Daemon {
+            output_root,
+            socket,
+            opts,
+        } => {
+            let set = opts.settings()?;
+            let output_root = output_root.or(set.daemon.output_root).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "give the output root: --output-root DIR, or daemon.output_root in the configuration file"
+                )
+            })?;
+            strata::daemon::run(strata::daemon::DaemonArgs {
+                output_root,
+                socket: socket
+                    .or(set.daemon.socket)
+                    .unwrap_or_else(|| strata::control::DEFAULT_SOCKET.into()),
+                host: set.host,
+                probes_file: set.probes,
+                layers: set.layers,
+                ring_buffer_mib: set.ring_buffer_mib,
+                syscall_mode: set.syscall_mode,
+                flush_interval: set.flush_interval,
+                file_mode: set.file_mode,
+                users: set.users,
+            })?;
+            Ok(0)
+        }
+        Cmd::Ctl { socket, cmd } => {
+            use strata::control::Request;
+            let req = match cmd {
+                CtlCmd::Start {
+                    job,
+                    cgroup,
+                    slurm_job,
+                    slurm_step,
+                } => {
+                    strata::control::check_job_name(&job)?;
+                    Request::Start {
+                        job,
+                        cgroup,
+                        slurm_job,
+                        slurm_step,
+                    }
+                }
+                CtlCmd::Stop { job } => Request::Stop { job },
+                CtlCmd::Status => Request::Status,
+            };
+            let answer = strata::control::send(&socket, &req)?;
+            println!("{}", serde_json::to_string_pretty(&answer)?);
+            match answer.error {
+                Some(e) => anyhow::bail!("the daemon refused: {e}"),
+                None => Ok(0),
+            }
         }
         Cmd::BenchPipeline { events, dir } => {
             std::fs::create_dir_all(&dir)?;
@@ -267,16 +440,6 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("30s").unwrap(), Duration::from_secs(30));
-        assert_eq!(parse_duration("5m").unwrap(), Duration::from_secs(300));
-        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
-        assert_eq!(parse_duration("2").unwrap(), Duration::from_secs(2));
-        assert!(parse_duration("0s").is_err());
-        assert!(parse_duration("3 weeks").is_err());
-    }
 
     #[test]
     fn cli_is_consistent() {

@@ -54,7 +54,7 @@ fn string(call_id: u64, arg: u32, s: &str) -> Vec<u8> {
         arg,
         call_id,
         len: len as u32,
-        _pad: 0,
+        pid: 0,
     };
     // SAFETY: as above.
     let mut v = unsafe {
@@ -120,7 +120,7 @@ pub fn run(events: u64, out: &Path) -> anyhow::Result<Result> {
     }
     stream.truncate(events as usize);
 
-    let mut dataset = Dataset::create(out, "bench", "pipeline")?;
+    let mut dataset = Dataset::create(out, "bench", "pipeline", crate::dataset::DEFAULT_FILE_MODE)?;
     let mut corr = Correlator::new(probes, Clock::now());
     let start = Instant::now();
     for (i, rec) in stream.iter().enumerate() {

@@ -20,7 +20,7 @@ use crate::{
     dataset::Dataset,
     events,
     probes::{self, Layer},
-    schema::{ProbeRow, RunRow},
+    schema::ProbeRow,
     summary::human,
     target::{self, Spawned},
 };
@@ -38,6 +38,11 @@ pub struct RecordArgs {
     pub ring_buffer_mib: u32,
     pub syscall_mode: attach::SyscallMode,
     pub flush_interval: Duration,
+    /// The node name of the `host=` partitions.
+    pub host: String,
+    pub file_mode: u32,
+    /// Only processes of these uids (empty: all).
+    pub users: Vec<u32>,
     pub quiet: bool,
 }
 
@@ -66,11 +71,11 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
         None => None,
     };
 
-    let host = hostname();
+    let host = args.host.clone();
     let clock = Clock::now();
     let start_ns = clock.epoch(monotonic_ns());
     let run_id = format!("{}-{}", start_ns / 1_000_000, std::process::id());
-    let mut out = Dataset::create(&args.output, &host, &run_id)?;
+    let mut out = Dataset::create(&args.output, &host, &run_id, args.file_mode)?;
 
     // Signals: the first asks for a clean stop; they never kill strata mid-write.
     let stop = Arc::new(AtomicBool::new(false));
@@ -93,7 +98,8 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
         &probes,
         &attach::Options {
             trace_all: args.all,
-            cgroup,
+            cgroup_mode: cgroup.is_some(),
+            users: args.users.clone(),
             ring_bytes: args.ring_buffer_mib.max(1).next_power_of_two() << 20,
             syscall_mode: args.syscall_mode,
             datatype_size_offset: probes
@@ -102,6 +108,9 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
                 .unwrap_or(0) as u32,
         },
     )?;
+    if let Some(c) = cgroup {
+        loaded.add_cgroup(c)?;
+    }
     for s in &loaded.statuses {
         out.probes
             .push(probe_row(&run_id, &probes[s.probe_id as usize], s));
@@ -133,16 +142,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
     } else {
         "--all".to_string()
     };
-    let mut run_row = RunRow {
-        run_id: run_id.clone(),
-        host: host.clone(),
-        kernel: kernel_release(),
-        strata_version: env!("CARGO_PKG_VERSION").to_string(),
-        command,
-        start_ns,
-        clock_offset_ns: clock.offset_ns,
-        ..RunRow::default()
-    };
+    let mut run_row = crate::node::run_row(&run_id, &host, command, start_ns, clock, None);
     out.write_run(run_row.clone())?;
     out.flush()?;
     if !args.quiet {
@@ -321,7 +321,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
 }
 
 /// Attaches probes to probed libraries that traced processes opened since the last call.
-fn attach_opened_libraries(
+pub(crate) fn attach_opened_libraries(
     loaded: &mut attach::Loaded,
     corr: &mut Correlator,
     probes: &[probes::Probe],
@@ -378,7 +378,7 @@ fn mapped_files(pid: i32) -> Vec<String> {
     files
 }
 
-fn probe_row(run_id: &str, p: &probes::Probe, s: &attach::ProbeStatus) -> ProbeRow {
+pub(crate) fn probe_row(run_id: &str, p: &probes::Probe, s: &attach::ProbeStatus) -> ProbeRow {
     ProbeRow {
         run_id: run_id.to_string(),
         function: p.function().to_string(),
@@ -423,7 +423,7 @@ fn preflight(args: &RecordArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn poll_readable(fd: i32, timeout: Duration) {
+pub(crate) fn poll_readable(fd: i32, timeout: Duration) {
     let mut pfd = libc::pollfd {
         fd,
         events: libc::POLLIN,
@@ -433,7 +433,7 @@ fn poll_readable(fd: i32, timeout: Duration) {
     unsafe { libc::poll(&mut pfd, 1, timeout.as_millis() as i32) };
 }
 
-fn progress_bar() -> indicatif::ProgressBar {
+pub(crate) fn progress_bar() -> indicatif::ProgressBar {
     let pb = indicatif::ProgressBar::new_spinner();
     pb.set_style(
         indicatif::ProgressStyle::with_template("{spinner} {elapsed} {msg}")
@@ -445,17 +445,4 @@ fn progress_bar() -> indicatif::ProgressBar {
 
 pub fn monotonic_ns() -> u64 {
     crate::correlate::clock_ns(nix::time::ClockId::CLOCK_MONOTONIC) as u64
-}
-
-fn hostname() -> String {
-    nix::unistd::gethostname()
-        .ok()
-        .and_then(|h| h.into_string().ok())
-        .unwrap_or_else(|| "unknown".into())
-}
-
-fn kernel_release() -> String {
-    nix::sys::utsname::uname()
-        .map(|u| u.release().to_string_lossy().into_owned())
-        .unwrap_or_default()
 }

@@ -157,16 +157,18 @@ pub struct TableWriter<T: Table> {
     dir: PathBuf,
     prefix: String,
     seq: u32,
+    mode: u32,
     pub rows_written: u64,
     pub bytes_written: u64,
 }
 
 impl<T: Table> TableWriter<T> {
-    pub fn new(root: &Path, host: &str, run_id: &str) -> anyhow::Result<Self> {
+    /// Files go to `root/<table>/host=<host>/part-<run_id>-*.parquet` with permissions `mode`.
+    pub fn new((root, host, run_id, mode): (&Path, &str, &str, u32)) -> anyhow::Result<Self> {
         let dir = root.join(T::NAME).join(format!("host={host}"));
         fs::DirBuilder::new()
             .recursive(true)
-            .mode(0o750)
+            .mode(mode | (mode & 0o444) >> 2)
             .create(&dir)
             .with_context(|| format!("cannot create output directory {}", dir.display()))?;
         Ok(Self {
@@ -174,6 +176,7 @@ impl<T: Table> TableWriter<T> {
             dir,
             prefix: format!("part-{run_id}"),
             seq: 0,
+            mode,
             rows_written: 0,
             bytes_written: 0,
         })
@@ -197,7 +200,7 @@ impl<T: Table> TableWriter<T> {
     pub fn write_named(&mut self, name: &str) -> anyhow::Result<()> {
         let n = self.rows.len() as u64;
         let batch = self.rows.finish();
-        let bytes = write_file(&self.dir, name, &batch)?;
+        let bytes = write_file(&self.dir, name, &batch, self.mode)?;
         self.rows_written += n;
         self.bytes_written += bytes;
         Ok(())
@@ -213,14 +216,14 @@ fn props() -> WriterProperties {
         .build()
 }
 
-fn write_file(dir: &Path, name: &str, batch: &RecordBatch) -> anyhow::Result<u64> {
+fn write_file(dir: &Path, name: &str, batch: &RecordBatch, mode: u32) -> anyhow::Result<u64> {
     let tmp = dir.join(format!(".{name}.tmp"));
     let path = dir.join(name);
     let file = fs::OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
-        .mode(0o640)
+        .mode(mode)
         .open(&tmp)
         .with_context(|| format!("cannot create {}", tmp.display()))?;
     let written = ArrowWriter::try_new(file, batch.schema(), Some(props())).and_then(|mut w| {

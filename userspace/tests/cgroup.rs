@@ -115,3 +115,47 @@ fn cgroup_targets_that_cannot_work_are_refused_clearly() {
     let err = String::from_utf8_lossy(&res.stderr);
     assert!(err.contains("no cgroup of Slurm job 999999999"), "{err}");
 }
+
+#[test]
+fn only_processes_of_the_given_users_are_traced() {
+    require_root();
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = scratch("users");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let d = dir.display();
+    let out = dir.join("out");
+    // Root writes one file, then a child running as `nobody` writes another.
+    let res = run(strata()
+        .args(["record", "-q", "--layers", "posix", "--users", "nobody", "-o"])
+        .arg(&out)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            &format!(
+                "echo root > {d}/by_root; setpriv --reuid=nobody --regid=nogroup --clear-groups sh -c 'echo x > {d}/by_nobody'"
+            ),
+        ]));
+    assert!(
+        res.status.success(),
+        "{}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+    let calls = rows(&out, "calls");
+    let opened = |name: &str| {
+        let path = format!("{d}/{name}");
+        calls
+            .iter()
+            .filter(|c| c.s("function") == Some("openat") && c.s("path") == Some(path.as_str()))
+            .count()
+    };
+    assert_eq!(opened("by_nobody"), 1, "a process of a listed user");
+    assert_eq!(opened("by_root"), 0, "root is not listed");
+    let res = run(strata()
+        .args(["record", "-q", "--users", "no-such-user-strata", "-o"])
+        .arg(&out)
+        .args(["--", "true"]));
+    assert_eq!(res.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&res.stderr);
+    assert!(err.contains("no user \"no-such-user-strata\""), "{err}");
+}

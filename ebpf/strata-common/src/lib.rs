@@ -36,6 +36,8 @@ pub mod maps {
     pub const WRITEBACK_THREADS: &str = "STRATA_WRITEBACK_THREADS";
     pub const PENDING_BIOS: &str = "STRATA_PENDING_BIOS";
     pub const KFUNC_IDS: &str = "STRATA_KFUNC_IDS";
+    pub const CGROUPS: &str = "STRATA_CGROUPS";
+    pub const USERS: &str = "STRATA_USERS";
 }
 
 /// Program names (the eBPF function names).
@@ -247,12 +249,18 @@ pub struct Config {
     pub inode_ino_off: u32,
     pub inode_sb_off: u32,
     pub sb_dev_off: u32,
-    /// With `cgroup_id` set: the depth of that cgroup below the cgroup v2 root.
-    pub cgroup_level: u32,
-    /// Non-zero: trace exactly the processes in this cgroup v2 (by id) and its descendants,
-    /// whenever they joined.
-    pub cgroup_id: u64,
+    /// Non-zero: trace exactly the processes inside the cgroups v2 of [`maps::CGROUPS`]
+    /// (whenever they joined), none while the map is empty.
+    pub cgroup_mode: u32,
+    /// The depths of those cgroups below the cgroup v2 root (bit n: one is at level n,
+    /// `n < MAX_CGROUP_LEVEL`).
+    pub cgroup_levels: u32,
+    /// Non-zero: only processes whose real uid is in [`maps::USERS`] are traced.
+    pub user_filter: u32,
 }
+
+/// Depths of traced cgroups the kernel filter looks at (see [`Config::cgroup_levels`]).
+pub const MAX_CGROUP_LEVEL: u32 = 32;
 
 /// How the kernel side captures one probed function or syscall.
 #[repr(C)]
@@ -393,7 +401,8 @@ pub struct StrHeader {
     pub call_id: u64,
     /// Bytes of the string without the NUL; [`STR_FAILED`] when the read failed.
     pub len: u32,
-    pub _pad: u32,
+    /// tgid of the calling process (routes the record before its call's record arrives).
+    pub pid: u32,
 }
 
 /// Kernel-side scratch space in which a [`StrHeader`] and its string are assembled.

@@ -16,9 +16,9 @@ use aya_ebpf::{
     bindings::{BPF_F_NO_PREALLOC, BPF_RB_AVAIL_DATA, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP},
     helpers::{
         bpf_get_attach_cookie, bpf_get_current_ancestor_cgroup_id, bpf_get_current_comm,
-        bpf_get_current_pid_tgid, bpf_get_smp_processor_id, bpf_ktime_get_ns,
-        bpf_probe_read_kernel_str_bytes, bpf_probe_read_user, bpf_probe_read_user_buf,
-        bpf_probe_read_user_str_bytes,
+        bpf_get_current_pid_tgid, bpf_get_current_uid_gid, bpf_get_smp_processor_id,
+        bpf_ktime_get_ns, bpf_probe_read_kernel_str_bytes, bpf_probe_read_user,
+        bpf_probe_read_user_buf, bpf_probe_read_user_str_bytes,
     },
     macros::{map, tracepoint, uprobe, uretprobe},
     maps::{Array, HashMap, PerCpuArray, RingBuf},
@@ -26,9 +26,9 @@ use aya_ebpf::{
 };
 use strata_common::{
     BLOB_WORDS, CALL_OUT_VALID, CLONE_THREAD, COUNTER_SLOTS, CallRecord, Config, Counter, FuncSpec,
-    MAX_ARGS, MAX_DEPTH, MAX_FUNCS, MAX_SYSCALLS, NO_ARG, ProcEvent, ProcRecord, RecordKind,
-    SPEC_EMIT_AT_ENTRY, SPEC_ENABLED, STR_CAP, STR_FAILED, StrHeader, StrRecord, ThreadStack,
-    WAKEUP_BYTES,
+    MAX_ARGS, MAX_CGROUP_LEVEL, MAX_DEPTH, MAX_FUNCS, MAX_SYSCALLS, NO_ARG, ProcEvent, ProcRecord,
+    RecordKind, SPEC_EMIT_AT_ENTRY, SPEC_ENABLED, STR_CAP, STR_FAILED, StrHeader, StrRecord,
+    ThreadStack, WAKEUP_BYTES,
 };
 
 #[map]
@@ -37,6 +37,14 @@ static STRATA_CONFIG: Array<Config> = Array::with_max_entries(1, 0);
 /// tgids being traced (unless `trace_all`).
 #[map]
 static STRATA_TRACED: HashMap<u32, u32> = HashMap::with_max_entries(65536, 0);
+
+/// Traced cgroups v2 by id (the value is unused), when `Config::cgroup_levels` is set.
+#[map]
+static STRATA_CGROUPS: HashMap<u64, u32> = HashMap::with_max_entries(4096, 0);
+
+/// The uids traced when `Config::user_filter` is set (the value is unused).
+#[map]
+static STRATA_USERS: HashMap<u32, u8> = HashMap::with_max_entries(1024, 0);
 
 /// Per-thread call stacks, allocated on a thread's first traced call.
 #[map]
@@ -91,19 +99,51 @@ fn config() -> Res<&'static Config> {
     STRATA_CONFIG.get(0).ok_or(-1)
 }
 
-/// The kernel-side filter: is the current process traced?
+/// The kernel-side filter: is the current process traced? (A target, of a traced user.)
 #[inline(always)]
 fn traced(cfg: &Config, tgid: u32) -> bool {
+    in_target(cfg, tgid) && user_traced(cfg)
+}
+
+#[inline(always)]
+fn user_traced(cfg: &Config) -> bool {
+    if cfg.user_filter == 0 {
+        return true;
+    }
+    let uid = bpf_get_current_uid_gid() as u32;
+    // SAFETY: read-only lookup of a plain integer value.
+    unsafe { STRATA_USERS.get(&uid) }.is_some()
+}
+
+/// Is the current process one strata was asked to trace (whatever its user)?
+#[inline(always)]
+fn in_target(cfg: &Config, tgid: u32) -> bool {
     if tgid == cfg.self_tgid || cfg.stopped != 0 {
         return false;
     }
-    if cfg.cgroup_id != 0 {
-        // SAFETY: the helper only reads the current task's cgroup.
-        return unsafe { bpf_get_current_ancestor_cgroup_id(cfg.cgroup_level as i32) }
-            == cfg.cgroup_id;
+    if cfg.cgroup_mode != 0 {
+        return in_traced_cgroup(cfg.cgroup_levels);
     }
     // SAFETY: read-only lookup of a plain integer value.
     cfg.trace_all != 0 || unsafe { STRATA_TRACED.get(&tgid) }.is_some()
+}
+
+/// Is the current task inside one of the traced cgroups? One ancestor lookup per level in
+/// use (usually one: a node's Slurm jobs all sit at the same depth).
+#[inline(always)]
+fn in_traced_cgroup(levels: u32) -> bool {
+    for level in 0..MAX_CGROUP_LEVEL {
+        if levels & (1 << level) == 0 {
+            continue;
+        }
+        // SAFETY: the helper only reads the current task's cgroup.
+        let id = unsafe { bpf_get_current_ancestor_cgroup_id(level as i32) };
+        // SAFETY: read-only lookup of a plain integer value.
+        if unsafe { STRATA_CGROUPS.get(&id) }.is_some() {
+            return true;
+        }
+    }
+    false
 }
 
 #[inline(always)]
@@ -182,7 +222,7 @@ fn emit_strings(mask: u8, call_id: u64, args: &[u64; MAX_ARGS], retry: bool) -> 
                 arg: i as u32,
                 call_id,
                 len,
-                _pad: 0,
+                pid: (bpf_get_current_pid_tgid() >> 32) as u32,
             };
             let n = if len == STR_FAILED { 0 } else { len as usize };
             core::mem::size_of::<StrHeader>() + slot_str(n)
@@ -240,7 +280,7 @@ fn emit_blobs(mask: u8, call_id: u64, args: &[u64; MAX_ARGS]) {
                 arg: i as u32,
                 call_id,
                 len: len as u32,
-                _pad: 0,
+                pid: (bpf_get_current_pid_tgid() >> 32) as u32,
             };
         }
         let used = core::mem::size_of::<StrHeader>() + slot_str(len);
@@ -586,7 +626,9 @@ fn try_task_newtask(ctx: &TracePointContext) -> Res<()> {
     let cfg = config()?;
     let pid_tgid = bpf_get_current_pid_tgid();
     let tgid = (pid_tgid >> 32) as u32;
-    if !traced(cfg, tgid) {
+    // Children of a target are targets whatever their user (a root launcher starts a
+    // user's ranks); only traced processes' events are recorded.
+    if !in_target(cfg, tgid) {
         return Ok(());
     }
     // SAFETY: offsets come from this kernel's task_newtask format file.
@@ -594,8 +636,12 @@ fn try_task_newtask(ctx: &TracePointContext) -> Res<()> {
     let clone_flags: u64 =
         unsafe { ctx.read_at(cfg.newtask_flags_off as usize) }.map_err(|e| e as i64)?;
     // A new process (not a thread) of a traced process is traced from its first instruction.
-    if clone_flags & CLONE_THREAD == 0 && cfg.trace_all == 0 {
+    // (In cgroup mode the child is in its parent's cgroup: the filter already sees it.)
+    if clone_flags & CLONE_THREAD == 0 && cfg.trace_all == 0 && cfg.cgroup_mode == 0 {
         let _ = STRATA_TRACED.insert(&(child as u32), &1, 0);
+    }
+    if !user_traced(cfg) {
+        return Ok(());
     }
     emit_proc(
         ctx,
@@ -650,10 +696,11 @@ fn try_process_exit(ctx: &TracePointContext) -> Res<()> {
     let pid_tgid = bpf_get_current_pid_tgid();
     let tgid = (pid_tgid >> 32) as u32;
     let tid = pid_tgid as u32;
-    if !traced(cfg, tgid) {
+    // Unconditionally: the thread may have been traced before its cgroup stopped being.
+    let _ = STRATA_STACKS.remove(&tid);
+    if !in_target(cfg, tgid) {
         return Ok(());
     }
-    let _ = STRATA_STACKS.remove(&tid);
     // Kernels before 6.9 have no `group_dead` field (offset 0): take the leader's exit.
     let group_dead = if cfg.exit_group_dead_off == 0 {
         tid == tgid
@@ -663,6 +710,9 @@ fn try_process_exit(ctx: &TracePointContext) -> Res<()> {
     };
     if group_dead {
         let _ = STRATA_TRACED.remove(&tgid);
+        if !user_traced(cfg) {
+            return Ok(());
+        }
         emit_proc(ctx, ProcEvent::Exit, tgid, tid, tid, 1, None);
     }
     Ok(())

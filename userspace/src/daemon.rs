@@ -1,0 +1,585 @@
+//! `strata daemon`: loads and attaches the probes once, then traces the jobs it is told to
+//! (cgroups v2, filtered in the kernel), each into its own dataset `<root>/<job>/`, until told
+//! to stop or until the job's cgroup disappears. Events are routed to a job by process; each
+//! job has its own correlator, so handles, files and processes never mix between jobs.
+use std::{
+    collections::HashMap,
+    io::{BufRead as _, BufReader, Write as _},
+    os::{
+        fd::AsRawFd as _,
+        unix::{fs::PermissionsExt as _, net::UnixListener},
+    },
+    path::{Path, PathBuf},
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context as _, bail};
+use strata_common::{Counter, KernelEvent, ProcEvent};
+
+use crate::{
+    attach::{self, counter_total},
+    cgroup::Cgroup,
+    control::{self, JobStatus, Request, Response},
+    correlate::{Clock, Correlator},
+    dataset::Dataset,
+    events::{self, Event},
+    probes::{self, Layer},
+    record::{attach_opened_libraries, monotonic_ns, probe_row},
+    schema::RunRow,
+};
+
+pub struct DaemonArgs {
+    pub output_root: PathBuf,
+    pub socket: PathBuf,
+    pub host: String,
+    pub probes_file: Option<PathBuf>,
+    pub layers: Option<Vec<Layer>>,
+    pub ring_buffer_mib: u32,
+    pub syscall_mode: attach::SyscallMode,
+    pub flush_interval: Duration,
+    pub file_mode: u32,
+    /// Only processes of these uids (empty: all).
+    pub users: Vec<u32>,
+}
+
+/// Where a job's processes are: a cgroup directory, or a Slurm job's (found when it appears).
+#[derive(Debug, Clone)]
+enum Where {
+    Dir(PathBuf),
+    Slurm { job: String, step: Option<String> },
+}
+
+impl Where {
+    fn find(&self) -> Option<PathBuf> {
+        match self {
+            Self::Dir(d) => d.is_dir().then(|| d.clone()),
+            Self::Slurm { job, step } => crate::cgroup::slurm(job, step.as_deref()).ok(),
+        }
+    }
+}
+
+struct Job {
+    name: String,
+    place: Where,
+    /// The cgroup once it exists: its directory, its path inside the hierarchy (as
+    /// /proc/<pid>/cgroup shows it) and its id.
+    cgroup: Option<(PathBuf, String, Cgroup)>,
+    corr: Correlator,
+    out: Dataset,
+    run: RunRow,
+    events: u64,
+    lost_at_start: u64,
+    write_error: Option<anyhow::Error>,
+}
+
+impl Job {
+    fn status(&self, root: &Path) -> JobStatus {
+        JobStatus {
+            job: self.name.clone(),
+            state: if self.cgroup.is_some() {
+                "tracing"
+            } else {
+                "waiting"
+            }
+            .into(),
+            cgroup: self.cgroup.as_ref().map(|c| c.0.clone()),
+            dataset: root.join(&self.name),
+            events: self.events,
+            rows: self.out.rows_written(),
+            bytes: self.out.bytes_written(),
+        }
+    }
+}
+
+struct Daemon {
+    args: DaemonArgs,
+    probes: Vec<probes::Probe>,
+    loaded: attach::Loaded,
+    jobs: Vec<Job>,
+    /// Which job each traced process belongs to.
+    owner: HashMap<u32, String>,
+    /// Records no job could be found for (a process that left before it was looked up).
+    unrouted: u64,
+    v2_root: PathBuf,
+}
+
+pub fn run(args: DaemonArgs) -> anyhow::Result<()> {
+    if !nix::unistd::geteuid().is_root() {
+        bail!("strata daemon must run as root (it loads eBPF programs and attaches uprobes)");
+    }
+    let v2_root = crate::cgroup::v2_root().context(
+        "no cgroup v2 hierarchy is mounted (at /sys/fs/cgroup or /sys/fs/cgroup/unified); the daemon traces jobs by cgroup v2",
+    )?;
+    std::fs::create_dir_all(&args.output_root).with_context(|| {
+        format!(
+            "cannot create the output root {}",
+            args.output_root.display()
+        )
+    })?;
+    let mut probes = probes::load(args.probes_file.as_deref())?;
+    probes::select_layers(&mut probes, args.layers.as_deref());
+    let listener = bind(&args.socket)?;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))?;
+    }
+    let loaded = attach::load(
+        &probes,
+        &attach::Options {
+            trace_all: false,
+            cgroup_mode: true,
+            users: args.users.clone(),
+            ring_bytes: args.ring_buffer_mib.max(1).next_power_of_two() << 20,
+            syscall_mode: args.syscall_mode,
+            datatype_size_offset: probes
+                .iter()
+                .find_map(|p| p.datatype_size_offset)
+                .unwrap_or(0) as u32,
+        },
+    )?;
+    let attached = loaded
+        .statuses
+        .iter()
+        .filter(|s| s.status == "attached")
+        .count();
+    if attached == 0 {
+        bail!("no probe could be attached; see the warnings above");
+    }
+    eprintln!(
+        "strata daemon: {attached} probes attached; jobs go to {}/<job>; control socket {}",
+        args.output_root.display(),
+        args.socket.display()
+    );
+    let mut d = Daemon {
+        args,
+        probes,
+        loaded,
+        jobs: Vec::new(),
+        owner: HashMap::new(),
+        unrouted: 0,
+        v2_root,
+    };
+    let result = d.serve(&listener, &stop);
+    // Whatever happened, close every dataset.
+    for job in std::mem::take(&mut d.jobs) {
+        d.close(job);
+    }
+    let _ = std::fs::remove_file(&d.args.socket);
+    attach::detach(d.loaded);
+    result
+}
+
+/// Binds the control socket, readable and writable by root only.
+fn bind(socket: &Path) -> anyhow::Result<UnixListener> {
+    if let Some(dir) = socket.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    if std::os::unix::net::UnixStream::connect(socket).is_ok() {
+        bail!(
+            "another strata daemon is listening on {}; stop it first",
+            socket.display()
+        );
+    }
+    let _ = std::fs::remove_file(socket);
+    let listener = UnixListener::bind(socket)
+        .with_context(|| format!("cannot listen on {}", socket.display()))?;
+    std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600))?;
+    listener.set_nonblocking(true)?;
+    Ok(listener)
+}
+
+impl Daemon {
+    fn serve(&mut self, listener: &UnixListener, stop: &AtomicBool) -> anyhow::Result<()> {
+        let ring_fd = self.loaded.events.as_raw_fd();
+        let mut last_tick = Instant::now();
+        while !stop.load(Ordering::Relaxed) {
+            poll2(ring_fd, listener.as_raw_fd(), Duration::from_millis(100));
+            // Requests first: a stopped job's last events are drained below before it closes.
+            let mut closing = Vec::new();
+            while let Ok((stream, _)) = listener.accept() {
+                if let Some(job) = self.request(stream) {
+                    closing.push(job);
+                }
+            }
+            self.drain();
+            if last_tick.elapsed() >= self.args.flush_interval {
+                last_tick = Instant::now();
+                closing.extend(self.tick());
+            }
+            for name in closing {
+                if let Some(i) = self.jobs.iter().position(|j| j.name == name) {
+                    let job = self.jobs.remove(i);
+                    self.close(job);
+                }
+            }
+        }
+        eprintln!("strata daemon: stopping; closing {} jobs", self.jobs.len());
+        if self.unrouted > 0 {
+            eprintln!(
+                "strata daemon: {} records of processes that left before their job was known were dropped",
+                self.unrouted
+            );
+        }
+        attach::stop(&mut self.loaded)?;
+        self.drain();
+        Ok(())
+    }
+
+    /// Answers one control request; returns the name of a job to close.
+    fn request(&mut self, stream: std::os::unix::net::UnixStream) -> Option<String> {
+        let _ = stream.set_nonblocking(false);
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+        let mut line = String::new();
+        if BufReader::new(&stream).read_line(&mut line).is_err() {
+            return None;
+        }
+        let mut to_close = None;
+        let response = match serde_json::from_str::<Request>(&line) {
+            Err(e) => Response::error(format!("bad request {:?}: {e}", line.trim())),
+            Ok(Request::Status) => Response {
+                ok: true,
+                error: None,
+                jobs: self.statuses(),
+            },
+            Ok(Request::Start {
+                job,
+                cgroup,
+                slurm_job,
+                slurm_step,
+            }) => match self.start(&job, cgroup, slurm_job, slurm_step) {
+                Ok(()) => Response {
+                    ok: true,
+                    error: None,
+                    jobs: self
+                        .statuses()
+                        .into_iter()
+                        .filter(|s| s.job == job)
+                        .collect(),
+                },
+                Err(e) => Response::error(format!("{e:#}")),
+            },
+            Ok(Request::Stop { job }) => match self.jobs.iter().position(|j| j.name == job) {
+                None => Response::error(format!("no job {job:?} is being traced")),
+                Some(i) => {
+                    let mut status = self.jobs[i].status(&self.args.output_root);
+                    if let Some((_, _, c)) = self.jobs[i].cgroup {
+                        let _ = self.loaded.remove_cgroup(c.id);
+                    }
+                    status.state = "stopped".into();
+                    to_close = Some(job);
+                    Response {
+                        ok: true,
+                        error: None,
+                        jobs: vec![status],
+                    }
+                }
+            },
+        };
+        let mut answer = serde_json::to_string(&response).unwrap_or_default();
+        answer.push('\n');
+        let _ = (&stream).write_all(answer.as_bytes());
+        to_close
+    }
+
+    fn statuses(&self) -> Vec<JobStatus> {
+        self.jobs
+            .iter()
+            .map(|j| j.status(&self.args.output_root))
+            .collect()
+    }
+
+    fn start(
+        &mut self,
+        name: &str,
+        cgroup: Option<PathBuf>,
+        slurm_job: Option<String>,
+        slurm_step: Option<String>,
+    ) -> anyhow::Result<()> {
+        control::check_job_name(name)?;
+        if self.jobs.iter().any(|j| j.name == name) {
+            bail!("job {name:?} is already being traced");
+        }
+        let place = match (cgroup, slurm_job) {
+            (Some(dir), None) => {
+                // Refuse what can never work now rather than wait for it.
+                if dir.exists() {
+                    crate::cgroup::resolve(&dir)?;
+                }
+                Where::Dir(dir)
+            }
+            (None, Some(job)) => Where::Slurm {
+                job,
+                step: slurm_step,
+            },
+            _ => bail!("give exactly one of a cgroup directory and a Slurm job id"),
+        };
+        let clock = Clock::now();
+        let start_ns = clock.epoch(monotonic_ns());
+        let run_id = format!("{}-{}", start_ns / 1_000_000, std::process::id());
+        let dir = self.args.output_root.join(name);
+        let mut out = Dataset::create(&dir, &self.args.host, &run_id, self.args.file_mode)?;
+        for s in &self.loaded.statuses {
+            out.probes
+                .push(probe_row(&run_id, &self.probes[s.probe_id as usize], s));
+        }
+        let command = match &place {
+            Where::Dir(d) => format!("--cgroup {}", d.display()),
+            Where::Slurm { job, step: None } => format!("--slurm-job {job}"),
+            Where::Slurm { job, step: Some(s) } => format!("--slurm-job {job} --slurm-step {s}"),
+        };
+        let run = crate::node::run_row(
+            &run_id,
+            &self.args.host,
+            command,
+            start_ns,
+            clock,
+            Some(name.to_string()),
+        );
+        out.write_run(run.clone())?;
+        out.flush()?;
+        let mut job = Job {
+            name: name.to_string(),
+            place,
+            cgroup: None,
+            corr: Correlator::new(self.probes.clone(), clock),
+            out,
+            run,
+            events: 0,
+            lost_at_start: counter_total(&self.loaded.counters, Counter::RingbufFull),
+            write_error: None,
+        };
+        self.find_cgroup(&mut job)?;
+        eprintln!(
+            "strata daemon: job {name}: {} -> {}",
+            match &job.cgroup {
+                Some((d, _, _)) => format!("tracing cgroup {}", d.display()),
+                None => "waiting for its cgroup".into(),
+            },
+            dir.display()
+        );
+        self.jobs.push(job);
+        Ok(())
+    }
+
+    /// Adds the job's cgroup to the kernel filter once it exists.
+    fn find_cgroup(&mut self, job: &mut Job) -> anyhow::Result<()> {
+        if job.cgroup.is_some() {
+            return Ok(());
+        }
+        let Some(dir) = job.place.find() else {
+            return Ok(());
+        };
+        let c = crate::cgroup::resolve(&dir)?;
+        let canonical = std::fs::canonicalize(&dir)?;
+        let inner = canonical
+            .strip_prefix(&self.v2_root)
+            .map(|p| format!("/{}", p.display()))
+            .unwrap_or_else(|_| "/".into());
+        self.loaded.add_cgroup(c)?;
+        job.cgroup = Some((dir, inner, c));
+        Ok(())
+    }
+
+    /// Decodes and routes everything in the ring buffer.
+    fn drain(&mut self) {
+        loop {
+            let decoded = match self.loaded.events.next() {
+                Some(item) => events::decode(&item),
+                None => break,
+            };
+            match decoded {
+                Ok(ev) => self.route(ev),
+                Err(e) => log::warn!("undecodable record: {e}"),
+            }
+        }
+    }
+
+    fn route(&mut self, ev: Event) {
+        let pid = ev.pid();
+        let owner = match self.owner.get(&pid) {
+            Some(j) => Some(j.clone()),
+            // Kernel events of other tasks than the jobs' (workers, interrupts).
+            None if matches!(&ev, Event::Kernel { rec, .. } if rec.call_id == 0) => None,
+            None => self.lookup(pid),
+        };
+        match (owner, &ev) {
+            (Some(name), _) => {
+                if let Event::Proc { event, rec } = &ev {
+                    match event {
+                        ProcEvent::NewTask
+                            if u64::from(rec.flags) & strata_common::CLONE_THREAD == 0 =>
+                        {
+                            self.owner.insert(rec.other, name.clone());
+                        }
+                        ProcEvent::Exit => {
+                            self.owner.remove(&pid);
+                        }
+                        _ => {}
+                    }
+                }
+                if let Some(job) = self.jobs.iter_mut().find(|j| j.name == name) {
+                    job.events += 1;
+                    job.corr.handle(ev, &mut job.out);
+                }
+            }
+            // A kernel event outside the jobs' processes (a writeback worker, a request
+            // completing): to the jobs that know its file, or, without a file, to every job
+            // (each keeps only requests made of bios it saw).
+            (None, Event::Kernel { event, rec }) => {
+                let ino = rec.ino;
+                let by_file = ino != 0 && !matches!(event, KernelEvent::BioRemap);
+                let targets: Vec<usize> = (0..self.jobs.len())
+                    .filter(|&i| !by_file || self.jobs[i].corr.files.by_inode(None, ino).is_some())
+                    .collect();
+                for i in targets {
+                    let job = &mut self.jobs[i];
+                    job.events += 1;
+                    job.corr.handle(
+                        Event::Kernel {
+                            event: *event,
+                            rec: *rec,
+                        },
+                        &mut job.out,
+                    );
+                }
+            }
+            (None, _) => self.unrouted += 1,
+        }
+    }
+
+    /// The job of a process seen for the first time, from its cgroup.
+    fn lookup(&mut self, pid: u32) -> Option<String> {
+        let line = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok();
+        let inner = line
+            .as_deref()
+            .and_then(|s| s.lines().find_map(|l| l.strip_prefix("0::")))
+            .map(str::to_string);
+        let name = match inner {
+            Some(inner) => self
+                .jobs
+                .iter()
+                .filter_map(|j| j.cgroup.as_ref().map(|c| (j, &c.1)))
+                .filter(|(_, dir)| {
+                    inner == **dir || dir.as_str() == "/" || inner.starts_with(&format!("{dir}/"))
+                })
+                .max_by_key(|(_, dir)| dir.len())
+                .map(|(j, _)| j.name.clone()),
+            // Gone already: with a single job there is no doubt.
+            None => {
+                let mut tracing = self.jobs.iter().filter(|j| j.cgroup.is_some());
+                match (tracing.next(), tracing.next()) {
+                    (Some(j), None) => Some(j.name.clone()),
+                    _ => None,
+                }
+            }
+        }?;
+        self.owner.insert(pid, name.clone());
+        Some(name)
+    }
+
+    /// Once per flush interval: flush each job, attach newly opened libraries, look for
+    /// cgroups that appeared, and return the jobs whose cgroup is gone (the job ended).
+    fn tick(&mut self) -> Vec<String> {
+        let mut ended = Vec::new();
+        let mut jobs = std::mem::take(&mut self.jobs);
+        for job in &mut jobs {
+            if let Err(e) = self.find_cgroup(job) {
+                log::warn!("job {}: {e:#}", job.name);
+            }
+            attach_opened_libraries(
+                &mut self.loaded,
+                &mut job.corr,
+                &self.probes,
+                &mut job.out,
+                &job.run.run_id,
+            );
+            for ino in std::mem::take(&mut job.corr.files.new_inodes) {
+                self.loaded.watch_inode(ino);
+            }
+            job.corr.tick(&mut job.out);
+            if job.write_error.is_none() {
+                if let Err(e) = job.out.flush() {
+                    // Stop this job only: its dataset stays valid up to here.
+                    eprintln!(
+                        "strata daemon: job {}: writing failed, job stopped: {e:#}",
+                        job.name
+                    );
+                    job.write_error = Some(e);
+                    ended.push(job.name.clone());
+                }
+            }
+            if let Some((dir, _, _)) = &job.cgroup {
+                if !dir.exists() {
+                    ended.push(job.name.clone());
+                }
+            }
+        }
+        self.jobs = jobs;
+        for name in &ended {
+            if let Some(c) = self
+                .jobs
+                .iter()
+                .find(|j| &j.name == name)
+                .and_then(|j| j.cgroup.as_ref().map(|c| c.2.id))
+            {
+                let _ = self.loaded.remove_cgroup(c);
+            }
+        }
+        ended
+    }
+
+    /// Finishes a job's dataset: open handles and live processes as they stand, the run row.
+    fn close(&mut self, mut job: Job) {
+        if let Some((_, _, c)) = job.cgroup {
+            let _ = self.loaded.remove_cgroup(c.id);
+        }
+        self.owner.retain(|_, j| *j != job.name);
+        job.corr.finish(&mut job.out);
+        let clock = Clock::now();
+        job.run.end_ns = Some(clock.epoch(monotonic_ns()));
+        job.run.events_recorded = job.events as i64;
+        job.run.events_lost =
+            (counter_total(&self.loaded.counters, Counter::RingbufFull) - job.lost_at_start) as i64;
+        job.run.calls_written = (job.out.calls.rows_written
+            + crate::sink::Table::len(&job.out.calls.rows) as u64)
+            as i64;
+        job.run.complete = job.write_error.is_none();
+        let written = job
+            .out
+            .flush()
+            .and_then(|()| job.out.write_run(job.run.clone()));
+        match written {
+            Ok(()) => eprintln!(
+                "strata daemon: job {} closed: {} events, {} calls, {} lost",
+                job.name, job.events, job.run.calls_written, job.run.events_lost
+            ),
+            Err(e) => eprintln!(
+                "strata daemon: job {}: closing its dataset failed: {e:#}",
+                job.name
+            ),
+        }
+    }
+}
+
+/// Waits until the ring buffer or the control socket has something, or the timeout.
+fn poll2(a: i32, b: i32, timeout: Duration) {
+    let mut fds = [
+        libc::pollfd {
+            fd: a,
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: b,
+            events: libc::POLLIN,
+            revents: 0,
+        },
+    ];
+    // SAFETY: two valid pollfds; EINTR (a signal) just returns early.
+    unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout.as_millis() as i32) };
+}

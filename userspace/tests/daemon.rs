@@ -1,0 +1,292 @@
+//! `strata daemon` and `strata ctl`: one daemon, jobs (cgroups) started and stopped through
+//! the control socket one after the other, each into its own complete dataset; a job whose
+//! cgroup disappears closes by itself; stopping a job while it writes leaves a valid dataset.
+mod common;
+
+use std::{
+    collections::HashMap,
+    io::{BufRead as _, BufReader},
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use common::{RowExt as _, Val, require_root, rows, run, scratch, strata};
+
+/// A fresh cgroup under the cgroup v2 root, removed on drop.
+struct Group(PathBuf);
+
+impl Group {
+    fn new(name: &str) -> Self {
+        let root = strata::cgroup::v2_root().expect("cgroup v2 is mounted on the CI machines");
+        let dir = root.join(format!("strata-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir(&dir);
+        Self(dir)
+    }
+    fn create(&self) {
+        std::fs::create_dir(&self.0).unwrap();
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+/// Runs `script` under `sh` inside `group` (it moves itself in before doing anything).
+fn inside(group: &Group, script: &str) -> Child {
+    let procs = group.0.join("cgroup.procs");
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("echo $$ > {}; {script}", procs.display()))
+        .spawn()
+        .unwrap()
+}
+
+fn ctl(socket: &Path, args: &[&str]) -> serde_json::Value {
+    let out = run(strata().arg("ctl").arg("--socket").arg(socket).args(args));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "strata ctl {args:?}: {text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(&text).unwrap()
+}
+
+fn state(socket: &Path, job: &str) -> Option<String> {
+    let status = ctl(socket, &["status"]);
+    status["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["job"] == job)
+        .map(|j| j["state"].as_str().unwrap().to_string())
+}
+
+fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// (calls, bytes) of `function` per file name (the last path component) in a job's dataset.
+fn per_file(dataset: &Path, function: &str) -> HashMap<String, (i64, i64)> {
+    let paths: HashMap<i64, String> = rows(dataset, "files")
+        .iter()
+        .map(|f| {
+            let p = f.s("path").unwrap();
+            (
+                f.i("file_id").unwrap(),
+                p.rsplit('/').next().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let mut m: HashMap<String, (i64, i64)> = HashMap::new();
+    for c in rows(dataset, "calls") {
+        if c.s("function") != Some(function) {
+            continue;
+        }
+        if let Some(name) = c.i("file_id").and_then(|id| paths.get(&id)) {
+            let e = m.entry(name.clone()).or_default();
+            e.0 += 1;
+            e.1 += c.i("bytes_result").unwrap_or(0);
+        }
+    }
+    m
+}
+
+#[test]
+fn daemon_traces_jobs_into_separate_datasets_and_keeps_running() {
+    require_root();
+    let dir = scratch("daemon");
+    let d = dir.display();
+    let root = dir.join("root");
+    let socket = dir.join("ctl.sock");
+    let mut daemon = strata()
+        .args(["daemon", "--layers", "posix", "--flush-interval", "200ms"])
+        .arg("--output-root")
+        .arg(&root)
+        .arg("--socket")
+        .arg(&socket)
+        .arg("--host")
+        .arg("node-a")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = BufReader::new(daemon.stderr.take().unwrap());
+    let mut lines = stderr.lines();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        eprintln!("{line}");
+        assert!(!line.contains("error"), "{line}");
+        if line.contains("probes attached") {
+            break;
+        }
+    }
+    let log = std::thread::spawn(move || {
+        lines
+            .map(|l| l.unwrap_or_default())
+            .inspect(|l| eprintln!("{l}"))
+            .collect::<Vec<_>>()
+    });
+
+    // Job A: a process inside writes 3 x 1000 bytes; one outside writes too.
+    let a = Group::new("job-a");
+    a.create();
+    let started = ctl(
+        &socket,
+        &["start", "job-a", "--cgroup", a.0.to_str().unwrap()],
+    );
+    assert_eq!(started["jobs"][0]["state"], "tracing");
+    let mut w = inside(
+        &a,
+        &format!("dd if=/dev/zero of={d}/a1 bs=1000 count=3 status=none"),
+    );
+    let mut outside = Command::new("dd")
+        .args(["if=/dev/zero", "bs=500", "count=1", "status=none"])
+        .arg(format!("of={d}/outside"))
+        .spawn()
+        .unwrap();
+    assert!(w.wait().unwrap().success() && outside.wait().unwrap().success());
+    // A refused request changes nothing.
+    let out = run(strata().arg("ctl").arg("--socket").arg(&socket).args([
+        "start",
+        "job-a",
+        "--cgroup",
+        a.0.to_str().unwrap(),
+    ]));
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("already being traced"));
+    std::thread::sleep(Duration::from_millis(500));
+    ctl(&socket, &["stop", "job-a"]);
+    assert_eq!(state(&socket, "job-a"), None);
+
+    // Job B, while job A's cgroup lives on untraced: B writes 2 x 2000 bytes, then keeps
+    // writing until the job is stopped under it.
+    let b = Group::new("job-b");
+    b.create();
+    ctl(
+        &socket,
+        &["start", "job-b", "--cgroup", b.0.to_str().unwrap()],
+    );
+    let mut after = inside(
+        &a,
+        &format!("dd if=/dev/zero of={d}/a_after bs=700 count=1 status=none"),
+    );
+    let mut w = inside(
+        &b,
+        &format!(
+            "dd if=/dev/zero of={d}/b1 bs=2000 count=2 status=none; \
+             while :; do dd if=/dev/zero of={d}/b_loop bs=4096 count=1 status=none; done"
+        ),
+    );
+    assert!(after.wait().unwrap().success());
+    std::thread::sleep(Duration::from_millis(1500));
+    ctl(&socket, &["stop", "job-b"]);
+    w.kill().unwrap();
+    w.wait().unwrap();
+
+    // Job C names a cgroup that does not exist yet; it closes by itself when the cgroup goes.
+    let c = Group::new("job-c");
+    let waiting = ctl(
+        &socket,
+        &["start", "job-c", "--cgroup", c.0.to_str().unwrap()],
+    );
+    assert_eq!(waiting["jobs"][0]["state"], "waiting");
+    c.create();
+    wait_for("job-c to find its cgroup", || {
+        state(&socket, "job-c").as_deref() == Some("tracing")
+    });
+    let mut w = inside(
+        &c,
+        &format!("dd if=/dev/zero of={d}/c1 bs=300 count=5 status=none"),
+    );
+    assert!(w.wait().unwrap().success());
+    std::thread::sleep(Duration::from_millis(500));
+    drop(c);
+    wait_for("job-c to close", || state(&socket, "job-c").is_none());
+
+    // The same daemon served all three; it stops cleanly.
+    assert_eq!(daemon.try_wait().unwrap(), None, "the daemon exited early");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(daemon.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    assert!(daemon.wait().unwrap().success());
+    let log = log.join().unwrap();
+    assert!(
+        log.iter().any(|l| l.contains("job job-c closed")),
+        "{log:?}"
+    );
+    assert!(!socket.exists(), "the socket is removed at exit");
+
+    let ja = per_file(&root.join("job-a"), "write");
+    assert_eq!(ja.get("a1"), Some(&(3, 3000)), "job A: {ja:?}");
+    assert_eq!(ja.get("outside"), None, "not in the cgroup: {ja:?}");
+    assert_eq!(ja.get("a_after"), None, "after job A stopped: {ja:?}");
+    let jb = per_file(&root.join("job-b"), "write");
+    assert_eq!(jb.get("b1"), Some(&(2, 4000)), "job B: {jb:?}");
+    assert!(
+        jb.get("b_loop")
+            .is_some_and(|(n, bytes)| *n > 0 && *bytes == *n * 4096),
+        "job B writing as it stopped: {jb:?}"
+    );
+    assert_eq!(
+        jb.get("a_after"),
+        None,
+        "job A's cgroup is not job B's: {jb:?}"
+    );
+    assert_eq!(jb.get("a1"), None, "{jb:?}");
+    let jc = per_file(&root.join("job-c"), "write");
+    assert_eq!(jc.get("c1"), Some(&(5, 1500)), "job C: {jc:?}");
+
+    for job in ["job-a", "job-b", "job-c"] {
+        let dataset = root.join(job);
+        assert!(
+            dataset.join("calls/host=node-a").is_dir(),
+            "{job}: one host= partition per node"
+        );
+        let runs = rows(&dataset, "run");
+        assert_eq!(runs.len(), 1, "{job}");
+        let r = &runs[0];
+        assert_eq!(r.s("job"), Some(job));
+        assert_eq!(r.s("host"), Some("node-a"));
+        assert!(r.i("end_ns").is_some(), "{job}: the run row is final");
+        assert_eq!(r.get("complete"), Some(&Val::B(true)), "{job}");
+        assert!(r.s("clock_source").is_some_and(|s| !s.is_empty()));
+        // Every process of the job, nothing else.
+        let procs = rows(&dataset, "processes");
+        assert!(!procs.is_empty(), "{job}");
+    }
+}
+
+#[test]
+fn ctl_without_a_daemon_and_bad_requests_say_what_is_wrong() {
+    let dir = scratch("daemon_ctl");
+    let socket = dir.join("none.sock");
+    let out = run(strata()
+        .arg("ctl")
+        .arg("--socket")
+        .arg(&socket)
+        .arg("status"));
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot reach the strata daemon"), "{err}");
+    let out = run(strata()
+        .arg("ctl")
+        .arg("--socket")
+        .arg(&socket)
+        .args(["start", "../etc", "--cgroup", "/x"]));
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("job name"), "{err}");
+    let out = run(strata().args(["daemon", "--config", "/nonexistent/strata.toml"]));
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/nonexistent/strata.toml"), "{err}");
+}
