@@ -176,6 +176,13 @@ mod tests {
     }
 
     #[test]
+    fn the_shipped_example_parses() {
+        let cfg = parse(include_str!("../../dist/strata.toml")).unwrap();
+        assert_eq!(cfg.file_mode.as_deref(), Some("0640"));
+        assert!(cfg.daemon.output_root.is_some() && cfg.daemon.socket.is_some());
+    }
+
+    #[test]
     fn mistakes_are_named() {
         let e = parse("ring_bufer_mib = 4").unwrap_err();
         assert!(e.contains("unknown field `ring_bufer_mib`"), "{e}");

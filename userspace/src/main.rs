@@ -202,7 +202,7 @@ enum Cmd {
     #[command(arg_required_else_help = true)]
     Ctl {
         /// The daemon's control socket.
-        #[arg(long, value_name = "PATH", default_value = strata::control::DEFAULT_SOCKET, global = true)]
+        #[arg(long, value_name = "PATH", env = "STRATA_SOCKET", default_value = strata::control::DEFAULT_SOCKET, global = true)]
         socket: PathBuf,
         #[command(subcommand)]
         cmd: CtlCmd,

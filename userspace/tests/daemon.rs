@@ -290,3 +290,87 @@ fn ctl_without_a_daemon_and_bad_requests_say_what_is_wrong() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("/nonexistent/strata.toml"), "{err}");
 }
+
+/// The shipped Slurm prolog and epilog, run as slurmd would (as root, with SLURM_JOB_ID),
+/// against Slurm's cgroup v2 layout made by hand: the prolog starts the job before its
+/// cgroup exists, the epilog closes its dataset.
+#[test]
+fn slurm_prolog_and_epilog_drive_the_daemon() {
+    require_root();
+    let dir = scratch("daemon_slurm");
+    let d = dir.display();
+    let root = dir.join("root");
+    let socket = dir.join("ctl.sock");
+    let mut daemon = strata()
+        .args(["daemon", "--layers", "posix", "--flush-interval", "200ms"])
+        .arg("--output-root")
+        .arg(&root)
+        .arg("--socket")
+        .arg(&socket)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = BufReader::new(daemon.stderr.take().unwrap());
+    let mut lines = stderr.lines();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        eprintln!("{line}");
+        if line.contains("probes attached") {
+            break;
+        }
+    }
+    std::thread::spawn(move || lines.for_each(|l| eprintln!("{}", l.unwrap_or_default())));
+
+    let job = format!("9{}", std::process::id());
+    let v2 = strata::cgroup::v2_root().unwrap();
+    let scope = v2.join("slurmstepd.scope");
+    let made_scope = !scope.exists();
+    let job_dir = Group(scope.join(format!("job_{job}")));
+    let step = Group(job_dir.0.join("step_0"));
+    let script = |name: &str| {
+        let out = Command::new("sh")
+            .arg(common::repo_root().join("dist/slurm").join(name))
+            .env("SLURM_JOB_ID", &job)
+            .env("STRATA", env!("CARGO_BIN_EXE_strata"))
+            .env("STRATA_SOCKET", &socket)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{name}: {out:?}");
+    };
+    script("prolog.sh");
+    assert_eq!(state(&socket, &job).as_deref(), Some("waiting"));
+    // slurmstepd creates the job's cgroup and a step below it.
+    std::fs::create_dir_all(&step.0).unwrap();
+    wait_for("the job's cgroup", || {
+        state(&socket, &job).as_deref() == Some("tracing")
+    });
+    let mut w = inside(
+        &step,
+        &format!("dd if=/dev/zero of={d}/step_file bs=1234 count=2 status=none"),
+    );
+    assert!(w.wait().unwrap().success());
+    std::thread::sleep(Duration::from_millis(500));
+    script("epilog.sh");
+    assert_eq!(state(&socket, &job), None);
+    drop(step);
+    drop(job_dir);
+    if made_scope {
+        let _ = std::fs::remove_dir(&scope);
+    }
+    // Without a daemon the scripts still succeed: a job is never held up by tracing.
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(daemon.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    assert!(daemon.wait().unwrap().success());
+    script("prolog.sh");
+
+    let files = per_file(&root.join(&job), "write");
+    assert_eq!(files.get("step_file"), Some(&(2, 2468)), "{files:?}");
+    let runs = rows(&root.join(&job), "run");
+    assert_eq!(
+        runs[0].s("command"),
+        Some(format!("--slurm-job {job}").as_str())
+    );
+}

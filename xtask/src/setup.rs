@@ -24,13 +24,15 @@ const PACKAGES: &[&str] = &[
     "cpio",
     "e2fsprogs",
     "file",
+    // Spark (pyspark) for the multi-node dataset tests
+    "openjdk-17-jre-headless",
 ];
 
 pub fn run() -> anyhow::Result<()> {
     debian_packages()?;
     nightly_rust_src()?;
     bpf_linker()?;
-    python_duckdb()?;
+    python_packages()?;
     duckdb_library()?;
     Ok(())
 }
@@ -185,18 +187,30 @@ fn bpf_linker() -> anyhow::Result<()> {
     Ok(())
 }
 
-fn python_duckdb() -> anyhow::Result<()> {
-    if succeeds(Command::new("python3").args(["-c", "import duckdb"])) {
-        return Ok(());
+/// The Python packages the tests read datasets with: DuckDB, and Spark for multi-node
+/// datasets (pyspark runs on the machine's Java 17).
+fn python_packages() -> anyhow::Result<()> {
+    for (module, package, why) in [
+        ("duckdb", "duckdb", "tests query the output with it"),
+        (
+            "pyspark",
+            "pyspark",
+            "tests run the report queries in Spark",
+        ),
+    ] {
+        if succeeds(Command::new("python3").args(["-c", &format!("import {module}")])) {
+            continue;
+        }
+        eprintln!("setup: installing the {package} Python package ({why})");
+        exec(Command::new("python3").args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--root-user-action=ignore",
+            package,
+        ]))?;
     }
-    eprintln!("setup: installing the duckdb Python package (tests query the output with it)");
-    exec(Command::new("python3").args([
-        "-m",
-        "pip",
-        "install",
-        "--quiet",
-        "--disable-pip-version-check",
-        "--root-user-action=ignore",
-        "duckdb",
-    ]))
+    Ok(())
 }

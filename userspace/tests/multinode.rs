@@ -1,0 +1,161 @@
+//! A dataset of two nodes (two runs with different `--host` names into one job directory)
+//! read as one: DuckDB and Spark (report/spark_report.py, pyspark) see both `host=`
+//! partitions and give the same answers to every shipped report query.
+mod common;
+
+use std::{collections::HashMap, path::Path, process::Command};
+
+use common::{RowExt as _, build_c, duckdb, require_root, rows, run, scratch, strata};
+use serde_json::Value;
+
+/// Traces `patterns MODE` on 4 ranks as node `host`, into `job`.
+fn trace_as(host: &str, mode: &str, job: &Path, dir: &Path, exe: &Path) {
+    let res = run(strata()
+        .args(["record", "-q", "--layers", "posix", "--host", host, "-o"])
+        .arg(job)
+        .args(["--", "mpirun", "--oversubscribe", "-np", "4"])
+        .arg(exe)
+        .arg(mode)
+        .arg(dir.join(format!("{mode}.dat")))
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"));
+    assert!(res.status.success(), "{:?}", res.status);
+}
+
+/// Rows as sorted canonical strings (floats to 6 decimals: engines sum in other orders).
+fn canon(rows: &[Value]) -> Vec<String> {
+    let mut v: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            let obj = r.as_object().expect("row object");
+            let mut fields: Vec<String> = obj
+                .iter()
+                .map(|(k, v)| match v.as_f64() {
+                    Some(f) if !v.is_i64() && !v.is_u64() => format!("{k}={f:.6}"),
+                    _ => format!("{k}={v}"),
+                })
+                .collect();
+            fields.sort();
+            fields.join(",")
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn findings(report: &Value) -> Vec<Value> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let mut w = f["where"].clone();
+            w["detector"] = f["detector"].clone();
+            w
+        })
+        .collect()
+}
+
+#[test]
+fn a_two_node_dataset_reads_as_one_in_duckdb_and_spark() {
+    require_root();
+    let dir = scratch("multinode");
+    let exe = build_c("mpicc", "patterns.c", &dir.join("patterns"), &[]);
+    let job = dir.join("root").join("job-7");
+    // Node 1 makes many small writes, node 2 reopens its file for every record.
+    trace_as("node-1", "small", &job, &dir, &exe);
+    trace_as("node-2", "reopen", &job, &dir, &exe);
+
+    for table in ["calls", "files", "processes", "run", "probes"] {
+        for host in ["node-1", "node-2"] {
+            assert!(
+                job.join(table).join(format!("host={host}")).is_dir(),
+                "{table}/host={host}"
+            );
+        }
+    }
+    // Ground truth per node: each run's own count of the calls it wrote.
+    let written: HashMap<String, i64> = rows(&job, "run")
+        .iter()
+        .map(|r| {
+            (
+                r.s("host").unwrap().to_string(),
+                r.i("calls_written").unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(written.len(), 2);
+    let glob = job.join("calls/**/*.parquet");
+    let per_host = duckdb(&format!(
+        "SELECT host, count(*) FROM read_parquet('{}', hive_partitioning = true) GROUP BY host ORDER BY host",
+        glob.display()
+    ));
+    let expected: Vec<String> = ["node-1", "node-2"]
+        .iter()
+        .map(|h| format!("{h}\t{}", written[*h]))
+        .collect();
+    assert_eq!(per_host, expected, "DuckDB reads both nodes' calls");
+
+    // Every shipped query: DuckDB (strata report) and Spark agree.
+    let res = run(strata().args(["report", "--format", "json"]).arg(&job));
+    assert!(res.status.success());
+    let duck: Value = serde_json::from_slice(&res.stdout).unwrap();
+    let out = Command::new("python3")
+        .arg(common::repo_root().join("report/spark_report.py"))
+        .arg(&job)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "Spark failed (is pyspark installed? `cargo xtask setup`): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let spark: Value = serde_json::from_slice(&out.stdout).expect("Spark report JSON");
+    assert_eq!(spark["skipped"], serde_json::json!({}));
+    let summaries = duck["summaries"].as_object().unwrap();
+    assert!(summaries.len() >= 5);
+    for (name, rows) in summaries {
+        let d = canon(rows.as_array().unwrap());
+        let s = canon(spark["summaries"][name].as_array().unwrap_or(&Vec::new()));
+        assert!(!d.is_empty(), "summary {name} is empty");
+        assert_eq!(d, s, "summary {name}: DuckDB vs Spark");
+    }
+    let (d, s) = (canon(&findings(&duck)), canon(&findings(&spark)));
+    assert_eq!(d, s, "findings: DuckDB vs Spark");
+    // Each node's pattern is found on that node.
+    let found = findings(&duck);
+    let on = |detector: &str, host: &str| {
+        found
+            .iter()
+            .filter(|f| f["detector"] == detector && f["host"] == host)
+            .count()
+    };
+    assert_eq!(on("metadata_storm", "node-2"), 1);
+    assert_eq!(on("metadata_storm", "node-1"), 0);
+    // Both nodes' ranks write small: 1024 x 256 B on node 1, 100 x 1 KiB on node 2.
+    let mut small: Vec<(String, i64)> = found
+        .iter()
+        .filter(|f| f["detector"] == "small_operations")
+        .map(|f| {
+            (
+                f["host"].as_str().unwrap().to_string(),
+                f["small_calls"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    small.sort();
+    let expected: Vec<(String, i64)> = [("node-1", 1024), ("node-2", 100)]
+        .iter()
+        .flat_map(|(h, n)| std::iter::repeat_n((h.to_string(), *n), 4))
+        .collect();
+    assert_eq!(small, expected);
+    // The layers summary counts both nodes' calls.
+    let posix_calls: i64 = summaries["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["layer"] == "posix")
+        .map(|r| r["calls"].as_i64().unwrap())
+        .sum();
+    assert_eq!(posix_calls, written["node-1"] + written["node-2"]);
+}
