@@ -30,6 +30,7 @@ pub const QUERIES: &[(&str, &str)] = &[
         "metadata_storm",
         include_str!("../../report/metadata_storm.sql"),
     ),
+    ("clock_skew", include_str!("../../report/clock_skew.sql")),
 ];
 
 /// Tables a dataset may hold (docs/schema.md).

@@ -159,3 +159,107 @@ fn a_two_node_dataset_reads_as_one_in_duckdb_and_spark() {
         .sum();
     assert_eq!(posix_calls, written["node-1"] + written["node-2"]);
 }
+
+/// A real 4-rank MPI-IO trace split into two hosts by rank (ranks 0-1 on node-1, 2-3 on
+/// node-2), once as recorded and once with node-2's clock 200 ms ahead: the collective opens
+/// and closes prove the skew on the second and nothing on the first.
+#[test]
+fn clock_skew_between_nodes_is_bounded_from_collective_calls() {
+    require_root();
+    let dir = scratch("clock_skew");
+    let exe = build_c("mpicc", "mpiio.c", &dir.join("mpiio"), &[]);
+    let out = dir.join("out");
+    let res = run(strata()
+        .args(["record", "-q", "--layers", "posix,mpiio", "-o"])
+        .arg(&out)
+        .args(["--", "mpirun", "--oversubscribe", "-np", "4"])
+        .arg(&exe)
+        .arg(dir.join("shared.dat"))
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"));
+    assert!(res.status.success(), "{:?}", res.status);
+
+    const SHIFT_NS: i64 = 200_000_000;
+    let split = |name: &str, shift: i64| {
+        let to = dir.join(name);
+        std::fs::create_dir_all(&to).unwrap();
+        let src = |t: &str| {
+            format!(
+                "read_parquet('{}/{t}/**/*.parquet', hive_partitioning = true)",
+                out.display()
+            )
+        };
+        let node = "CASE WHEN p.rank < 2 THEN 'node-1' ELSE 'node-2' END";
+        let copies = [
+            format!(
+                "COPY (SELECT c.* EXCLUDE (host, ts_begin_ns, ts_end_ns), {node} AS host, \
+                 c.ts_begin_ns + CASE WHEN p.rank < 2 THEN 0 ELSE {shift} END AS ts_begin_ns, \
+                 c.ts_end_ns + CASE WHEN p.rank < 2 THEN 0 ELSE {shift} END AS ts_end_ns \
+                 FROM {} c JOIN {} p ON p.pid = c.pid WHERE p.rank IS NOT NULL) \
+                 TO '{}/calls' (FORMAT parquet, PARTITION_BY (host))",
+                src("calls"),
+                src("processes"),
+                to.display()
+            ),
+            format!(
+                "COPY (SELECT f.* EXCLUDE (host), h.host FROM {} f, \
+                 (VALUES ('node-1'), ('node-2')) h(host)) TO '{}/files' (FORMAT parquet, PARTITION_BY (host))",
+                src("files"),
+                to.display()
+            ),
+            format!(
+                "COPY (SELECT p.* EXCLUDE (host), {node} AS host FROM {} p WHERE p.rank IS NOT NULL) \
+                 TO '{}/processes' (FORMAT parquet, PARTITION_BY (host))",
+                src("processes"),
+                to.display()
+            ),
+        ];
+        let setup: Vec<&str> = copies.iter().map(String::as_str).collect();
+        common::duckdb_with(&setup, "SELECT 1");
+        let res = run(strata().args(["report", "--format", "json"]).arg(&to));
+        assert!(res.status.success());
+        let r: Value = serde_json::from_slice(&res.stdout).unwrap();
+        (
+            to,
+            findings(&r)
+                .into_iter()
+                .filter(|f| f["detector"] == "clock_skew")
+                .collect::<Vec<_>>(),
+        )
+    };
+    assert_eq!(
+        split("aligned", 0).1,
+        Vec::<Value>::new(),
+        "same clock: no skew"
+    );
+    let (skewed, found) = split("skewed", SHIFT_NS);
+    assert_eq!(found.len(), 1, "{found:?}");
+    let f = &found[0];
+    assert_eq!(
+        (f["host"].as_str(), f["reference"].as_str()),
+        (Some("node-2"), Some("node-1"))
+    );
+    // An open and a close on the shared file.
+    assert_eq!(f["matched_calls"], 2);
+    let shift = SHIFT_NS as f64 / 1e9;
+    let (low, high) = (
+        f["ahead_at_least_seconds"].as_f64().unwrap(),
+        f["ahead_at_most_seconds"].as_f64().unwrap(),
+    );
+    assert!(low <= shift && shift <= high, "{low} <= {shift} <= {high}");
+    assert!(low > shift / 2.0, "the bound is tight: {low}");
+    // Spark finds the same.
+    let out = Command::new("python3")
+        .arg(common::repo_root().join("report/spark_report.py"))
+        .arg(&skewed)
+        .args(["--query", "clock_skew"])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let spark: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(canon(&findings(&spark)), canon(&found));
+}
