@@ -30,6 +30,8 @@ pub struct Config {
     pub file_mode: Option<String>,
     /// Only processes of these users (names or numeric uids) are traced.
     pub users: Option<Vec<String>>,
+    /// Only rows about files under these directories are written.
+    pub paths: Option<Vec<String>>,
     #[serde(default)]
     pub daemon: DaemonConfig,
 }
@@ -88,6 +90,11 @@ pub fn parse(text: &str) -> Result<Config, String> {
         for l in layers {
             l.parse::<crate::probes::Layer>()
                 .map_err(|e| format!("layers: {e}"))?;
+        }
+    }
+    if let Some(paths) = &cfg.paths {
+        if let Some(p) = paths.iter().find(|p| !p.starts_with('/')) {
+            return Err(format!("paths: {p:?} is not an absolute directory"));
         }
     }
     if cfg.ring_buffer_mib == Some(0) {
@@ -160,6 +167,7 @@ mod tests {
             host = "n01"
             file_mode = "0600"
             users = ["root", "1001"]
+            paths = ["/lustre", "/scratch"]
             [daemon]
             output_root = "/lustre/strata"
             socket = "/run/strata/s.sock"
@@ -199,6 +207,8 @@ mod tests {
         assert!(e.contains("layers") && e.contains("gpu"), "{e}");
         let e = parse("[daemon]\nroot = \"/x\"").unwrap_err();
         assert!(e.contains("unknown field `root`"), "{e}");
+        let e = parse("paths = [\"lustre\"]").unwrap_err();
+        assert!(e.contains("paths") && e.contains("absolute"), "{e}");
         let e = parse("syscall_mode = \"fast\"").unwrap_err();
         assert!(e.contains("syscall_mode"), "{e}");
         assert!(uids(&["no-such-user-strata".into()]).is_err());

@@ -102,6 +102,8 @@ pub struct Correlator {
     /// Some enabled probe queues transfers (returns a request): only then can a helper
     /// thread's transfer need linking, and only then are such transfers held back.
     queues_transfers: bool,
+    /// Only rows about files under these directories are written (`--paths`).
+    pub path_filter: Option<crate::filter::PathFilter>,
 }
 
 impl Correlator {
@@ -140,6 +142,7 @@ impl Correlator {
             kernel: Default::default(),
             helpers: Default::default(),
             queues_transfers,
+            path_filter: None,
         }
     }
 
@@ -176,15 +179,15 @@ impl Correlator {
                 let transfer = self.queues_transfers && matches!(p.op, Op::Read | Op::Write);
                 if transfer && p.arg(ArgKind::OutRequest).is_some() {
                     for t in self.helpers.request(&row) {
-                        out.calls.push(t);
+                        self.push_call(out, t);
                     }
-                    out.calls.push(row);
+                    self.push_call(out, row);
                 } else if transfer && p.layer == Layer::Posix && p.arg(ArgKind::Offset).is_some() {
                     if let Some(row) = self.helpers.transfer(row) {
-                        out.calls.push(row);
+                        self.push_call(out, row);
                     }
                 } else {
-                    out.calls.push(row);
+                    self.push_call(out, row);
                 }
             }
             Event::Proc { event, rec } => self.proc_event(event, &rec),
@@ -195,24 +198,45 @@ impl Correlator {
         self.collect(out);
     }
 
+    fn keep(&mut self, file_id: Option<i64>, path: Option<&str>) -> bool {
+        match &mut self.path_filter {
+            None => true,
+            Some(f) => f.keep(&self.files, file_id, path),
+        }
+    }
+
+    fn push_call(&mut self, out: &mut Dataset, row: CallRow) {
+        if self.keep(row.file_id, row.path.as_deref()) {
+            out.calls.push(row);
+        }
+    }
+
     /// Moves finished handle, file and process rows into the dataset.
     fn collect(&mut self, out: &mut Dataset) {
-        for r in self.files.new_rows.drain(..) {
-            out.files.push(r);
+        for r in std::mem::take(&mut self.files.new_rows) {
+            if self.keep(Some(r.file_id), None) {
+                out.files.push(r);
+            }
         }
-        for r in self.handles.done.drain(..) {
-            out.handles.push(r);
+        for r in std::mem::take(&mut self.handles.done) {
+            if self.keep(r.file_id, None) {
+                out.handles.push(r);
+            }
         }
         for r in self.procs.done.drain(..) {
             self.summary.processes += 1;
             out.processes.push(r);
         }
-        for r in self.kernel.block_rows.drain(..) {
-            self.summary.add_block(&r);
-            out.block.push(r);
+        for r in std::mem::take(&mut self.kernel.block_rows) {
+            if self.keep(r.file_id, None) {
+                self.summary.add_block(&r);
+                out.block.push(r);
+            }
         }
-        for r in self.kernel.page_rows.drain(..) {
-            out.pagecache.push(r);
+        for r in std::mem::take(&mut self.kernel.page_rows) {
+            if self.keep(r.file_id, None) {
+                out.pagecache.push(r);
+            }
         }
     }
 
@@ -224,7 +248,7 @@ impl Correlator {
         });
         self.kernel.tick(&self.files);
         for row in self.helpers.tick() {
-            out.calls.push(row);
+            self.push_call(out, row);
         }
         self.collect(out);
     }
@@ -243,7 +267,7 @@ impl Correlator {
         self.procs.drain_all();
         self.kernel.finish(&self.files);
         for row in self.helpers.tick() {
-            out.calls.push(row);
+            self.push_call(out, row);
         }
         self.collect(out);
     }

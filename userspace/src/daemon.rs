@@ -44,6 +44,8 @@ pub struct DaemonArgs {
     pub file_mode: u32,
     /// Only processes of these uids (empty: all).
     pub users: Vec<u32>,
+    /// Only rows about files under these directories.
+    pub paths: Option<Vec<String>>,
 }
 
 /// Where a job's processes are: a cgroup directory, or a Slurm job's (found when it appears).
@@ -342,11 +344,17 @@ impl Daemon {
         );
         out.write_run(run.clone())?;
         out.flush()?;
+        let mut corr = Correlator::new(self.probes.clone(), clock);
+        corr.path_filter = self
+            .args
+            .paths
+            .as_deref()
+            .map(crate::filter::PathFilter::new);
         let mut job = Job {
             name: name.to_string(),
             place,
             cgroup: None,
-            corr: Correlator::new(self.probes.clone(), clock),
+            corr,
             out,
             run,
             events: 0,

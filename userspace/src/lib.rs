@@ -11,6 +11,7 @@ pub mod daemon;
 pub mod dataset;
 pub mod events;
 pub mod files;
+pub mod filter;
 pub mod handles;
 pub mod hdf5;
 pub mod kernel;

@@ -68,6 +68,10 @@ struct TraceOpts {
     /// the kernel.
     #[arg(long, value_delimiter = ',', value_name = "USERS")]
     users: Option<Vec<String>>,
+    /// Write only rows about files under these directories (comma-separated); calls that
+    /// name no file are kept.
+    #[arg(long, value_delimiter = ',', value_name = "DIRS")]
+    paths: Option<Vec<String>>,
 }
 
 /// `TraceOpts` merged with the configuration file.
@@ -80,6 +84,7 @@ struct Settings {
     host: String,
     file_mode: u32,
     users: Vec<u32>,
+    paths: Option<Vec<String>>,
     daemon: strata::config::DaemonConfig,
 }
 
@@ -119,6 +124,10 @@ impl TraceOpts {
             Some(u) => strata::config::uids(&u)?,
             None => Vec::new(),
         };
+        let paths = self.paths.or(cfg.paths);
+        if let Some(p) = paths.iter().flatten().find(|p| !p.starts_with('/')) {
+            anyhow::bail!("--paths: {p:?} is not an absolute directory");
+        }
         let host = self
             .host
             .or(cfg.host)
@@ -136,6 +145,7 @@ impl TraceOpts {
             host,
             file_mode,
             users,
+            paths,
             daemon: cfg.daemon,
         })
     }
@@ -323,6 +333,7 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
                 host: set.host,
                 file_mode: set.file_mode,
                 users: set.users,
+                paths: set.paths,
                 quiet,
             })?;
             Ok(outcome.exit_code)
@@ -351,6 +362,7 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
                 flush_interval: set.flush_interval,
                 file_mode: set.file_mode,
                 users: set.users,
+                paths: set.paths,
             })?;
             Ok(0)
         }

@@ -43,6 +43,8 @@ pub struct RecordArgs {
     pub file_mode: u32,
     /// Only processes of these uids (empty: all).
     pub users: Vec<u32>,
+    /// Only rows about files under these directories.
+    pub paths: Option<Vec<String>>,
     pub quiet: bool,
 }
 
@@ -158,6 +160,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
     }
 
     let mut corr = Correlator::new(probes.clone(), clock);
+    corr.path_filter = args.paths.as_deref().map(crate::filter::PathFilter::new);
     // A running tree may use probed libraries from places the start-up search did not see.
     for pid in tree.iter().flatten() {
         for path in mapped_files(*pid) {

@@ -1,6 +1,7 @@
-//! `strata record --cgroup`: exactly the processes of a cgroup v2 and its descendants are
-//! traced, filtered in the kernel, including processes that join after the start and their
-//! children; a process outside is not.
+//! Who and what is traced. `--cgroup`: exactly the processes of a cgroup v2 and its
+//! descendants are traced, filtered in the kernel, including processes that join after the
+//! start and their children; a process outside is not. `--users`: only those users'
+//! processes. `--paths`: only rows about files under those directories.
 mod common;
 
 use std::{
@@ -158,4 +159,58 @@ fn only_processes_of_the_given_users_are_traced() {
     assert_eq!(res.status.code(), Some(2));
     let err = String::from_utf8_lossy(&res.stderr);
     assert!(err.contains("no user \"no-such-user-strata\""), "{err}");
+}
+
+#[test]
+fn only_rows_about_files_under_the_given_paths_are_written() {
+    require_root();
+    let dir = scratch("paths");
+    let d = dir.display();
+    std::fs::create_dir_all(dir.join("keep")).unwrap();
+    std::fs::create_dir_all(dir.join("other")).unwrap();
+    let out = dir.join("out");
+    let res = run(strata()
+        .args(["record", "-q", "--layers", "posix", "--paths"])
+        .arg(dir.join("keep"))
+        .arg("-o")
+        .arg(&out)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            &format!("echo a > {d}/keep/x; echo bb > {d}/other/y; cat /etc/hostname > /dev/null"),
+        ]));
+    assert!(
+        res.status.success(),
+        "{}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+    let files = rows(&out, "files");
+    let keep = format!("{d}/keep/");
+    assert!(!files.is_empty());
+    for f in &files {
+        assert!(f.s("path").unwrap().starts_with(&keep), "{f:?}");
+    }
+    let x = files
+        .iter()
+        .find(|f| f.s("path") == Some(format!("{keep}x").as_str()))
+        .expect("the kept file");
+    let calls = rows(&out, "calls");
+    let writes: Vec<i64> = calls
+        .iter()
+        .filter(|c| c.s("function") == Some("write") && c.i("file_id") == x.i("file_id"))
+        .map(|c| c.i("bytes_result").unwrap())
+        .collect();
+    assert_eq!(writes, vec![2], "echo's write to the kept file");
+    for c in &calls {
+        if let Some(p) = c.s("path") {
+            assert!(p.starts_with(&keep), "{c:?}");
+        }
+    }
+    let res = run(strata()
+        .args(["record", "-q", "--paths", "relative/dir", "-o"])
+        .arg(&out)
+        .args(["--", "true"]));
+    assert_eq!(res.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&res.stderr).contains("not an absolute directory"));
 }
