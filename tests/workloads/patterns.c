@@ -7,7 +7,12 @@
  *   single  rank 0 gathers every rank's 1 MiB and writes them all (1 MiB pwrites)
  *   spread  each rank writes its own 1 MiB with one pwrite
  *   reopen  each rank opens the file, writes 1 KiB and closes it, 100 times
- *   once    each rank opens the file once and writes the same 100 KiB in 100 pwrites */
+ *   once    each rank opens the file once and writes the same 100 KiB in 100 pwrites
+ *   mpi_small  BT-IO "simple": each rank writes its 1000 records of 640 B, interleaved with
+ *              the other ranks' (record i of rank r at (i * N + r) * 640), one independent
+ *              MPI_File_write_at each
+ *   mpi_coll   BT-IO "full": the same records through a strided file view in one collective
+ *              MPI_File_write_all of 640,000 B per rank */
 #include <fcntl.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -18,6 +23,8 @@
 #define REGION (256 * 1024)
 #define SMALL 256
 #define BLOCK (1024 * 1024)
+#define RECORD 640
+#define RECORDS 1000
 
 static void check(int ok, const char *what) {
     if (!ok) {
@@ -64,6 +71,27 @@ int main(int argc, char **argv) {
             check(pwrite(f, buf, 1024, ((off_t)rank * 100 + i) * 1024) == 1024, "pwrite");
             close(f);
         }
+    } else if (!strcmp(mode, "mpi_small") || !strcmp(mode, "mpi_coll")) {
+        MPI_File fh;
+        check(!MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_WRONLY, MPI_INFO_NULL, &fh),
+              "MPI_File_open");
+        if (!strcmp(mode, "mpi_small")) {
+            for (long i = 0; i < RECORDS; i++)
+                check(!MPI_File_write_at(fh, (MPI_Offset)(i * nprocs + rank) * RECORD, buf,
+                                         RECORD, MPI_BYTE, MPI_STATUS_IGNORE),
+                      "MPI_File_write_at");
+        } else {
+            MPI_Datatype strided;
+            MPI_Type_vector(RECORDS, RECORD, RECORD * nprocs, MPI_BYTE, &strided);
+            MPI_Type_commit(&strided);
+            check(!MPI_File_set_view(fh, (MPI_Offset)rank * RECORD, MPI_BYTE, strided, "native",
+                                     MPI_INFO_NULL),
+                  "MPI_File_set_view");
+            check(!MPI_File_write_all(fh, buf, RECORDS * RECORD, MPI_BYTE, MPI_STATUS_IGNORE),
+                  "MPI_File_write_all");
+            MPI_Type_free(&strided);
+        }
+        MPI_File_close(&fh);
     } else if (!strcmp(mode, "once")) {
         for (int i = 0; i < 100; i++)
             check(pwrite(fd, buf, 1024, ((off_t)rank * 100 + i) * 1024) == 1024, "pwrite");

@@ -30,6 +30,14 @@ pub const QUERIES: &[(&str, &str)] = &[
         "metadata_storm",
         include_str!("../../report/metadata_storm.sql"),
     ),
+    (
+        "collective_buffering",
+        include_str!("../../report/collective_buffering.sql"),
+    ),
+    (
+        "hidden_files",
+        include_str!("../../report/hidden_files.sql"),
+    ),
     ("clock_skew", include_str!("../../report/clock_skew.sql")),
 ];
 

@@ -17,18 +17,29 @@ fn trace(mode: &str) -> (PathBuf, String) {
 
 /// As `trace`, in a scratch directory of its own (tests run in parallel).
 fn trace_in(mode: &str, scratch_name: &str) -> (PathBuf, String) {
+    trace_with(mode, scratch_name, "posix", &[])
+}
+
+/// As `trace_in`, with these layers and environment for the MPI job.
+fn trace_with(
+    mode: &str,
+    scratch_name: &str,
+    layers: &str,
+    env: &[(&str, &str)],
+) -> (PathBuf, String) {
     require_root();
     let dir = scratch(scratch_name);
     let exe = build_c("mpicc", "patterns.c", &dir.join("patterns"), &[]);
     let file = dir.join(format!("{mode}.dat"));
     let out = dir.join("out");
     let res = run(strata()
-        .args(["record", "-q", "--layers", "posix", "-o"])
+        .args(["record", "-q", "--layers", layers, "-o"])
         .arg(&out)
         .args(["--", "mpirun", "--oversubscribe", "-np", &RANKS.to_string()])
         .arg(&exe)
         .arg(mode)
         .arg(&file)
+        .envs(env.iter().copied())
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"));
     assert!(res.status.success(), "{:?}", res.status);
@@ -176,4 +187,109 @@ fn a_metadata_storm_is_found_on_reopening_ranks_and_not_on_ones_that_open_once()
     let (out, file) = trace("once");
     let r = report(&out);
     assert_eq!(findings(&r, "metadata_storm", &file), Vec::<Value>::new());
+}
+
+/// The thesis' BT-IO case: 1000 interleaved 640-byte records per rank written one
+/// independent MPI_File_write_at at a time ("simple") are many small POSIX writes; the same
+/// records in one collective MPI_File_write_all through a strided view ("full") are
+/// aggregated by OMPIO's two-phase I/O into large writes of a few ranks. With two-phase
+/// turned off (`fcoll=individual`) every rank writes its own records again.
+#[test]
+fn bt_io_small_independent_writes_versus_collective_buffering() {
+    const RECORD: i64 = 640;
+    const RECORDS: i64 = 1000;
+    let (out, file) = trace_with("mpi_small", "report_mpi_small", "posix,mpiio", &[]);
+    let r = report(&out);
+    let small = findings(&r, "small_operations", &file);
+    assert_eq!(small.len(), RANKS as usize, "{small:?}");
+    for f in &small {
+        assert_eq!(f["small_calls"], RECORDS);
+        assert_eq!(f["small_bytes"], RECORDS * RECORD);
+    }
+    assert!(
+        findings(&r, "collective_buffering", &file).is_empty(),
+        "not collective"
+    );
+
+    let (out, file) = trace_with("mpi_coll", "report_mpi_coll", "posix,mpiio", &[]);
+    let r = report(&out);
+    assert!(findings(&r, "small_operations", &file).is_empty());
+    let coll = findings(&r, "collective_buffering", &file);
+    assert_eq!(coll.len(), 1, "{coll:?}");
+    let f = &coll[0];
+    assert_eq!(f["function"], "MPI_File_write_all");
+    assert_eq!(f["participants"], RANKS);
+    assert_eq!(f["mpi_calls"], RANKS);
+    let total = RANKS * RECORDS * RECORD;
+    assert_eq!(f["mpi_bytes"], total);
+    assert_eq!(
+        f["posix_bytes"], total,
+        "the aggregators wrote every rank's records"
+    );
+    let aggregators = f["aggregators"].as_i64().unwrap();
+    assert!((1..RANKS).contains(&aggregators), "{f}");
+    assert_eq!(
+        f["aggregator_share"].as_f64().unwrap(),
+        aggregators as f64 / RANKS as f64
+    );
+    assert!(
+        f["posix_calls"].as_i64().unwrap() < RANKS * RECORDS / 10,
+        "large writes: {f}"
+    );
+
+    let (out, file) = trace_with(
+        "mpi_coll",
+        "report_mpi_coll_individual",
+        "posix,mpiio",
+        &[("OMPI_MCA_fcoll", "individual")],
+    );
+    let r = report(&out);
+    assert!(
+        findings(&r, "collective_buffering", &file).is_empty(),
+        "every rank writes its own records"
+    );
+    assert_eq!(
+        findings(&r, "small_operations", &file).len(),
+        RANKS as usize
+    );
+}
+
+/// Open MPI's MPI_File_open probes whether fcntl locks work by creating, locking and removing
+/// `<file>.locktest.<rank>` beside the data file (its sharedfp/lockedfile component): files the
+/// program never named. The same bytes written with POSIX calls touch no such file.
+#[test]
+fn hidden_files_of_the_mpi_io_library_are_found() {
+    let (out, file) = trace_with("mpi_coll", "report_hidden", "posix,mpiio", &[]);
+    let r = report(&out);
+    let all: Vec<Value> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["detector"] == "hidden_files")
+        .map(|f| f["where"].clone())
+        .collect();
+    for rank in 0..RANKS {
+        let lock = format!("{file}.locktest.{rank}");
+        let f = all
+            .iter()
+            .find(|f| f["path"] == lock.as_str())
+            .unwrap_or_else(|| panic!("no finding for {lock}: {all:?}"));
+        assert_eq!(f["by_function"], "MPI_File_open");
+        assert_eq!(f["processes"], 1, "each rank tests its own lock file");
+        assert_eq!(f["data_calls"], 0);
+    }
+    assert!(
+        all.iter().all(|f| f["path"] != file.as_str()),
+        "the data file itself is not hidden"
+    );
+    let (out, _) = trace_with("large", "report_hidden_posix", "posix,mpiio", &[]);
+    let r = report(&out);
+    assert!(
+        r["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["detector"] != "hidden_files"),
+        "POSIX writes make no hidden files"
+    );
 }
