@@ -14,6 +14,7 @@ pub mod files;
 pub mod filter;
 pub mod handles;
 pub mod hdf5;
+pub mod html;
 pub mod kernel;
 pub mod lustre;
 pub mod netcdf;

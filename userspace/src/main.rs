@@ -225,7 +225,8 @@ enum Cmd {
         /// A dataset written by `strata record -o`.
         #[arg(value_name = "DATASET")]
         dataset: PathBuf,
-        /// `text` for people, `json` for scripts.
+        /// `text` for people, `json` for scripts, `html` for a page with plots
+        /// (`strata report out/ --format html > report.html`).
         #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
         format: ReportFormat,
     },
@@ -274,6 +275,8 @@ enum CtlCmd {
 enum ReportFormat {
     Text,
     Json,
+    /// A self-contained page with the tables and plots (timeline, offsets, sizes, bytes).
+    Html,
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -414,6 +417,7 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
                     "{}",
                     serde_json::to_string_pretty(&strata::report::to_json_report(&answers))?
                 ),
+                ReportFormat::Html => print!("{}", strata::html::render(&dataset, &answers)?),
             }
             Ok(0)
         }

@@ -182,8 +182,26 @@ fn to_json(v: Value) -> Json {
     }
 }
 
-/// Runs every shipped query over the dataset at `dir`.
-pub fn run(dir: &Path) -> anyhow::Result<Vec<Answer>> {
+/// Runs one query: its column names and rows as JSON values.
+pub fn select(conn: &Connection, sql: &str) -> anyhow::Result<(Vec<String>, Vec<Vec<Json>>)> {
+    let mut stmt = conn.prepare(sql)?;
+    let mut rows = Vec::new();
+    {
+        let mut rs = stmt.query([])?;
+        while let Some(row) = rs.next()? {
+            let n = row.as_ref().column_count();
+            rows.push(
+                (0..n)
+                    .map(|i| row.get::<_, Value>(i).map(to_json))
+                    .collect::<Result<Vec<_>, _>>()?,
+            );
+        }
+    }
+    Ok((stmt.column_names(), rows))
+}
+
+/// A DuckDB connection with one view per table of the dataset at `dir`, and those tables.
+pub fn open(dir: &Path) -> anyhow::Result<(Connection, Vec<&'static str>)> {
     anyhow::ensure!(
         dir.join("calls").is_dir() || dir.join("run").is_dir(),
         "{} is not a strata dataset (no calls/ or run/ table in it)",
@@ -193,6 +211,12 @@ pub fn run(dir: &Path) -> anyhow::Result<Vec<Answer>> {
     let (views, present) = view_sql(dir);
     conn.execute_batch(&views)
         .with_context(|| format!("cannot read the dataset at {}", dir.display()))?;
+    Ok((conn, present))
+}
+
+/// Runs every shipped query over the dataset at `dir`.
+pub fn run(dir: &Path) -> anyhow::Result<Vec<Answer>> {
+    let (conn, present) = open(dir)?;
     let mut out = Vec::new();
     for q in queries() {
         if let Some(missing) = q.needs.iter().find(|t| !present.contains(&t.as_str())) {
@@ -204,22 +228,8 @@ pub fn run(dir: &Path) -> anyhow::Result<Vec<Answer>> {
             });
             continue;
         }
-        let mut stmt = conn
-            .prepare(q.sql)
-            .with_context(|| format!("report query {}", q.name))?;
-        let mut rows = Vec::new();
-        {
-            let mut rs = stmt.query([])?;
-            while let Some(row) = rs.next()? {
-                let n = row.as_ref().column_count();
-                rows.push(
-                    (0..n)
-                        .map(|i| row.get::<_, Value>(i).map(to_json))
-                        .collect::<Result<Vec<_>, _>>()?,
-                );
-            }
-        }
-        let columns = stmt.column_names();
+        let (columns, rows) =
+            select(&conn, q.sql).with_context(|| format!("report query {}", q.name))?;
         out.push(Answer {
             query: q,
             columns,

@@ -26,6 +26,8 @@ const PACKAGES: &[&str] = &[
     "file",
     // Spark (pyspark) for the multi-node dataset tests
     "openjdk-17-jre-headless",
+    // headless Chromium renders the HTML report in its test
+    "chromium",
 ];
 
 pub fn run() -> anyhow::Result<()> {
