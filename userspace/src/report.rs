@@ -38,6 +38,14 @@ pub const QUERIES: &[(&str, &str)] = &[
         "hidden_files",
         include_str!("../../report/hidden_files.sql"),
     ),
+    (
+        "layer_amplification",
+        include_str!("../../report/layer_amplification.sql"),
+    ),
+    (
+        "data_sieving",
+        include_str!("../../report/data_sieving.sql"),
+    ),
     ("clock_skew", include_str!("../../report/clock_skew.sql")),
 ];
 

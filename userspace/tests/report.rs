@@ -236,6 +236,7 @@ fn bt_io_small_independent_writes_versus_collective_buffering() {
         f["posix_calls"].as_i64().unwrap() < RANKS * RECORDS / 10,
         "large writes: {f}"
     );
+    assert!(findings(&r, "layer_amplification", &file).is_empty(), "{r}");
 
     let (out, file) = trace_with(
         "mpi_coll",
@@ -252,6 +253,57 @@ fn bt_io_small_independent_writes_versus_collective_buffering() {
         findings(&r, "small_operations", &file).len(),
         RANKS as usize
     );
+    // Each collective call became one POSIX write per record.
+    let amp = findings(&r, "layer_amplification", &file);
+    assert_eq!(amp.len(), 1, "{amp:?}");
+    assert_eq!(amp[0]["layer"], "mpiio");
+    assert_eq!(amp[0]["layer_calls"], RANKS);
+    assert_eq!(amp[0]["posix_calls"], RANKS * RECORDS);
+    assert_eq!(amp[0]["calls_ratio"].as_f64(), Some(RECORDS as f64));
+    assert_eq!(amp[0]["posix_bytes"], total);
+}
+
+/// ROMIO with collective buffering turned off (`romio_cb_write disable`) writes each rank's
+/// strided records by data sieving: it reads the covering extent, fills the records in and
+/// writes the extent back. The same program under ROMIO's defaults aggregates instead.
+#[test]
+fn data_sieving_under_romio_without_collective_buffering() {
+    const TOTAL: i64 = RANKS * 1000 * 640;
+    let dir = scratch("report_hints");
+    let hints = dir.join("romio-hints");
+    std::fs::write(&hints, "romio_cb_write disable\n").unwrap();
+    let hints = hints.display().to_string();
+    let (out, file) = trace_with(
+        "mpi_coll",
+        "report_sieving",
+        "posix,mpiio",
+        &[("OMPI_MCA_io", "romio321"), ("ROMIO_HINTS", hints.as_str())],
+    );
+    let r = report(&out);
+    let ds = findings(&r, "data_sieving", &file);
+    assert_eq!(ds.len(), 1, "{ds:?}");
+    let f = &ds[0];
+    assert_eq!(f["function"], "MPI_File_write_all");
+    assert_eq!(f["processes"], RANKS);
+    assert_eq!(f["mpi_calls"], RANKS);
+    assert_eq!(f["mpi_bytes"], TOTAL);
+    assert!(f["sieving_processes"].as_i64().unwrap() >= 1, "{f}");
+    assert!(f["posix_read_bytes"].as_i64().unwrap() >= 1 << 20, "{f}");
+    assert!(f["posix_written_bytes"].as_i64().unwrap() >= TOTAL, "{f}");
+    let amp = findings(&r, "layer_amplification", &file);
+    assert_eq!(amp.len(), 1, "{amp:?}");
+    assert!(amp[0]["bytes_ratio"].as_f64().unwrap() >= 1.5, "{amp:?}");
+
+    let (out, file) = trace_with(
+        "mpi_coll",
+        "report_romio_cb",
+        "posix,mpiio",
+        &[("OMPI_MCA_io", "romio321")],
+    );
+    let r = report(&out);
+    assert!(findings(&r, "data_sieving", &file).is_empty(), "{r}");
+    assert!(findings(&r, "layer_amplification", &file).is_empty(), "{r}");
+    assert_eq!(findings(&r, "collective_buffering", &file).len(), 1);
 }
 
 /// Open MPI's MPI_File_open probes whether fcntl locks work by creating, locking and removing
