@@ -6,6 +6,7 @@
  *   large   each rank writes its 256 KiB region in one pwrite
  *   single  rank 0 gathers every rank's 1 MiB and writes them all (1 MiB pwrites)
  *   spread  each rank writes its own 1 MiB with one pwrite
+ *   shifted as spread, each 1 MiB half a MiB further (across 1 MiB stripe boundaries)
  *   reopen  each rank opens the file, writes 1 KiB and closes it, 100 times
  *   once    each rank opens the file once and writes the same 100 KiB in 100 pwrites
  *   mpi_small  BT-IO "simple": each rank writes its 1000 records of 640 B, interleaved with
@@ -64,6 +65,8 @@ int main(int argc, char **argv) {
         free(all);
     } else if (!strcmp(mode, "spread")) {
         check(pwrite(fd, buf, BLOCK, (off_t)rank * BLOCK) == BLOCK, "pwrite");
+    } else if (!strcmp(mode, "shifted")) {
+        check(pwrite(fd, buf, BLOCK, (off_t)rank * BLOCK + BLOCK / 2) == BLOCK, "pwrite");
     } else if (!strcmp(mode, "reopen")) {
         for (int i = 0; i < 100; i++) {
             int f = open(path, O_WRONLY);

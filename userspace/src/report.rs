@@ -46,6 +46,10 @@ pub const QUERIES: &[(&str, &str)] = &[
         "data_sieving",
         include_str!("../../report/data_sieving.sql"),
     ),
+    (
+        "stripe_alignment",
+        include_str!("../../report/stripe_alignment.sql"),
+    ),
     ("clock_skew", include_str!("../../report/clock_skew.sql")),
 ];
 

@@ -345,3 +345,61 @@ fn hidden_files_of_the_mpi_io_library_are_found() {
         "POSIX writes make no hidden files"
     );
 }
+
+/// Lustre's stripe alignment, on the layout strata would record from a Lustre file (this
+/// machine has none, so the file's row gets a 1 MiB x 4 layout): 1 MiB writes at 1 MiB
+/// boundaries touch one stripe each; the same writes half a MiB further each touch two.
+#[test]
+fn stripe_crossing_requests_are_found_and_aligned_ones_are_not() {
+    let striped = |mode: &str| {
+        let (out, file) = trace_in(mode, &format!("report_stripes_{mode}"));
+        let to = out.with_file_name("striped");
+        std::fs::create_dir_all(&to).unwrap();
+        let src = |t: &str| {
+            format!(
+                "read_parquet('{}/{t}/**/*.parquet', hive_partitioning = true)",
+                out.display()
+            )
+        };
+        let copies = [
+            format!(
+                "COPY (SELECT * FROM {}) TO '{}/calls' (FORMAT parquet, PARTITION_BY (host))",
+                src("calls"),
+                to.display()
+            ),
+            format!(
+                "COPY (SELECT * FROM {}) TO '{}/processes' (FORMAT parquet, PARTITION_BY (host))",
+                src("processes"),
+                to.display()
+            ),
+            format!(
+                "COPY (SELECT * REPLACE ( \
+                   CASE WHEN path = '{file}' THEN 1048576 END AS lustre_stripe_size, \
+                   CASE WHEN path = '{file}' THEN 4 END AS lustre_stripe_count) \
+                 FROM {}) TO '{}/files' (FORMAT parquet, PARTITION_BY (host))",
+                src("files"),
+                to.display()
+            ),
+        ];
+        let setup: Vec<&str> = copies.iter().map(String::as_str).collect();
+        duckdb_with(&setup, "SELECT 1");
+        (report(&to), file)
+    };
+    let (r, file) = striped("shifted");
+    let found = findings(&r, "stripe_alignment", &file);
+    assert_eq!(found.len(), RANKS as usize, "one per rank: {found:?}");
+    for f in &found {
+        assert_eq!(f["data_calls"], 1);
+        assert_eq!(f["crossing_calls"], 1);
+        assert_eq!(f["crossing_bytes"], 1 << 20);
+        assert_eq!(
+            (f["stripe_size"].as_i64(), f["stripe_count"].as_i64()),
+            (Some(1 << 20), Some(4))
+        );
+    }
+    let (r, file) = striped("spread");
+    assert!(
+        findings(&r, "stripe_alignment", &file).is_empty(),
+        "aligned writes"
+    );
+}
