@@ -2,7 +2,9 @@
  * nanoseconds on stdout, so tracer start-up and teardown are not counted.
  *
  * usage: bench_io syscall|stdio|meta|pagewrite N DIR
- *   pagewrite: N buffered 4 KiB writes to a new file, then fsync (the loop time includes it) */
+ *        bench_io rate:R N DIR
+ *   pagewrite: N buffered 4 KiB writes to a new file, then fsync (the loop time includes it)
+ *   rate:R: N 1-byte writes to /dev/null paced at R per second (a sustained event rate) */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,6 +64,20 @@ int main(int argc, char **argv) {
         t1 = now();
         close(fd);
         unlink(path);
+    } else if (strncmp(argv[1], "rate:", 5) == 0) {
+        long rate = atol(argv[1] + 5);
+        if (rate <= 0) return 2;
+        int fd = open("/dev/null", O_WRONLY);
+        t0 = now();
+        for (long i = 0; i < n; i++) {
+            // Write i is due at t0 + i / rate: wait for it (busy, to keep the pace exact).
+            long long due = t0 + (long long)((double)i * 1e9 / rate);
+            while (now() < due) {
+            }
+            if (write(fd, buf, 1) != 1) return 3;
+        }
+        t1 = now();
+        close(fd);
     } else {
         return 2;
     }

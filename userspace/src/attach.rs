@@ -22,7 +22,7 @@ use crate::{
     tracefs,
 };
 
-static EBPF: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/strata"));
+pub(crate) static EBPF: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/strata"));
 
 /// What happened to one probe at start, for the `probes` table and the summary.
 #[derive(Debug, Clone)]
@@ -423,14 +423,14 @@ fn map(ebpf: &mut Ebpf, name: &str) -> anyhow::Result<aya::maps::Map> {
         .ok_or_else(|| anyhow!("map {name} missing from the eBPF object"))
 }
 
-fn tracepoint<'a>(ebpf: &'a mut Ebpf, name: &str) -> anyhow::Result<&'a mut TracePoint> {
+pub(crate) fn tracepoint<'a>(ebpf: &'a mut Ebpf, name: &str) -> anyhow::Result<&'a mut TracePoint> {
     let prog = ebpf
         .program_mut(name)
         .ok_or_else(|| anyhow!("program {name} missing from the eBPF object"))?;
     Ok(prog.try_into()?)
 }
 
-fn uprobe<'a>(ebpf: &'a mut Ebpf, name: &str) -> anyhow::Result<&'a mut UProbe> {
+pub(crate) fn uprobe<'a>(ebpf: &'a mut Ebpf, name: &str) -> anyhow::Result<&'a mut UProbe> {
     let prog = ebpf
         .program_mut(name)
         .ok_or_else(|| anyhow!("program {name} missing from the eBPF object"))?;

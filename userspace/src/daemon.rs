@@ -433,6 +433,12 @@ impl Daemon {
                 if let Some(job) = self.jobs.iter_mut().find(|j| j.name == name) {
                     job.events += 1;
                     job.corr.handle(ev, &mut job.out);
+                    // A write error is taken up at the next tick.
+                    if job.write_error.is_none() {
+                        if let Err(e) = job.out.flush_if_full() {
+                            job.write_error = Some(e);
+                        }
+                    }
                 }
             }
             // A kernel event outside the jobs' processes (a writeback worker, a request
@@ -512,19 +518,18 @@ impl Daemon {
             job.corr.tick(&mut job.out);
             if job.write_error.is_none() {
                 if let Err(e) = job.out.flush() {
-                    // Stop this job only: its dataset stays valid up to here.
-                    eprintln!(
-                        "strata daemon: job {}: writing failed, job stopped: {e:#}",
-                        job.name
-                    );
                     job.write_error = Some(e);
-                    ended.push(job.name.clone());
                 }
             }
-            if let Some((dir, _, _)) = &job.cgroup {
-                if !dir.exists() {
-                    ended.push(job.name.clone());
-                }
+            if let Some(e) = &job.write_error {
+                // Stop this job only: its dataset stays valid up to here.
+                eprintln!(
+                    "strata daemon: job {}: writing failed, job stopped: {e:#}",
+                    job.name
+                );
+                ended.push(job.name.clone());
+            } else if job.cgroup.as_ref().is_some_and(|(dir, _, _)| !dir.exists()) {
+                ended.push(job.name.clone());
             }
         }
         self.jobs = jobs;
@@ -557,6 +562,8 @@ impl Daemon {
             + crate::sink::Table::len(&job.out.calls.rows) as u64)
             as i64;
         job.run.complete = job.write_error.is_none();
+        // The daemon's, shared by its jobs.
+        job.run.peak_rss_kib = crate::node::peak_rss_kib();
         let written = job
             .out
             .flush()

@@ -59,6 +59,29 @@ impl Dataset {
         self.run.write_named(&name)
     }
 
+    /// Rows waiting to be written (the memory the next flush frees).
+    pub fn buffered_rows(&self) -> usize {
+        use crate::sink::Table as _;
+        self.calls.rows.len()
+            + self.handles.rows.len()
+            + self.files.rows.len()
+            + self.processes.rows.len()
+            + self.block.rows.len()
+            + self.pagecache.rows.len()
+    }
+
+    /// Writes out early when this many rows wait, so memory stays bounded whatever the
+    /// event rate (at 1 s flushes, rows would otherwise grow with the rate).
+    pub const MAX_BUFFERED_ROWS: usize = 100_000;
+
+    /// Flushes if the buffers are full.
+    pub fn flush_if_full(&mut self) -> anyhow::Result<()> {
+        if self.buffered_rows() >= Self::MAX_BUFFERED_ROWS {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
     pub fn rows_written(&self) -> u64 {
         self.calls.rows_written
             + self.handles.rows_written

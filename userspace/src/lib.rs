@@ -9,6 +9,7 @@ pub mod control;
 pub mod correlate;
 pub mod daemon;
 pub mod dataset;
+pub mod empty_probe;
 pub mod events;
 pub mod files;
 pub mod filter;

@@ -236,6 +236,19 @@ enum Cmd {
         #[arg(long, value_name = "FILE")]
         probes: Option<PathBuf>,
     },
+    /// Run a command under empty probes (the benchmark's baseline; used by `cargo xtask bench`).
+    #[command(hide = true)]
+    BenchEmpty {
+        #[arg(long, value_enum)]
+        mechanism: strata::empty_probe::Mechanism,
+        /// For uprobes: the library (default: libc) and function.
+        #[arg(long)]
+        library: Option<PathBuf>,
+        #[arg(long, default_value = "fwrite")]
+        function: String,
+        #[arg(last = true)]
+        command: Vec<String>,
+    },
     /// Measure the user-space pipeline alone on a synthetic stream (used by `cargo xtask bench`).
     #[command(hide = true)]
     BenchPipeline {
@@ -395,6 +408,18 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
                 Some(e) => anyhow::bail!("the daemon refused: {e}"),
                 None => Ok(0),
             }
+        }
+        Cmd::BenchEmpty {
+            mechanism,
+            library,
+            function,
+            command,
+        } => {
+            let library = match library {
+                Some(l) => l,
+                None => strata::symbols::find_library("libc.so.6")?,
+            };
+            strata::empty_probe::run(mechanism, &library, &function, &command)
         }
         Cmd::BenchPipeline { events, dir } => {
             std::fs::create_dir_all(&dir)?;

@@ -44,6 +44,13 @@ pub fn run_row(
     }
 }
 
+/// strata's own peak resident memory so far, in KiB.
+pub fn peak_rss_kib() -> Option<i64> {
+    nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF)
+        .ok()
+        .map(|u| u.max_rss())
+}
+
 /// How far this node's realtime clock can be trusted.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ClockFacts {

@@ -223,6 +223,10 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
             }
             last_flush = Instant::now();
         }
+        if let Err(e) = out.flush_if_full() {
+            write_error = Some(e);
+            break;
+        }
         if let Some(pb) = &progress {
             if last_status.0.elapsed() >= Duration::from_secs(1) {
                 let rate =
@@ -278,6 +282,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
     run_row.calls_written =
         (out.calls.rows_written + crate::sink::Table::len(&out.calls.rows) as u64) as i64;
     run_row.complete = write_error.is_none();
+    run_row.peak_rss_kib = crate::node::peak_rss_kib();
     let final_write = out.flush().and_then(|()| out.write_run(run_row.clone()));
     if let Some(e) = write_error {
         return Err(e.context(format!(

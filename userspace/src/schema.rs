@@ -96,6 +96,7 @@ table!(Run, RunRow, "run", {
     stack_overflow: I64,
     stack_mismatch: I64,
     calls_written: I64,
+    peak_rss_kib: OptI64,
     complete: Bool,
 });
 

@@ -10,53 +10,128 @@ use crate::util::{build_strata, exec, is_root, output, root, target_dir};
 
 struct Case {
     name: &'static str,
+    /// bench_io's mode, or bench_mpi's (`mpiio`, `hdf5`) when `mpi_size` is set.
     mode: &'static str,
+    /// Bytes per collective write of each of 4 ranks (tests/workloads/bench_mpi.c).
+    mpi_size: Option<u64>,
     layers: &'static str,
     /// Traced calls per loop iteration (for the per-call cost).
     calls_per_iter: u64,
     /// The workload runs `calls / divisor` iterations (slow calls get fewer).
     divisor: u64,
+    /// An empty probe of the same kind, to separate the machine's trap cost from strata's
+    /// own work: `strata bench-empty` arguments.
+    empty: Option<&'static [&'static str]>,
 }
 
 const CASES: &[Case] = &[
     Case {
         name: "syscall write(1 B)",
         mode: "syscall",
+        mpi_size: None,
         layers: "posix",
         calls_per_iter: 1,
         divisor: 1,
+        empty: Some(&["--mechanism", "tracepoint"]),
     },
     Case {
         name: "stdio fwrite(16 B)",
         mode: "stdio",
+        mpi_size: None,
         layers: "posix,stdio",
         calls_per_iter: 1,
         divisor: 1,
+        empty: Some(&["--mechanism", "uprobe", "--function", "fwrite"]),
     },
     Case {
         name: "open+fstat+close",
         mode: "meta",
+        mpi_size: None,
         layers: "posix",
         calls_per_iter: 3,
         divisor: 4,
+        empty: None,
     },
     // Buffered 4 KiB writes to a file, then fsync: the same loop with and without the kernel
     // layers, so their own cost (page-cache and block events) shows as the difference.
     Case {
         name: "4K writes+fsync",
         mode: "pagewrite",
+        mpi_size: None,
         layers: "posix",
         calls_per_iter: 1,
         divisor: 20,
+        empty: None,
     },
     Case {
         name: "  + block,pagecache",
         mode: "pagewrite",
+        mpi_size: None,
         layers: "posix,block,pagecache",
         calls_per_iter: 1,
         divisor: 20,
+        empty: None,
+    },
+    // Collective writes of 4 ranks to one shared file, every layer down to POSIX traced.
+    Case {
+        name: "MPI-IO 64K x4",
+        mode: "mpiio",
+        mpi_size: Some(64 << 10),
+        layers: "posix,mpiio",
+        calls_per_iter: 1,
+        divisor: 400,
+        empty: None,
+    },
+    Case {
+        name: "MPI-IO 4M x4",
+        mode: "mpiio",
+        mpi_size: Some(4 << 20),
+        layers: "posix,mpiio",
+        calls_per_iter: 1,
+        divisor: 10_000,
+        empty: None,
+    },
+    Case {
+        name: "HDF5 64K x4",
+        mode: "hdf5",
+        mpi_size: Some(64 << 10),
+        layers: "posix,mpiio,hdf5",
+        calls_per_iter: 1,
+        divisor: 400,
+        empty: None,
+    },
+    Case {
+        name: "HDF5 4M x4",
+        mode: "hdf5",
+        mpi_size: Some(4 << 20),
+        layers: "posix,mpiio,hdf5",
+        calls_per_iter: 1,
+        divisor: 10_000,
+        empty: None,
     },
 ];
+
+/// The workload command of a case: bench_io, or bench_mpi on 4 ranks under mpirun.
+fn workload(case: &Case, n: u64, io: &Path, mpi: &Path, dir: &Path) -> Vec<std::ffi::OsString> {
+    let mut v: Vec<std::ffi::OsString> = Vec::new();
+    match case.mpi_size {
+        None => {
+            v.push(io.into());
+            v.push(case.mode.into());
+        }
+        Some(size) => {
+            for a in ["mpirun", "--oversubscribe", "-np", "4"] {
+                v.push(a.into());
+            }
+            v.push(mpi.into());
+            v.push(case.mode.into());
+            v.push(size.to_string().into());
+        }
+    }
+    v.push(n.to_string().into());
+    v.push(dir.into());
+    v
+}
 
 pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
     anyhow::ensure!(
@@ -74,28 +149,49 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
             .arg(&exe)
             .arg(root().join("tests/workloads/bench_io.c")),
     )?;
+    // Shared HDF5 (-shlib), so that its functions are probed in libhdf5.
+    let mpi_exe = dir.join("bench_mpi");
+    exec(
+        Command::new("h5pcc")
+            .current_dir(&dir)
+            .args(["-shlib", "-O2", "-o"])
+            .arg(&mpi_exe)
+            .arg(root().join("tests/workloads/bench_mpi.c")),
+    )?;
 
     let mut results = Vec::new();
     println!(
-        "{:<20} {:>12} {:>12} {:>8} {:>12} {:>10} {:>8} {:>6}",
-        "workload", "untraced ns", "traced ns", "ratio", "+ns/call", "events/s", "B/event", "lost"
+        "{:<20} {:>12} {:>12} {:>8} {:>12} {:>10} {:>8} {:>6} {:>8}",
+        "workload",
+        "untraced ns",
+        "traced ns",
+        "ratio",
+        "+ns/call",
+        "events/s",
+        "B/event",
+        "lost",
+        "RSS MiB"
     );
     for case in CASES {
         let n = calls / case.divisor;
         let loop_ns = |traced: bool| -> anyhow::Result<(f64, Option<Stats>)> {
             let out_dir = dir.join(format!("out-{}", case.mode));
             let _ = fs::remove_dir_all(&out_dir);
+            let argv = workload(case, n, &exe, &mpi_exe, &dir);
             let mut cmd = if traced {
                 let mut c = Command::new(&strata);
                 c.args(["record", "-q", "--layers", case.layers, "-o"])
                     .arg(&out_dir)
                     .arg("--")
-                    .arg(&exe);
+                    .args(&argv);
                 c
             } else {
-                Command::new(&exe)
+                let mut c = Command::new(&argv[0]);
+                c.args(&argv[1..]);
+                c
             };
-            cmd.args([case.mode, &n.to_string()]).arg(&dir);
+            cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+                .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
             let text = output(&mut cmd)?;
             let ns: f64 = text
                 .trim()
@@ -117,10 +213,32 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
         }
         let st = st.context("no traced run")?;
         let per_call = (traced - base) / (n * case.calls_per_iter) as f64;
+        // The same loop under empty probes of the same kind (best of three, beside the others).
+        let empty_per_call = match case.empty {
+            None => None,
+            Some(args) => {
+                let mut best = f64::MAX;
+                for _ in 0..3 {
+                    let text = output(
+                        Command::new(&strata)
+                            .arg("bench-empty")
+                            .args(args)
+                            .arg("--")
+                            .args(workload(case, n, &exe, &mpi_exe, &dir)),
+                    )?;
+                    let ns: f64 = text
+                        .trim()
+                        .parse()
+                        .with_context(|| format!("bench_io printed {text:?}"))?;
+                    best = best.min(ns);
+                }
+                Some((best - base) / (n * case.calls_per_iter) as f64)
+            }
+        };
         let events_per_s = st.calls as f64 / (traced / 1e9);
         let bytes_per_event = st.parquet_bytes as f64 / st.calls.max(1) as f64;
         println!(
-            "{:<20} {:>12.0} {:>12.0} {:>8.2} {:>12.0} {:>10.0} {:>8.1} {:>6}",
+            "{:<20} {:>12.0} {:>12.0} {:>8.2} {:>12.0} {:>10.0} {:>8.1} {:>6} {:>8.1}",
             case.name,
             base,
             traced,
@@ -128,7 +246,8 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
             per_call,
             events_per_s,
             bytes_per_event,
-            st.lost
+            st.lost,
+            st.peak_rss_kib as f64 / 1024.0
         );
         results.push(json!({
             "workload": case.name,
@@ -141,8 +260,62 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
             "events_per_second": events_per_s,
             "parquet_bytes_per_call": bytes_per_event,
             "events_lost": st.lost,
+            "peak_rss_kib": st.peak_rss_kib,
+            "empty_probe_ns_per_call": empty_per_call,
+            "strata_own_ns_per_call": empty_per_call.map(|e| per_call - e),
+        }));
+        if let Some(e) = empty_per_call {
+            println!(
+                "{:<20} an empty probe costs {e:.0} ns per call; strata's own work {:.0} ns ({:.1}x the empty probe)",
+                "",
+                per_call - e,
+                per_call / e.max(1.0)
+            );
+        }
+    }
+    // Sustained event rates: a paced workload for about two seconds at each rate, with the
+    // default ring buffer. What is lost, and what strata's memory does as the rate grows.
+    println!(
+        "\n{:<20} {:>12} {:>12} {:>10} {:>8}",
+        "sustained rate", "achieved/s", "recorded", "lost", "RSS MiB"
+    );
+    for rate in [50_000u64, 100_000, 200_000, 400_000, 800_000] {
+        let out_dir = dir.join("out-rate");
+        let _ = fs::remove_dir_all(&out_dir);
+        let n = rate * 2;
+        let text = output(
+            Command::new(&strata)
+                .args(["record", "-q", "--layers", "posix", "-o"])
+                .arg(&out_dir)
+                .arg("--")
+                .arg(&exe)
+                .args([&format!("rate:{rate}"), &n.to_string()])
+                .arg(&dir),
+        )?;
+        let ns: f64 = text
+            .trim()
+            .parse()
+            .with_context(|| format!("bench_io printed {text:?}"))?;
+        let st = stats(&out_dir)?;
+        let achieved = n as f64 / (ns / 1e9);
+        println!(
+            "{:<20} {:>12.0} {:>12} {:>10} {:>8.1}",
+            format!("{rate} writes/s"),
+            achieved,
+            st.calls,
+            st.lost,
+            st.peak_rss_kib as f64 / 1024.0
+        );
+        results.push(json!({
+            "workload": format!("sustained {rate} writes/s"),
+            "target_rate": rate,
+            "achieved_rate": achieved,
+            "calls_recorded": st.calls,
+            "events_lost": st.lost,
+            "peak_rss_kib": st.peak_rss_kib,
         }));
     }
+
     // strata's own user-space work, fed from a synthetic stream (no kernel, no workload).
     let text = output(
         Command::new(&strata)
@@ -183,18 +356,20 @@ struct Stats {
     calls: u64,
     lost: u64,
     parquet_bytes: u64,
+    peak_rss_kib: u64,
 }
 
 /// Calls recorded, events lost and Parquet bytes of the calls table, from the dataset itself.
 fn stats(out: &Path) -> anyhow::Result<Stats> {
     let q = format!(
-        "import duckdb\nr = duckdb.sql(\"SELECT calls_written, events_lost FROM read_parquet('{0}/run/**/*.parquet')\").fetchall()[0]\nprint(r[0], r[1])",
+        "import duckdb\nr = duckdb.sql(\"SELECT calls_written, events_lost, peak_rss_kib FROM read_parquet('{0}/run/**/*.parquet')\").fetchall()[0]\nprint(r[0], r[1], r[2])",
         out.display()
     );
     let text = output(Command::new("python3").args(["-c", &q]))?;
     let mut it = text.split_whitespace().map(str::parse::<u64>);
     let calls = it.next().context("no calls_written")??;
     let lost = it.next().context("no events_lost")??;
+    let peak_rss_kib = it.next().context("no peak_rss_kib")??;
     let mut parquet_bytes = 0;
     for host in fs::read_dir(out.join("calls"))? {
         for f in fs::read_dir(host?.path())? {
@@ -205,5 +380,6 @@ fn stats(out: &Path) -> anyhow::Result<Stats> {
         calls,
         lost,
         parquet_bytes,
+        peak_rss_kib,
     })
 }

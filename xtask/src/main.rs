@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 mod bench;
 mod example;
 mod setup;
+mod soak;
 mod test;
 mod util;
 mod vm;
@@ -58,6 +59,16 @@ enum Cmd {
         #[arg(long, default_value = "target/bench.json")]
         json: std::path::PathBuf,
     },
+    /// Trace the whole node under heavy process and file churn and check that strata's
+    /// memory and open files stay flat (compressed-time soak).
+    Soak {
+        /// How long to trace, in seconds.
+        #[arg(long, default_value_t = 60)]
+        seconds: u64,
+        /// Where to write the samples as JSON.
+        #[arg(long, default_value = "target/soak.json")]
+        json: std::path::PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
@@ -74,6 +85,9 @@ fn main() -> ExitCode {
             Ok(())
         }),
         Cmd::Bench { calls, json } => setup::run().and_then(|()| bench::run(calls, &json)),
+        Cmd::Soak { seconds, json } => {
+            setup::run().and_then(|()| soak::run(std::time::Duration::from_secs(seconds), &json))
+        }
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,

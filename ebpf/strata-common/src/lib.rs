@@ -38,6 +38,7 @@ pub mod maps {
     pub const KFUNC_IDS: &str = "STRATA_KFUNC_IDS";
     pub const CGROUPS: &str = "STRATA_CGROUPS";
     pub const USERS: &str = "STRATA_USERS";
+    pub const LAST_WAKE: &str = "STRATA_LAST_WAKE";
 }
 
 /// Program names (the eBPF function names).
@@ -51,6 +52,10 @@ pub mod programs {
     pub const PROCESS_EXIT: &str = "strata_process_exit";
     pub const KPROBE_ENTRY: &str = "strata_kprobe_entry";
     pub const KPROBE_RETURN: &str = "strata_kprobe_return";
+    /// Programs that return at once, for the benchmark's empty-probe baseline.
+    pub const EMPTY_TRACEPOINT: &str = "strata_empty_tracepoint";
+    pub const EMPTY_UPROBE: &str = "strata_empty_uprobe";
+    pub const EMPTY_URETPROBE: &str = "strata_empty_uretprobe";
     /// The tracepoint program of kernel event `e` is `KERNEL_TRACEPOINT[e as usize]`.
     pub const KERNEL_TRACEPOINT: [&str; super::KERNEL_EVENTS] = [
         "strata_k_bio_queue",

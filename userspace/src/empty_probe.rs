@@ -1,0 +1,68 @@
+//! Empty probes, the baseline of `cargo xtask bench`: strata's attachments (the two
+//! raw_syscalls tracepoints, or a uprobe and uretprobe on a library function) with programs
+//! that return at once. A command run under them pays the machine's cost of a probe hit and
+//! nothing of strata's own work, which the benchmark then separates.
+use std::{path::Path, process::Command};
+
+use anyhow::Context as _;
+use aya::{
+    EbpfLoader,
+    programs::uprobe::{UProbeAttachLocation, UProbeAttachPoint, UProbeScope},
+};
+use strata_common::programs;
+
+use crate::attach::{EBPF, tracepoint, uprobe};
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum Mechanism {
+    /// raw_syscalls/sys_enter and sys_exit, as strata's syscall layer attaches.
+    Tracepoint,
+    /// A uprobe and a uretprobe on one function of a library.
+    Uprobe,
+}
+
+/// Runs `command` under empty probes; returns its exit code.
+pub fn run(
+    mechanism: Mechanism,
+    library: &Path,
+    function: &str,
+    command: &[String],
+) -> anyhow::Result<i32> {
+    let (exe, args) = command
+        .split_first()
+        .context("give the command to run after --")?;
+    let mut ebpf = EbpfLoader::new()
+        .load(EBPF)
+        .context("loading the eBPF object failed (are you root?)")?;
+    match mechanism {
+        Mechanism::Tracepoint => {
+            let tp = tracepoint(&mut ebpf, programs::EMPTY_TRACEPOINT)?;
+            tp.load()?;
+            for event in ["sys_enter", "sys_exit"] {
+                tp.attach("raw_syscalls", event)
+                    .with_context(|| format!("attaching to raw_syscalls/{event}"))?;
+            }
+        }
+        Mechanism::Uprobe => {
+            let table = crate::symbols::SymbolTable::read(library)?;
+            let offset = table
+                .offset(function)
+                .with_context(|| format!("no {function} in {}", library.display()))?;
+            for prog in [programs::EMPTY_UPROBE, programs::EMPTY_URETPROBE] {
+                let p = uprobe(&mut ebpf, prog)?;
+                p.load()?;
+                let point = UProbeAttachPoint {
+                    location: UProbeAttachLocation::AbsoluteOffset(offset),
+                    cookie: None,
+                };
+                p.attach(point, library, UProbeScope::AllProcesses)
+                    .with_context(|| format!("uprobe on {function} in {}", library.display()))?;
+            }
+        }
+    }
+    let status = Command::new(exe)
+        .args(args)
+        .status()
+        .with_context(|| format!("cannot run {exe}"))?;
+    Ok(status.code().unwrap_or(1))
+}
