@@ -299,6 +299,8 @@ impl Correlator {
                 self.procs.exit(pid, ts);
                 self.dataspaces.forget(pid);
                 self.nc_vars.forget(pid);
+                self.xfer_modes.retain(|k, _| k.0 != pid);
+                self.collective_opens.retain(|k, _| k.0 != pid);
                 let stale: Vec<u64> = self
                     .adoptions
                     .iter()

@@ -127,7 +127,12 @@ pub fn run(args: DaemonArgs) -> anyhow::Result<()> {
     let listener = bind(&args.socket)?;
 
     let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+    // Any of these closes every job's dataset and exits (none may kill it mid-write).
+    for sig in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
         signal_hook::flag::register(sig, Arc::clone(&stop))?;
     }
     let loaded = attach::load(

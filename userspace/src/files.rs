@@ -17,20 +17,32 @@ enum Key {
     Path(String),
 }
 
+/// Files known by key, path and inode: the current generation and the one before it.
+#[derive(Default)]
+struct Known {
+    ids: HashMap<Key, i64>,
+    /// Paths by file id, for the summary and the path filter.
+    paths: HashMap<i64, String>,
+    /// File ids by inode number alone (writeback events name no device); 0: ambiguous.
+    by_ino: HashMap<u64, i64>,
+}
+
+/// Files per generation: a node traced for days sees millions of distinct files (temporary
+/// files of short jobs); past two generations a file is forgotten, and if it comes back it
+/// gets a new id and a new row.
+const GENERATION: usize = 65_536;
+
 #[derive(Default)]
 pub struct Files {
-    ids: HashMap<Key, i64>,
+    known: Known,
+    older: Known,
     next: i64,
-    /// Paths by file id, for the summary.
-    paths: HashMap<i64, String>,
     /// Mount tables by mount-namespace inode.
     mounts: HashMap<u64, Vec<MountInfo>>,
     /// New rows, written by the correlator.
     pub new_rows: Vec<FileRow>,
     /// Inode numbers of new regular files, for the kernel-layer programs to watch.
     pub new_inodes: Vec<u64>,
-    /// File ids by inode number alone (writeback events name no device); 0: ambiguous.
-    by_ino: HashMap<u64, i64>,
 }
 
 impl Files {
@@ -74,23 +86,21 @@ impl Files {
         // The same file seen once by inode and once only by name (closed or gone before it
         // could be stat'ed) keeps one id.
         let path_key = Key::Path(canonical.clone());
-        if let Some(id) = self
-            .ids
-            .get(&key)
-            .or_else(|| self.ids.get(&path_key))
-            .copied()
-        {
-            self.ids.entry(key).or_insert(id);
+        if let Some(id) = self.known_id(&key).or_else(|| self.known_id(&path_key)) {
+            self.known.ids.entry(key).or_insert(id);
             return id;
+        }
+        if self.known.paths.len() >= GENERATION {
+            self.older = std::mem::take(&mut self.known);
         }
         self.next += 1;
         let id = self.next;
-        self.ids.insert(key, id);
-        self.ids.insert(path_key, id);
-        self.paths.insert(id, canonical.clone());
+        self.known.ids.insert(key, id);
+        self.known.ids.insert(path_key, id);
+        self.known.paths.insert(id, canonical.clone());
         if let Some(m) = meta.as_ref().filter(|m| m.is_file()) {
             self.new_inodes.push(m.ino());
-            let e = self.by_ino.entry(m.ino()).or_insert(id);
+            let e = self.known.by_ino.entry(m.ino()).or_insert(id);
             if *e != id {
                 *e = 0;
             }
@@ -126,14 +136,33 @@ impl Files {
     /// The file with inode `ino` on device `dev` (user-space dev_t), or with inode `ino` on
     /// any device when `dev` is not known and only one file has that number.
     pub fn by_inode(&self, dev: Option<u64>, ino: u64) -> Option<i64> {
-        match dev {
-            Some(d) => self.ids.get(&Key::Inode(d, ino)).copied(),
-            None => self.by_ino.get(&ino).copied().filter(|id| *id != 0),
-        }
+        [&self.known, &self.older]
+            .into_iter()
+            .find_map(|k| match dev {
+                Some(d) => k.ids.get(&Key::Inode(d, ino)).copied(),
+                None => k.by_ino.get(&ino).copied().filter(|id| *id != 0),
+            })
     }
 
     pub fn path(&self, id: i64) -> Option<String> {
-        self.paths.get(&id).cloned()
+        self.known
+            .paths
+            .get(&id)
+            .or_else(|| self.older.paths.get(&id))
+            .cloned()
+    }
+
+    /// The id of a known file; one of the older generation moves to the current one.
+    fn known_id(&mut self, key: &Key) -> Option<i64> {
+        if let Some(id) = self.known.ids.get(key) {
+            return Some(*id);
+        }
+        let id = *self.older.ids.get(key)?;
+        self.known.ids.insert(key.clone(), id);
+        if let Some(p) = self.older.paths.get(&id) {
+            self.known.paths.insert(id, p.clone());
+        }
+        Some(id)
     }
 
     fn mount_of(&mut self, pid: i32, dev: u64, path: &str) -> Option<MountInfo> {
@@ -212,6 +241,30 @@ mod tests {
     use procfs::FromRead as _;
 
     use super::*;
+
+    #[test]
+    fn files_are_forgotten_after_two_generations() {
+        // A pid that does not exist: paths are taken as they are, nothing is stat'ed.
+        let pid = i32::MAX;
+        let mut files = Files::default();
+        let first = files.resolve(pid, None, "/nonexistent/first");
+        for i in 0..GENERATION {
+            files.resolve(pid, None, &format!("/nonexistent/a{i}"));
+        }
+        // One generation later it is still known (and moves back to the current one).
+        assert_eq!(files.resolve(pid, None, "/nonexistent/first"), first);
+        assert_eq!(files.path(first).as_deref(), Some("/nonexistent/first"));
+        for i in 0..2 * GENERATION {
+            files.resolve(pid, None, &format!("/nonexistent/b{i}"));
+        }
+        assert!(files.known.paths.len() <= GENERATION && files.older.paths.len() <= GENERATION);
+        assert_eq!(files.path(first), None);
+        assert_ne!(
+            files.resolve(pid, None, "/nonexistent/first"),
+            first,
+            "a new id"
+        );
+    }
 
     #[test]
     fn a_reused_fd_number_is_not_mistaken_for_the_file_opened_before() {

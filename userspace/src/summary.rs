@@ -30,6 +30,11 @@ pub struct Summary {
 /// Files listed in the summary, most bytes first.
 const TOP_FILES: usize = 5;
 
+/// Per-file counts kept: past this, only the busiest `KEEP_FILES` stay (a node traced for
+/// days sees millions of files; the summary lists five).
+const MAX_FILES: usize = 100_000;
+const KEEP_FILES: usize = 10_000;
+
 impl Summary {
     /// A block request counts as a call of layer `block` (time: queue to completion).
     pub fn add_block(&mut self, row: &BlockRow) {
@@ -52,11 +57,29 @@ impl Summary {
         s.time_ns += row.ts_complete_ns.unwrap_or(row.ts_queue_ns) - row.ts_queue_ns;
     }
 
+    fn prune_files(&mut self) {
+        let mut by_bytes: Vec<(i64, i64)> = self
+            .files
+            .iter()
+            .map(|(id, s)| (s.bytes_read + s.bytes_written, *id))
+            .collect();
+        by_bytes.sort_unstable_by(|a, b| b.cmp(a));
+        let keep: std::collections::HashSet<i64> = by_bytes
+            .iter()
+            .take(KEEP_FILES)
+            .map(|(_, id)| *id)
+            .collect();
+        self.files.retain(|id, _| keep.contains(id));
+    }
+
     pub fn add_call(&mut self, row: &CallRow) {
         self.layers.entry(row.layer.clone()).or_default().add(row);
         if row.layer == "posix" {
             if let Some(f) = row.file_id {
                 self.files.entry(f).or_default().add(row);
+                if self.files.len() > MAX_FILES {
+                    self.prune_files();
+                }
             }
         }
     }
