@@ -16,6 +16,7 @@ pub const QUERIES: &[(&str, &str)] = &[
     ("layers", include_str!("../../report/layers.sql")),
     ("processes", include_str!("../../report/ranks.sql")),
     ("files", include_str!("../../report/files.sql")),
+    ("handles", include_str!("../../report/handles.sql")),
     ("jobs", include_str!("../../report/jobs.sql")),
     ("slow_calls", include_str!("../../report/slow_calls.sql")),
     (

@@ -210,6 +210,30 @@ fn bt_io_small_independent_writes_versus_collective_buffering() {
         findings(&r, "collective_buffering", &file).is_empty(),
         "not collective"
     );
+    // The handle tree of the file: each rank's MPI_File with the fd it opened beneath, and
+    // the program's own fds (rank 0's create, then every rank's open).
+    let mut tree: Vec<(String, i64, i64)> = r["summaries"]["handles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|h| h["path"] == file.as_str())
+        .map(|h| {
+            (
+                h["chain"].as_str().unwrap().to_string(),
+                h["handles"].as_i64().unwrap(),
+                h["processes"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    tree.sort();
+    assert_eq!(
+        tree,
+        vec![
+            ("mpiio:mpi_file".to_string(), RANKS, RANKS),
+            ("mpiio:mpi_file > posix:fd".to_string(), RANKS, RANKS),
+            ("posix:fd".to_string(), RANKS + 1, RANKS),
+        ]
+    );
 
     let (out, file) = trace_with("mpi_coll", "report_mpi_coll", "posix,mpiio", &[]);
     let r = report(&out);
