@@ -6,9 +6,7 @@
 //! The helper may finish before the queuing call returns (its record then comes first), so
 //! depth-0 positional transfers of secondary threads are held back until the next tick
 //! (one flush interval) in case their request shows up.
-use std::collections::HashMap;
-
-use crate::schema::CallRow;
+use crate::{fast::HashMap, schema::CallRow};
 
 /// (pid, file id, offset, bytes).
 type Key = (i32, i64, i64, i64);

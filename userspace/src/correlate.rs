@@ -6,13 +6,12 @@
 //! MPI_File opened inside H5Fcreate) becomes that handle's child. Children return before
 //! their parents, so each created handle waits in `adoptions[parent call]` until an
 //! enclosing creator returns, or the top of the stack is reached.
-use std::collections::HashMap;
-
 use strata_common::{CALL_OUT_VALID, CallRecord, ProcEvent, ProcRecord};
 
 use crate::{
     dataset::Dataset,
     events::{Event, comm},
+    fast::HashMap,
     files::{self, Files},
     handles::{HandleId, Handles, NewHandle, Raw},
     probes::{ArgKind, Layer, Op, Probe, RetKind, Target},
@@ -129,12 +128,12 @@ impl Correlator {
             library_opens: Vec::new(),
             execs: Vec::new(),
             clock,
-            pending_args: HashMap::new(),
-            adoptions: HashMap::new(),
+            pending_args: HashMap::default(),
+            adoptions: HashMap::default(),
             procs: Procs::default(),
             handles: Handles::default(),
-            xfer_modes: HashMap::new(),
-            collective_opens: HashMap::new(),
+            xfer_modes: HashMap::default(),
+            collective_opens: HashMap::default(),
             dataspaces: Default::default(),
             nc_vars: Default::default(),
             files: Files::default(),

@@ -1,7 +1,6 @@
 //! Files behind handles: (dev, ino), canonical path, and the mount they live on, seen from the
 //! traced process's own mount namespace (/proc/<pid>/root, /proc/<pid>/mountinfo).
 use std::{
-    collections::HashMap,
     fs,
     os::unix::fs::MetadataExt as _,
     path::{Component, Path, PathBuf},
@@ -9,7 +8,7 @@ use std::{
 
 use procfs::process::{MountInfo, Process};
 
-use crate::schema::FileRow;
+use crate::{fast::HashMap, schema::FileRow};
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum Key {

@@ -1,9 +1,7 @@
 //! Path filter: with `--paths` (or `paths` in the configuration) only what concerns files
 //! under the given directories is written; calls without a file or path (MPI_Init, a
 //! fsync of an untracked fd) are kept, since they carry no file name.
-use std::collections::HashMap;
-
-use crate::files::Files;
+use crate::{fast::HashMap, files::Files};
 
 #[derive(Debug, Clone, Default)]
 pub struct PathFilter {
@@ -19,7 +17,7 @@ impl PathFilter {
                 .iter()
                 .map(|p| p.trim_end_matches('/').to_string())
                 .collect(),
-            verdicts: HashMap::new(),
+            verdicts: HashMap::default(),
         }
     }
 

@@ -4,9 +4,9 @@
 //!
 //! File positions live in "open file descriptions" shared by dup'ed and inherited fds, as in
 //! the kernel, so `read`/`write` without an explicit offset get the position they used.
-use std::collections::{HashMap, hash_map::Entry};
+use std::collections::hash_map::Entry;
 
-use crate::schema::HandleRow;
+use crate::{fast::HashMap, schema::HandleRow};
 
 pub type HandleId = i64;
 

@@ -7,12 +7,13 @@
 //! of other processes), and gives one row per call (or inode) with bios in it. The submitting
 //! call usually returns after its requests complete, so a row waits for the call's record to
 //! learn the file.
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use strata_common::{KernelEvent, KernelRecord};
 
 use crate::{
     correlate::Clock,
+    fast::HashMap,
     files::Files,
     schema::{BlockRow, CallRow, PagecacheRow},
 };

@@ -11,6 +11,7 @@ pub mod daemon;
 pub mod dataset;
 pub mod empty_probe;
 pub mod events;
+pub mod fast;
 pub mod files;
 pub mod filter;
 pub mod handles;

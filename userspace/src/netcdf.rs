@@ -1,7 +1,7 @@
 //! What a NetCDF transfer moved: the elements of its `count` (one for `var1`, the whole
 //! variable for `var`) times the size of the C type its name ends with. Dimensions are learnt
 //! from nc_def_dim, each variable's dimensions from nc_def_var.
-use std::collections::HashMap;
+use crate::fast::HashMap;
 
 #[derive(Default)]
 pub struct Variables {

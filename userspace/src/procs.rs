@@ -1,10 +1,10 @@
 //! Traced processes: identity from /proc (read when first seen and after exec), lifetime from
 //! the kernel's lifecycle events, MPI rank and job ids from the environment.
-use std::{collections::HashMap, ffi::OsString};
+use std::ffi::OsString;
 
 use procfs::process::Process;
 
-use crate::schema::ProcessRow;
+use crate::{fast::HashMap, schema::ProcessRow};
 
 /// Environment variables that carry the MPI rank, first match wins.
 const RANK_VARS: &[&str] = &[
@@ -172,7 +172,9 @@ pub struct JobIds {
 }
 
 impl JobIds {
-    pub fn from_env(env: &HashMap<OsString, OsString>) -> Self {
+    pub fn from_env<S: std::hash::BuildHasher>(
+        env: &std::collections::HashMap<OsString, OsString, S>,
+    ) -> Self {
         let first = |names: &[&str]| {
             names.iter().find_map(|n| {
                 env.get(&OsString::from(n))
@@ -209,7 +211,7 @@ mod tests {
         assert_eq!(ids.world_size, Some(8));
         assert_eq!(ids.job_id.as_deref(), Some("12345"));
         assert_eq!(ids.step_id.as_deref(), Some("0"));
-        assert_eq!(JobIds::from_env(&HashMap::new()), JobIds::default());
+        assert_eq!(JobIds::from_env(&HashMap::default()), JobIds::default());
     }
 
     #[test]

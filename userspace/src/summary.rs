@@ -1,11 +1,11 @@
 //! The short report printed at the end of `strata record`: per layer, what was called and how
 //! many bytes moved, counted as rows are produced (no second pass over the dataset).
-use std::{
-    collections::{BTreeMap, HashMap},
-    fmt::Write as _,
-};
+use std::{collections::BTreeMap, fmt::Write as _};
 
-use crate::schema::{BlockRow, CallRow};
+use crate::{
+    fast::HashMap,
+    schema::{BlockRow, CallRow},
+};
 
 #[derive(Debug, Default, Clone)]
 pub struct LayerStats {
