@@ -6,6 +6,8 @@
 //! MPI_File opened inside H5Fcreate) becomes that handle's child. Children return before
 //! their parents, so each created handle waits in `adoptions[parent call]` until an
 //! enclosing creator returns, or the top of the stack is reached.
+use std::rc::Rc;
+
 use strata_common::{CALL_OUT_VALID, CallRecord, ProcEvent, ProcRecord};
 
 use crate::{
@@ -72,6 +74,8 @@ struct Adoption {
 pub struct Correlator {
     /// Shared, not cloned, per record: the hot path only bumps a count.
     probes: Vec<std::rc::Rc<Probe>>,
+    /// Layer, function and op names per probe, shared by the rows.
+    names: Vec<(Rc<str>, Rc<str>, Rc<str>)>,
     clock: Clock,
     pending_args: HashMap<u64, PendingArgs>,
     adoptions: HashMap<u64, Adoption>,
@@ -122,7 +126,18 @@ impl Correlator {
             .collect();
         libraries.sort();
         libraries.dedup();
+        let names = probes
+            .iter()
+            .map(|p| {
+                (
+                    Rc::from(p.layer.to_string()),
+                    Rc::from(p.function()),
+                    Rc::from(p.op.to_string()),
+                )
+            })
+            .collect();
         Self {
+            names,
             probes: probes.into_iter().map(std::rc::Rc::new).collect(),
             libraries,
             library_opens: Vec::new(),
@@ -676,9 +691,9 @@ impl Correlator {
             pid,
             tid: rec.tid as i32,
             depth: rec.depth as i32,
-            layer: p.layer.to_string(),
-            function: p.function().to_string(),
-            op: p.op.to_string(),
+            layer: self.names[rec.func_id as usize].0.clone(),
+            function: self.names[rec.func_id as usize].1.clone(),
+            op: self.names[rec.func_id as usize].2.clone(),
             ts_begin_ns: ts_begin,
             ts_end_ns: ts_end,
             handle_id: handle,

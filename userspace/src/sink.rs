@@ -64,6 +64,15 @@ scalar_col!(I64, OptI64, i64, Int64Builder, DataType::Int64);
 scalar_col!(I32, OptI32, i32, Int32Builder, DataType::Int32);
 scalar_col!(Bool, OptBool, bool, BooleanBuilder, DataType::Boolean);
 scalar_col!(Str, OptStr, String, StringBuilder, DataType::Utf8);
+// Names shared by many rows (a call's layer, function, op): one allocation per probe, not
+// per row.
+scalar_col!(
+    Name,
+    OptName,
+    std::rc::Rc<str>,
+    StringBuilder,
+    DataType::Utf8
+);
 
 pub struct ListI64;
 impl Col for ListI64 {
@@ -213,6 +222,9 @@ fn props() -> WriterProperties {
             ZstdLevel::try_new(3).expect("valid zstd level"),
         ))
         .set_created_by(format!("strata {}", env!("CARGO_PKG_VERSION")))
+        // Min/max per column chunk (what DuckDB and Spark prune row groups with), not per
+        // page as well.
+        .set_statistics_enabled(parquet::file::properties::EnabledStatistics::Chunk)
         .build()
 }
 

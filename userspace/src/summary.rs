@@ -40,7 +40,7 @@ impl Summary {
     pub fn add_block(&mut self, row: &BlockRow) {
         let s = self.layers.entry("block".into()).or_default();
         s.calls += 1;
-        match row.op.as_str() {
+        match &*row.op {
             "read" => {
                 s.reads += 1;
                 s.bytes_read += row.bytes;
@@ -73,8 +73,15 @@ impl Summary {
     }
 
     pub fn add_call(&mut self, row: &CallRow) {
-        self.layers.entry(row.layer.clone()).or_default().add(row);
-        if row.layer == "posix" {
+        match self.layers.get_mut(&*row.layer) {
+            Some(s) => s.add(row),
+            None => self
+                .layers
+                .entry(row.layer.to_string())
+                .or_default()
+                .add(row),
+        }
+        if &*row.layer == "posix" {
             if let Some(f) = row.file_id {
                 self.files.entry(f).or_default().add(row);
                 if self.files.len() > MAX_FILES {
@@ -140,7 +147,7 @@ impl LayerStats {
         let s = self;
         s.calls += 1;
         let bytes = row.bytes_result.unwrap_or(0);
-        match row.op.as_str() {
+        match &*row.op {
             "read" => {
                 s.reads += 1;
                 s.bytes_read += bytes;
