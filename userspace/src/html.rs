@@ -29,9 +29,10 @@ fn objects(conn: &duckdb::Connection, sql: &str) -> anyhow::Result<Vec<Json>> {
         .collect())
 }
 
-/// The plot data of the dataset at `dir`.
-pub fn plot_data(dir: &Path) -> anyhow::Result<Json> {
+/// The plot data of the dataset at `dir` (node clocks aligned as the report's answers say).
+pub fn plot_data(dir: &Path, answers: &[Answer]) -> anyhow::Result<Json> {
     let (conn, present) = open(dir)?;
+    crate::report::apply_alignment(&conn, dir, &present, answers)?;
     if !present.contains(&"calls") {
         return Ok(json!({}));
     }
@@ -91,7 +92,7 @@ pub fn plot_data(dir: &Path) -> anyhow::Result<Json> {
 
 /// The whole page: the report's answers as tables, and the plots.
 pub fn render(dir: &Path, answers: &[Answer]) -> anyhow::Result<String> {
-    let mut plots = plot_data(dir)?;
+    let mut plots = plot_data(dir, answers)?;
     let layers = answers
         .iter()
         .find(|a| a.query.name == "layers")

@@ -228,10 +228,18 @@ pub fn open(dir: &Path) -> anyhow::Result<(Connection, Vec<&'static str>)> {
 }
 
 /// Runs every shipped query over the dataset at `dir`.
+///
+/// Node clocks first: when `clock_skew` bounds a host's offset against the reference host
+/// (the first by name), the other queries see that host's times shifted by the middle of
+/// the bounds, and an `alignment` summary says so.
 pub fn run(dir: &Path) -> anyhow::Result<Vec<Answer>> {
     let (conn, present) = open(dir)?;
     let mut out = Vec::new();
-    for q in queries() {
+    let mut queries = queries();
+    // clock_skew runs on the recorded times, before any alignment.
+    queries.sort_by_key(|q| q.name != "clock_skew");
+    let mut shifts = Vec::new();
+    for q in queries {
         if let Some(missing) = q.needs.iter().find(|t| !present.contains(&t.as_str())) {
             out.push(Answer {
                 skipped: Some(format!("no {missing} table in the dataset")),
@@ -243,14 +251,196 @@ pub fn run(dir: &Path) -> anyhow::Result<Vec<Answer>> {
         }
         let (columns, rows) =
             select(&conn, q.sql).with_context(|| format!("report query {}", q.name))?;
-        out.push(Answer {
+        let answer = Answer {
             query: q,
             columns,
             rows,
             skipped: None,
+        };
+        if answer.query.name == "clock_skew" {
+            let reference = select(&conn, "SELECT min(host) FROM calls")?
+                .1
+                .first()
+                .and_then(|r| r[0].as_str().map(str::to_string));
+            shifts = alignment(&answer, reference.as_deref());
+            if !shifts.is_empty() {
+                conn.execute_batch(&aligned_views(dir, &present, &shifts))
+                    .context("aligning node clocks")?;
+            }
+        }
+        out.push(answer);
+    }
+    // The report's order: clock_skew back among the detectors, the alignment after it.
+    let skew = out.remove(0);
+    out.push(skew);
+    if !shifts.is_empty() {
+        out.push(Answer {
+            query: Query::parse("alignment", ALIGNMENT_HEADER),
+            columns: [
+                "host",
+                "reference",
+                "shift_seconds",
+                "ahead_at_least_seconds",
+                "ahead_at_most_seconds",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows: shifts
+                .iter()
+                .map(|s| {
+                    vec![
+                        json!(s.host),
+                        json!(s.reference),
+                        json!(-s.ahead),
+                        json!(s.low),
+                        json!(s.high),
+                    ]
+                })
+                .collect(),
+            skipped: None,
         });
     }
     Ok(out)
+}
+
+const ALIGNMENT_HEADER: &str = "-- summary: alignment
+-- title: Node clocks aligned for the other queries (from clock_skew)
+-- needs: calls, files
+";
+
+/// A host's clock offset against the reference host, as clock_skew bounds it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shift {
+    pub host: String,
+    pub reference: String,
+    /// Seconds the host's clock is ahead of the reference's (the middle of the bounds).
+    pub ahead: f64,
+    pub low: f64,
+    pub high: f64,
+}
+
+/// Offsets of hosts against `reference` from clock_skew's findings (consistent bounds only).
+fn alignment(skew: &Answer, reference: Option<&str>) -> Vec<Shift> {
+    let Some(reference) = reference else {
+        return Vec::new();
+    };
+    let col = |name: &str| skew.columns.iter().position(|c| c == name);
+    let (Some(h), Some(r), Some(lo), Some(hi)) = (
+        col("host"),
+        col("reference"),
+        col("ahead_at_least_seconds"),
+        col("ahead_at_most_seconds"),
+    ) else {
+        return Vec::new();
+    };
+    let mut shifts: Vec<Shift> = Vec::new();
+    for row in &skew.rows {
+        let (Some(host), Some(refh), Some(low), Some(high)) = (
+            row[h].as_str(),
+            row[r].as_str(),
+            row[lo].as_f64(),
+            row[hi].as_f64(),
+        ) else {
+            continue;
+        };
+        if low > high {
+            continue; // the clocks drifted during the run: no single offset fits
+        }
+        let mid = (low + high) / 2.0;
+        // B ahead of the reference, or the reference ahead of A (A behind).
+        let shift = if refh == reference {
+            Some((host, mid, low, high))
+        } else if host == reference {
+            Some((refh, -mid, -high, -low))
+        } else {
+            None
+        };
+        if let Some((host, ahead, low, high)) = shift {
+            if !shifts.iter().any(|s| s.host == host) {
+                shifts.push(Shift {
+                    host: host.to_string(),
+                    reference: reference.to_string(),
+                    ahead,
+                    low,
+                    high,
+                });
+            }
+        }
+    }
+    shifts
+}
+
+/// Applies the alignment a report made (its `alignment` summary) to another connection's
+/// views of the same dataset (the HTML plots).
+pub fn apply_alignment(
+    conn: &Connection,
+    dir: &Path,
+    present: &[&str],
+    answers: &[Answer],
+) -> anyhow::Result<()> {
+    let Some(a) = answers.iter().find(|a| a.query.name == "alignment") else {
+        return Ok(());
+    };
+    let shifts: Vec<Shift> = a
+        .rows
+        .iter()
+        .filter_map(|r| {
+            Some(Shift {
+                host: r.first()?.as_str()?.to_string(),
+                reference: r.get(1)?.as_str()?.to_string(),
+                ahead: -r.get(2)?.as_f64()?,
+                low: r.get(3)?.as_f64()?,
+                high: r.get(4)?.as_f64()?,
+            })
+        })
+        .collect();
+    if !shifts.is_empty() {
+        conn.execute_batch(&aligned_views(dir, present, &shifts))?;
+    }
+    Ok(())
+}
+
+/// Time columns of each table, shifted per host by the alignment.
+const TIME_COLUMNS: &[(&str, &[&str])] = &[
+    ("calls", &["ts_begin_ns", "ts_end_ns"]),
+    ("handles", &["ts_created_ns", "ts_destroyed_ns"]),
+    ("processes", &["start_ns", "end_ns"]),
+    ("block", &["ts_queue_ns", "ts_issue_ns", "ts_complete_ns"]),
+    ("pagecache", &["ts_begin_ns", "ts_end_ns"]),
+];
+
+fn aligned_views(dir: &Path, present: &[&str], shifts: &[Shift]) -> String {
+    let offset = {
+        let mut case = String::from("(CASE host");
+        for s in shifts {
+            let _ = write!(
+                case,
+                " WHEN '{}' THEN {}",
+                s.host.replace('\'', "''"),
+                (s.ahead * 1e9).round() as i64
+            );
+        }
+        case.push_str(" ELSE 0 END)");
+        case
+    };
+    let mut sql = String::new();
+    for (table, cols) in TIME_COLUMNS {
+        if !present.contains(table) {
+            continue;
+        }
+        let replace = cols
+            .iter()
+            .map(|c| format!("{c} - {offset} AS {c}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let glob = dir.join(table).join("**").join("*.parquet");
+        let _ = writeln!(
+            sql,
+            "CREATE OR REPLACE VIEW {table} AS SELECT * REPLACE ({replace}) FROM read_parquet('{}', hive_partitioning = true, union_by_name = true);",
+            glob.display().to_string().replace('\'', "''")
+        );
+    }
+    sql
 }
 
 /// `--format json`: `{"summaries": {name: [row objects]}, "findings": [{detector, ...}]}`.

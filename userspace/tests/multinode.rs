@@ -208,7 +208,10 @@ fn clock_skew_between_nodes_is_bounded_from_collective_calls() {
                 to.display()
             ),
             format!(
-                "COPY (SELECT p.* EXCLUDE (host), {node} AS host FROM {} p WHERE p.rank IS NOT NULL) \
+                "COPY (SELECT p.* EXCLUDE (host, start_ns, end_ns), {node} AS host, \
+                 p.start_ns + CASE WHEN p.rank < 2 THEN 0 ELSE {shift} END AS start_ns, \
+                 p.end_ns + CASE WHEN p.rank < 2 THEN 0 ELSE {shift} END AS end_ns \
+                 FROM {} p WHERE p.rank IS NOT NULL) \
                  TO '{}/processes' (FORMAT parquet, PARTITION_BY (host))",
                 src("processes"),
                 to.display()
@@ -221,18 +224,20 @@ fn clock_skew_between_nodes_is_bounded_from_collective_calls() {
         let r: Value = serde_json::from_slice(&res.stdout).unwrap();
         (
             to,
+            r.clone(),
             findings(&r)
                 .into_iter()
                 .filter(|f| f["detector"] == "clock_skew")
                 .collect::<Vec<_>>(),
         )
     };
-    assert_eq!(
-        split("aligned", 0).1,
-        Vec::<Value>::new(),
-        "same clock: no skew"
+    let (_, same_clock, none) = split("aligned", 0);
+    assert_eq!(none, Vec::<Value>::new(), "same clock: no skew");
+    assert!(
+        same_clock["summaries"]["alignment"].is_null(),
+        "nothing to align"
     );
-    let (skewed, found) = split("skewed", SHIFT_NS);
+    let (skewed, report, found) = split("skewed", SHIFT_NS);
     assert_eq!(found.len(), 1, "{found:?}");
     let f = &found[0];
     assert_eq!(
@@ -248,6 +253,29 @@ fn clock_skew_between_nodes_is_bounded_from_collective_calls() {
     );
     assert!(low <= shift && shift <= high, "{low} <= {shift} <= {high}");
     assert!(low > shift / 2.0, "the bound is tight: {low}");
+    // The other queries see node-2's times moved back by the middle of the bounds: the jobs
+    // summary's start of node-2 is where it was before the skew, to within the bounds' width.
+    let alignment = report["summaries"]["alignment"]
+        .as_array()
+        .expect("an alignment");
+    assert_eq!(alignment.len(), 1);
+    assert_eq!(alignment[0]["host"], "node-2");
+    let moved = alignment[0]["shift_seconds"].as_f64().unwrap();
+    assert!(-high <= moved && moved <= -low, "{moved}");
+    let start = |r: &Value| {
+        r["summaries"]["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|j| j["host"] == "node-2")
+            .and_then(|j| j["start_ns"].as_i64())
+            .unwrap()
+    };
+    let error_ns = (start(&report) - start(&same_clock)).abs();
+    assert!(
+        error_ns as f64 <= (high - low) * 1e9 / 2.0 + 1.0,
+        "off by {error_ns} ns"
+    );
     // Spark finds the same.
     let out = Command::new("python3")
         .arg(common::repo_root().join("report/spark_report.py"))
