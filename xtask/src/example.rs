@@ -41,6 +41,17 @@ pub fn run(np: u32) -> anyhow::Result<()> {
     )?;
     eprintln!("\nexample: strata report {}", out.display());
     exec(Command::new(&strata).arg("report").arg(&out))?;
+    let page = dir.join("report.html");
+    let html = crate::util::output(
+        Command::new(&strata)
+            .args(["report", "--format", "html"])
+            .arg(&out),
+    )?;
+    std::fs::write(&page, html)?;
+    eprintln!(
+        "\nexample: the same report with plots (timeline, offsets, request sizes): {}",
+        page.display()
+    );
     eprintln!(
         "\nexample: query it, e.g. with DuckDB:\n  SELECT layer, function, count(*) AS calls, sum(bytes_result) AS bytes\n  FROM read_parquet('{}/calls/**/*.parquet', hive_partitioning = true)\n  GROUP BY ALL ORDER BY bytes DESC NULLS LAST;",
         out.display()
