@@ -13,7 +13,8 @@
 -- parallelism (Lustre stripe count; ROMIO cb_nodes, Open MPI OMPIO fcoll and
 -- num_aggregators).
 WITH coll AS (
-  SELECT c.host, c.call_id, c.pid, c.function, f.path, c.bytes_result
+  SELECT c.host, c.call_id, c.pid, c.function, f.path, c.bytes_result, c.ts_begin_ns,
+         c.ts_end_ns
   FROM calls c
   JOIN files f ON f.host = c.host AND f.file_id = c.file_id
   WHERE c.layer = 'mpiio' AND c.collective AND c.op IN ('read', 'write')
@@ -46,14 +47,15 @@ per AS (
          count(*) AS mpi_calls,
          sum(coalesce(k.bytes_result, 0)) AS mpi_bytes,
          sum(coalesce(p.calls, 0)) AS posix_calls,
-         sum(coalesce(p.bytes, 0)) AS posix_bytes
+         sum(coalesce(p.bytes, 0)) AS posix_bytes,
+         min(k.ts_begin_ns) AS first_ns, max(k.ts_end_ns) AS last_ns
   FROM coll k
   LEFT JOIN posix p ON p.host = k.host AND p.top_id = k.call_id
   GROUP BY k.host, k.path, k.function
 )
 SELECT host, path, function, participants, aggregators,
        CAST(aggregators AS DOUBLE) / participants AS aggregator_share,
-       mpi_calls, mpi_bytes, posix_calls, posix_bytes
+       mpi_calls, mpi_bytes, posix_calls, posix_bytes, first_ns, last_ns
 FROM per
 WHERE participants >= 2 AND aggregators >= 1 AND aggregators < participants
 ORDER BY mpi_bytes DESC, host, path, function

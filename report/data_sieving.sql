@@ -11,7 +11,8 @@
 -- several times the bytes and serialised ranks. Collective buffering (romio_cb_write), a
 -- contiguous file view or larger records avoid it.
 WITH w AS (
-  SELECT c.host, c.call_id, c.pid, c.function, f.path, c.bytes_result
+  SELECT c.host, c.call_id, c.pid, c.function, f.path, c.bytes_result, c.ts_begin_ns,
+         c.ts_end_ns
   FROM calls c
   JOIN files f ON f.host = c.host AND f.file_id = c.file_id
   WHERE c.layer = 'mpiio' AND c.op = 'write'
@@ -42,7 +43,8 @@ per AS (
          count(DISTINCT CASE WHEN p.read_bytes > 0 THEN w.pid END) AS sieving_processes,
          count(*) AS mpi_calls, sum(coalesce(w.bytes_result, 0)) AS mpi_bytes,
          sum(coalesce(p.read_bytes, 0)) AS posix_read_bytes,
-         sum(coalesce(p.written_bytes, 0)) AS posix_written_bytes
+         sum(coalesce(p.written_bytes, 0)) AS posix_written_bytes,
+         min(w.ts_begin_ns) AS first_ns, max(w.ts_end_ns) AS last_ns
   FROM w
   LEFT JOIN posix p ON p.host = w.host AND p.top_id = w.call_id
   GROUP BY w.host, w.path, w.function
@@ -50,7 +52,7 @@ per AS (
 SELECT host, path, function, processes, sieving_processes, mpi_calls, mpi_bytes,
        posix_read_bytes, posix_written_bytes,
        CAST(posix_read_bytes + posix_written_bytes AS DOUBLE) / greatest(mpi_bytes, 1)
-         AS bytes_moved_per_byte
+         AS bytes_moved_per_byte, first_ns, last_ns
 FROM per
 WHERE posix_read_bytes >= 65536
 ORDER BY posix_read_bytes DESC, host, path, function

@@ -19,7 +19,7 @@ WITH up AS (
 ),
 hidden AS (
   SELECT c.host, c.pid, u.function AS by_function, u.path AS by_path,
-         coalesce(f.path, c.path) AS path, c.op, c.bytes_result
+         coalesce(f.path, c.path) AS path, c.op, c.bytes_result, c.ts_begin_ns, c.ts_end_ns
   FROM calls c
   JOIN up u ON u.host = c.host AND u.call_id = c.parent_id
   LEFT JOIN files f ON f.host = c.host AND f.file_id = c.file_id
@@ -27,7 +27,8 @@ hidden AS (
 )
 SELECT host, by_function, path, count(DISTINCT pid) AS processes, count(*) AS calls,
        sum(CASE WHEN op IN ('read', 'write') THEN 1 ELSE 0 END) AS data_calls,
-       sum(CASE WHEN op IN ('read', 'write') THEN coalesce(bytes_result, 0) ELSE 0 END) AS bytes
+       sum(CASE WHEN op IN ('read', 'write') THEN coalesce(bytes_result, 0) ELSE 0 END) AS bytes,
+       min(ts_begin_ns) AS first_ns, max(ts_end_ns) AS last_ns
 FROM hidden
 WHERE path LIKE '/%' AND (by_path IS NULL OR path <> by_path)
   AND path NOT LIKE '/dev/%' AND path NOT LIKE '/proc/%' AND path NOT LIKE '/sys/%'

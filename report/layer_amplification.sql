@@ -12,7 +12,7 @@
 -- (non-contiguous selections, collective I/O without aggregation) costs what the upper layer
 -- does not show; the ratio says how much, the layer pair says where to look.
 WITH up AS (
-  SELECT c.host, c.call_id, c.layer, f.path, c.bytes_result
+  SELECT c.host, c.call_id, c.layer, f.path, c.bytes_result, c.ts_begin_ns, c.ts_end_ns
   FROM calls c
   JOIN files f ON f.host = c.host AND f.file_id = c.file_id
   WHERE c.layer IN ('mpiio', 'hdf5', 'netcdf', 'stdio') AND c.op IN ('read', 'write')
@@ -38,7 +38,8 @@ posix AS (
 per AS (
   SELECT u.host, u.path, u.layer,
          count(*) AS layer_calls, sum(coalesce(u.bytes_result, 0)) AS layer_bytes,
-         sum(coalesce(p.calls, 0)) AS posix_calls, sum(coalesce(p.bytes, 0)) AS posix_bytes
+         sum(coalesce(p.calls, 0)) AS posix_calls, sum(coalesce(p.bytes, 0)) AS posix_bytes,
+         min(u.ts_begin_ns) AS first_ns, max(u.ts_end_ns) AS last_ns
   FROM up u
   LEFT JOIN posix p ON p.host = u.host AND p.top_id = u.call_id
   GROUP BY u.host, u.path, u.layer
@@ -46,7 +47,8 @@ per AS (
 SELECT host, path, layer, layer_calls, posix_calls,
        CAST(posix_calls AS DOUBLE) / layer_calls AS calls_ratio,
        layer_bytes, posix_bytes,
-       CASE WHEN layer_bytes > 0 THEN CAST(posix_bytes AS DOUBLE) / layer_bytes END AS bytes_ratio
+       CASE WHEN layer_bytes > 0 THEN CAST(posix_bytes AS DOUBLE) / layer_bytes END AS bytes_ratio,
+       first_ns, last_ns
 FROM per
 WHERE (posix_bytes >= 1.5 * layer_bytes AND posix_bytes - layer_bytes >= 1048576)
    OR (posix_calls >= 4 * layer_calls AND posix_calls - layer_calls >= 100)

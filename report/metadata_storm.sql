@@ -10,7 +10,8 @@
 --   shared file per record queue behind each other (the slowest open shows in max_open_seconds).
 --   Open once and keep the handle, or let one rank or MPI-IO's collective open do it.
 WITH c AS (
-  SELECT c.host, c.pid, c.file_id, f.path, c.op, c.ts_end_ns - c.ts_begin_ns AS ns
+  SELECT c.host, c.pid, c.file_id, f.path, c.op, c.ts_end_ns - c.ts_begin_ns AS ns,
+         c.ts_begin_ns AS b, c.ts_end_ns AS e
   FROM calls c
   JOIN files f ON f.host = c.host AND f.file_id = c.file_id
   WHERE c.layer = 'posix'
@@ -26,12 +27,16 @@ per AS (
          sum(CASE WHEN op IN ('open', 'close', 'stat', 'access', 'truncate', 'unlink', 'rename')
                   THEN ns ELSE 0 END) / 1e9 AS metadata_seconds,
          max(CASE WHEN op = 'open' THEN ns END) / 1e9 AS max_open_seconds,
-         min(CASE WHEN op = 'open' THEN ns END) / 1e9 AS min_open_seconds
+         min(CASE WHEN op = 'open' THEN ns END) / 1e9 AS min_open_seconds,
+         min(CASE WHEN op IN ('open', 'close', 'stat', 'access', 'truncate', 'unlink', 'rename')
+                  THEN b END) AS first_ns,
+         max(CASE WHEN op IN ('open', 'close', 'stat', 'access', 'truncate', 'unlink', 'rename')
+                  THEN e END) AS last_ns
   FROM c
   GROUP BY host, path
 )
 SELECT host, path, processes, metadata_calls, data_calls, metadata_seconds, max_open_seconds,
-       min_open_seconds
+       min_open_seconds, first_ns, last_ns
 FROM per
 WHERE processes >= 4 AND metadata_calls >= 100 AND metadata_calls >= data_calls
 ORDER BY metadata_calls DESC, host, path

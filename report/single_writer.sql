@@ -12,7 +12,8 @@ WITH ranks AS (
   SELECT host, pid, rank FROM processes WHERE rank IS NOT NULL
 ),
 w AS (
-  SELECT c.host, c.pid, sum(c.bytes_result) AS bytes
+  SELECT c.host, c.pid, sum(c.bytes_result) AS bytes, min(c.ts_begin_ns) AS first_ns,
+         max(c.ts_end_ns) AS last_ns
   FROM calls c
   JOIN ranks r ON r.host = c.host AND r.pid = c.pid
   JOIN files f ON f.host = c.host AND f.file_id = c.file_id
@@ -24,7 +25,7 @@ w AS (
 total AS (SELECT sum(bytes) AS bytes FROM w),
 n AS (SELECT count(*) AS ranks FROM ranks)
 SELECT w.host, w.pid, r.rank, w.bytes AS bytes_written, total.bytes AS job_bytes_written,
-       w.bytes / total.bytes AS share, n.ranks
+       w.bytes / total.bytes AS share, n.ranks, w.first_ns, w.last_ns
 FROM w
 JOIN ranks r ON r.host = w.host AND r.pid = w.pid
 CROSS JOIN total

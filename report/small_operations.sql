@@ -11,7 +11,7 @@
 --   collective buffering, HDF5 chunk caches) or larger application buffers remove the pattern.
 WITH data AS (
   SELECT c.host, c.pid, c.file_id, f.path, c.bytes_result AS bytes,
-         c.ts_end_ns - c.ts_begin_ns AS ns,
+         c.ts_end_ns - c.ts_begin_ns AS ns, c.ts_begin_ns AS b, c.ts_end_ns AS e,
          CASE WHEN f.lustre_stripe_size IS NOT NULL THEN CAST(f.lustre_stripe_size / 16 AS BIGINT)
               ELSE 4096 END AS small
   FROM calls c
@@ -25,12 +25,14 @@ per AS (
          sum(CASE WHEN bytes < small THEN 1 ELSE 0 END) AS small_calls,
          count(*) AS data_calls,
          sum(CASE WHEN bytes < small THEN bytes ELSE 0 END) AS small_bytes,
-         sum(CASE WHEN bytes < small THEN ns ELSE 0 END) / 1e9 AS small_seconds
+         sum(CASE WHEN bytes < small THEN ns ELSE 0 END) / 1e9 AS small_seconds,
+         min(CASE WHEN bytes < small THEN b END) AS first_ns,
+         max(CASE WHEN bytes < small THEN e END) AS last_ns
   FROM data
   GROUP BY host, pid, path
 )
 SELECT per.host, per.pid, p.rank, per.path, per.small_below, per.small_calls, per.data_calls,
-       per.small_bytes, per.small_seconds
+       per.small_bytes, per.small_seconds, per.first_ns, per.last_ns
 FROM per
 LEFT JOIN processes p ON p.host = per.host AND p.pid = per.pid
 WHERE per.small_calls >= 100 AND 2 * per.small_calls >= per.data_calls

@@ -13,7 +13,7 @@
 -- stripe size, lfs setstripe -S) to the access makes each request one OST's.
 WITH req AS (
   SELECT c.host, c.pid, f.path, f.lustre_stripe_size AS ss, f.lustre_stripe_count AS sc,
-         c.bytes_result AS bytes,
+         c.bytes_result AS bytes, c.ts_begin_ns AS b, c.ts_end_ns AS e,
          floor((c.offset + c.bytes_result - 1) / f.lustre_stripe_size)
            - floor(c.offset / f.lustre_stripe_size) + 1 AS stripes,
          ceil(c.bytes_result / f.lustre_stripe_size) AS needed
@@ -26,12 +26,14 @@ per AS (
   SELECT host, pid, path, max(ss) AS stripe_size, max(sc) AS stripe_count,
          count(*) AS data_calls,
          sum(CASE WHEN stripes > needed THEN 1 ELSE 0 END) AS crossing_calls,
-         sum(CASE WHEN stripes > needed THEN bytes ELSE 0 END) AS crossing_bytes
+         sum(CASE WHEN stripes > needed THEN bytes ELSE 0 END) AS crossing_bytes,
+         min(CASE WHEN stripes > needed THEN b END) AS first_ns,
+         max(CASE WHEN stripes > needed THEN e END) AS last_ns
   FROM req
   GROUP BY host, pid, path
 )
 SELECT per.host, per.pid, p.rank, per.path, per.stripe_size, per.stripe_count,
-       per.data_calls, per.crossing_calls, per.crossing_bytes
+       per.data_calls, per.crossing_calls, per.crossing_bytes, per.first_ns, per.last_ns
 FROM per
 LEFT JOIN processes p ON p.host = per.host AND p.pid = per.pid
 WHERE per.crossing_calls * 2 >= per.data_calls AND per.crossing_bytes >= 1048576

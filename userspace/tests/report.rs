@@ -49,7 +49,22 @@ fn trace_with(
 fn report(dataset: &Path) -> Value {
     let res = run(strata().args(["report", "--format", "json"]).arg(dataset));
     assert!(res.status.success(), "{:?}", res.status);
-    serde_json::from_slice(&res.stdout).expect("report JSON")
+    let r: Value = serde_json::from_slice(&res.stdout).expect("report JSON");
+    // Every finding says when: the time window of the calls it is about.
+    for f in r["findings"].as_array().unwrap() {
+        if f["detector"] == "clock_skew" {
+            continue;
+        }
+        let (first, last) = (
+            f["where"]["first_ns"].as_i64(),
+            f["where"]["last_ns"].as_i64(),
+        );
+        assert!(
+            first.is_some_and(|a| last.is_some_and(|b| a <= b && a > 1_000_000_000_000_000_000)),
+            "finding without a time window: {f}"
+        );
+    }
+    r
 }
 
 /// Findings of `detector` on `path`, as their `where` objects.
