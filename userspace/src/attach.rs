@@ -130,6 +130,24 @@ pub struct Options {
     pub datatype_size_offset: u32,
 }
 
+impl Options {
+    /// Options for these probes: the MPI datatype layout they declare, the ring buffer
+    /// rounded up to a power of two.
+    pub fn new(probes: &[Probe], ring_buffer_mib: u32, syscall_mode: SyscallMode) -> Self {
+        Self {
+            trace_all: false,
+            cgroup_mode: false,
+            users: Vec::new(),
+            ring_bytes: ring_buffer_mib.max(1).next_power_of_two() << 20,
+            syscall_mode,
+            datatype_size_offset: probes
+                .iter()
+                .find_map(|p| p.datatype_size_offset)
+                .unwrap_or(0) as u32,
+        }
+    }
+}
+
 /// How the syscall probes reach the kernel. Both deliver the same record layout (number at
 /// offset 8, arguments or return value from offset 16) to the same two programs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -138,15 +138,9 @@ pub fn run(args: DaemonArgs) -> anyhow::Result<()> {
     let loaded = attach::load(
         &probes,
         &attach::Options {
-            trace_all: false,
             cgroup_mode: true,
             users: args.users.clone(),
-            ring_bytes: args.ring_buffer_mib.max(1).next_power_of_two() << 20,
-            syscall_mode: args.syscall_mode,
-            datatype_size_offset: probes
-                .iter()
-                .find_map(|p| p.datatype_size_offset)
-                .unwrap_or(0) as u32,
+            ..attach::Options::new(&probes, args.ring_buffer_mib, args.syscall_mode)
         },
     )?;
     let attached = loaded

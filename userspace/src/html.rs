@@ -96,20 +96,7 @@ pub fn render(dir: &Path, answers: &[Answer]) -> anyhow::Result<String> {
     let layers = answers
         .iter()
         .find(|a| a.query.name == "layers")
-        .map(|a| {
-            a.rows
-                .iter()
-                .map(|r| {
-                    Json::Object(
-                        a.columns
-                            .iter()
-                            .cloned()
-                            .zip(r.iter().cloned())
-                            .collect::<Map<_, _>>(),
-                    )
-                })
-                .collect::<Vec<_>>()
-        })
+        .map(Answer::objects)
         .unwrap_or_default();
     plots["layers"] = Json::Array(layers);
     let sections: Vec<Json> = answers

@@ -102,12 +102,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
             trace_all: args.all,
             cgroup_mode: cgroup.is_some(),
             users: args.users.clone(),
-            ring_bytes: args.ring_buffer_mib.max(1).next_power_of_two() << 20,
-            syscall_mode: args.syscall_mode,
-            datatype_size_offset: probes
-                .iter()
-                .find_map(|p| p.datatype_size_offset)
-                .unwrap_or(0) as u32,
+            ..attach::Options::new(&probes, args.ring_buffer_mib, args.syscall_mode)
         },
     )?;
     if let Some(c) = cgroup {

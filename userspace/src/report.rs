@@ -137,6 +137,24 @@ pub struct Answer {
     pub skipped: Option<String>,
 }
 
+impl Answer {
+    /// The rows as JSON objects keyed by column name.
+    pub fn objects(&self) -> Vec<Json> {
+        self.rows
+            .iter()
+            .map(|r| {
+                Json::Object(
+                    self.columns
+                        .iter()
+                        .cloned()
+                        .zip(r.iter().cloned())
+                        .collect::<Map<_, _>>(),
+                )
+            })
+            .collect()
+    }
+}
+
 fn has_parquet(dir: &Path) -> bool {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return false;
@@ -449,19 +467,7 @@ pub fn to_json_report(answers: &[Answer]) -> Json {
     let mut findings = Vec::new();
     let mut detectors = Vec::new();
     for a in answers {
-        let objects: Vec<Json> = a
-            .rows
-            .iter()
-            .map(|r| {
-                Json::Object(
-                    a.columns
-                        .iter()
-                        .cloned()
-                        .zip(r.iter().cloned())
-                        .collect::<Map<_, _>>(),
-                )
-            })
-            .collect();
+        let objects = a.objects();
         match a.query.kind {
             Kind::Summary => {
                 summaries.insert(a.query.name.into(), Json::Array(objects));

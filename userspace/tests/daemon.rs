@@ -99,21 +99,20 @@ fn per_file(dataset: &Path, function: &str) -> HashMap<String, (i64, i64)> {
     m
 }
 
-#[test]
-fn daemon_traces_jobs_into_separate_datasets_and_keeps_running() {
-    require_root();
-    let dir = scratch("daemon");
-    let d = dir.display();
-    let root = dir.join("root");
-    let socket = dir.join("ctl.sock");
+/// Starts `strata daemon` (POSIX layer, 200 ms flushes) and waits until its probes are
+/// attached; its later log lines are collected by the returned thread.
+fn start_daemon(
+    root: &Path,
+    socket: &Path,
+    extra: &[&str],
+) -> (Child, std::thread::JoinHandle<Vec<String>>) {
     let mut daemon = strata()
         .args(["daemon", "--layers", "posix", "--flush-interval", "200ms"])
         .arg("--output-root")
-        .arg(&root)
+        .arg(root)
         .arg("--socket")
-        .arg(&socket)
-        .arg("--host")
-        .arg("node-a")
+        .arg(socket)
+        .args(extra)
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -133,6 +132,17 @@ fn daemon_traces_jobs_into_separate_datasets_and_keeps_running() {
             .inspect(|l| eprintln!("{l}"))
             .collect::<Vec<_>>()
     });
+    (daemon, log)
+}
+
+#[test]
+fn daemon_traces_jobs_into_separate_datasets_and_keeps_running() {
+    require_root();
+    let dir = scratch("daemon");
+    let d = dir.display();
+    let root = dir.join("root");
+    let socket = dir.join("ctl.sock");
+    let (mut daemon, log) = start_daemon(&root, &socket, &["--host", "node-a"]);
 
     // Job A: a process inside writes 3 x 1000 bytes; one outside writes too.
     let a = Group::new("job-a");
@@ -301,25 +311,7 @@ fn slurm_prolog_and_epilog_drive_the_daemon() {
     let d = dir.display();
     let root = dir.join("root");
     let socket = dir.join("ctl.sock");
-    let mut daemon = strata()
-        .args(["daemon", "--layers", "posix", "--flush-interval", "200ms"])
-        .arg("--output-root")
-        .arg(&root)
-        .arg("--socket")
-        .arg(&socket)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = BufReader::new(daemon.stderr.take().unwrap());
-    let mut lines = stderr.lines();
-    for line in lines.by_ref() {
-        let line = line.unwrap();
-        eprintln!("{line}");
-        if line.contains("probes attached") {
-            break;
-        }
-    }
-    std::thread::spawn(move || lines.for_each(|l| eprintln!("{}", l.unwrap_or_default())));
+    let (mut daemon, _log) = start_daemon(&root, &socket, &[]);
 
     let job = format!("9{}", std::process::id());
     let v2 = strata::cgroup::v2_root().unwrap();
