@@ -11,6 +11,7 @@ use aya::{
     maps::{Array, HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf},
     programs::{
         KProbe, TracePoint, UProbe,
+        trace_point::TracePointLinkId,
         uprobe::{UProbeAttachLocation, UProbeAttachPoint, UProbeScope},
     },
 };
@@ -38,6 +39,10 @@ pub struct ProbeStatus {
 
 /// The loaded programs and the maps user space keeps using.
 pub struct Loaded {
+    /// The syscall layer goes through the two raw_syscalls tracepoints, attached while
+    /// `raw_links` holds their links (see [`Loaded::pause_syscalls`]).
+    raw_syscalls: bool,
+    raw_links: Vec<(&'static str, TracePointLinkId)>,
     pub ebpf: Ebpf,
     pub traced: BpfHashMap<MapData, u32, u32>,
     pub counters: PerCpuArray<MapData, u64>,
@@ -80,6 +85,25 @@ impl Loaded {
         if let Err(e) = self.watched.insert(ino, 1, 0) {
             log::debug!("cannot watch inode {ino}: {e}");
         }
+    }
+
+    /// Detaches the raw_syscalls tracepoints: with nothing to trace (an idle daemon), every
+    /// syscall on the node would still run the two programs.
+    pub fn pause_syscalls(&mut self) -> anyhow::Result<()> {
+        for (prog, id) in std::mem::take(&mut self.raw_links) {
+            tracepoint(&mut self.ebpf, prog)?
+                .detach(id)
+                .with_context(|| format!("detaching {prog}"))?;
+        }
+        Ok(())
+    }
+
+    /// Attaches the raw_syscalls tracepoints again after [`Loaded::pause_syscalls`].
+    pub fn resume_syscalls(&mut self) -> anyhow::Result<()> {
+        if self.raw_syscalls && self.raw_links.is_empty() {
+            self.raw_links = attach_raw_syscalls(&mut self.ebpf)?;
+        }
+        Ok(())
     }
 
     /// Starts tracing the processes of a cgroup (and its descendants) in cgroup mode.
@@ -247,16 +271,12 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
         .filter_map(|(path, _)| inode(path))
         .collect();
 
-    if any_syscall && opts.syscall_mode == SyscallMode::Raw {
-        for (prog, event) in [
-            (programs::SYS_ENTER, "sys_enter"),
-            (programs::SYS_EXIT, "sys_exit"),
-        ] {
-            tracepoint(&mut ebpf, prog)?
-                .attach("raw_syscalls", event)
-                .with_context(|| format!("cannot attach to tracepoint raw_syscalls/{event}"))?;
-        }
-    }
+    let raw_syscalls = any_syscall && opts.syscall_mode == SyscallMode::Raw;
+    let raw_links = if raw_syscalls {
+        attach_raw_syscalls(&mut ebpf)?
+    } else {
+        Vec::new()
+    };
     attach_lifecycle(&mut ebpf)?;
     let traced = BpfHashMap::try_from(map(&mut ebpf, maps::TRACED)?)?;
     let counters = PerCpuArray::try_from(map(&mut ebpf, maps::COUNTERS)?)?;
@@ -270,6 +290,8 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
             .with_context(|| format!("cannot add uid {uid} to the user filter"))?;
     }
     Ok(Loaded {
+        raw_syscalls,
+        raw_links,
         ebpf,
         traced,
         cgroups,
@@ -283,6 +305,20 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
         attached_at,
         lib_inodes,
     })
+}
+
+fn attach_raw_syscalls(ebpf: &mut Ebpf) -> anyhow::Result<Vec<(&'static str, TracePointLinkId)>> {
+    let mut links = Vec::new();
+    for (prog, event) in [
+        (programs::SYS_ENTER, "sys_enter"),
+        (programs::SYS_EXIT, "sys_exit"),
+    ] {
+        let id = tracepoint(ebpf, prog)?
+            .attach("raw_syscalls", event)
+            .with_context(|| format!("cannot attach to tracepoint raw_syscalls/{event}"))?;
+        links.push((prog, id));
+    }
+    Ok(links)
 }
 
 fn record_result(status: &mut ProbeStatus, result: Result<(), Failure>, probes: &[Probe]) {

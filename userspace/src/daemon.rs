@@ -135,7 +135,7 @@ pub fn run(args: DaemonArgs) -> anyhow::Result<()> {
     ] {
         signal_hook::flag::register(sig, Arc::clone(&stop))?;
     }
-    let loaded = attach::load(
+    let mut loaded = attach::load(
         &probes,
         &attach::Options {
             cgroup_mode: true,
@@ -151,6 +151,8 @@ pub fn run(args: DaemonArgs) -> anyhow::Result<()> {
     if attached == 0 {
         bail!("no probe could be attached; see the warnings above");
     }
+    // No job yet: the node's syscalls should not pay for the daemon.
+    loaded.pause_syscalls()?;
     eprintln!(
         "strata daemon: {attached} probes attached; jobs go to {}/<job>; control socket {}",
         args.output_root.display(),
@@ -217,6 +219,9 @@ impl Daemon {
                     let job = self.jobs.remove(i);
                     self.close(job);
                 }
+            }
+            if self.jobs.is_empty() {
+                self.loaded.pause_syscalls()?;
             }
         }
         eprintln!("strata daemon: stopping; closing {} jobs", self.jobs.len());
@@ -361,6 +366,7 @@ impl Daemon {
             write_error: None,
         };
         self.find_cgroup(&mut job)?;
+        self.loaded.resume_syscalls()?;
         eprintln!(
             "strata daemon: job {name}: {} -> {}",
             match &job.cgroup {

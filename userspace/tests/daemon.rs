@@ -99,13 +99,38 @@ fn per_file(dataset: &Path, function: &str) -> HashMap<String, (i64, i64)> {
     m
 }
 
+/// Attachments a process holds open: each tracepoint or uprobe is a BPF link (or, on kernels
+/// without perf links, a perf event).
+fn attachments(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter(|t| {
+            let t = t.to_string_lossy();
+            t == "anon_inode:bpf_link" || t == "anon_inode:[perf_event]"
+        })
+        .count()
+}
+
+/// The daemon under test; killed if a failed assertion leaves it running.
+struct Daemon(Child);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if self.0.try_wait().ok().flatten().is_none() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
 /// Starts `strata daemon` (POSIX layer, 200 ms flushes) and waits until its probes are
 /// attached; its later log lines are collected by the returned thread.
 fn start_daemon(
     root: &Path,
     socket: &Path,
     extra: &[&str],
-) -> (Child, std::thread::JoinHandle<Vec<String>>) {
+) -> (Daemon, std::thread::JoinHandle<Vec<String>>) {
     let mut daemon = strata()
         .args(["daemon", "--layers", "posix", "--flush-interval", "200ms"])
         .arg("--output-root")
@@ -132,7 +157,7 @@ fn start_daemon(
             .inspect(|l| eprintln!("{l}"))
             .collect::<Vec<_>>()
     });
-    (daemon, log)
+    (Daemon(daemon), log)
 }
 
 #[test]
@@ -143,6 +168,8 @@ fn daemon_traces_jobs_into_separate_datasets_and_keeps_running() {
     let root = dir.join("root");
     let socket = dir.join("ctl.sock");
     let (mut daemon, log) = start_daemon(&root, &socket, &["--host", "node-a"]);
+    // Idle, the daemon keeps no syscall tracepoint attached.
+    let idle = attachments(daemon.0.id());
 
     // Job A: a process inside writes 3 x 1000 bytes; one outside writes too.
     let a = Group::new("job-a");
@@ -152,6 +179,11 @@ fn daemon_traces_jobs_into_separate_datasets_and_keeps_running() {
         &["start", "job-a", "--cgroup", a.0.to_str().unwrap()],
     );
     assert_eq!(started["jobs"][0]["state"], "tracing");
+    assert_eq!(
+        attachments(daemon.0.id()),
+        idle + 2,
+        "raw_syscalls sys_enter and sys_exit attached for the job"
+    );
     let mut w = inside(
         &a,
         &format!("dd if=/dev/zero of={d}/a1 bs=1000 count=3 status=none"),
@@ -174,6 +206,11 @@ fn daemon_traces_jobs_into_separate_datasets_and_keeps_running() {
     std::thread::sleep(Duration::from_millis(500));
     ctl(&socket, &["stop", "job-a"]);
     assert_eq!(state(&socket, "job-a"), None);
+    assert_eq!(
+        attachments(daemon.0.id()),
+        idle,
+        "detached again with no job"
+    );
 
     // Job B, while job A's cgroup lives on untraced: B writes 2 x 2000 bytes, then keeps
     // writing until the job is stopped under it.
@@ -221,13 +258,17 @@ fn daemon_traces_jobs_into_separate_datasets_and_keeps_running() {
     wait_for("job-c to close", || state(&socket, "job-c").is_none());
 
     // The same daemon served all three; it stops cleanly.
-    assert_eq!(daemon.try_wait().unwrap(), None, "the daemon exited early");
+    assert_eq!(
+        daemon.0.try_wait().unwrap(),
+        None,
+        "the daemon exited early"
+    );
     nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(daemon.id() as i32),
+        nix::unistd::Pid::from_raw(daemon.0.id() as i32),
         nix::sys::signal::Signal::SIGTERM,
     )
     .unwrap();
-    assert!(daemon.wait().unwrap().success());
+    assert!(daemon.0.wait().unwrap().success());
     let log = log.join().unwrap();
     assert!(
         log.iter().any(|l| l.contains("job job-c closed")),
@@ -351,11 +392,11 @@ fn slurm_prolog_and_epilog_drive_the_daemon() {
     }
     // Without a daemon the scripts still succeed: a job is never held up by tracing.
     nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(daemon.id() as i32),
+        nix::unistd::Pid::from_raw(daemon.0.id() as i32),
         nix::sys::signal::Signal::SIGTERM,
     )
     .unwrap();
-    assert!(daemon.wait().unwrap().success());
+    assert!(daemon.0.wait().unwrap().success());
     script("prolog.sh");
 
     let files = per_file(&root.join(&job), "write");
