@@ -73,7 +73,7 @@ struct Adoption {
 
 pub struct Correlator {
     /// Shared, not cloned, per record: the hot path only bumps a count.
-    probes: Vec<std::rc::Rc<Probe>>,
+    probes: Vec<Rc<Probe>>,
     /// Layer, function and op names per probe, shared by the rows.
     names: Vec<(Rc<str>, Rc<str>, Rc<str>)>,
     clock: Clock,
@@ -138,7 +138,7 @@ impl Correlator {
             .collect();
         Self {
             names,
-            probes: probes.into_iter().map(std::rc::Rc::new).collect(),
+            probes: probes.into_iter().map(Rc::new).collect(),
             libraries,
             library_opens: Vec::new(),
             execs: Vec::new(),
@@ -377,7 +377,7 @@ impl Correlator {
     }
 
     fn call(&mut self, rec: &CallRecord) -> Option<CallRow> {
-        let p = std::rc::Rc::clone(self.probes.get(rec.func_id as usize)?);
+        let p = Rc::clone(self.probes.get(rec.func_id as usize)?);
         if p.internal {
             self.dataspaces
                 .internal(p.function(), rec.parent_id, rec.ret);

@@ -79,6 +79,11 @@ struct Job {
 }
 
 impl Job {
+    /// What processes are routed by: the id of the job's cgroup, once it exists.
+    fn key(&self) -> Option<u64> {
+        self.cgroup.as_ref().map(|c| c.2.id)
+    }
+
     fn status(&self, root: &Path) -> JobStatus {
         JobStatus {
             job: self.name.clone(),
@@ -102,8 +107,9 @@ struct Daemon {
     probes: Vec<probes::Probe>,
     loaded: attach::Loaded,
     jobs: Vec<Job>,
-    /// Which job each traced process belongs to.
-    owner: HashMap<u32, String>,
+    /// Which job each traced process belongs to, by the job's cgroup id (every process is
+    /// routed to a job through its cgroup; ids, unlike names, cost nothing to copy per event).
+    owner: HashMap<u32, u64>,
     /// Records no job could be found for (a process that left before it was looked up).
     unrouted: u64,
     v2_root: PathBuf,
@@ -415,19 +421,19 @@ impl Daemon {
     fn route(&mut self, ev: Event) {
         let pid = ev.pid();
         let owner = match self.owner.get(&pid) {
-            Some(j) => Some(j.clone()),
+            Some(j) => Some(*j),
             // Kernel events of other tasks than the jobs' (workers, interrupts).
             None if matches!(&ev, Event::Kernel { rec, .. } if rec.call_id == 0) => None,
             None => self.lookup(pid),
         };
         match (owner, &ev) {
-            (Some(name), _) => {
+            (Some(key), _) => {
                 if let Event::Proc { event, rec } = &ev {
                     match event {
                         ProcEvent::NewTask
                             if u64::from(rec.flags) & strata_common::CLONE_THREAD == 0 =>
                         {
-                            self.owner.insert(rec.other, name.clone());
+                            self.owner.insert(rec.other, key);
                         }
                         ProcEvent::Exit => {
                             self.owner.remove(&pid);
@@ -435,7 +441,7 @@ impl Daemon {
                         _ => {}
                     }
                 }
-                if let Some(job) = self.jobs.iter_mut().find(|j| j.name == name) {
+                if let Some(job) = self.jobs.iter_mut().find(|j| j.key() == Some(key)) {
                     job.events += 1;
                     job.corr.handle(ev, &mut job.out);
                     // A write error is taken up at the next tick.
@@ -472,13 +478,13 @@ impl Daemon {
     }
 
     /// The job of a process seen for the first time, from its cgroup.
-    fn lookup(&mut self, pid: u32) -> Option<String> {
+    fn lookup(&mut self, pid: u32) -> Option<u64> {
         let line = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok();
         let inner = line
             .as_deref()
             .and_then(|s| s.lines().find_map(|l| l.strip_prefix("0::")))
             .map(str::to_string);
-        let name = match inner {
+        let key = match inner {
             Some(inner) => self
                 .jobs
                 .iter()
@@ -487,18 +493,18 @@ impl Daemon {
                     inner == **dir || dir.as_str() == "/" || inner.starts_with(&format!("{dir}/"))
                 })
                 .max_by_key(|(_, dir)| dir.len())
-                .map(|(j, _)| j.name.clone()),
+                .and_then(|(j, _)| j.key()),
             // Gone already: with a single job there is no doubt.
             None => {
                 let mut tracing = self.jobs.iter().filter(|j| j.cgroup.is_some());
                 match (tracing.next(), tracing.next()) {
-                    (Some(j), None) => Some(j.name.clone()),
+                    (Some(j), None) => j.key(),
                     _ => None,
                 }
             }
         }?;
-        self.owner.insert(pid, name.clone());
-        Some(name)
+        self.owner.insert(pid, key);
+        Some(key)
     }
 
     /// Once per flush interval: flush each job, attach newly opened libraries, look for
@@ -556,7 +562,9 @@ impl Daemon {
         if let Some((_, _, c)) = job.cgroup {
             let _ = self.loaded.remove_cgroup(c.id);
         }
-        self.owner.retain(|_, j| *j != job.name);
+        if let Some(key) = job.key() {
+            self.owner.retain(|_, j| *j != key);
+        }
         job.corr.finish(&mut job.out);
         let clock = Clock::now();
         job.run.end_ns = Some(clock.epoch(monotonic_ns()));
