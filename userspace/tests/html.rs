@@ -80,16 +80,14 @@ fn the_html_report_draws_its_plots_from_the_trace() {
     let exe = build_c("mpicc", "patterns.c", &dir.join("patterns"), &[]);
     let file = dir.join("bt.dat");
     let out = dir.join("out");
-    let res = run(strata()
-        .args(["record", "-q", "--layers", "posix,mpiio", "-o"])
-        .arg(&out)
-        .args(["--", "mpirun", "--oversubscribe", "-np", "4"])
-        .arg(&exe)
-        .arg("mpi_small")
-        .arg(&file)
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"));
-    assert!(res.status.success());
+    common::record_mpi(
+        &["--layers", "posix,mpiio"],
+        &out,
+        4,
+        &exe,
+        &["mpi_small".as_ref(), file.as_os_str()],
+        &[],
+    );
     let res = run(strata().args(["report", "--format", "html"]).arg(&out));
     assert!(res.status.success());
     let page = dir.join("report.html");

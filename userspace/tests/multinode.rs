@@ -10,16 +10,15 @@ use serde_json::Value;
 
 /// Traces `patterns MODE` on 4 ranks as node `host`, into `job`.
 fn trace_as(host: &str, mode: &str, job: &Path, dir: &Path, exe: &Path) {
-    let res = run(strata()
-        .args(["record", "-q", "--layers", "posix", "--host", host, "-o"])
-        .arg(job)
-        .args(["--", "mpirun", "--oversubscribe", "-np", "4"])
-        .arg(exe)
-        .arg(mode)
-        .arg(dir.join(format!("{mode}.dat")))
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"));
-    assert!(res.status.success(), "{:?}", res.status);
+    let file = dir.join(format!("{mode}.dat"));
+    common::record_mpi(
+        &["--layers", "posix", "--host", host],
+        job,
+        4,
+        exe,
+        &[mode.as_ref(), file.as_os_str()],
+        &[],
+    );
 }
 
 /// Rows as sorted canonical strings (floats to 6 decimals: engines sum in other orders).
@@ -169,15 +168,15 @@ fn clock_skew_between_nodes_is_bounded_from_collective_calls() {
     let dir = scratch("clock_skew");
     let exe = build_c("mpicc", "mpiio.c", &dir.join("mpiio"), &[]);
     let out = dir.join("out");
-    let res = run(strata()
-        .args(["record", "-q", "--layers", "posix,mpiio", "-o"])
-        .arg(&out)
-        .args(["--", "mpirun", "--oversubscribe", "-np", "4"])
-        .arg(&exe)
-        .arg(dir.join("shared.dat"))
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"));
-    assert!(res.status.success(), "{:?}", res.status);
+    let file = dir.join("shared.dat");
+    common::record_mpi(
+        &["--layers", "posix,mpiio"],
+        &out,
+        4,
+        &exe,
+        &[file.as_os_str()],
+        &[],
+    );
 
     const SHIFT_NS: i64 = 200_000_000;
     let split = |name: &str, shift: i64| {

@@ -32,17 +32,14 @@ fn trace_with(
     let exe = build_c("mpicc", "patterns.c", &dir.join("patterns"), &[]);
     let file = dir.join(format!("{mode}.dat"));
     let out = dir.join("out");
-    let res = run(strata()
-        .args(["record", "-q", "--layers", layers, "-o"])
-        .arg(&out)
-        .args(["--", "mpirun", "--oversubscribe", "-np", &RANKS.to_string()])
-        .arg(&exe)
-        .arg(mode)
-        .arg(&file)
-        .envs(env.iter().copied())
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"));
-    assert!(res.status.success(), "{:?}", res.status);
+    common::record_mpi(
+        &["--layers", layers],
+        &out,
+        RANKS as u32,
+        &exe,
+        &[mode.as_ref(), file.as_os_str()],
+        env,
+    );
     (out, file.display().to_string())
 }
 

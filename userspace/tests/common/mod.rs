@@ -118,6 +118,30 @@ impl RowExt for Row {
     }
 }
 
+/// `strata record -q OPTS -o OUT -- mpirun --oversubscribe -np NP PROGRAM ARGS` (as root, with
+/// `env` for the job); fails the test if it fails.
+pub fn record_mpi(
+    opts: &[&str],
+    out: &Path,
+    np: u32,
+    program: &Path,
+    args: &[&std::ffi::OsStr],
+    env: &[(&str, &str)],
+) {
+    let res = run(strata()
+        .args(["record", "-q"])
+        .args(opts)
+        .arg("-o")
+        .arg(out)
+        .args(["--", "mpirun", "--oversubscribe", "-np", &np.to_string()])
+        .arg(program)
+        .args(args)
+        .envs(env.iter().copied())
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"));
+    assert!(res.status.success(), "strata record: {:?}", res.status);
+}
+
 /// Every row of a table of the dataset at `out`.
 pub fn rows(out: &Path, table: &str) -> Vec<Row> {
     let mut rows = Vec::new();
