@@ -74,7 +74,7 @@ struct Bio {
 /// A request with kept bios in it (its own first bio, or bios merged into it).
 struct Request {
     bios: Vec<Bio>,
-    issue: i64,
+    issue: Option<i64>,
     nr: u64,
     rwbs: String,
     tick: u32,
@@ -166,7 +166,7 @@ impl Kernel {
                         key,
                         Request {
                             bios,
-                            issue: ts,
+                            issue: Some(ts),
                             nr,
                             rwbs: tag(rec),
                             tick: self.tick,
@@ -175,61 +175,19 @@ impl Kernel {
                 }
             }
             KernelEvent::RqComplete => {
-                let (bios, issue, nr, rwbs) = match self.requests.remove(&key) {
-                    Some(r) => (r.bios, Some(r.issue), r.nr, r.rwbs),
-                    None => {
-                        let nr = u64::from(rec.nr);
-                        (self.bios_in(rec.dev, rec.pos, nr), None, nr, tag(rec))
+                let req = self.requests.remove(&key).unwrap_or_else(|| {
+                    // Issued before tracing began (or its issue was not seen).
+                    let nr = u64::from(rec.nr);
+                    Request {
+                        bios: self.bios_in(rec.dev, rec.pos, nr),
+                        issue: None,
+                        nr,
+                        rwbs: tag(rec),
+                        tick: self.tick,
                     }
-                };
-                // One row per call (or worker inode, or process) with bios in the request.
-                let mut groups: Vec<(u64, u64, i32, i32, u64, i64)> = Vec::new();
-                for b in &bios {
-                    match groups
-                        .iter_mut()
-                        .find(|g| (g.0, g.1, g.2, g.3) == (b.call_id, b.ino, b.pid, b.tid))
-                    {
-                        Some(g) => {
-                            g.4 += b.nr;
-                            g.5 = g.5.min(b.ts);
-                        }
-                        None => groups.push((b.call_id, b.ino, b.pid, b.tid, b.nr, b.ts)),
-                    }
-                }
-                for (call_id, ino, bpid, btid, sectors, queued) in groups {
-                    let origin = if call_id != 0 {
-                        "call"
-                    } else if ino != 0 {
-                        "writeback"
-                    } else {
-                        "process"
-                    };
-                    let row = BlockRow {
-                        pid: bpid,
-                        tid: btid,
-                        call_id: (call_id != 0).then_some(call_id as i64),
-                        origin: origin.into(),
-                        dev: dev_string(rec.dev),
-                        sector: rec.pos as i64,
-                        bytes: sectors as i64 * 512,
-                        request_bytes: nr as i64 * 512,
-                        op: op_of(&rwbs).into(),
-                        rwbs: rwbs.clone(),
-                        ts_queue_ns: queued,
-                        ts_issue_ns: issue,
-                        ts_complete_ns: Some(ts),
-                        error: (rec.error != 0).then_some(rec.error),
-                        ino: (ino != 0).then_some(ino as i64),
-                        file_id: (ino != 0)
-                            .then(|| {
-                                files
-                                    .by_inode(Some(user_dev(rec.dev)), ino)
-                                    .or_else(|| files.by_inode(None, ino))
-                            })
-                            .flatten(),
-                    };
-                    self.request_done(call_id, row);
-                }
+                });
+                let error = (rec.error != 0).then_some(rec.error);
+                self.request_rows(key, req, Some(ts), error, files);
             }
             KernelEvent::WritebackStart => {
                 self.writebacks.insert(
@@ -318,6 +276,61 @@ impl Kernel {
         }
     }
 
+    /// One row per call (or worker inode, or process) with bios in the request; `complete` is
+    /// None for a request still in flight when tracing ended.
+    fn request_rows(
+        &mut self,
+        (dev, sector): (u32, u64),
+        req: Request,
+        complete: Option<i64>,
+        error: Option<i32>,
+        files: &Files,
+    ) {
+        let mut groups: Vec<(u64, u64, i32, i32, u64, i64)> = Vec::new();
+        for b in &req.bios {
+            match groups
+                .iter_mut()
+                .find(|g| (g.0, g.1, g.2, g.3) == (b.call_id, b.ino, b.pid, b.tid))
+            {
+                Some(g) => {
+                    g.4 += b.nr;
+                    g.5 = g.5.min(b.ts);
+                }
+                None => groups.push((b.call_id, b.ino, b.pid, b.tid, b.nr, b.ts)),
+            }
+        }
+        for (call_id, ino, pid, tid, sectors, queued) in groups {
+            let origin = if call_id != 0 {
+                "call"
+            } else if ino != 0 {
+                "writeback"
+            } else {
+                "process"
+            };
+            let row = BlockRow {
+                pid,
+                tid,
+                call_id: (call_id != 0).then_some(call_id as i64),
+                origin: origin.into(),
+                dev: dev_string(dev),
+                sector: sector as i64,
+                bytes: sectors as i64 * 512,
+                request_bytes: req.nr as i64 * 512,
+                op: op_of(&req.rwbs).into(),
+                rwbs: req.rwbs.clone(),
+                ts_queue_ns: queued,
+                ts_issue_ns: req.issue,
+                ts_complete_ns: complete,
+                error,
+                ino: (ino != 0).then_some(ino as i64),
+                file_id: (ino != 0)
+                    .then(|| file_of(files, Some(user_dev(dev)), ino))
+                    .flatten(),
+            };
+            self.request_done(call_id, row);
+        }
+    }
+
     fn close_range(&mut self, mut row: PagecacheRow, dev: Option<u64>, files: &Files) {
         row.file_id = file_of(files, dev, row.ino as u64);
         self.page_rows.push(row);
@@ -365,12 +378,26 @@ impl Kernel {
     }
 
     /// Once per flush interval: page ranges are closed, rows that waited long enough for their
-    /// call go out as they are, and state of events that never completed is dropped.
+    /// call go out as they are, requests never seen completing go out without a completion
+    /// time, and bios that never reached a request are dropped.
     pub fn tick(&mut self, files: &Files) {
         self.tick += 1;
         let now = self.tick;
         for (_, (row, dev, _)) in std::mem::take(&mut self.ranges) {
             self.close_range(row, dev, files);
+        }
+        // Requests whose completion never came (lost, or still in flight at the end) keep
+        // their bytes and issue time.
+        let stale: Vec<(u32, u64)> = self
+            .requests
+            .iter()
+            .filter(|(_, r)| now - r.tick >= STALE_TICKS)
+            .map(|(k, _)| *k)
+            .collect();
+        for key in stale {
+            if let Some(req) = self.requests.remove(&key) {
+                self.request_rows(key, req, None, None, files);
+            }
         }
         let expired: Vec<u64> = self
             .awaiting
@@ -385,7 +412,6 @@ impl Kernel {
         }
         self.call_files.retain(|_, (_, t)| now - *t < STALE_TICKS);
         self.bios.retain(|_, b| now - b.tick < STALE_TICKS);
-        self.requests.retain(|_, r| now - r.tick < STALE_TICKS);
         if self.calls_with_bios.len() > 65536 {
             self.calls_with_bios.clear();
         }
@@ -478,6 +504,36 @@ mod tests {
             ]
         );
         assert!(k.bios.is_empty() && k.requests.is_empty());
+    }
+
+    /// A request still in flight when tracing ends keeps its row, without a completion time.
+    #[test]
+    fn requests_in_flight_at_the_end_are_kept() {
+        use KernelEvent::*;
+        let clock = Clock::now();
+        let files = Files::default();
+        let mut k = Kernel::default();
+        for r in [rec(BioQueue, 7, 300, 16, 1), rec(RqIssue, 0, 300, 16, 2)] {
+            k.event(KernelEvent::from_u32(r.event).unwrap(), &r, &clock, &files);
+        }
+        k.tick(&files);
+        assert!(k.block_rows.is_empty(), "a request is not given up early");
+        k.finish(&files);
+        let rows: Vec<_> = k
+            .block_rows
+            .iter()
+            .map(|r| {
+                (
+                    r.call_id,
+                    r.sector,
+                    r.bytes,
+                    r.ts_issue_ns.is_some(),
+                    r.ts_complete_ns,
+                )
+            })
+            .collect();
+        assert_eq!(rows, vec![(Some(7), 300, 16 * 512, true, None)]);
+        assert!(k.requests.is_empty() && k.awaiting.is_empty());
     }
 
     #[test]

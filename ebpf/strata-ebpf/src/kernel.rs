@@ -150,7 +150,8 @@ fn try_kernel_event(ctx: &TracePointContext, event: KernelEvent) -> Res<()> {
         KernelEvent::RqIssue | KernelEvent::RqComplete => {
             // SAFETY: read-only lookup of a plain value.
             let last = *unsafe { STRATA_BUSY_DEVS.get(&dev) }.ok_or(0)?;
-            if unsafe { bpf_ktime_get_ns() }.wrapping_sub(last) > BUSY_NS {
+            // Saturating: `last` may come from another CPU a few ns ahead of this one.
+            if unsafe { bpf_ktime_get_ns() }.saturating_sub(last) > BUSY_NS {
                 return Ok(());
             }
         }
