@@ -420,8 +420,9 @@ pub struct StrRecord {
 
 pub const STR_FAILED: u32 = u32::MAX;
 
-/// The kernel side wakes user space only once this much data is waiting (or at its poll
-/// timeout): a wakeup per record would cost more than the record.
+/// The kernel side wakes user space each time this much more data is waiting (or user space
+/// wakes at its poll timeout): a wakeup per record would cost more than the record. A power
+/// of two.
 pub const WAKEUP_BYTES: u64 = 256 << 10;
 
 /// A process lifecycle event.

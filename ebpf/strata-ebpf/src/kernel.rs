@@ -222,7 +222,7 @@ fn try_kernel_event(ctx: &TracePointContext, event: KernelEvent) -> Res<()> {
         (*rec)._pad = 0;
         (*rec).tag = field(ctx, f.tag);
     }
-    entry.submit(wakeup());
+    entry.submit(wakeup(core::mem::size_of::<KernelRecord>(), true));
     count(Counter::Emitted);
     Ok(())
 }

@@ -74,10 +74,24 @@ static STRATA_EVENTS: RingBuf = RingBuf::with_byte_size(16 << 20, 0);
 #[map]
 static STRATA_STR_SCRATCH: PerCpuArray<StrRecord> = PerCpuArray::with_max_entries(1, 0);
 
-/// Submit flags: wake the reader only when enough data waits (see `WAKEUP_BYTES`).
+/// Submit flags for a record of `len` bytes: wake the reader when the record carries the data
+/// waiting across a multiple of `WAKEUP_BYTES`, else not at all. Once a reader lags (it is
+/// awake and busy then), forcing a wakeup for every record past the threshold would cost an
+/// interrupt per record (a VM exit, microseconds, on virtual machines); crossings keep it to
+/// one per `WAKEUP_BYTES`, and a crossing missed under concurrent producers is caught at the
+/// next one. `reserved`: the record is already counted in the available data.
 #[inline(always)]
-fn wakeup() -> u64 {
-    if STRATA_EVENTS.query(u64::from(BPF_RB_AVAIL_DATA)) >= WAKEUP_BYTES {
+fn wakeup(len: usize, reserved: bool) -> u64 {
+    const _: () = assert!(WAKEUP_BYTES.is_power_of_two());
+    // The kernel's record header and rounding, so that `after` is where the record ends.
+    let size = (len as u64 + 8 + 7) & !7;
+    let avail = STRATA_EVENTS.query(u64::from(BPF_RB_AVAIL_DATA));
+    let (before, after) = if reserved {
+        (avail.saturating_sub(size), avail)
+    } else {
+        (avail, avail + size)
+    };
+    if before / WAKEUP_BYTES != after / WAKEUP_BYTES {
         u64::from(BPF_RB_FORCE_WAKEUP)
     } else {
         u64::from(BPF_RB_NO_WAKEUP)
@@ -94,7 +108,7 @@ const PROMPT_WAKE_NS: u64 = 1_000_000;
 /// Submit flags for records user space should see soon: a forced wakeup unless this CPU
 /// forced one less than `PROMPT_WAKE_NS` ago (then the usual threshold applies).
 #[inline(always)]
-fn prompt_wakeup() -> u64 {
+fn prompt_wakeup(len: usize) -> u64 {
     let now = unsafe { bpf_ktime_get_ns() };
     if let Some(last) = STRATA_LAST_WAKE.get_ptr_mut(0) {
         // SAFETY: per-CPU slot, no concurrent writer on this CPU.
@@ -105,7 +119,7 @@ fn prompt_wakeup() -> u64 {
             }
         }
     }
-    wakeup()
+    wakeup(len, true)
 }
 
 type Res<T> = Result<T, i64>;
@@ -253,7 +267,10 @@ fn emit_strings(mask: u8, call_id: u64, args: &[u64; MAX_ARGS], retry: bool) -> 
         };
         // SAFETY: `used` <= size_of::<StrRecord>(), so the slice stays inside the scratch.
         let bytes = unsafe { core::slice::from_raw_parts(rec.cast::<u8>(), used) };
-        if STRATA_EVENTS.output::<[u8]>(bytes, wakeup()).is_err() {
+        if STRATA_EVENTS
+            .output::<[u8]>(bytes, wakeup(used, false))
+            .is_err()
+        {
             count(Counter::RingbufFull);
             continue;
         }
@@ -310,7 +327,10 @@ fn emit_blobs(mask: u8, call_id: u64, args: &[u64; MAX_ARGS]) {
         let used = core::mem::size_of::<StrHeader>() + slot_str(len);
         // SAFETY: `used` <= size_of::<StrRecord>().
         let bytes = unsafe { core::slice::from_raw_parts(rec.cast::<u8>(), used) };
-        if STRATA_EVENTS.output::<[u8]>(bytes, wakeup()).is_err() {
+        if STRATA_EVENTS
+            .output::<[u8]>(bytes, wakeup(used, false))
+            .is_err()
+        {
             count(Counter::RingbufFull);
             continue;
         }
@@ -373,7 +393,12 @@ fn emit_call(
     // Library calls: deliver them promptly, so user space still finds the process alive
     // when it reads /proc or its memory; but a wakeup costs ~3 us, more than a tight fwrite
     // loop's whole call, so at most one per millisecond and CPU.
-    entry.submit(if wake { prompt_wakeup() } else { wakeup() });
+    const LEN: usize = core::mem::size_of::<CallRecord>();
+    entry.submit(if wake {
+        prompt_wakeup(LEN)
+    } else {
+        wakeup(LEN, true)
+    });
     count(Counter::Emitted);
 }
 
