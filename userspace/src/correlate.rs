@@ -313,6 +313,7 @@ impl Correlator {
                 self.procs.exit(pid, ts);
                 self.dataspaces.forget(pid);
                 self.nc_vars.forget(pid);
+                self.files.forget_process(pid);
                 self.xfer_modes.retain(|k, _| k.0 != pid);
                 self.collective_opens.retain(|k, _| k.0 != pid);
                 let stale: Vec<u64> = self
@@ -740,15 +741,30 @@ impl Correlator {
         let dirfd = arg(ArgKind::Dirfd).map(|v| v as i32);
         // Only file-system paths are resolved; object names stay as they are.
         let fs_path = path.filter(|_| p.arg(ArgKind::Path).is_some());
-        let abs = fs_path.map(|s| self.abs_path(pid, dirfd, s));
         let fd = match raw {
             Raw::Fd(fd) => Some(fd),
             Raw::Lib(..) => None,
         };
+        // Names relative to another directory's fd are not remembered: the fd may change.
+        let cwd_relative = dirfd.is_none_or(|d| d == AT_FDCWD);
+        let recent = match (fs_path, fd) {
+            (Some(name), Some(fd)) if fd >= 0 && (cwd_relative || name.starts_with('/')) => {
+                self.files.recent_open(pid, fd, name)
+            }
+            _ => None,
+        };
         let src_row = src.and_then(|s| self.handles.get(s)).map(|h| &h.row);
-        let file_id = match &abs {
-            Some(a) => Some(self.files.resolve(pid, fd, a)),
-            None => src_row.and_then(|r| r.file_id),
+        let (abs, file_id) = match (recent, fs_path) {
+            (Some((id, abs)), _) => (Some(abs), Some(id)),
+            (None, Some(name)) => {
+                let abs = self.abs_path(pid, dirfd, name);
+                let id = self.files.resolve(pid, fd, &abs);
+                if fd.is_some() && (cwd_relative || name.starts_with('/')) {
+                    self.files.remember_open(pid, name, id, &abs);
+                }
+                (Some(abs), Some(id))
+            }
+            (None, None) => (None, src_row.and_then(|r| r.file_id)),
         };
         let abs = abs
             .or_else(|| path.map(str::to_string))

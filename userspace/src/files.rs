@@ -42,6 +42,19 @@ pub struct Files {
     pub new_rows: Vec<FileRow>,
     /// Inode numbers of new regular files, for the kernel-layer programs to watch.
     pub new_inodes: Vec<u64>,
+    /// Names opened before, by process: see `recent_open`.
+    recent: HashMap<i32, HashMap<String, RecentOpen>>,
+    recent_len: usize,
+    /// (dev, ino) of the file the last `resolve` found, when it could stat it.
+    last_inode: Option<(u64, u64)>,
+}
+
+/// What an open of a name led to: the file, and the absolute path the name was made into.
+struct RecentOpen {
+    dev: u64,
+    ino: u64,
+    id: i64,
+    abs: String,
 }
 
 impl Files {
@@ -78,6 +91,7 @@ impl Files {
                 )
             }
         };
+        self.last_inode = meta.as_ref().map(|m| (m.dev(), m.ino()));
         let key = match &meta {
             Some(m) => Key::Inode(m.dev(), m.ino()),
             None => Key::Path(canonical.clone()),
@@ -130,6 +144,61 @@ impl Files {
         }
         self.new_rows.push(row);
         id
+    }
+
+    /// The file and absolute path of an open of `name` by `pid` that returned `fd`, when the
+    /// same name led to the same file before: one stat of the fd instead of resolving the name
+    /// again (a job that opens the same files over and over costs strata one system call per
+    /// open). `name` is as the process gave it, absolute or relative to its working directory.
+    pub fn recent_open(&mut self, pid: i32, fd: i32, name: &str) -> Option<(i64, String)> {
+        let r = self.recent.get(&pid)?.get(name)?;
+        let (dev, ino, id) = (r.dev, r.ino, r.id);
+        let abs = r.abs.clone();
+        // The fd names the file if it is still open (it may since be closed, or reused by
+        // an open of the same file); else the name, in the process's root. A process that
+        // is gone can no longer be asked: what its name led to before is the best answer.
+        let same = |m: fs::Metadata| (m.dev(), m.ino()) == (dev, ino);
+        let confirmed = fs::metadata(format!("/proc/{pid}/fd/{fd}")).is_ok_and(same)
+            || fs::metadata(format!("/proc/{pid}/root{abs}")).is_ok_and(same)
+            || !Path::new(&format!("/proc/{pid}")).exists();
+        if !confirmed {
+            return None;
+        }
+        // A forgotten file (two generations ago) is resolved again and gets a new id.
+        (self.known_id(&Key::Inode(dev, ino)) == Some(id)).then_some((id, abs))
+    }
+
+    /// Remembers what the open of `name` just resolved (by `resolve`) led to.
+    pub fn remember_open(&mut self, pid: i32, name: &str, id: i64, abs: &str) {
+        let Some((dev, ino)) = self.last_inode.take() else {
+            return;
+        };
+        if self.recent_len >= GENERATION {
+            self.recent.clear();
+            self.recent_len = 0;
+        }
+        let r = RecentOpen {
+            dev,
+            ino,
+            id,
+            abs: abs.to_string(),
+        };
+        if self
+            .recent
+            .entry(pid)
+            .or_default()
+            .insert(name.to_string(), r)
+            .is_none()
+        {
+            self.recent_len += 1;
+        }
+    }
+
+    /// Forgets the names a process opened (it exited; its pid may be reused).
+    pub fn forget_process(&mut self, pid: i32) {
+        if let Some(m) = self.recent.remove(&pid) {
+            self.recent_len -= m.len();
+        }
     }
 
     /// The file with inode `ino` on device `dev` (user-space dev_t), or with inode `ino` on
@@ -240,6 +309,42 @@ mod tests {
     use procfs::FromRead as _;
 
     use super::*;
+
+    #[test]
+    fn a_name_opened_again_is_the_same_file_until_it_is_replaced() {
+        use std::os::fd::AsRawFd as _;
+        let me = std::process::id() as i32;
+        let dir = std::env::temp_dir().join(format!("strata-recent-{me}"));
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("data");
+        let name = path.to_str().unwrap();
+        let mut files = Files::default();
+        let f = fs::File::create(&path).unwrap();
+        let fd = f.as_raw_fd();
+        assert_eq!(files.recent_open(me, fd, name), None, "never opened before");
+        let id = files.resolve(me, Some(fd), name);
+        files.remember_open(me, name, id, name);
+        assert_eq!(
+            files.recent_open(me, fd, name),
+            Some((id, name.to_string()))
+        );
+        // Closed: the name still leads to the same file.
+        drop(f);
+        assert_eq!(
+            files.recent_open(me, fd, name),
+            Some((id, name.to_string()))
+        );
+        // Replaced by another file under the same name: resolved again (`resolve` decides).
+        let other = dir.join("other");
+        fs::write(&other, b"x").unwrap();
+        fs::rename(&other, &path).unwrap();
+        let f = fs::File::open(&path).unwrap();
+        assert_eq!(files.recent_open(me, f.as_raw_fd(), name), None);
+        files.forget_process(me);
+        assert_eq!(files.recent_open(me, f.as_raw_fd(), name), None);
+        assert_eq!(files.recent_len, 0);
+        fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn files_are_forgotten_after_two_generations() {
