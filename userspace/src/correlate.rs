@@ -745,26 +745,31 @@ impl Correlator {
             Raw::Fd(fd) => Some(fd),
             Raw::Lib(..) => None,
         };
-        // Names relative to another directory's fd are not remembered: the fd may change.
-        let cwd_relative = dirfd.is_none_or(|d| d == AT_FDCWD);
-        let recent = match (fs_path, fd) {
-            (Some(name), Some(fd)) if fd >= 0 && (cwd_relative || name.starts_with('/')) => {
-                self.files.recent_open(pid, fd, name)
-            }
-            _ => None,
-        };
+        // Opens of a name are remembered by the fd they returned, except names relative to
+        // another directory's fd (that fd may change).
+        let remembered_fd = fd.filter(|&fd| {
+            fd >= 0
+                && fs_path
+                    .is_some_and(|n| n.starts_with('/') || dirfd.is_none_or(|d| d == AT_FDCWD))
+        });
         let src_row = src.and_then(|s| self.handles.get(s)).map(|h| &h.row);
-        let (abs, file_id) = match (recent, fs_path) {
-            (Some((id, abs)), _) => (Some(abs), Some(id)),
-            (None, Some(name)) => {
-                let abs = self.abs_path(pid, dirfd, name);
-                let id = self.files.resolve(pid, fd, &abs);
-                if fd.is_some() && (cwd_relative || name.starts_with('/')) {
-                    self.files.remember_open(pid, name, id, &abs);
-                }
+        let (abs, file_id) = match fs_path {
+            Some(name) => {
+                let (id, abs) =
+                    match remembered_fd.and_then(|fd| self.files.recent_open(pid, fd, name)) {
+                        Some(hit) => hit,
+                        None => {
+                            let abs = self.abs_path(pid, dirfd, name);
+                            let id = match remembered_fd {
+                                Some(fd) => self.files.resolve_open(pid, fd, name, &abs),
+                                None => self.files.resolve(pid, fd, &abs),
+                            };
+                            (id, abs)
+                        }
+                    };
                 (Some(abs), Some(id))
             }
-            (None, None) => (None, src_row.and_then(|r| r.file_id)),
+            None => (None, src_row.and_then(|r| r.file_id)),
         };
         let abs = abs
             .or_else(|| path.map(str::to_string))

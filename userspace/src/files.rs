@@ -45,8 +45,6 @@ pub struct Files {
     /// Names opened before, by process: see `recent_open`.
     recent: HashMap<i32, HashMap<String, RecentOpen>>,
     recent_len: usize,
-    /// (dev, ino) of the file the last `resolve` found, when it could stat it.
-    last_inode: Option<(u64, u64)>,
 }
 
 /// What an open of a name led to: the file, and the absolute path the name was made into.
@@ -60,6 +58,35 @@ struct RecentOpen {
 impl Files {
     /// The file an fd (or a path) of `pid` refers to. `path` is absolute in the process's view.
     pub fn resolve(&mut self, pid: i32, fd: Option<i32>, path: &str) -> i64 {
+        self.resolve_inode(pid, fd, path).0
+    }
+
+    /// `resolve`, and what the open of `name` (as the process gave it) led to is remembered
+    /// for `recent_open`.
+    pub fn resolve_open(&mut self, pid: i32, fd: i32, name: &str, abs: &str) -> i64 {
+        let (id, inode) = self.resolve_inode(pid, Some(fd), abs);
+        if let Some((dev, ino)) = inode {
+            self.remember_open(
+                pid,
+                name,
+                RecentOpen {
+                    dev,
+                    ino,
+                    id,
+                    abs: abs.to_string(),
+                },
+            );
+        }
+        id
+    }
+
+    /// The file id, and (dev, ino) when the file could be stat'ed.
+    fn resolve_inode(
+        &mut self,
+        pid: i32,
+        fd: Option<i32>,
+        path: &str,
+    ) -> (i64, Option<(u64, u64)>) {
         let proc_root = format!("/proc/{pid}/root");
         // Through the process's root (its container), or the host's once the process is gone.
         let gone = !Path::new(&proc_root).exists();
@@ -91,7 +118,7 @@ impl Files {
                 )
             }
         };
-        self.last_inode = meta.as_ref().map(|m| (m.dev(), m.ino()));
+        let inode = meta.as_ref().map(|m| (m.dev(), m.ino()));
         let key = match &meta {
             Some(m) => Key::Inode(m.dev(), m.ino()),
             None => Key::Path(canonical.clone()),
@@ -101,7 +128,7 @@ impl Files {
         let path_key = Key::Path(canonical.clone());
         if let Some(id) = self.known_id(&key).or_else(|| self.known_id(&path_key)) {
             self.known.ids.entry(key).or_insert(id);
-            return id;
+            return (id, inode);
         }
         if self.known.paths.len() >= GENERATION {
             self.older = std::mem::take(&mut self.known);
@@ -143,7 +170,7 @@ impl Files {
             add_lustre_layout(&mut row, Path::new(&at));
         }
         self.new_rows.push(row);
-        id
+        (id, inode)
     }
 
     /// The file and absolute path of an open of `name` by `pid` that returned `fd`, when the
@@ -168,28 +195,13 @@ impl Files {
         (self.known_id(&Key::Inode(dev, ino)) == Some(id)).then_some((id, abs))
     }
 
-    /// Remembers what the open of `name` just resolved (by `resolve`) led to.
-    pub fn remember_open(&mut self, pid: i32, name: &str, id: i64, abs: &str) {
-        let Some((dev, ino)) = self.last_inode.take() else {
-            return;
-        };
+    fn remember_open(&mut self, pid: i32, name: &str, r: RecentOpen) {
         if self.recent_len >= GENERATION {
             self.recent.clear();
             self.recent_len = 0;
         }
-        let r = RecentOpen {
-            dev,
-            ino,
-            id,
-            abs: abs.to_string(),
-        };
-        if self
-            .recent
-            .entry(pid)
-            .or_default()
-            .insert(name.to_string(), r)
-            .is_none()
-        {
+        let names = self.recent.entry(pid).or_default();
+        if names.insert(name.to_string(), r).is_none() {
             self.recent_len += 1;
         }
     }
@@ -322,8 +334,7 @@ mod tests {
         let f = fs::File::create(&path).unwrap();
         let fd = f.as_raw_fd();
         assert_eq!(files.recent_open(me, fd, name), None, "never opened before");
-        let id = files.resolve(me, Some(fd), name);
-        files.remember_open(me, name, id, name);
+        let id = files.resolve_open(me, fd, name, name);
         assert_eq!(
             files.recent_open(me, fd, name),
             Some((id, name.to_string()))
