@@ -237,7 +237,7 @@ impl Correlator {
                 out.handles.push(r);
             }
         }
-        for r in self.procs.done.drain(..) {
+        for r in self.procs.take_done() {
             self.summary.processes += 1;
             out.processes.push(r);
         }

@@ -28,7 +28,10 @@ const STEP_VARS: &[&str] = &["SLURM_STEP_ID", "SLURM_STEPID"];
 #[derive(Default)]
 pub struct Procs {
     live: HashMap<i32, ProcessRow>,
-    pub done: Vec<ProcessRow>,
+    done: Vec<ProcessRow>,
+    /// The command strata started: its row stays until `waitpid` told how it ended, which
+    /// may come after its exit event.
+    awaited: Option<i32>,
 }
 
 impl Procs {
@@ -87,8 +90,10 @@ impl Procs {
         }
     }
 
-    /// Identity known to strata itself (the command it started), before any event.
+    /// Identity known to strata itself (the command it started), before any event. Its row
+    /// is held back until [`Procs::set_wait_status`].
     pub fn preset(&mut self, pid: i32, exe: String, cmdline: String, start_ns: i64) {
+        self.awaited = Some(pid);
         self.live.insert(
             pid,
             ProcessRow {
@@ -120,6 +125,19 @@ impl Procs {
             }
             row.exit_signal = signal;
         }
+        if self.awaited == Some(pid) {
+            self.awaited = None;
+        }
+    }
+
+    /// Rows of processes that ended, except one still waiting for its wait status.
+    pub fn take_done(&mut self) -> Vec<ProcessRow> {
+        let awaited = self.awaited;
+        let (held, done) = std::mem::take(&mut self.done)
+            .into_iter()
+            .partition(|r| Some(r.pid) == awaited);
+        self.done = held;
+        done
     }
 
     pub fn exit(&mut self, pid: i32, ts: i64) {
@@ -129,7 +147,9 @@ impl Procs {
         }
     }
 
+    /// End of the run: every row is final.
     pub fn drain_all(&mut self) {
+        self.awaited = None;
         self.done.extend(self.live.drain().map(|(_, r)| r));
     }
 
@@ -229,5 +249,23 @@ mod tests {
             (Some(me), Some(3), Some(9))
         );
         assert!(row.exe.is_some(), "inherits the creator's image until exec");
+    }
+
+    #[test]
+    fn the_started_command_waits_for_its_wait_status() {
+        let mut p = Procs::default();
+        p.preset(41, "/bin/job".into(), "job".into(), 1);
+        p.fork(41, 42, 2, "job".into());
+        p.exit(42, 3);
+        p.exit(41, 4);
+        let first: Vec<i32> = p.take_done().iter().map(|r| r.pid).collect();
+        assert_eq!(first, [42], "the command's row is held");
+        p.set_wait_status(41, None, Some(9));
+        let rows = p.take_done();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(
+            (rows[0].pid, rows[0].exit_signal, rows[0].end_ns),
+            (41, Some(9), Some(4))
+        );
     }
 }

@@ -54,6 +54,18 @@ pub struct Outcome {
 }
 
 pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
+    // Signals, first: from here on one asks for a clean stop, at any moment of start-up too,
+    // and never kills strata mid-write.
+    let stop = Arc::new(AtomicBool::new(false));
+    let last_signal = Arc::new(AtomicUsize::new(0));
+    for sig in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))?;
+        signal_hook::flag::register_usize(sig, Arc::clone(&last_signal), sig as usize)?;
+    }
     preflight(&args)?;
     let mut probes = probes::load(args.probes_file.as_deref())?;
     probes::select_layers(&mut probes, args.layers.as_deref());
@@ -78,18 +90,6 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
     let start_ns = clock.epoch(monotonic_ns());
     let run_id = format!("{}-{}", start_ns / 1_000_000, std::process::id());
     let mut out = Dataset::create(&args.output, &host, &run_id, args.file_mode)?;
-
-    // Signals: the first asks for a clean stop; they never kill strata mid-write.
-    let stop = Arc::new(AtomicBool::new(false));
-    let last_signal = Arc::new(AtomicUsize::new(0));
-    for sig in [
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGHUP,
-    ] {
-        signal_hook::flag::register(sig, Arc::clone(&stop))?;
-        signal_hook::flag::register_usize(sig, Arc::clone(&last_signal), sig as usize)?;
-    }
 
     let mut spawned: Option<Spawned> = match &exe {
         Some(exe) => Some(target::spawn_gated(exe, &args.command)?),
@@ -178,6 +178,13 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
         }
     }
     let mut root_status = None;
+    if stop.load(Ordering::Relaxed) {
+        // Stopped during start-up: the command never runs (untraced) behind strata, and its
+        // gated fork, which exits at once, is no traced process.
+        if let Some(sp) = spawned.take() {
+            let _ = loaded.traced.remove(&(sp.pid.as_raw() as u32));
+        }
+    }
     if let (Some(sp), Some(exe)) = (spawned.as_mut(), &exe) {
         let exe = std::fs::canonicalize(exe).unwrap_or_else(|_| exe.clone());
         let now = clock.epoch(monotonic_ns());

@@ -1,0 +1,266 @@
+//! Signals at any moment leave a valid dataset with every event strata had received; the
+//! traced job is never killed by strata. Ground truth: tests/workloads/signals.c.
+mod common;
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Child, Stdio},
+    thread::sleep,
+    time::{Duration, Instant},
+};
+
+use common::{RowExt as _, Val, build_c, require_root, rows, scratch, strata};
+use nix::{
+    sys::signal::{Signal, kill},
+    unistd::Pid,
+};
+
+/// Writes the workload makes before it reports ready.
+const WRITES: i64 = 20_000;
+
+struct Traced {
+    strata: Child,
+    out: PathBuf,
+    file: PathBuf,
+    ready: PathBuf,
+    log: PathBuf,
+}
+
+/// `strata record -- signals FILE WRITES READY` in `dir/name`, with a short flush interval.
+fn start(exe: &Path, dir: &Path, name: &str) -> Traced {
+    let out = dir.join(format!("out-{name}"));
+    let file = dir.join(format!("{name}.dat"));
+    let ready = dir.join(format!("{name}.ready"));
+    let log = dir.join(format!("{name}.stderr"));
+    let strata = strata()
+        .args([
+            "record",
+            "-q",
+            "--layers",
+            "posix",
+            "--flush-interval",
+            "200ms",
+            "-o",
+        ])
+        .arg(&out)
+        .arg("--")
+        .arg(exe)
+        .arg(&file)
+        .arg(WRITES.to_string())
+        .arg(&ready)
+        .stdout(Stdio::null())
+        // A file, not a pipe: the workload inherits it and outlives strata.
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    Traced {
+        strata,
+        out,
+        file,
+        ready,
+        log,
+    }
+}
+
+impl Traced {
+    /// The workload's pid, once every write of it has returned.
+    fn wait_ready(&self) -> i32 {
+        let t = Instant::now();
+        loop {
+            if let Ok(s) = std::fs::read_to_string(&self.ready) {
+                return s.trim().parse().unwrap();
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(60),
+                "the workload never got ready"
+            );
+            sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Strata's exit code, within a bound.
+    fn wait(mut self) -> (Option<i32>, PathBuf, PathBuf) {
+        let t = Instant::now();
+        let status = self.strata.wait().unwrap();
+        eprintln!(
+            "--- strata stderr ---\n{}",
+            std::fs::read_to_string(&self.log).unwrap_or_default()
+        );
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "strata took too long"
+        );
+        (status.code(), self.out, self.file)
+    }
+}
+
+/// Exactly the workload's open and its WRITES pwrites, at their offsets and sizes.
+fn assert_every_write(out: &Path, file: &Path, pid: i32) {
+    let calls = rows(out, "calls");
+    let path = file.to_str().unwrap();
+    let open = calls
+        .iter()
+        .find(|c| c.s("path") == Some(path))
+        .expect("the open of the data file");
+    let file_id = open.i("file_id");
+    let mut writes: Vec<_> = calls
+        .iter()
+        .filter(|c| c.i("pid") == Some(i64::from(pid)) && c.s("function") == Some("pwrite64"))
+        .collect();
+    writes.sort_by_key(|c| c.i("ts_begin_ns"));
+    assert_eq!(writes.len() as i64, WRITES, "pwrite64 rows");
+    let mut offset = 0;
+    for (i, w) in writes.iter().enumerate() {
+        let len = i as i64 % 4096 + 1;
+        assert_eq!(
+            (w.i("offset"), w.i("bytes_result"), w.i("file_id")),
+            (Some(offset), Some(len), file_id),
+            "write {i}"
+        );
+        offset += len;
+    }
+}
+
+fn stop_workload(pid: i32) {
+    let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+}
+
+#[test]
+fn a_stop_signal_drains_every_event_already_made() {
+    require_root();
+    let dir = scratch("signals_stop");
+    let exe = build_c("cc", "signals.c", &dir.join("signals"), &[]);
+    for sig in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
+        let t = start(&exe, &dir, sig.as_str());
+        let pid = t.wait_ready();
+        // At once: most of the writes are still in the ring buffer, not yet read.
+        kill(Pid::from_raw(t.strata.id() as i32), sig).unwrap();
+        let (code, out, file) = t.wait();
+        // strata never kills the job: the workload is still waiting for its signal.
+        let alive = kill(Pid::from_raw(pid), None).is_ok();
+        stop_workload(pid);
+        assert_eq!(code, Some(128 + sig as i32), "{sig}: strata's exit code");
+        assert!(alive, "{sig}: the traced workload did not survive strata");
+        let run = rows(&out, "run");
+        assert_eq!(run[0].get("complete"), Some(&Val::B(true)), "{sig}");
+        assert_eq!(run[0].i("events_lost"), Some(0), "{sig}");
+        assert_every_write(&out, &file, pid);
+    }
+}
+
+#[test]
+fn a_killed_command_keeps_every_event_it_made() {
+    require_root();
+    let dir = scratch("signals_command");
+    let exe = build_c("cc", "signals.c", &dir.join("signals"), &[]);
+    let t = start(&exe, &dir, "killed");
+    let pid = t.wait_ready();
+    stop_workload(pid);
+    let (code, out, file) = t.wait();
+    assert_eq!(code, Some(128 + 9), "strata passes on the command's signal");
+    let procs = rows(&out, "processes");
+    let p = procs
+        .iter()
+        .find(|p| p.i("pid") == Some(i64::from(pid)))
+        .expect("the workload's process row");
+    assert_eq!(p.i("exit_signal"), Some(9));
+    assert_every_write(&out, &file, pid);
+}
+
+#[test]
+fn a_killed_strata_leaves_every_row_flushed_before() {
+    require_root();
+    let dir = scratch("signals_strata");
+    let exe = build_c("cc", "signals.c", &dir.join("signals"), &[]);
+    let t = start(&exe, &dir, "strata");
+    let pid = t.wait_ready();
+    // Three flush intervals: every write has been read and flushed.
+    sleep(Duration::from_millis(600));
+    kill(Pid::from_raw(t.strata.id() as i32), Signal::SIGKILL).unwrap();
+    let (code, out, file) = t.wait();
+    let alive = kill(Pid::from_raw(pid), None).is_ok();
+    stop_workload(pid);
+    assert_eq!(code, None, "killed by a signal");
+    assert!(alive, "the traced workload did not survive strata");
+    let run = rows(&out, "run");
+    assert_eq!(run[0].i("end_ns"), None, "the run never ended");
+    assert_every_write(&out, &file, pid);
+    // Nothing half-written is visible: in-progress files start with a dot.
+    for entry in walk(&out) {
+        let name = entry.file_name().unwrap().to_str().unwrap();
+        assert!(
+            name.ends_with(".parquet") || name.starts_with('.'),
+            "unexpected file {}",
+            entry.display()
+        );
+    }
+}
+
+/// A signal while strata loads and attaches (from the moment its output exists, i.e. its
+/// handlers are installed): a valid dataset and the exit code for the signal.
+#[test]
+fn a_signal_during_start_up_leaves_a_valid_dataset() {
+    require_root();
+    let dir = scratch("signals_start");
+    let exe = build_c("cc", "signals.c", &dir.join("signals"), &[]);
+    for delay_ms in [0, 10, 30, 100, 300] {
+        let t = start(&exe, &dir, &format!("start{delay_ms}"));
+        let since = Instant::now();
+        while !t.out.exists() {
+            assert!(since.elapsed() < Duration::from_secs(30), "no output dir");
+            sleep(Duration::from_millis(1));
+        }
+        sleep(Duration::from_millis(delay_ms));
+        kill(Pid::from_raw(t.strata.id() as i32), Signal::SIGTERM).unwrap();
+        let (code, out, file) = t.wait();
+        let left = running_with_arg(&file);
+        for pid in &left {
+            stop_workload(*pid);
+        }
+        assert_eq!(code, Some(128 + 15), "after {delay_ms} ms");
+        let run = rows(&out, "run");
+        assert_eq!(run.len(), 1, "after {delay_ms} ms");
+        assert_eq!(run[0].get("complete"), Some(&Val::B(true)));
+        for table in ["calls", "files", "handles", "probes"] {
+            // Every visible file of every table parses.
+            let _ = rows(&out, table);
+        }
+        // A command that never ran has no process row.
+        let procs = rows(&out, "processes");
+        if left.is_empty() {
+            assert!(procs.is_empty(), "after {delay_ms} ms: {procs:?}");
+        } else {
+            assert!(procs.iter().any(|p| p.i("pid") == Some(i64::from(left[0]))));
+        }
+    }
+}
+
+/// Processes with `arg` among their arguments (the workloads a stopped strata left running).
+fn running_with_arg(arg: &Path) -> Vec<i32> {
+    let arg = arg.as_os_str().as_encoded_bytes();
+    let mut pids = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse().ok()) else {
+            continue;
+        };
+        if let Ok(cmdline) = std::fs::read(e.path().join("cmdline")) {
+            if cmdline.split(|b| *b == 0).any(|a| a == arg) {
+                pids.push(pid);
+            }
+        }
+    }
+    pids
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            files.extend(walk(&p));
+        } else {
+            files.push(p);
+        }
+    }
+    files
+}
