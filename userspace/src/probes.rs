@@ -38,6 +38,19 @@ pub enum Target {
     },
 }
 
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::Syscall(name) => write!(f, "syscall {name:?}"),
+            Target::Uprobe { library, symbol } => {
+                write!(f, "symbol {symbol:?} of library {library:?}")
+            }
+            Target::Kernel { event, .. } => write!(f, "kernel event {:?}", event.name()),
+            Target::Kfunc { function, .. } => write!(f, "kernel function {function:?}"),
+        }
+    }
+}
+
 /// One way to attach a kernel event, in probes.toml's `attach` list.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Mechanism {
@@ -494,8 +507,9 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
         if p.internal && !matches!(target, Target::Uprobe { .. }) {
             return Err(bad("`internal` is for library functions".into()));
         }
-        if !seen.insert(target.clone()) {
-            return Err(bad(format!("{target:?} is declared twice")));
+        // One probe per thing probed, whatever mechanisms it lists.
+        if !seen.insert(target.to_string()) {
+            return Err(bad(format!("{target} is declared twice")));
         }
         let is_syscall = matches!(target, Target::Syscall(_));
         let ret_int = match p.ret_type.as_deref() {
@@ -653,7 +667,7 @@ mod tests {
         let e = parse_err(&format!(
             "{base}syscall = \"read\"\n{base}syscall = \"read\"\n"
         ));
-        assert!(e.reason.contains("declared twice"), "{e}");
+        assert_eq!(e.reason, "syscall \"read\" is declared twice", "{e}");
         assert_eq!(e.line, 6, "{e}");
         let e = parse_err("[[probe]]\nlayer = 3\n");
         assert_eq!(e.line, 2, "{e}");

@@ -204,6 +204,8 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
     let mut last_status = (Instant::now(), 0u64);
     let mut write_error = None;
     let fd = loaded.events.as_raw_fd();
+    let mut last_alive_check = Instant::now();
+    let mut tree_ended = false;
     loop {
         poll_readable(fd, Duration::from_millis(100));
         while let Some(item) = loaded.events.next() {
@@ -253,6 +255,15 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
         }
         if args.duration.is_some_and(|d| started.elapsed() >= d) {
             break;
+        }
+        // --pid: the run ends with the traced tree (the kernel forgets exited processes;
+        // one that exited during attach is caught here).
+        if tree.is_some() && last_alive_check.elapsed() >= ALIVE_CHECK {
+            last_alive_check = Instant::now();
+            if !any_alive(&loaded.traced) {
+                tree_ended = true;
+                break;
+            }
         }
     }
 
@@ -306,6 +317,9 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
         );
         eprint!("{}", corr.summary.render(|id| corr.files.path(id)));
     }
+    if tree_ended && !args.quiet {
+        eprintln!("strata: every traced process has exited");
+    }
     if lost > 0 {
         eprintln!(
             "strata: warning: {lost} events were lost because the ring buffer was full; \
@@ -328,6 +342,19 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
         },
     };
     Ok(Outcome { exit_code })
+}
+
+/// How often `--pid` runs look for a traced process still alive.
+const ALIVE_CHECK: Duration = Duration::from_millis(250);
+
+/// Whether a process of the traced set still runs (a pid that died before it was added
+/// stays in the map: /proc decides, and a zombie waiting for its parent counts as ended).
+fn any_alive(traced: &aya::maps::HashMap<aya::maps::MapData, u32, u32>) -> bool {
+    traced.keys().flatten().any(|pid| {
+        procfs::process::Process::new(pid as i32)
+            .and_then(|p| p.stat())
+            .is_ok_and(|s| s.state != 'Z')
+    })
 }
 
 /// Attaches probes to probed libraries that traced processes opened since the last call.

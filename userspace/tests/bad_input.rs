@@ -85,12 +85,17 @@ fn non_root_is_refused() {
 fn missing_symbol_is_recorded_not_fatal() {
     require_root();
     let dir = scratch("missing_symbol");
+    let not_elf = dir.join("libtext.so");
+    std::fs::write(&not_elf, "not a shared object\n").unwrap();
     let probes = dir.join("probes.toml");
     std::fs::write(
         &probes,
-        "[[probe]]\nlayer = \"posix\"\nsyscall = \"write\"\nop = \"write\"\nargs = [\"fd\", \"buf\", \"size\"]\nret = \"bytes\"\n\n\
+        format!("[[probe]]\nlayer = \"posix\"\nsyscall = \"write\"\nop = \"write\"\nargs = [\"fd\", \"buf\", \"size\"]\nret = \"bytes\"\n\n\
          [[probe]]\nlayer = \"stdio\"\nlibrary = \"libc.so.6\"\nsymbol = \"no_such_function_xyz\"\nop = \"write\"\nargs = [\"handle\"]\nret = \"status\"\n\n\
-         [[probe]]\nlayer = \"hdf5\"\nlibrary = \"libnot-installed.so.1\"\nsymbol = \"H5Dwrite\"\nop = \"write\"\nargs = [\"handle\"]\nret = \"status\"\n",
+         [[probe]]\nlayer = \"hdf5\"\nlibrary = \"libnot-installed.so.1\"\nsymbol = \"H5Dwrite\"\nop = \"write\"\nargs = [\"handle\"]\nret = \"status\"\n\n\
+         [[probe]]\nlayer = \"netcdf\"\nlibrary = \"{}\"\nsymbol = \"nc_close\"\nop = \"close\"\nargs = [\"handle\"]\nret = \"status\"\n",
+            not_elf.display()
+        ),
     )
     .unwrap();
     let out = dir.join("out");
@@ -122,6 +127,12 @@ fn missing_symbol_is_recorded_not_fatal() {
     let (st, reason) = status("H5Dwrite");
     assert_eq!(st, "failed");
     assert!(reason.contains("libnot-installed.so.1"), "{reason}");
+    let (st, reason) = status("nc_close");
+    assert_eq!(st, "failed");
+    assert!(
+        reason.contains(&format!("{} is not an ELF", not_elf.display())),
+        "{reason}"
+    );
 }
 
 /// An output file system that fills up: strata stops recording with a clear message, every

@@ -6,7 +6,7 @@ use std::{
     path::Path,
     process::{Command, Stdio},
     thread::sleep,
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use common::{Row, RowExt as _, Val, build_c, duckdb, require_root, rows, run, scratch, strata};
@@ -369,6 +369,73 @@ fn attach_to_a_running_process_tree() {
     assert!(writes.iter().all(|c| c.i("offset").is_none()));
     let me = std::process::id() as i64;
     assert!(calls.iter().all(|c| c.i("pid") != Some(me)));
+}
+
+/// `--pid` without `--duration` ends when the traced tree has exited, also when the process
+/// died while strata attached.
+#[test]
+fn a_pid_run_ends_with_the_traced_tree() {
+    require_root();
+    let dir = scratch("pid_ends");
+    let file = dir.join("log.txt");
+    let mut w = writer(&file);
+    let out = dir.join("out");
+    let mut st = strata()
+        .args(["record", "-q", "--layers", "posix", "--pid"])
+        .arg(w.id().to_string())
+        .arg("-o")
+        .arg(&out)
+        .spawn()
+        .unwrap();
+    // Attached once the run row is written; then a few loop iterations go by.
+    let t = Instant::now();
+    while !std::fs::read_dir(out.join("run")).is_ok_and(|mut d| d.next().is_some()) {
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "strata never started"
+        );
+        sleep(Duration::from_millis(10));
+    }
+    sleep(Duration::from_millis(300));
+    w.kill().unwrap();
+    w.wait().unwrap();
+    let t = Instant::now();
+    let status = loop {
+        if let Some(s) = st.try_wait().unwrap() {
+            break s;
+        }
+        if t.elapsed() > Duration::from_secs(10) {
+            st.kill().unwrap();
+            panic!("strata outlived its traced tree by 10 s");
+        }
+        sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+    let procs = rows(&out, "processes");
+    let shell = procs
+        .iter()
+        .find(|p| p.i("pid") == Some(i64::from(w.id())))
+        .expect("the traced shell");
+    assert!(shell.i("end_ns").is_some(), "its exit was seen");
+
+    // Gone before strata could add it to the traced set.
+    let mut short = Command::new("sleep").arg("0.05").spawn().unwrap();
+    let pid = short.id();
+    let reaper = std::thread::spawn(move || short.wait());
+    let res = strata()
+        .args(["record", "-q", "--layers", "posix", "--pid"])
+        .arg(pid.to_string())
+        .arg("-o")
+        .arg(dir.join("out-short"))
+        .output()
+        .unwrap();
+    reaper.join().unwrap().unwrap();
+    let err = String::from_utf8_lossy(&res.stderr);
+    assert!(
+        res.status.success() || err.contains(&format!("no process with pid {pid}")),
+        "{:?}: {err}",
+        res.status
+    );
 }
 
 #[test]
