@@ -163,7 +163,8 @@ enum Cmd {
         /// Output directory; tables go to OUT/<table>/host=<hostname>/*.parquet.
         #[arg(short, long, value_name = "OUT")]
         output: PathBuf,
-        /// Trace this running process and its descendants (existing and future).
+        /// Trace this running process and its descendants (existing and future), until
+        /// they have all exited.
         #[arg(long, conflicts_with_all = ["all", "command"])]
         pid: Option<i32>,
         /// Trace every process on the node except strata itself.
