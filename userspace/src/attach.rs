@@ -814,3 +814,19 @@ pub fn counter_total(counters: &PerCpuArray<MapData, u64>, slot: strata_common::
         .map(|v| v.iter().sum())
         .unwrap_or(0)
 }
+
+/// Time spent in strata's programs and how often they ran, since load, when the kernel keeps
+/// BPF run statistics (`sysctl kernel.bpf_stats_enabled=1`); `None` while it does not.
+pub fn program_stats(ebpf: &Ebpf) -> Option<(u64, u64)> {
+    let (ns, runs) = ebpf
+        .programs()
+        .filter_map(|(name, p)| Some((name, p.info().ok()?)))
+        .fold((0u64, 0u64), |(ns, runs), (name, i)| {
+            let (t, n) = (i.run_time().as_nanos() as u64, i.run_count());
+            if let Some(each) = t.checked_div(n) {
+                log::debug!("program {name}: {n} runs, {each} ns each");
+            }
+            (ns + t, runs + n)
+        });
+    (runs > 0).then_some((ns, runs))
+}

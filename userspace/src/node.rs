@@ -44,6 +44,13 @@ pub fn run_row(
     }
 }
 
+/// CPU time strata itself used so far (user and system), in nanoseconds.
+pub fn cpu_ns() -> Option<i64> {
+    let u = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF).ok()?;
+    let ns = |t: nix::sys::time::TimeVal| t.tv_sec() * 1_000_000_000 + t.tv_usec() * 1_000;
+    Some(ns(u.user_time()) + ns(u.system_time()))
+}
+
 /// strata's own peak resident memory so far, in KiB.
 pub fn peak_rss_kib() -> Option<i64> {
     nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF)

@@ -296,6 +296,10 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
         (out.calls.rows_written + crate::sink::Table::len(&out.calls.rows) as u64) as i64;
     run_row.complete = write_error.is_none();
     run_row.peak_rss_kib = crate::node::peak_rss_kib();
+    run_row.cpu_ns = crate::node::cpu_ns();
+    if let Some((ns, runs)) = attach::program_stats(&detach_later.ebpf) {
+        (run_row.bpf_run_ns, run_row.bpf_runs) = (Some(ns as i64), Some(runs as i64));
+    }
     let final_write = out.flush().and_then(|()| out.write_run(run_row.clone()));
     if let Some(e) = write_error {
         return Err(e.context(format!(
@@ -316,6 +320,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
             args.output.display()
         );
         eprint!("{}", corr.summary.render(|id| corr.files.path(id)));
+        eprintln!("{}", cost_line(&run_row));
     }
     if tree_ended && !args.quiet {
         eprintln!("strata: every traced process has exited");
@@ -342,6 +347,32 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
         },
     };
     Ok(Outcome { exit_code })
+}
+
+/// strata's own cost: its CPU time and, when the kernel keeps BPF statistics, the time its
+/// programs ran in the traced processes.
+fn cost_line(run: &crate::schema::RunRow) -> String {
+    let per_event = |ns: i64| ns as f64 / run.events_recorded.max(1) as f64;
+    let mut line = match run.cpu_ns {
+        Some(ns) => format!(
+            "strata: own CPU time {:.2} s ({:.0} ns per event)",
+            ns as f64 / 1e9,
+            per_event(ns)
+        ),
+        None => "strata: own CPU time unknown".to_string(),
+    };
+    match (run.bpf_run_ns, run.bpf_runs) {
+        (Some(ns), Some(runs)) => line.push_str(&format!(
+            "; its kernel programs ran {runs} times for {:.3} s ({:.0} ns per event, {:.0} ns per run)",
+            ns as f64 / 1e9,
+            per_event(ns),
+            ns as f64 / runs.max(1) as f64
+        )),
+        _ => line.push_str(
+            "; `sysctl kernel.bpf_stats_enabled=1` adds the time of its kernel programs",
+        ),
+    }
+    line
 }
 
 /// How often `--pid` runs look for a traced process still alive.

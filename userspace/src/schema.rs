@@ -97,6 +97,9 @@ table!(Run, RunRow, "run", {
     stack_mismatch: I64,
     calls_written: I64,
     peak_rss_kib: OptI64,
+    cpu_ns: OptI64,
+    bpf_run_ns: OptI64,
+    bpf_runs: OptI64,
     complete: Bool,
 });
 

@@ -164,6 +164,11 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
     // in tmpfs the loop times repeat within a few percent. A real file system only makes the
     // ratio closer to 1.
     let scratch = Scratch::new(&dir)?;
+    let empty_run_ns = empty_program_ns(&strata, &exe, &dir)?;
+    println!(
+        "with the kernel's BPF statistics on, an empty program run takes {empty_run_ns:.0} ns; \
+         strata's programs are reported beyond that"
+    );
     let mut results = Vec::new();
     println!(
         "{:<20} {:>12} {:>12} {:>8} {:>12} {:>10} {:>8} {:>6} {:>8}",
@@ -240,6 +245,14 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
                 Some((best - base) / (n * case.calls_per_iter) as f64)
             }
         };
+        // strata's kernel programs, from one more traced run with BPF statistics on.
+        let prog = {
+            let _on = BpfStats::on()?;
+            loop_ns(true)?.1.context("no traced run")?
+        };
+        let prog_ns_per_call = (prog.bpf_run_ns as f64 - empty_run_ns * prog.bpf_runs as f64)
+            / prog.calls.max(1) as f64;
+        let runs_per_call = prog.bpf_runs as f64 / prog.calls.max(1) as f64;
         let events_per_s = st.calls as f64 / (traced / 1e9);
         let bytes_per_event = st.parquet_bytes as f64 / st.calls.max(1) as f64;
         println!(
@@ -268,7 +281,13 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
             "peak_rss_kib": st.peak_rss_kib,
             "empty_probe_ns_per_call": empty_per_call,
             "strata_own_ns_per_call": empty_per_call.map(|e| per_call - e),
+            "kernel_program_ns_per_call": prog_ns_per_call,
+            "kernel_program_runs_per_call": runs_per_call,
         }));
+        println!(
+            "{:<20} strata's kernel programs: {prog_ns_per_call:.0} ns per call ({runs_per_call:.1} runs)",
+            ""
+        );
         if let Some(e) = empty_per_call {
             println!(
                 "{:<20} an empty probe adds {e:.0} ns per call, strata {per_call:.0} ns ({:.1}x the empty probe): its own work is {:.0} ns",
@@ -366,6 +385,32 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// What one run of an empty tracepoint program costs with the kernel's BPF statistics on:
+/// their own clock reads, to be taken off strata's programs' times.
+fn empty_program_ns(strata: &Path, exe: &Path, dir: &Path) -> anyhow::Result<f64> {
+    let _on = BpfStats::on()?;
+    let out = Command::new(strata)
+        .args(["bench-empty", "--mechanism", "tracepoint", "--"])
+        .arg(exe)
+        .args(["syscall", "100000"])
+        .arg(dir)
+        .output()
+        .context("cannot run strata bench-empty")?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    anyhow::ensure!(out.status.success(), "strata bench-empty failed: {err}");
+    let mut it = err.split_whitespace();
+    let field = |name: &str, it: &mut std::str::SplitWhitespace| -> Option<f64> {
+        it.find(|w| *w == name)?;
+        it.next()?.parse().ok()
+    };
+    let ns = field("bpf_run_ns", &mut it);
+    let runs = field("bpf_runs", &mut it);
+    match (ns, runs) {
+        (Some(ns), Some(runs)) if runs > 0.0 => Ok(ns / runs),
+        _ => anyhow::bail!("the kernel kept no BPF statistics (needs Linux 5.1 or later): {err}"),
+    }
+}
+
 /// Where a case's workload writes: tmpfs for the MPI cases when there is one, else `dir`.
 struct Scratch {
     dir: std::path::PathBuf,
@@ -409,12 +454,38 @@ struct Stats {
     lost: u64,
     parquet_bytes: u64,
     peak_rss_kib: u64,
+    /// Time in strata's kernel programs and their runs (0 unless BPF statistics were on).
+    bpf_run_ns: u64,
+    bpf_runs: u64,
+}
+
+/// The kernel's BPF run-time statistics, on while this lives (they cost a clock read or two
+/// per program run, so the timed runs go without).
+struct BpfStats {
+    before: String,
+}
+
+const BPF_STATS: &str = "/proc/sys/kernel/bpf_stats_enabled";
+
+impl BpfStats {
+    fn on() -> anyhow::Result<Self> {
+        let before =
+            fs::read_to_string(BPF_STATS).with_context(|| format!("cannot read {BPF_STATS}"))?;
+        fs::write(BPF_STATS, "1").with_context(|| format!("cannot enable {BPF_STATS}"))?;
+        Ok(Self { before })
+    }
+}
+
+impl Drop for BpfStats {
+    fn drop(&mut self) {
+        let _ = fs::write(BPF_STATS, self.before.trim());
+    }
 }
 
 /// Calls recorded, events lost and Parquet bytes of the calls table, from the dataset itself.
 fn stats(out: &Path) -> anyhow::Result<Stats> {
     let q = format!(
-        "import duckdb\nr = duckdb.sql(\"SELECT calls_written, events_lost, peak_rss_kib FROM read_parquet('{0}/run/**/*.parquet')\").fetchall()[0]\nprint(r[0], r[1], r[2])",
+        "import duckdb\nr = duckdb.sql(\"SELECT calls_written, events_lost, peak_rss_kib, coalesce(bpf_run_ns, 0), coalesce(bpf_runs, 0) FROM read_parquet('{0}/run/**/*.parquet')\").fetchall()[0]\nprint(*r)",
         out.display()
     );
     let text = output(Command::new("python3").args(["-c", &q]))?;
@@ -422,6 +493,8 @@ fn stats(out: &Path) -> anyhow::Result<Stats> {
     let calls = it.next().context("no calls_written")??;
     let lost = it.next().context("no events_lost")??;
     let peak_rss_kib = it.next().context("no peak_rss_kib")??;
+    let bpf_run_ns = it.next().context("no bpf_run_ns")??;
+    let bpf_runs = it.next().context("no bpf_runs")??;
     let mut parquet_bytes = 0;
     for host in fs::read_dir(out.join("calls"))? {
         for f in fs::read_dir(host?.path())? {
@@ -433,5 +506,7 @@ fn stats(out: &Path) -> anyhow::Result<Stats> {
         lost,
         parquet_bytes,
         peak_rss_kib,
+        bpf_run_ns,
+        bpf_runs,
     })
 }

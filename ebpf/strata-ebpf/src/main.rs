@@ -552,14 +552,19 @@ pub fn strata_sys_enter(ctx: TracePointContext) -> u32 {
 
 fn try_sys_enter(ctx: &TracePointContext) -> Res<()> {
     let spec = syscall_spec(ctx)?;
-    let mut args = [0u64; MAX_ARGS];
-    for (i, a) in args.iter_mut().enumerate() {
-        if i >= spec.nargs as usize {
-            break;
+    let n = spec.nargs as usize;
+    // Loaded one by one, not zeroed first and filled in a loop: that took a call to memset
+    // per syscall.
+    // SAFETY: arguments are 8-byte fields after the nr; `nargs` comes from the format.
+    let arg = |i: usize| {
+        if i < n {
+            unsafe { ctx_load::<u64>(ctx, SYSCALL_ARGS_OFF + 8 * i) }
+        } else {
+            0
         }
-        // SAFETY: arguments are 8-byte fields after the nr; `nargs` comes from the format.
-        *a = unsafe { ctx_load(ctx, SYSCALL_ARGS_OFF + 8 * i) };
-    }
+    };
+    const _: () = assert!(MAX_ARGS == 6);
+    let mut args = [arg(0), arg(1), arg(2), arg(3), arg(4), arg(5)];
     on_entry(spec, &mut args)
 }
 
@@ -599,13 +604,10 @@ pub fn strata_uprobe_entry(ctx: ProbeContext) -> u32 {
 
 fn try_uprobe_entry(ctx: &ProbeContext) -> Res<()> {
     let spec = func_spec(ctx)?;
-    let mut args = [0u64; MAX_ARGS];
-    for (i, a) in args.iter_mut().enumerate() {
-        if i >= spec.nargs as usize {
-            break;
-        }
-        *a = ctx.arg(i).unwrap_or(0);
-    }
+    let n = spec.nargs as usize;
+    // As for syscalls: no memset.
+    let arg = |i: usize| if i < n { ctx.arg(i).unwrap_or(0) } else { 0 };
+    let mut args = [arg(0), arg(1), arg(2), arg(3), arg(4), arg(5)];
     on_entry(spec, &mut args)
 }
 
