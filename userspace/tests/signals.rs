@@ -121,6 +121,17 @@ fn assert_every_write(out: &Path, file: &Path, pid: i32) {
     }
 }
 
+/// pwrite64 rows of `pid` in the files strata has flushed so far.
+fn written(out: &Path, pid: i32) -> i64 {
+    if !out.join("calls").exists() {
+        return 0;
+    }
+    rows(out, "calls")
+        .iter()
+        .filter(|c| c.i("pid") == Some(i64::from(pid)) && c.s("function") == Some("pwrite64"))
+        .count() as i64
+}
+
 fn stop_workload(pid: i32) {
     let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
 }
@@ -174,8 +185,16 @@ fn a_killed_strata_leaves_every_row_flushed_before() {
     let exe = build_c("cc", "signals.c", &dir.join("signals"), &[]);
     let t = start(&exe, &dir, "strata");
     let pid = t.wait_ready();
-    // Three flush intervals: every write has been read and flushed.
-    sleep(Duration::from_millis(600));
+    // Once every write is in flushed files (read back while strata runs: files appear
+    // whole), kill strata: they must all still be there and readable.
+    let since = Instant::now();
+    while written(&t.out, pid) < WRITES {
+        assert!(
+            since.elapsed() < Duration::from_secs(30),
+            "the writes were never flushed"
+        );
+        sleep(Duration::from_millis(100));
+    }
     kill(Pid::from_raw(t.strata.id() as i32), Signal::SIGKILL).unwrap();
     let (code, out, file) = t.wait();
     let alive = kill(Pid::from_raw(pid), None).is_ok();
