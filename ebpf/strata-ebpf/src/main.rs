@@ -106,10 +106,10 @@ static STRATA_LAST_WAKE: PerCpuArray<u64> = PerCpuArray::with_max_entries(1, 0);
 const PROMPT_WAKE_NS: u64 = 1_000_000;
 
 /// Submit flags for records user space should see soon: a forced wakeup unless this CPU
-/// forced one less than `PROMPT_WAKE_NS` ago (then the usual threshold applies).
+/// forced one less than `PROMPT_WAKE_NS` ago (then the usual threshold applies). `now`: the
+/// record's own time stamp (a clock read costs tens of ns here).
 #[inline(always)]
-fn prompt_wakeup(len: usize) -> u64 {
-    let now = unsafe { bpf_ktime_get_ns() };
+fn prompt_wakeup(len: usize, now: u64) -> u64 {
     if let Some(last) = STRATA_LAST_WAKE.get_ptr_mut(0) {
         // SAFETY: per-CPU slot, no concurrent writer on this CPU.
         unsafe {
@@ -374,6 +374,7 @@ fn emit_call(
         }
     }
     let rec = entry.as_mut_ptr();
+    let ts_end = unsafe { bpf_ktime_get_ns() };
     // SAFETY: reserved ring-buffer memory of the right size; every field is written.
     unsafe {
         (*rec).kind = RecordKind::Call as u32;
@@ -381,7 +382,7 @@ fn emit_call(
         (*rec).call_id = frame_call_id;
         (*rec).parent_id = parent_id;
         (*rec).ts_begin = ts_begin;
-        (*rec).ts_end = bpf_ktime_get_ns();
+        (*rec).ts_end = ts_end;
         (*rec).pid = (pid_tgid >> 32) as u32;
         (*rec).tid = pid_tgid as u32;
         (*rec).depth = depth;
@@ -395,7 +396,7 @@ fn emit_call(
     // loop's whole call, so at most one per millisecond and CPU.
     const LEN: usize = core::mem::size_of::<CallRecord>();
     entry.submit(if wake {
-        prompt_wakeup(LEN)
+        prompt_wakeup(LEN, ts_end)
     } else {
         wakeup(LEN, true)
     });
@@ -506,12 +507,13 @@ fn on_return(spec: &FuncSpec, ret: i64, wake: bool) -> Res<()> {
             Some(p) => (*st).frames[slot(p)].call_id,
             None => 0,
         };
-        let args = f.args;
+        // Straight from the frame into the record, no copy on the 512-byte stack between.
+        let args = &f.args;
         if f.str_retry != 0 {
-            emit_strings(f.str_retry as u8, f.call_id, &args, false);
+            emit_strings(f.str_retry as u8, f.call_id, args, false);
         }
         emit_call(
-            wake, spec, f.call_id, parent_id, f.ts_begin, &args, i as u32, ret,
+            wake, spec, f.call_id, parent_id, f.ts_begin, args, i as u32, ret,
         );
     }
     Ok(())
