@@ -351,17 +351,9 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
                 .args(["bench-pipeline", "--events", "2000000", "--dir"])
                 .arg(dir.join(format!("pipeline-{run}"))),
         )?;
-        let field = |name: &str| -> Option<f64> {
-            let mut it = text.split_whitespace();
-            while let Some(k) = it.next() {
-                if k == name {
-                    return it.next()?.parse().ok();
-                }
-            }
-            None
-        };
-        rates.push(field("events_per_s").context("bench-pipeline printed no rate")?);
-        bytes = field("parquet_bytes").unwrap_or(0.0) / field("calls").unwrap_or(1.0).max(1.0);
+        let get = |name| field(&text, name);
+        rates.push(get("events_per_s").context("bench-pipeline printed no rate")?);
+        bytes = get("parquet_bytes").unwrap_or(0.0) / get("calls").unwrap_or(1.0).max(1.0);
     }
     rates.sort_by(f64::total_cmp);
     let (best, median) = (rates[2], rates[1]);
@@ -385,6 +377,13 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The number after the word `name` in `name value` text printed by strata's bench commands.
+fn field(text: &str, name: &str) -> Option<f64> {
+    let mut it = text.split_whitespace();
+    it.find(|w| *w == name)?;
+    it.next()?.parse().ok()
+}
+
 /// What one run of an empty tracepoint program costs with the kernel's BPF statistics on:
 /// their own clock reads, to be taken off strata's programs' times.
 fn empty_program_ns(strata: &Path, exe: &Path, dir: &Path) -> anyhow::Result<f64> {
@@ -398,14 +397,7 @@ fn empty_program_ns(strata: &Path, exe: &Path, dir: &Path) -> anyhow::Result<f64
         .context("cannot run strata bench-empty")?;
     let err = String::from_utf8_lossy(&out.stderr);
     anyhow::ensure!(out.status.success(), "strata bench-empty failed: {err}");
-    let mut it = err.split_whitespace();
-    let field = |name: &str, it: &mut std::str::SplitWhitespace| -> Option<f64> {
-        it.find(|w| *w == name)?;
-        it.next()?.parse().ok()
-    };
-    let ns = field("bpf_run_ns", &mut it);
-    let runs = field("bpf_runs", &mut it);
-    match (ns, runs) {
+    match (field(&err, "bpf_run_ns"), field(&err, "bpf_runs")) {
         (Some(ns), Some(runs)) if runs > 0.0 => Ok(ns / runs),
         _ => anyhow::bail!("the kernel kept no BPF statistics (needs Linux 5.1 or later): {err}"),
     }

@@ -403,6 +403,15 @@ fn emit_call(
     count(Counter::Emitted);
 }
 
+/// The first `nargs` arguments from `arg`, the rest 0. Built element by element: an array
+/// zeroed first and filled in a loop compiled to a memset call per probe hit.
+#[inline(always)]
+fn load_args(nargs: u8, arg: impl Fn(usize) -> u64) -> [u64; MAX_ARGS] {
+    let n = nargs as usize;
+    let a = |i: usize| if i < n { arg(i) } else { 0 };
+    [a(0), a(1), a(2), a(3), a(4), a(5)]
+}
+
 /// Entry half shared by syscalls and uprobes: filter, push a frame, copy strings.
 #[inline(always)]
 fn on_entry(spec: &FuncSpec, args: &mut [u64; MAX_ARGS]) -> Res<()> {
@@ -554,19 +563,10 @@ pub fn strata_sys_enter(ctx: TracePointContext) -> u32 {
 
 fn try_sys_enter(ctx: &TracePointContext) -> Res<()> {
     let spec = syscall_spec(ctx)?;
-    let n = spec.nargs as usize;
-    // Loaded one by one, not zeroed first and filled in a loop: that took a call to memset
-    // per syscall.
     // SAFETY: arguments are 8-byte fields after the nr; `nargs` comes from the format.
-    let arg = |i: usize| {
-        if i < n {
-            unsafe { ctx_load::<u64>(ctx, SYSCALL_ARGS_OFF + 8 * i) }
-        } else {
-            0
-        }
-    };
-    const _: () = assert!(MAX_ARGS == 6);
-    let mut args = [arg(0), arg(1), arg(2), arg(3), arg(4), arg(5)];
+    let mut args = load_args(spec.nargs, |i| unsafe {
+        ctx_load::<u64>(ctx, SYSCALL_ARGS_OFF + 8 * i)
+    });
     on_entry(spec, &mut args)
 }
 
@@ -606,10 +606,7 @@ pub fn strata_uprobe_entry(ctx: ProbeContext) -> u32 {
 
 fn try_uprobe_entry(ctx: &ProbeContext) -> Res<()> {
     let spec = func_spec(ctx)?;
-    let n = spec.nargs as usize;
-    // As for syscalls: no memset.
-    let arg = |i: usize| if i < n { ctx.arg(i).unwrap_or(0) } else { 0 };
-    let mut args = [arg(0), arg(1), arg(2), arg(3), arg(4), arg(5)];
+    let mut args = load_args(spec.nargs, |i| ctx.arg(i).unwrap_or(0));
     on_entry(spec, &mut args)
 }
 
