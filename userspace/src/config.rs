@@ -21,7 +21,7 @@ pub struct Config {
     pub ring_buffer_mib: Option<u32>,
     /// How often rows are written out ("1s", "500ms").
     pub flush_interval: Option<String>,
-    /// `raw` or `per-syscall`.
+    /// `btf`, `raw` or `per-syscall`.
     pub syscall_mode: Option<String>,
     /// The node name in `host=` partitions (default: the hostname).
     pub host: Option<String>,
@@ -80,11 +80,9 @@ pub fn parse(text: &str) -> Result<Config, String> {
         parse_duration(d).map_err(|e| format!("flush_interval: {e}"))?;
     }
     if let Some(m) = &cfg.syscall_mode {
-        if !matches!(m.as_str(), "raw" | "per-syscall") {
-            return Err(format!(
-                "syscall_mode: {m:?} is neither \"raw\" nor \"per-syscall\""
-            ));
-        }
+        <crate::attach::SyscallMode as clap::ValueEnum>::from_str(m, false).map_err(|_| {
+            format!("syscall_mode: {m:?} is not one of \"btf\", \"raw\", \"per-syscall\"")
+        })?;
     }
     if let Some(layers) = &cfg.layers {
         for l in layers {

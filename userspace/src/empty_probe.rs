@@ -1,5 +1,5 @@
-//! Empty probes, the baseline of `cargo xtask bench`: strata's attachments (the two
-//! raw_syscalls tracepoints, or a uprobe and uretprobe on a library function) with programs
+//! Empty probes, the baseline of `cargo xtask bench`: strata's attachments (the two raw
+//! syscall tracepoints, or a uprobe and uretprobe on a library function) with programs
 //! that return at once. A command run under them pays the machine's cost of a probe hit and
 //! nothing of strata's own work, which the benchmark then separates.
 use std::{path::Path, process::Command};
@@ -11,12 +11,15 @@ use aya::{
 };
 use strata_common::programs;
 
-use crate::attach::{EBPF, tracepoint, uprobe};
+use crate::attach::{EBPF, btf_tracepoint, tracepoint, uprobe};
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum Mechanism {
-    /// raw_syscalls/sys_enter and sys_exit, as strata's syscall layer attaches.
+    /// BTF raw tracepoints sys_enter and sys_exit, as strata's syscall layer attaches by
+    /// default (`--syscall-mode btf`).
     Tracepoint,
+    /// The trace events raw_syscalls/sys_enter and sys_exit (`--syscall-mode raw`).
+    RawSyscalls,
     /// A uprobe and a uretprobe on one function of a library.
     Uprobe,
 }
@@ -35,12 +38,24 @@ pub fn run(
         .load(EBPF)
         .context("loading the eBPF object failed (are you root?)")?;
     match mechanism {
-        Mechanism::Tracepoint => {
+        Mechanism::RawSyscalls => {
             let tp = tracepoint(&mut ebpf, programs::EMPTY_TRACEPOINT)?;
             tp.load()?;
             for event in ["sys_enter", "sys_exit"] {
                 tp.attach("raw_syscalls", event)
                     .with_context(|| format!("attaching to raw_syscalls/{event}"))?;
+            }
+        }
+        Mechanism::Tracepoint => {
+            let btf = aya::Btf::from_sys_fs().context("this kernel has no BTF")?;
+            for (prog, event) in [
+                (programs::EMPTY_BTF_SYS_ENTER, "sys_enter"),
+                (programs::EMPTY_BTF_SYS_EXIT, "sys_exit"),
+            ] {
+                let p = btf_tracepoint(&mut ebpf, prog)?;
+                p.load(event, &btf)?;
+                p.attach()
+                    .with_context(|| format!("attaching to BTF raw tracepoint {event}"))?;
             }
         }
         Mechanism::Uprobe => {

@@ -50,9 +50,10 @@ struct TraceOpts {
     /// [default: 16]
     #[arg(long, value_name = "MIB")]
     ring_buffer_mib: Option<u32>,
-    /// How syscall probes attach: `raw` (two raw_syscalls tracepoints; fast start and
-    /// stop) or `per-syscall` (one tracepoint pair per probed syscall; no cost on other
-    /// syscalls, but seconds to detach). [default: raw]
+    /// How syscall probes attach: `btf` (two BTF raw tracepoints, the cheapest per call;
+    /// fast start and stop; `raw` where the kernel has no BTF), `raw` (the two
+    /// raw_syscalls trace events) or `per-syscall` (one tracepoint pair per probed syscall;
+    /// no cost on other syscalls, but seconds to detach). [default: btf]
     #[arg(long, value_enum)]
     syscall_mode: Option<attach::SyscallMode>,
     /// How often buffered rows are written out as Parquet files. [default: 1s]
@@ -107,7 +108,7 @@ impl TraceOpts {
             (None, Some(m)) => {
                 attach::SyscallMode::from_str(&m, false).map_err(anyhow::Error::msg)?
             }
-            (None, None) => attach::SyscallMode::Raw,
+            (None, None) => attach::SyscallMode::Btf,
         };
         let flush_interval = match (self.flush_interval, cfg.flush_interval) {
             (Some(d), _) => d,

@@ -1,4 +1,5 @@
-//! Bad input gets a clear message and exit code 2, and nothing is traced.
+//! Bad input gets a clear message and exit code 2, and nothing is traced; what strata can
+//! work around (a missing symbol or library, a kernel without BTF) is said and recorded.
 mod common;
 
 use std::process::Command;
@@ -201,5 +202,64 @@ fn a_full_output_disk_stops_recording_and_leaves_the_job_alone() {
     assert!(
         files > 0,
         "the files written before the disk filled are there"
+    );
+}
+
+/// A kernel without BTF (here: /sys/kernel/btf hidden in a private mount namespace): the
+/// syscall layer falls back to the raw_syscalls trace events, records the same calls, and
+/// the probes table says why.
+#[test]
+fn a_kernel_without_btf_records_syscalls_through_trace_events() {
+    require_root();
+    let dir = scratch("no_btf");
+    let out = dir.join("out");
+    let data = dir.join("data");
+    let script = format!(
+        "mount -t tmpfs none /sys/kernel/btf && exec \"$0\" record --layers posix -o {} \
+         -- dd if=/dev/zero of={} bs=1000 count=3 status=none",
+        out.display(),
+        data.display()
+    );
+    let res = run(Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c", &script])
+        .arg(env!("CARGO_BIN_EXE_strata")));
+    assert!(res.status.success(), "{:?}", res.status);
+    use common::RowExt as _;
+    let probes = common::rows(&out, "probes");
+    let write = probes
+        .iter()
+        .find(|p| p.s("function") == Some("write"))
+        .expect("write probe row");
+    assert_eq!(
+        (write.s("status"), write.s("mechanism"), write.s("target")),
+        (
+            Some("attached"),
+            Some("tracepoint"),
+            Some("raw_syscalls/sys_{enter,exit}")
+        )
+    );
+    let reason = write.s("reason").unwrap_or_default();
+    assert!(reason.starts_with("tp_btf: no kernel BTF"), "{reason}");
+    let data = data.to_str().unwrap();
+    let calls = common::rows(&out, "calls");
+    let files = common::rows(&out, "files");
+    let file_id = files
+        .iter()
+        .find(|f| f.s("path") == Some(data))
+        .and_then(|f| f.i("file_id"))
+        .expect("file row of the written file");
+    let mut writes: Vec<_> = calls
+        .iter()
+        .filter(|c| c.s("function") == Some("write") && c.i("file_id") == Some(file_id))
+        .map(|c| (c.i("offset"), c.i("bytes_result")))
+        .collect();
+    writes.sort();
+    assert_eq!(
+        writes,
+        vec![
+            (Some(0), Some(1000)),
+            (Some(1000), Some(1000)),
+            (Some(2000), Some(1000))
+        ]
     );
 }

@@ -182,7 +182,7 @@ fn daemon_traces_jobs_into_separate_datasets_and_keeps_running() {
     assert_eq!(
         attachments(daemon.0.id()),
         idle + 2,
-        "raw_syscalls sys_enter and sys_exit attached for the job"
+        "the sys_enter and sys_exit tracepoints attached for the job"
     );
     let mut w = inside(
         &a,

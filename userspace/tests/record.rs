@@ -11,11 +11,33 @@ use std::{
 
 use common::{Row, RowExt as _, Val, build_c, duckdb, require_root, rows, run, scratch, strata};
 
-/// The workload's rows, checked call by call against tests/workloads/posix_stdio.c.
+/// The workload's rows, checked call by call against tests/workloads/posix_stdio.c, with
+/// syscalls on BTF raw tracepoints (the default here: this kernel has BTF).
 #[test]
 fn posix_and_stdio_workload_is_recorded_exactly() {
+    posix_and_stdio_exactly(None, ("tp_btf", "sys_{enter,exit}"));
+}
+
+/// The same through the raw_syscalls trace events.
+#[test]
+fn posix_and_stdio_exactly_with_raw_syscalls() {
+    posix_and_stdio_exactly(Some("raw"), ("tracepoint", "raw_syscalls/sys_{enter,exit}"));
+}
+
+/// The same through one tracepoint pair per syscall.
+#[test]
+fn posix_and_stdio_exactly_with_per_syscall_tracepoints() {
+    posix_and_stdio_exactly(
+        Some("per-syscall"),
+        ("tracepoint", "syscalls/sys_{enter,exit}_pwrite64"),
+    );
+}
+
+/// `mode`: `--syscall-mode`; `pwrite64`: the mechanism and target the probes table must
+/// give for pwrite64's probe.
+fn posix_and_stdio_exactly(mode: Option<&str>, pwrite64: (&str, &str)) {
     require_root();
-    let dir = scratch("posix_stdio");
+    let dir = scratch(&format!("posix_stdio-{}", mode.unwrap_or("default")));
     let exe = build_c(
         "cc",
         "posix_stdio.c",
@@ -25,12 +47,13 @@ fn posix_and_stdio_workload_is_recorded_exactly() {
     let wd = dir.join("wd");
     std::fs::create_dir(&wd).unwrap();
     let out = dir.join("out");
-    let res = run(strata()
-        .args(["record", "--layers", "posix,stdio", "-o"])
-        .arg(&out)
-        .arg("--")
-        .arg(&exe)
-        .arg(&wd));
+    let mut cmd = strata();
+    cmd.args(["record", "--layers", "posix,stdio", "-o"])
+        .arg(&out);
+    if let Some(m) = mode {
+        cmd.args(["--syscall-mode", m]);
+    }
+    let res = run(cmd.arg("--").arg(&exe).arg(&wd));
     assert!(
         res.status.success(),
         "workload or strata failed: {:?}",
@@ -289,6 +312,19 @@ fn posix_and_stdio_workload_is_recorded_exactly() {
         probes
             .iter()
             .any(|p| p.s("function") == Some("fopen64") && p.s("status") == Some("alias"))
+    );
+    let p = probes
+        .iter()
+        .find(|p| p.s("function") == Some("pwrite64"))
+        .expect("pwrite64 probe row");
+    assert_eq!(
+        (
+            p.s("mechanism"),
+            p.s("target"),
+            p.s("status"),
+            p.s("reason")
+        ),
+        (Some(pwrite64.0), Some(pwrite64.1), Some("attached"), None)
     );
 
     // The same dataset through DuckDB, the real consumer.

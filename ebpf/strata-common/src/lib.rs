@@ -45,6 +45,10 @@ pub mod maps {
 pub mod programs {
     pub const SYS_ENTER: &str = "strata_sys_enter";
     pub const SYS_EXIT: &str = "strata_sys_exit";
+    /// The entry program of `--syscall-mode per-syscall` (exits share `SYS_EXIT`).
+    pub const SYS_ENTER_ONE: &str = "strata_sys_enter_one";
+    pub const BTF_SYS_ENTER: &str = "strata_btf_sys_enter";
+    pub const BTF_SYS_EXIT: &str = "strata_btf_sys_exit";
     pub const UPROBE_ENTRY: &str = "strata_uprobe_entry";
     pub const UPROBE_RETURN: &str = "strata_uprobe_return";
     pub const TASK_NEWTASK: &str = "strata_task_newtask";
@@ -54,6 +58,8 @@ pub mod programs {
     pub const KPROBE_RETURN: &str = "strata_kprobe_return";
     /// Programs that return at once, for the benchmark's empty-probe baseline.
     pub const EMPTY_TRACEPOINT: &str = "strata_empty_tracepoint";
+    pub const EMPTY_BTF_SYS_ENTER: &str = "strata_empty_btf_sys_enter";
+    pub const EMPTY_BTF_SYS_EXIT: &str = "strata_empty_btf_sys_exit";
     pub const EMPTY_UPROBE: &str = "strata_empty_uprobe";
     pub const EMPTY_URETPROBE: &str = "strata_empty_uretprobe";
     /// The tracepoint program of kernel event `e` is `KERNEL_TRACEPOINT[e as usize]`.
