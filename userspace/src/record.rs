@@ -156,8 +156,13 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
 
     let mut corr = Correlator::new(probes.clone(), clock);
     corr.path_filter = args.paths.as_deref().map(crate::filter::PathFilter::new);
-    // A running tree may use probed libraries from places the start-up search did not see.
+    // Every process of a running tree is a traced process, whether or not it makes a
+    // traced call; a running tree may also use probed libraries from places the start-up
+    // search did not see.
     for pid in tree.iter().flatten() {
+        if procfs::process::Process::new(*pid).is_ok() {
+            corr.procs.ensure(*pid, |t| clock.epoch(t));
+        }
         for path in mapped_files(*pid) {
             corr.library_opens.push((*pid, path));
         }
@@ -480,8 +485,7 @@ fn preflight(args: &RecordArgs) -> anyhow::Result<()> {
             "this kernel has no BTF (/sys/kernel/btf/vmlinux); tracepoints and uprobes work without it, later kernel-struct probes will not"
         );
     }
-    std::fs::create_dir_all(&args.output)
-        .with_context(|| format!("cannot create output directory {}", args.output.display()))?;
+    crate::sink::create_dirs(&args.output, args.file_mode)?;
     let probe = args
         .output
         .join(format!(".strata-write-test-{}", std::process::id()));

@@ -176,11 +176,7 @@ impl<T: Table> TableWriter<T> {
     /// Files go to `root/<table>/host=<host>/part-<run_id>-*.parquet` with permissions `mode`.
     pub fn new((root, host, run_id, mode): (&Path, &str, &str, u32)) -> anyhow::Result<Self> {
         let dir = root.join(T::NAME).join(format!("host={host}"));
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(mode | (mode & 0o444) >> 2)
-            .create(&dir)
-            .with_context(|| format!("cannot create output directory {}", dir.display()))?;
+        create_dirs(&dir, mode)?;
         Ok(Self {
             rows: T::default(),
             dir,
@@ -215,6 +211,16 @@ impl<T: Table> TableWriter<T> {
         self.bytes_written += bytes;
         Ok(())
     }
+}
+
+/// Creates `dir` and its missing parents with the search bits matching the files' `mode`
+/// (0640 gives 0750); existing directories keep theirs.
+pub fn create_dirs(dir: &Path, mode: u32) -> anyhow::Result<()> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(mode | (mode & 0o444) >> 2)
+        .create(dir)
+        .with_context(|| format!("cannot create output directory {}", dir.display()))
 }
 
 /// Columns whose values mostly grow from row to row (times, ids, positions): stored as

@@ -417,15 +417,21 @@ fn a_pid_run_ends_with_the_traced_tree() {
     let mut w = writer(&file);
     let out = dir.join("out");
     let mut st = strata()
-        .args(["record", "-q", "--layers", "posix", "--pid"])
+        .args([
+            "record", "-q", "--layers", "posix", "--host", "test", "--pid",
+        ])
         .arg(w.id().to_string())
         .arg("-o")
         .arg(&out)
         .spawn()
         .unwrap();
-    // Attached once the run row is written; then a few loop iterations go by.
+    // Attached once the run row is written (its directory exists from the start); then a
+    // few loop iterations go by.
     let t = Instant::now();
-    while !std::fs::read_dir(out.join("run")).is_ok_and(|mut d| d.next().is_some()) {
+    while !out.join("run/host=test").read_dir().is_ok_and(|d| {
+        d.flatten()
+            .any(|e| e.file_name().to_string_lossy().ends_with(".parquet"))
+    }) {
         assert!(
             t.elapsed() < Duration::from_secs(60),
             "strata never started"
@@ -626,5 +632,43 @@ fn libc_wrappers_nest_their_syscalls() {
             (w.i("bytes_result"), sys[0].i("bytes_result")),
             (Some(1), Some(1))
         );
+    }
+}
+
+/// The dataset names other users' files and arguments: by default only root and the group
+/// read it (files 0640, directories 0750); `--file-mode` narrows it, whatever the umask.
+#[test]
+fn output_is_private_by_default() {
+    use std::os::unix::fs::PermissionsExt as _;
+    require_root();
+    let dir = scratch("file_mode");
+    for (mode, file, directory) in [(None, 0o640, 0o750), (Some("0600"), 0o600, 0o700)] {
+        let out = dir.join(format!("out-{}", mode.unwrap_or("default")));
+        let mut cmd = strata();
+        cmd.args(["record", "-q", "--layers", "posix", "-o"])
+            .arg(&out);
+        if let Some(m) = mode {
+            cmd.args(["--file-mode", m]);
+        }
+        let res = run(cmd.args(["--", "sh", "-c", "echo x > /dev/null"]));
+        assert!(res.status.success());
+        let root = std::fs::metadata(&out).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(root, directory, "the output directory strata created");
+        let mut files = 0;
+        let mut stack = vec![out.clone()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap().flatten() {
+                let m = e.metadata().unwrap();
+                let perms = m.permissions().mode() & 0o7777;
+                if m.is_dir() {
+                    assert_eq!(perms, directory, "{}", e.path().display());
+                    stack.push(e.path());
+                } else {
+                    assert_eq!(perms, file, "{}", e.path().display());
+                    files += 1;
+                }
+            }
+        }
+        assert!(files >= 3, "run, probes and calls files at least");
     }
 }

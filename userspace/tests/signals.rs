@@ -28,8 +28,18 @@ struct Traced {
 
 /// `strata record -- signals FILE WRITES READY` in `dir/name`, with a short flush interval.
 fn start(exe: &Path, dir: &Path, name: &str) -> Traced {
+    start_with(exe, dir, name, &[], &[])
+}
+
+/// `start` with more `strata record` options and more workload arguments; the workload
+/// writes to `/dev/null` when `workload` has any (to make many writes without their bytes).
+fn start_with(exe: &Path, dir: &Path, name: &str, options: &[&str], workload: &[&str]) -> Traced {
     let out = dir.join(format!("out-{name}"));
-    let file = dir.join(format!("{name}.dat"));
+    let file = if workload.is_empty() {
+        dir.join(format!("{name}.dat"))
+    } else {
+        PathBuf::from("/dev/null")
+    };
     let ready = dir.join(format!("{name}.ready"));
     let log = dir.join(format!("{name}.stderr"));
     let strata = strata()
@@ -40,14 +50,16 @@ fn start(exe: &Path, dir: &Path, name: &str) -> Traced {
             "posix",
             "--flush-interval",
             "200ms",
-            "-o",
         ])
+        .args(options)
+        .arg("-o")
         .arg(&out)
         .arg("--")
         .arg(exe)
         .arg(&file)
         .arg(WRITES.to_string())
         .arg(&ready)
+        .args(workload)
         .stdout(Stdio::null())
         // A file, not a pipe: the workload inherits it and outlives strata.
         .stderr(std::fs::File::create(&log).unwrap())
@@ -259,6 +271,77 @@ fn a_signal_during_start_up_leaves_a_valid_dataset() {
             assert!(procs.iter().any(|p| p.i("pid") == Some(i64::from(left[0]))));
         }
     }
+}
+
+/// A strata that cannot keep up (here: stopped while the workload writes into a 1 MiB ring
+/// buffer) loses events and counts every one: the run's `events_lost` is exactly the number
+/// of writes missing from the calls table, the writes it has are true ones, and the summary
+/// says how to avoid the loss.
+#[test]
+fn every_lost_event_is_counted() {
+    require_root();
+    let dir = scratch("signals_lost");
+    let exe = build_c("cc", "signals.c", &dir.join("signals"), &[]);
+    let t = start_with(&exe, &dir, "lost", &["--ring-buffer-mib", "1"], &["gated"]);
+    // The workload has opened its file and waits for SIGUSR1; after its writes it stops
+    // itself, without any other traced call in between.
+    let pid = t.wait_ready();
+    let strata_pid = Pid::from_raw(t.strata.id() as i32);
+    kill(strata_pid, Signal::SIGSTOP).unwrap();
+    kill(Pid::from_raw(pid), Signal::SIGUSR1).unwrap();
+    let since = Instant::now();
+    while !stopped(pid) {
+        if since.elapsed() > Duration::from_secs(60) {
+            kill(strata_pid, Signal::SIGCONT).unwrap();
+            stop_workload(pid);
+            panic!("the workload never finished its writes");
+        }
+        sleep(Duration::from_millis(10));
+    }
+    kill(strata_pid, Signal::SIGCONT).unwrap();
+    kill(strata_pid, Signal::SIGTERM).unwrap();
+    let log = t.log.clone();
+    let (code, out, _) = t.wait();
+    stop_workload(pid);
+    assert_eq!(code, Some(128 + 15));
+    let run = rows(&out, "run");
+    let lost = run[0].i("events_lost").unwrap();
+    let mut writes: Vec<_> = rows(&out, "calls")
+        .into_iter()
+        .filter(|c| c.i("pid") == Some(i64::from(pid)) && c.s("function") == Some("pwrite64"))
+        .map(|c| (c.i("offset").unwrap(), c.i("bytes_result").unwrap()))
+        .collect();
+    assert!(lost > 0, "a 1 MiB ring buffer held {WRITES} writes");
+    assert_eq!(writes.len() as i64 + lost, WRITES, "{lost} lost");
+    // Each recorded write is one of the workload's, once: write i has (i % 4096) + 1 bytes
+    // and starts where write i - 1 ended.
+    let mut truth = std::collections::HashMap::new();
+    let mut offset = 0;
+    for i in 0..WRITES {
+        truth.insert(offset, i % 4096 + 1);
+        offset += i % 4096 + 1;
+    }
+    writes.sort();
+    writes.dedup();
+    assert_eq!(writes.len() as i64 + lost, WRITES, "duplicate rows");
+    for (offset, len) in writes {
+        assert_eq!(truth.get(&offset), Some(&len), "write at {offset}");
+    }
+    let err = std::fs::read_to_string(log).unwrap();
+    assert!(
+        err.contains(&format!(
+            "{lost} events were lost because the ring buffer was full"
+        )),
+        "{err}"
+    );
+}
+
+/// Is `pid` stopped (state T)?
+fn stopped(pid: i32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The state follows the parenthesised command name.
+    stat.rsplit_once(") ")
+        .is_some_and(|(_, rest)| rest.starts_with('T'))
 }
 
 /// Processes with `arg` among their arguments (the workloads a stopped strata left running).
