@@ -4,7 +4,9 @@
  * usage: bench_io syscall|stdio|meta|pagewrite N DIR
  *        bench_io rate:R N DIR
  *   pagewrite: N buffered 4 KiB writes to a new file, then fsync (the loop time includes it)
- *   rate:R: N 1-byte writes to /dev/null paced at R per second (a sustained event rate) */
+ *   rate:R: N 1-byte writes to /dev/null paced at R per second (a sustained event rate)
+ *   random: N preads and pwrites, each chosen at random, of 1 B to 64 KiB at random offsets
+ *     in a 64 MiB file (an irregular access pattern; the sequence is the same every run) */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,6 +80,23 @@ int main(int argc, char **argv) {
         }
         t1 = now();
         close(fd);
+    } else if (strcmp(argv[1], "random") == 0) {
+        static char block[65536];
+        int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+        if (fd < 0 || ftruncate(fd, 64L << 20) != 0) return 9;
+        unsigned long long x = 88172645463325252ULL;
+        t0 = now();
+        for (long i = 0; i < n; i++) {
+            // xorshift64: the same pseudo-random sequence on every run.
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            size_t len = 1 + (x & 0xffff);
+            off_t off = (off_t)((x >> 16) % ((64UL << 20) - len));
+            ssize_t r = (x >> 63) ? pwrite(fd, block, len, off) : pread(fd, block, len, off);
+            if (r != (ssize_t)len) return 10;
+        }
+        t1 = now();
+        close(fd);
+        unlink(path);
     } else {
         return 2;
     }

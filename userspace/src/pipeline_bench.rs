@@ -2,8 +2,10 @@
 //! synthetic record stream so that it measures strata and not a workload or the kernel.
 //!
 //! The stream imitates a POSIX-heavy process: for every file, an openat with its path, then
-//! 98 writes at increasing positions, then a close. The records name strata's own process, so
-//! process and file lookups in /proc succeed as they would for a live job.
+//! 98 writes at increasing positions, then a close, the writes made by 4 threads in turn (so
+//! that writing the calls table regroups its rows by thread, as for a threaded job). The
+//! records name strata's own process, so process and file lookups in /proc succeed as they
+//! would for a live job.
 use std::{mem::size_of, path::Path, time::Instant};
 
 use strata_common::{CallRecord, MAX_ARGS, RecordKind, STR_CAP, StrHeader};
@@ -21,7 +23,21 @@ pub struct Result {
     pub calls_written: u64,
 }
 
+/// Threads whose writes the stream interleaves.
+const THREADS: u32 = 4;
+
 fn call(func_id: u32, call_id: u64, pid: u32, args: [u64; MAX_ARGS], ret: i64, ts: u64) -> Vec<u8> {
+    call_by(func_id, call_id, (pid, pid), args, ret, ts)
+}
+
+fn call_by(
+    func_id: u32,
+    call_id: u64,
+    (pid, tid): (u32, u32),
+    args: [u64; MAX_ARGS],
+    ret: i64,
+    ts: u64,
+) -> Vec<u8> {
     let rec = CallRecord {
         kind: RecordKind::Call as u32,
         func_id,
@@ -30,7 +46,7 @@ fn call(func_id: u32, call_id: u64, pid: u32, args: [u64; MAX_ARGS], ret: i64, t
         ts_begin: ts,
         ts_end: ts + 500,
         pid,
-        tid: pid,
+        tid,
         depth: 0,
         flags: 0,
         ret,
@@ -106,10 +122,10 @@ pub fn run(events: u64, out: &Path) -> anyhow::Result<Result> {
         for i in 0..98u64 {
             call_id += 1024;
             ts += 1000;
-            stream.push(call(
+            stream.push(call_by(
                 write,
                 call_id,
-                pid,
+                (pid, pid + i as u32 % THREADS),
                 [fd, 0, 4096, 0, 0, 0],
                 4096,
                 ts + i,

@@ -116,11 +116,18 @@ pub trait Table: Default {
         self.len() == 0
     }
     fn finish(&mut self) -> RecordBatch;
+    /// An Int32 column whose equal values are brought together in each file, the rows of
+    /// each value in the order they came (none: every row as it came).
+    const GROUP_BY: Option<&'static str> = None;
 }
 
 /// Declares a table: a row struct with typed fields and a builder that buffers rows.
 macro_rules! table {
     ($table:ident, $row:ident, $name:literal, { $($col:ident : $kind:ident),+ $(,)? }) => {
+        $crate::sink::table!($table, $row, $name, grouped_by [], { $($col : $kind),+ });
+    };
+    ($table:ident, $row:ident, $name:literal, grouped_by [$($key:ident)?],
+     { $($col:ident : $kind:ident),+ $(,)? }) => {
         #[derive(Debug, Clone, Default)]
         pub struct $row {
             $(pub $col: <$crate::sink::$kind as $crate::sink::Col>::Value),+
@@ -133,6 +140,7 @@ macro_rules! table {
         impl $crate::sink::Table for $table {
             type Row = $row;
             const NAME: &'static str = $name;
+            const GROUP_BY: Option<&'static str> = [$(stringify!($key))?].first().copied();
             fn schema() -> arrow::datatypes::SchemaRef {
                 std::sync::Arc::new(arrow::datatypes::Schema::new(vec![$(
                     arrow::datatypes::Field::new(
@@ -205,12 +213,43 @@ impl<T: Table> TableWriter<T> {
     /// Writes the buffered rows as `name`, replacing a file of that name atomically.
     pub fn write_named(&mut self, name: &str) -> anyhow::Result<()> {
         let n = self.rows.len() as u64;
-        let batch = self.rows.finish();
+        let batch = match T::GROUP_BY {
+            Some(key) => grouped(self.rows.finish(), key)?,
+            None => self.rows.finish(),
+        };
         let bytes = write_file(&self.dir, name, &batch, self.mode)?;
         self.rows_written += n;
         self.bytes_written += bytes;
         Ok(())
     }
+}
+
+/// `batch` with the rows of equal `key` (an Int32 column) together, each group's rows in
+/// their order; as it is when they already are.
+fn grouped(batch: RecordBatch, key: &str) -> anyhow::Result<RecordBatch> {
+    use arrow::array::AsArray as _;
+    let keys = batch
+        .column_by_name(key)
+        .with_context(|| format!("no column {key} to group by"))?
+        .as_primitive_opt::<arrow::datatypes::Int32Type>()
+        .with_context(|| format!("column {key} is not Int32"))?
+        .values();
+    // A key seen again after another one: the rows are not grouped yet.
+    let mut seen = std::collections::HashSet::new();
+    let together = keys
+        .iter()
+        .enumerate()
+        .all(|(i, k)| (i > 0 && keys[i - 1] == *k) || seen.insert(*k));
+    if together {
+        return Ok(batch);
+    }
+    let mut order: Vec<u32> = (0..batch.num_rows() as u32).collect();
+    // Stable: a thread's rows keep their order.
+    order.sort_by_key(|i| keys[*i as usize]);
+    Ok(arrow::compute::take_record_batch(
+        &batch,
+        &arrow::array::UInt32Array::from(order),
+    )?)
 }
 
 /// Creates `dir` and its missing parents with the search bits matching the files' `mode`
@@ -322,4 +361,56 @@ pub fn read_table(root: &Path, table: &str) -> anyhow::Result<Vec<RecordBatch>> 
         }
     }
     Ok(batches)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow::{
+        array::{AsArray as _, Int32Array, StringArray},
+        datatypes::{DataType, Field, Int32Type, Schema},
+    };
+
+    use super::*;
+
+    fn batch(tids: &[i32], names: &[&str]) -> RecordBatch {
+        let schema = Schema::new(vec![
+            Field::new("tid", DataType::Int32, false),
+            Field::new("name", DataType::Utf8, false),
+        ]);
+        RecordBatch::try_new(
+            Arc::new(schema),
+            vec![
+                Arc::new(Int32Array::from(tids.to_vec())),
+                Arc::new(StringArray::from(names.to_vec())),
+            ],
+        )
+        .unwrap()
+    }
+
+    fn rows(b: &RecordBatch) -> Vec<(i32, String)> {
+        let tids = b.column(0).as_primitive::<Int32Type>();
+        let names = b.column(1).as_string::<i32>();
+        (0..b.num_rows())
+            .map(|i| (tids.value(i), names.value(i).to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn rows_of_a_thread_come_together_in_their_order() {
+        let b = batch(&[7, 3, 7, 9, 3, 7], &["a", "b", "c", "d", "e", "f"]);
+        let g = grouped(b, "tid").unwrap();
+        let want = [(3, "b"), (3, "e"), (7, "a"), (7, "c"), (7, "f"), (9, "d")];
+        let want: Vec<_> = want.iter().map(|(t, n)| (*t, n.to_string())).collect();
+        assert_eq!(rows(&g), want);
+    }
+
+    #[test]
+    fn grouped_rows_stay_as_they_are() {
+        // Together already (not in key order): nothing moves.
+        let b = batch(&[9, 9, 3, 5, 5], &["a", "b", "c", "d", "e"]);
+        assert_eq!(rows(&grouped(b.clone(), "tid").unwrap()), rows(&b));
+        assert!(grouped(b, "name").is_err(), "not an Int32 column");
+    }
 }

@@ -6,7 +6,7 @@ use std::{fs, path::Path, process::Command};
 use anyhow::Context as _;
 use serde_json::json;
 
-use crate::util::{build_strata, exec, is_root, output, root, target_dir};
+use crate::util::{build_strata, exec, is_root, mpi_env, output, root, target_dir};
 
 struct Case {
     name: &'static str,
@@ -110,6 +110,64 @@ const CASES: &[Case] = &[
         empty: None,
     },
 ];
+
+/// A workload of the steady-state trace-size measurement.
+struct SizeCase {
+    name: &'static str,
+    mode: &'static str,
+    mpi_size: Option<u64>,
+    layers: &'static str,
+    /// Iterations of the shorter run (the longer one has three times as many).
+    iterations: u64,
+}
+
+const SIZE_CASES: &[SizeCase] = &[
+    SizeCase {
+        name: "regular: MPI-IO 64K x4",
+        mode: "mpiio",
+        mpi_size: Some(64 << 10),
+        layers: "posix,mpiio",
+        iterations: 1_000,
+    },
+    SizeCase {
+        name: "regular: HDF5 64K x4",
+        mode: "hdf5",
+        mpi_size: Some(64 << 10),
+        layers: "posix,mpiio,hdf5",
+        iterations: 1_000,
+    },
+    SizeCase {
+        name: "regular: write(1 B) loop",
+        mode: "syscall",
+        mpi_size: None,
+        layers: "posix",
+        iterations: 100_000,
+    },
+    SizeCase {
+        name: "irregular: random pread/pwrite",
+        mode: "random",
+        mpi_size: None,
+        layers: "posix",
+        iterations: 20_000,
+    },
+];
+
+/// Bytes of every table of a dataset but the run's own (`run`, `probes`).
+fn dataset_bytes(out: &Path) -> anyhow::Result<u64> {
+    let mut total = 0;
+    for table in fs::read_dir(out)? {
+        let table = table?;
+        if matches!(table.file_name().to_str(), Some("run" | "probes")) {
+            continue;
+        }
+        for host in fs::read_dir(table.path())? {
+            for f in fs::read_dir(host?.path())? {
+                total += f?.metadata()?.len();
+            }
+        }
+    }
+    Ok(total)
+}
 
 /// The workload command of a case: bench_io, or bench_mpi on 4 ranks under mpirun.
 fn workload(case: &Case, n: u64, io: &Path, mpi: &Path, dir: &Path) -> Vec<std::ffi::OsString> {
@@ -337,6 +395,52 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
             "calls_recorded": st.calls,
             "events_lost": st.lost,
             "peak_rss_kib": st.peak_rss_kib,
+        }));
+    }
+
+    // Trace size in steady state. A traced job's start-up (an MPI job opens ~2,000 files of
+    // its component libraries) weighs on the bytes per event of short runs; two runs of n and
+    // 3n iterations differ by 2n iterations' events and bytes, start-up cancelled.
+    println!(
+        "\n{:<32} {:>10} {:>10} {:>8}",
+        "trace size, steady state", "events", "bytes", "B/event"
+    );
+    for sc in SIZE_CASES {
+        let case = Case {
+            name: sc.name,
+            mode: sc.mode,
+            mpi_size: sc.mpi_size,
+            layers: sc.layers,
+            calls_per_iter: 1,
+            divisor: 1,
+            empty: None,
+        };
+        let mut runs = Vec::new();
+        for n in [sc.iterations, 3 * sc.iterations] {
+            let out_dir = dir.join(format!("out-size-{}", sc.mode));
+            let _ = fs::remove_dir_all(&out_dir);
+            let mut cmd = Command::new(&strata);
+            cmd.args(["record", "-q", "--layers", sc.layers, "-o"])
+                .arg(&out_dir)
+                .arg("--")
+                .args(workload(&case, n, &exe, &mpi_exe, scratch.dir(&case)));
+            output(mpi_env(&mut cmd))?;
+            let st = stats(&out_dir)?;
+            anyhow::ensure!(st.lost == 0, "{}: {} events lost", sc.name, st.lost);
+            runs.push((st.calls, dataset_bytes(&out_dir)?));
+        }
+        let events = runs[1].0.saturating_sub(runs[0].0);
+        let bytes = runs[1].1.saturating_sub(runs[0].1);
+        let per_event = bytes as f64 / events.max(1) as f64;
+        println!(
+            "{:<32} {:>10} {:>10} {:>8.2}",
+            sc.name, events, bytes, per_event
+        );
+        results.push(json!({
+            "workload": format!("trace size, steady state: {}", sc.name),
+            "events": events,
+            "dataset_bytes": bytes,
+            "dataset_bytes_per_event": per_event,
         }));
     }
 
