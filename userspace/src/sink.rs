@@ -295,7 +295,14 @@ fn props() -> WriterProperties {
             .set_column_dictionary_enabled(col.clone(), false)
             .set_column_encoding(col, Encoding::DELTA_BINARY_PACKED);
     }
-    b.build()
+    // The calls' raw arguments: within a thread's rows a call's arguments repeat with a
+    // fixed stride but for the one that moves (an offset, a buffer), which zstd finds in
+    // plain values; a dictionary would store each new offset whole and an index besides
+    // (measured, steady-state MPI-IO collective writes: 10.2 -> 8.8 bytes per call).
+    let args = ColumnPath::from(vec!["args".into(), "list".into(), "item".into()]);
+    b.set_column_dictionary_enabled(args.clone(), false)
+        .set_column_encoding(args, Encoding::PLAIN)
+        .build()
 }
 
 fn write_file(dir: &Path, name: &str, batch: &RecordBatch, mode: u32) -> anyhow::Result<u64> {
