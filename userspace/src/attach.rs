@@ -95,10 +95,10 @@ impl Loaded {
     pub fn pause_syscalls(&mut self) -> anyhow::Result<()> {
         for link in std::mem::take(&mut self.raw_links) {
             match link {
-                RawLink::Classic(prog, id) => tracepoint(&mut self.ebpf, prog)?
+                RawLink::Classic(prog, id) => program::<TracePoint>(&mut self.ebpf, prog)?
                     .detach(id)
                     .with_context(|| format!("detaching {prog}"))?,
-                RawLink::Btf(prog, id) => btf_tracepoint(&mut self.ebpf, prog)?
+                RawLink::Btf(prog, id) => program::<BtfTracePoint>(&mut self.ebpf, prog)?
                     .detach(id)
                     .with_context(|| format!("detaching {prog}"))?,
             }
@@ -230,7 +230,7 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
         programs::SYS_ENTER_ONE,
         programs::SYS_EXIT,
     ] {
-        tracepoint(&mut ebpf, name)?.load()?;
+        program::<TracePoint>(&mut ebpf, name)?.load()?;
     }
     // Raw mode prefers BTF raw tracepoints; without them, the classic raw_syscalls events
     // (same records, a third more per hit), and the probes table says why.
@@ -240,7 +240,7 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
         SyscallMode::Raw | SyscallMode::PerSyscall => Err("not asked for".into()),
     };
     for name in [programs::UPROBE_ENTRY, programs::UPROBE_RETURN] {
-        uprobe(&mut ebpf, name)?.load()?;
+        program::<UProbe>(&mut ebpf, name)?.load()?;
     }
 
     let mut statuses = Vec::with_capacity(probes.len());
@@ -372,7 +372,7 @@ fn load_btf_syscalls(ebpf: &mut Ebpf) -> Result<(), String> {
         (programs::BTF_SYS_ENTER, "sys_enter"),
         (programs::BTF_SYS_EXIT, "sys_exit"),
     ] {
-        btf_tracepoint(ebpf, prog)
+        program::<BtfTracePoint>(ebpf, prog)
             .map_err(|e| e.to_string())?
             .load(event, &btf)
             .map_err(|e| {
@@ -392,12 +392,12 @@ fn attach_raw_syscalls(ebpf: &mut Ebpf, btf: bool) -> anyhow::Result<Vec<RawLink
         (programs::SYS_EXIT, programs::BTF_SYS_EXIT, "sys_exit"),
     ] {
         let link = if btf {
-            let id = btf_tracepoint(ebpf, with_btf)?
+            let id = program::<BtfTracePoint>(ebpf, with_btf)?
                 .attach()
                 .with_context(|| format!("cannot attach to BTF raw tracepoint {event}"))?;
             RawLink::Btf(with_btf, id)
         } else {
-            let id = tracepoint(ebpf, classic)?
+            let id = program::<TracePoint>(ebpf, classic)?
                 .attach("raw_syscalls", event)
                 .with_context(|| format!("cannot attach to tracepoint raw_syscalls/{event}"))?;
             RawLink::Classic(classic, id)
@@ -563,24 +563,11 @@ fn map(ebpf: &mut Ebpf, name: &str) -> anyhow::Result<aya::maps::Map> {
         .ok_or_else(|| anyhow!("map {name} missing from the eBPF object"))
 }
 
-pub(crate) fn tracepoint<'a>(ebpf: &'a mut Ebpf, name: &str) -> anyhow::Result<&'a mut TracePoint> {
-    let prog = ebpf
-        .program_mut(name)
-        .ok_or_else(|| anyhow!("program {name} missing from the eBPF object"))?;
-    Ok(prog.try_into()?)
-}
-
-pub(crate) fn btf_tracepoint<'a>(
-    ebpf: &'a mut Ebpf,
-    name: &str,
-) -> anyhow::Result<&'a mut BtfTracePoint> {
-    let prog = ebpf
-        .program_mut(name)
-        .ok_or_else(|| anyhow!("program {name} missing from the eBPF object"))?;
-    Ok(prog.try_into()?)
-}
-
-pub(crate) fn uprobe<'a>(ebpf: &'a mut Ebpf, name: &str) -> anyhow::Result<&'a mut UProbe> {
+/// Program `name` of the object as its kind `T` (`TracePoint`, `UProbe`, ...).
+pub(crate) fn program<'a, T>(ebpf: &'a mut Ebpf, name: &str) -> anyhow::Result<&'a mut T>
+where
+    &'a mut T: TryFrom<&'a mut aya::programs::Program, Error = aya::programs::ProgramError>,
+{
     let prog = ebpf
         .program_mut(name)
         .ok_or_else(|| anyhow!("program {name} missing from the eBPF object"))?;
@@ -623,7 +610,7 @@ fn attach_lifecycle(ebpf: &mut Ebpf) -> anyhow::Result<()> {
         (programs::PROCESS_EXEC, "sched", "sched_process_exec"),
         (programs::PROCESS_EXIT, "sched", "sched_process_exit"),
     ] {
-        let tp = tracepoint(ebpf, prog)?;
+        let tp = program::<TracePoint>(ebpf, prog)?;
         tp.load()
             .with_context(|| format!("the kernel rejected program {prog}"))?;
         tp.attach(cat, name)
@@ -672,7 +659,7 @@ fn attach_syscall(
         (programs::SYS_ENTER_ONE, format!("sys_enter_{name}")),
         (programs::SYS_EXIT, format!("sys_exit_{name}")),
     ] {
-        tracepoint(ebpf, prog)
+        program::<TracePoint>(ebpf, prog)
             .map_err(failed)?
             .attach("syscalls", &event)
             .map_err(|e| Failure::Failed(format!("attach to syscalls/{event}: {}", cause(&e))))?;
@@ -762,10 +749,7 @@ fn attach_kfunc(
         )?;
         specs.set(p.id, p.spec(), 0)?;
         for prog in [programs::KPROBE_ENTRY, programs::KPROBE_RETURN] {
-            let kp: &mut KProbe = ebpf
-                .program_mut(prog)
-                .ok_or_else(|| anyhow!("program {prog} missing from the eBPF object"))?
-                .try_into()?;
+            let kp = program::<KProbe>(ebpf, prog)?;
             if kp.fd().is_err() {
                 kp.load().context("the kernel rejected the program")?;
             }
@@ -852,7 +836,7 @@ fn attach_kernel_tracepoint(
             .ok_or_else(|| anyhow!("map {} missing", maps::KERNEL_FIELDS))?,
     )?;
     table.set(event as u32, fields, 0)?;
-    let prog = tracepoint(ebpf, programs::KERNEL_TRACEPOINT[event as usize])?;
+    let prog = program::<TracePoint>(ebpf, programs::KERNEL_TRACEPOINT[event as usize])?;
     if prog.fd().is_err() {
         prog.load().context("the kernel rejected the program")?;
     }
@@ -892,7 +876,7 @@ fn attach_uprobe(
             location: UProbeAttachLocation::AbsoluteOffset(offset),
             cookie: Some(u64::from(p.id)),
         };
-        uprobe(ebpf, prog)
+        program::<UProbe>(ebpf, prog)
             .map_err(|e| Failure::Failed(format!("{e:#}")))?
             .attach(point, path, UProbeScope::AllProcesses)
             .map_err(|e| {

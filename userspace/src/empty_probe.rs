@@ -7,11 +7,14 @@ use std::{path::Path, process::Command};
 use anyhow::Context as _;
 use aya::{
     EbpfLoader,
-    programs::uprobe::{UProbeAttachLocation, UProbeAttachPoint, UProbeScope},
+    programs::{
+        BtfTracePoint, TracePoint, UProbe,
+        uprobe::{UProbeAttachLocation, UProbeAttachPoint, UProbeScope},
+    },
 };
 use strata_common::programs;
 
-use crate::attach::{EBPF, btf_tracepoint, tracepoint, uprobe};
+use crate::attach::{EBPF, program};
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum Mechanism {
@@ -39,7 +42,7 @@ pub fn run(
         .context("loading the eBPF object failed (are you root?)")?;
     match mechanism {
         Mechanism::RawSyscalls => {
-            let tp = tracepoint(&mut ebpf, programs::EMPTY_TRACEPOINT)?;
+            let tp = program::<TracePoint>(&mut ebpf, programs::EMPTY_TRACEPOINT)?;
             tp.load()?;
             for event in ["sys_enter", "sys_exit"] {
                 tp.attach("raw_syscalls", event)
@@ -52,7 +55,7 @@ pub fn run(
                 (programs::EMPTY_BTF_SYS_ENTER, "sys_enter"),
                 (programs::EMPTY_BTF_SYS_EXIT, "sys_exit"),
             ] {
-                let p = btf_tracepoint(&mut ebpf, prog)?;
+                let p = program::<BtfTracePoint>(&mut ebpf, prog)?;
                 p.load(event, &btf)?;
                 p.attach()
                     .with_context(|| format!("attaching to BTF raw tracepoint {event}"))?;
@@ -64,7 +67,7 @@ pub fn run(
                 .offset(function)
                 .with_context(|| format!("no {function} in {}", library.display()))?;
             for prog in [programs::EMPTY_UPROBE, programs::EMPTY_URETPROBE] {
-                let p = uprobe(&mut ebpf, prog)?;
+                let p = program::<UProbe>(&mut ebpf, prog)?;
                 p.load()?;
                 let point = UProbeAttachPoint {
                     location: UProbeAttachLocation::AbsoluteOffset(offset),

@@ -26,11 +26,7 @@ pub struct Result {
 /// Threads whose writes the stream interleaves.
 const THREADS: u32 = 4;
 
-fn call(func_id: u32, call_id: u64, pid: u32, args: [u64; MAX_ARGS], ret: i64, ts: u64) -> Vec<u8> {
-    call_by(func_id, call_id, (pid, pid), args, ret, ts)
-}
-
-fn call_by(
+fn call(
     func_id: u32,
     call_id: u64,
     (pid, tid): (u32, u32),
@@ -114,7 +110,7 @@ pub fn run(events: u64, out: &Path) -> anyhow::Result<Result> {
         stream.push(call(
             openat,
             call_id,
-            pid,
+            (pid, pid),
             [u64::MAX - 99, 0, 0o1101, 0o644, 0, 0],
             fd as i64,
             ts,
@@ -122,7 +118,7 @@ pub fn run(events: u64, out: &Path) -> anyhow::Result<Result> {
         for i in 0..98u64 {
             call_id += 1024;
             ts += 1000;
-            stream.push(call_by(
+            stream.push(call(
                 write,
                 call_id,
                 (pid, pid + i as u32 % THREADS),
@@ -132,7 +128,7 @@ pub fn run(events: u64, out: &Path) -> anyhow::Result<Result> {
             ));
         }
         call_id += 1024;
-        stream.push(call(close, call_id, pid, [fd, 0, 0, 0, 0, 0], 0, ts));
+        stream.push(call(close, call_id, (pid, pid), [fd, 0, 0, 0, 0, 0], 0, ts));
     }
     stream.truncate(events as usize);
 

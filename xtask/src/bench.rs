@@ -169,20 +169,27 @@ fn dataset_bytes(out: &Path) -> anyhow::Result<u64> {
     Ok(total)
 }
 
-/// The workload command of a case: bench_io, or bench_mpi on 4 ranks under mpirun.
-fn workload(case: &Case, n: u64, io: &Path, mpi: &Path, dir: &Path) -> Vec<std::ffi::OsString> {
+/// The workload command of a case (its `mode` and `mpi_size`): bench_io, or bench_mpi on 4
+/// ranks under mpirun.
+fn workload(
+    (mode, mpi_size): (&str, Option<u64>),
+    n: u64,
+    io: &Path,
+    mpi: &Path,
+    dir: &Path,
+) -> Vec<std::ffi::OsString> {
     let mut v: Vec<std::ffi::OsString> = Vec::new();
-    match case.mpi_size {
+    match mpi_size {
         None => {
             v.push(io.into());
-            v.push(case.mode.into());
+            v.push(mode.into());
         }
         Some(size) => {
             for a in ["mpirun", "--oversubscribe", "-np", "4"] {
                 v.push(a.into());
             }
             v.push(mpi.into());
-            v.push(case.mode.into());
+            v.push(mode.into());
             v.push(size.to_string().into());
         }
     }
@@ -245,7 +252,13 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
         let loop_ns = |traced: bool| -> anyhow::Result<(f64, Option<Stats>)> {
             let out_dir = dir.join(format!("out-{}", case.mode));
             let _ = fs::remove_dir_all(&out_dir);
-            let argv = workload(case, n, &exe, &mpi_exe, scratch.dir(case));
+            let argv = workload(
+                (case.mode, case.mpi_size),
+                n,
+                &exe,
+                &mpi_exe,
+                scratch.dir(case.mpi_size),
+            );
             let mut cmd = if traced {
                 let mut c = Command::new(&strata);
                 c.args(["record", "-q", "--layers", case.layers, "-o"])
@@ -292,7 +305,13 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
                             .arg("bench-empty")
                             .args(args)
                             .arg("--")
-                            .args(workload(case, n, &exe, &mpi_exe, scratch.dir(case))),
+                            .args(workload(
+                                (case.mode, case.mpi_size),
+                                n,
+                                &exe,
+                                &mpi_exe,
+                                scratch.dir(case.mpi_size),
+                            )),
                     )?;
                     let ns: f64 = text
                         .trim()
@@ -406,15 +425,6 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
         "trace size, steady state", "events", "bytes", "B/event"
     );
     for sc in SIZE_CASES {
-        let case = Case {
-            name: sc.name,
-            mode: sc.mode,
-            mpi_size: sc.mpi_size,
-            layers: sc.layers,
-            calls_per_iter: 1,
-            divisor: 1,
-            empty: None,
-        };
         let mut runs = Vec::new();
         for n in [sc.iterations, 3 * sc.iterations] {
             let out_dir = dir.join(format!("out-size-{}", sc.mode));
@@ -423,7 +433,13 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
             cmd.args(["record", "-q", "--layers", sc.layers, "-o"])
                 .arg(&out_dir)
                 .arg("--")
-                .args(workload(&case, n, &exe, &mpi_exe, scratch.dir(&case)));
+                .args(workload(
+                    (sc.mode, sc.mpi_size),
+                    n,
+                    &exe,
+                    &mpi_exe,
+                    scratch.dir(sc.mpi_size),
+                ));
             output(mpi_env(&mut cmd))?;
             let st = stats(&out_dir)?;
             anyhow::ensure!(st.lost == 0, "{}: {} events lost", sc.name, st.lost);
@@ -529,8 +545,9 @@ impl Scratch {
         })
     }
 
-    fn dir(&self, case: &Case) -> &Path {
-        match (&self.tmpfs, case.mpi_size) {
+    /// Where a workload writes: tmpfs for the MPI ones (`mpi_size` set).
+    fn dir(&self, mpi_size: Option<u64>) -> &Path {
+        match (&self.tmpfs, mpi_size) {
             (Some(t), Some(_)) => t,
             _ => &self.dir,
         }
