@@ -2,6 +2,7 @@
 //! enabled probe. A probe that cannot attach is recorded with the reason, never fatal.
 use std::{
     collections::HashMap,
+    os::fd::{AsFd as _, AsRawFd as _},
     path::{Path, PathBuf},
 };
 
@@ -214,13 +215,23 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
 
     // Kernel-structure offsets for kernel-function probes; without BTF those probes fail
     // with the reason, nothing else does.
-    let file_offsets = crate::btf::file_offsets().map_err(|e| e.to_string());
+    let kernel_btf = crate::btf::kernel().map_err(|e| e.to_string());
+    let file_offsets = crate::btf::offsets(&kernel_btf, crate::btf::file_offsets);
+    let request_offsets = crate::btf::offsets(&kernel_btf, crate::btf::request_offsets);
     let mut config = lifecycle_config(&root, opts)?;
     if let Ok([f_inode, i_ino, i_sb, s_dev]) = file_offsets {
         config.file_inode_off = f_inode;
         config.inode_ino_off = i_ino;
         config.inode_sb_off = i_sb;
         config.sb_dev_off = s_dev;
+    }
+    if let Ok([q, disk, major, minor, sector, flags]) = request_offsets {
+        config.rq_q_off = q;
+        config.q_disk_off = disk;
+        config.disk_major_off = major;
+        config.disk_minor_off = minor;
+        config.rq_sector_off = sector;
+        config.rq_flags_off = flags;
     }
     let mut cfg_map: Array<_, Config> = Array::try_from(map(&mut ebpf, maps::CONFIG)?)?;
     cfg_map.set(0, config, 0)?;
@@ -296,9 +307,14 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
                         }
                     }
                 }
-                Target::Kernel { event, attach } => {
-                    attach_kernel(&mut ebpf, &root, *event, attach, &mut status)
-                }
+                Target::Kernel { event, attach } => attach_kernel(
+                    &mut ebpf,
+                    &root,
+                    *event,
+                    attach,
+                    &request_offsets,
+                    &mut status,
+                ),
                 Target::Kfunc { attach, .. } => {
                     attach_kfunc(&mut ebpf, p, attach, &file_offsets, &mut status)
                 }
@@ -365,24 +381,24 @@ enum RawLink {
     Btf(&'static str, BtfTracePointLinkId),
 }
 
+/// Loads the BTF raw tracepoint program `prog` for `tracepoint`; the error says why not.
+fn load_btf(ebpf: &mut Ebpf, prog: &str, tracepoint: &str) -> Result<(), String> {
+    let btf = aya::Btf::from_sys_fs().map_err(|e| format!("no kernel BTF ({e})"))?;
+    program::<BtfTracePoint>(ebpf, prog)
+        .map_err(|e| e.to_string())?
+        .load(tracepoint, &btf)
+        .map_err(|e| {
+            // The verifier's log follows on later lines; `-vv` shows it whole.
+            log::debug!("loading {prog}: {e}");
+            let e = e.to_string();
+            format!("loading {prog}: {}", e.lines().next().unwrap_or_default())
+        })
+}
+
 /// Loads the BTF raw tracepoint programs of the syscall layer; the error says why not.
 fn load_btf_syscalls(ebpf: &mut Ebpf) -> Result<(), String> {
-    let btf = aya::Btf::from_sys_fs().map_err(|e| format!("no kernel BTF ({e})"))?;
-    for (prog, event) in [
-        (programs::BTF_SYS_ENTER, "sys_enter"),
-        (programs::BTF_SYS_EXIT, "sys_exit"),
-    ] {
-        program::<BtfTracePoint>(ebpf, prog)
-            .map_err(|e| e.to_string())?
-            .load(event, &btf)
-            .map_err(|e| {
-                // The verifier's log follows on later lines; `-vv` shows it whole.
-                log::debug!("loading {prog}: {e}");
-                let e = e.to_string();
-                format!("loading {prog}: {}", e.lines().next().unwrap_or_default())
-            })?;
-    }
-    Ok(())
+    load_btf(ebpf, programs::BTF_SYS_ENTER, "sys_enter")?;
+    load_btf(ebpf, programs::BTF_SYS_EXIT, "sys_exit")
 }
 
 fn attach_raw_syscalls(ebpf: &mut Ebpf, btf: bool) -> anyhow::Result<Vec<RawLink>> {
@@ -594,13 +610,10 @@ fn lifecycle_config(root: &Path, opts: &Options) -> anyhow::Result<Config> {
         exec_filename_off: off(&exec, "filename")?,
         datatype_size_off: opts.datatype_size_offset,
         stopped: 0,
-        file_inode_off: 0,
-        inode_ino_off: 0,
-        inode_sb_off: 0,
-        sb_dev_off: 0,
         cgroup_mode: u32::from(opts.cgroup_mode),
-        cgroup_levels: 0,
         user_filter: u32::from(!opts.users.is_empty()),
+        // Filled from the kernel's BTF where it has them.
+        ..Config::default()
     })
 }
 
@@ -673,6 +686,7 @@ fn attach_kernel(
     root: &Path,
     event: KernelEvent,
     attach: &[Mechanism],
+    request_offsets: &Result<[u32; 6], String>,
     status: &mut ProbeStatus,
 ) -> Result<(), Failure> {
     first_mechanism(attach, status, |m, status| match m {
@@ -680,6 +694,18 @@ fn attach_kernel(
             status.mechanism = "tracepoint";
             status.target = format!("{category}/{name}");
             attach_kernel_tracepoint(ebpf, root, event, category, name)
+        }
+        Mechanism::BtfTracepoint { name } => {
+            status.mechanism = "tp_btf";
+            status.target = name.clone();
+            let prog = crate::probes::kernel_btf_program(event, name)?;
+            // The program reads the request through BTF offsets (the only user today).
+            if let Err(e) = request_offsets {
+                anyhow::bail!("{e}");
+            }
+            load_btf(ebpf, prog, name).map_err(|e| anyhow!(e))?;
+            program::<BtfTracePoint>(ebpf, prog)?.attach()?;
+            Ok(())
         }
         Mechanism::Kprobe { .. } => Err(anyhow!("kernel events attach through tracepoints")),
     })
@@ -895,6 +921,32 @@ pub fn counter_total(counters: &PerCpuArray<MapData, u64>, slot: strata_common::
         .unwrap_or(0)
 }
 
+/// Probe hits the kernel did not run one of strata's programs for, since load: it skips a
+/// kprobe, uprobe or trace-event program when another such program (strata's or another
+/// tool's) is already running on that CPU, e.g. when a disk interrupt lands in a probe. Their
+/// events are missing. The kernel counts these itself (`recursion_misses` in a program's
+/// fdinfo: for raw-tracepoint programs since Linux 5.12, for the others since 6.7); 0 where
+/// it does not.
+pub fn program_misses(ebpf: &Ebpf) -> u64 {
+    ebpf.programs()
+        .filter_map(|(_, p)| p.fd().ok())
+        .filter_map(|fd| {
+            let info =
+                std::fs::read_to_string(format!("/proc/self/fdinfo/{}", fd.as_fd().as_raw_fd()))
+                    .ok()?;
+            fdinfo_field(&info, "recursion_misses")
+        })
+        .sum()
+}
+
+/// The number after `key:` in a /proc fdinfo text.
+fn fdinfo_field(info: &str, key: &str) -> Option<u64> {
+    info.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        (k.trim() == key).then(|| v.trim().parse().ok()).flatten()
+    })
+}
+
 /// Time spent in strata's programs and how often they ran, since load, when the kernel keeps
 /// BPF run statistics (`sysctl kernel.bpf_stats_enabled=1`); `None` while it does not.
 pub fn program_stats(ebpf: &Ebpf) -> Option<(u64, u64)> {
@@ -918,7 +970,20 @@ mod tests {
     use object::{Object as _, ObjectSection as _, ObjectSymbol as _, SymbolKind};
     use strata_common::{maps, programs};
 
-    use super::EBPF;
+    use super::{EBPF, fdinfo_field};
+
+    /// A BPF program's fdinfo as Linux 6.1 prints it.
+    #[test]
+    fn fdinfo_fields_are_read_by_name() {
+        let info = "pos:\t0\nflags:\t02000002\nmnt_id:\t15\nino:\t1057\nprog_type:\t5\n\
+                    prog_jited:\t1\nprog_tag:\t3b185187f1855c4c\nmemlock:\t4096\n\
+                    prog_id:\t1417\nrun_time_ns:\t0\nrun_cnt:\t0\n\
+                    recursion_misses:\t17\nverified_insns:\t96\n";
+        assert_eq!(fdinfo_field(info, "recursion_misses"), Some(17));
+        assert_eq!(fdinfo_field(info, "run_cnt"), Some(0));
+        assert_eq!(fdinfo_field(info, "prog_tag"), None);
+        assert_eq!(fdinfo_field(info, "misses"), None);
+    }
 
     /// The eBPF object's programs (global functions outside `.text`, where the shared
     /// subprograms live) and maps (symbols of the `maps` section).
@@ -969,6 +1034,7 @@ mod tests {
         .map(String::from)
         .collect();
         named.extend(programs::KERNEL_TRACEPOINT.iter().map(|s| s.to_string()));
+        named.extend(programs::KERNEL_BTF.iter().map(|(_, _, p)| p.to_string()));
         assert_eq!(
             progs, named,
             "programs of the object vs strata_common::programs"

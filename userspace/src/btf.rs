@@ -4,7 +4,9 @@ use btf_rs::{Btf, Type};
 
 #[derive(Debug, thiserror::Error)]
 pub enum BtfError {
-    #[error("cannot read the kernel's BTF ({0}); kernel functions need CONFIG_DEBUG_INFO_BTF")]
+    #[error(
+        "cannot read the kernel's BTF ({0}); the probes that read kernel structures need CONFIG_DEBUG_INFO_BTF"
+    )]
     Read(String),
     #[error("struct {0} has no field {1} in this kernel's BTF")]
     Missing(String, String),
@@ -41,15 +43,39 @@ fn find(btf: &Btf, s: &btf_rs::Struct, field: &str, base: u32) -> Option<u32> {
     None
 }
 
-/// (file.f_inode, inode.i_ino, inode.i_sb, super_block.s_dev) of the running kernel.
-pub fn file_offsets() -> Result<[u32; 4], BtfError> {
-    let btf =
-        Btf::from_file("/sys/kernel/btf/vmlinux").map_err(|e| BtfError::Read(e.to_string()))?;
+/// The running kernel's BTF.
+pub fn kernel() -> Result<Btf, BtfError> {
+    Btf::from_file("/sys/kernel/btf/vmlinux").map_err(|e| BtfError::Read(e.to_string()))
+}
+
+/// Offsets `of` the kernel's BTF, or why there are none (for a probe's `reason`).
+pub fn offsets<const N: usize>(
+    btf: &Result<Btf, String>,
+    of: fn(&Btf) -> Result<[u32; N], BtfError>,
+) -> Result<[u32; N], String> {
+    of(btf.as_ref()?).map_err(|e| e.to_string())
+}
+
+/// (file.f_inode, inode.i_ino, inode.i_sb, super_block.s_dev).
+pub fn file_offsets(btf: &Btf) -> Result<[u32; 4], BtfError> {
     Ok([
-        member_offset(&btf, "file", "f_inode")?,
-        member_offset(&btf, "inode", "i_ino")?,
-        member_offset(&btf, "inode", "i_sb")?,
-        member_offset(&btf, "super_block", "s_dev")?,
+        member_offset(btf, "file", "f_inode")?,
+        member_offset(btf, "inode", "i_ino")?,
+        member_offset(btf, "inode", "i_sb")?,
+        member_offset(btf, "super_block", "s_dev")?,
+    ])
+}
+
+/// (request.q, request_queue.disk, gendisk.major, gendisk.first_minor, request.__sector,
+/// request.cmd_flags). Linux 5.15 and later: before, the disk hung off the request itself.
+pub fn request_offsets(btf: &Btf) -> Result<[u32; 6], BtfError> {
+    Ok([
+        member_offset(btf, "request", "q")?,
+        member_offset(btf, "request_queue", "disk")?,
+        member_offset(btf, "gendisk", "major")?,
+        member_offset(btf, "gendisk", "first_minor")?,
+        member_offset(btf, "request", "__sector")?,
+        member_offset(btf, "request", "cmd_flags")?,
     ])
 }
 
@@ -60,14 +86,26 @@ mod tests {
     /// Against the development kernel's own BTF: the fields exist and lie in order.
     #[test]
     fn finds_file_and_inode_fields() {
-        let [f_inode, i_ino, i_sb, s_dev] = file_offsets().expect("this kernel has BTF");
+        let btf = kernel().expect("this kernel has BTF");
+        let [f_inode, i_ino, i_sb, s_dev] = file_offsets(&btf).unwrap();
         assert!(f_inode > 0 && f_inode % 8 == 0);
         assert!(i_sb < i_ino, "i_sb precedes i_ino in struct inode");
         assert_eq!(s_dev % 4, 0);
-        let btf = Btf::from_file("/sys/kernel/btf/vmlinux").unwrap();
         assert!(matches!(
             member_offset(&btf, "inode", "no_such_field"),
             Err(BtfError::Missing(..))
         ));
+    }
+
+    /// struct request keeps its queue pointer first and the sector after the flags;
+    /// gendisk's major and first minor are adjacent ints.
+    #[test]
+    fn finds_request_fields() {
+        let btf = kernel().expect("this kernel has BTF");
+        let [q, disk, major, minor, sector, flags] = request_offsets(&btf).unwrap();
+        assert_eq!(q, 0, "request.q");
+        assert_eq!(disk % 8, 0);
+        assert_eq!(minor, major + 4);
+        assert!(flags < sector && sector % 8 == 0);
     }
 }

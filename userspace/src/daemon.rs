@@ -75,6 +75,7 @@ struct Job {
     run: RunRow,
     events: u64,
     lost_at_start: u64,
+    skipped_at_start: u64,
     write_error: Option<anyhow::Error>,
 }
 
@@ -369,6 +370,7 @@ impl Daemon {
             run,
             events: 0,
             lost_at_start: counter_total(&self.loaded.counters, Counter::RingbufFull),
+            skipped_at_start: crate::attach::program_misses(&self.loaded.ebpf),
             write_error: None,
         };
         self.find_cgroup(&mut job)?;
@@ -571,6 +573,8 @@ impl Daemon {
         job.run.events_recorded = job.events as i64;
         job.run.events_lost =
             (counter_total(&self.loaded.counters, Counter::RingbufFull) - job.lost_at_start) as i64;
+        job.run.events_skipped = crate::attach::program_misses(&self.loaded.ebpf)
+            .saturating_sub(job.skipped_at_start) as i64;
         job.run.calls_written = (job.out.calls.rows_written
             + crate::sink::Table::len(&job.out.calls.rows) as u64)
             as i64;

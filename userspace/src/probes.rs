@@ -58,6 +58,29 @@ pub enum Mechanism {
     Tracepoint { category: String, name: String },
     /// `kprobe:FUNCTION` (with a kretprobe for the return)
     Kprobe { function: String },
+    /// `tp_btf:NAME`: the BTF raw tracepoint, for the kernel events strata has a program
+    /// for there (`strata_common::programs::KERNEL_BTF`).
+    BtfTracepoint { name: String },
+}
+
+/// strata's program for kernel event `event` on the BTF raw tracepoint `name`.
+pub fn kernel_btf_program(event: KernelEvent, name: &str) -> anyhow::Result<&'static str> {
+    let known = strata_common::programs::KERNEL_BTF;
+    known
+        .iter()
+        .find(|(e, tp, _)| *e == event && *tp == name)
+        .map(|(_, _, prog)| *prog)
+        .ok_or_else(|| {
+            let have: Vec<String> = known
+                .iter()
+                .map(|(e, tp, _)| format!("{} on tp_btf:{tp}", e.name()))
+                .collect();
+            anyhow::anyhow!(
+                "no tp_btf program for {} on {name} (strata has: {})",
+                event.name(),
+                have.join(", ")
+            )
+        })
 }
 
 impl FromStr for Mechanism {
@@ -74,12 +97,15 @@ impl FromStr for Mechanism {
                 _ => Err(format!("{s:?}: expected tracepoint:CATEGORY/NAME")),
             },
             Some(("kprobe", f)) if !f.is_empty() => Ok(Self::Kprobe { function: f.into() }),
-            Some((m @ ("fentry" | "tp_btf"), _)) => Err(format!(
-                "{s:?}: {m} programs are not built into this strata; use kprobe:FUNCTION or \
-                 tracepoint:CATEGORY/NAME"
+            Some(("tp_btf", n)) if !n.is_empty() && !n.contains('/') => {
+                Ok(Self::BtfTracepoint { name: n.into() })
+            }
+            Some(("fentry", _)) => Err(format!(
+                "{s:?}: fentry programs are not built into this strata; use kprobe:FUNCTION"
             )),
             _ => Err(format!(
-                "{s:?}: expected MECHANISM:TARGET (tracepoint:CATEGORY/NAME or kprobe:FUNCTION)"
+                "{s:?}: expected MECHANISM:TARGET (tracepoint:CATEGORY/NAME, tp_btf:NAME or \
+                 kprobe:FUNCTION)"
             )),
         }
     }
@@ -90,6 +116,7 @@ impl fmt::Display for Mechanism {
         match self {
             Self::Tracepoint { category, name } => write!(f, "tracepoint:{category}/{name}"),
             Self::Kprobe { function } => write!(f, "kprobe:{function}"),
+            Self::BtfTracepoint { name } => write!(f, "tp_btf:{name}"),
         }
     }
 }
@@ -478,13 +505,19 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
                     )));
                 }
                 let attach = mechanisms()?;
-                if let Some(m) = attach
-                    .iter()
-                    .find(|m| !matches!(m, Mechanism::Tracepoint { .. }))
-                {
-                    return Err(bad(format!(
-                        "{m}: kernel events attach through tracepoint:CATEGORY/NAME"
-                    )));
+                for m in &attach {
+                    match m {
+                        Mechanism::Tracepoint { .. } => {}
+                        Mechanism::BtfTracepoint { name } => {
+                            kernel_btf_program(event, name).map_err(|e| bad(e.to_string()))?;
+                        }
+                        Mechanism::Kprobe { .. } => {
+                            return Err(bad(format!(
+                                "{m}: kernel events attach through tracepoint:CATEGORY/NAME \
+                                 or tp_btf:NAME"
+                            )));
+                        }
+                    }
                 }
                 Target::Kernel { event, attach }
             }
@@ -632,6 +665,28 @@ mod tests {
         assert!(e.reason.contains("not built into this strata"), "{e}");
         let e = parse_err(&format!("{kernel}attach = [\"tracepoint:block\"]\n"));
         assert!(e.reason.contains("CATEGORY/NAME"), "{e}");
+        // tp_btf only where strata has a program written for that tracepoint's arguments.
+        let e = parse_err(&format!("{kernel}attach = [\"tp_btf:block_bio_queue\"]\n"));
+        assert!(
+            e.reason.contains("no tp_btf program for bio_queue")
+                && e.reason.contains("rq_complete on tp_btf:block_rq_complete"),
+            "{e}"
+        );
+        let complete = "[[probe]]\nlayer = \"block\"\nkernel = \"rq_complete\"\n";
+        let e = parse_err(&format!("{complete}attach = [\"tp_btf:block_rq_issue\"]\n"));
+        assert!(e.reason.contains("no tp_btf program"), "{e}");
+        let p = parse(
+            &format!("{complete}attach = [\"tp_btf:block_rq_complete\", \"tracepoint:b/c\"]\n"),
+            "t.toml",
+        )
+        .unwrap();
+        let Target::Kernel { attach, .. } = &p[0].target else {
+            panic!("{:?}", p[0].target)
+        };
+        assert_eq!(
+            attach.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            ["tp_btf:block_rq_complete", "tracepoint:b/c"]
+        );
         let e = parse_err(
             "[[probe]]\nlayer = \"block\"\nkernel = \"bio_teleport\"\nattach = [\"tracepoint:a/b\"]\n",
         );

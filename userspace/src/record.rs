@@ -293,6 +293,8 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
     run_row.end_ns = Some(clock.epoch(monotonic_ns()));
     run_row.events_recorded = recorded as i64;
     run_row.events_lost = lost as i64;
+    let skipped = attach::program_misses(&loaded.ebpf);
+    run_row.events_skipped = skipped as i64;
     run_row.str_read_failed = counter_total(counters, Counter::StrReadFailed) as i64;
     run_row.stack_overflow = counter_total(counters, Counter::StackOverflow) as i64;
     run_row.stack_mismatch = counter_total(counters, Counter::StackMismatch) as i64;
@@ -334,6 +336,12 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
         eprintln!(
             "strata: warning: {lost} events were lost because the ring buffer was full; \
              raise --ring-buffer-mib or trace fewer layers"
+        );
+    }
+    if skipped > 0 {
+        eprintln!(
+            "strata: warning: the kernel skipped {skipped} probe hits because a BPF program was \
+             already running on that CPU (an interrupt inside a probe); their events are missing"
         );
     }
     if !args.quiet && std::io::stderr().is_terminal() && detach_later.uprobe_links() > 50 {

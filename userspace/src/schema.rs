@@ -96,6 +96,7 @@ table!(Run, RunRow, "run", {
     job: OptStr,
     events_recorded: I64,
     events_lost: I64,
+    events_skipped: I64,
     str_read_failed: I64,
     stack_overflow: I64,
     stack_mismatch: I64,

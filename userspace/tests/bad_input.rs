@@ -209,14 +209,15 @@ fn a_full_output_disk_stops_recording_and_leaves_the_job_alone() {
 /// syscall layer falls back to the raw_syscalls trace events, records the same calls, and
 /// the probes table says why.
 #[test]
-fn a_kernel_without_btf_records_syscalls_through_trace_events() {
+fn a_kernel_without_btf_records_through_trace_events() {
     require_root();
     let dir = scratch("no_btf");
     let out = dir.join("out");
     let data = dir.join("data");
+    // Direct writes: each reaches the disk inside its call, so its requests complete there.
     let script = format!(
-        "mount -t tmpfs none /sys/kernel/btf && exec \"$0\" record --layers posix -o {} \
-         -- dd if=/dev/zero of={} bs=1000 count=3 status=none",
+        "mount -t tmpfs none /sys/kernel/btf && exec \"$0\" record --layers posix,block -o {} \
+         -- dd if=/dev/zero of={} bs=4096 count=3 oflag=direct status=none",
         out.display(),
         data.display()
     );
@@ -226,20 +227,28 @@ fn a_kernel_without_btf_records_syscalls_through_trace_events() {
     assert!(res.status.success(), "{:?}", res.status);
     use common::RowExt as _;
     let probes = common::rows(&out, "probes");
-    let write = probes
-        .iter()
-        .find(|p| p.s("function") == Some("write"))
-        .expect("write probe row");
-    assert_eq!(
-        (write.s("status"), write.s("mechanism"), write.s("target")),
-        (
-            Some("attached"),
-            Some("tracepoint"),
-            Some("raw_syscalls/sys_{enter,exit}")
-        )
-    );
-    let reason = write.s("reason").unwrap_or_default();
-    assert!(reason.starts_with("tp_btf: no kernel BTF"), "{reason}");
+    let probe = |function: &str| {
+        probes
+            .iter()
+            .find(|p| p.s("function") == Some(function))
+            .unwrap_or_else(|| panic!("no probes row for {function}"))
+    };
+    for (function, target) in [
+        ("write", "raw_syscalls/sys_{enter,exit}"),
+        ("rq_complete", "block/block_rq_complete"),
+    ] {
+        let p = probe(function);
+        assert_eq!(
+            (p.s("status"), p.s("mechanism"), p.s("target")),
+            (Some("attached"), Some("tracepoint"), Some(target)),
+            "{p:?}"
+        );
+        let reason = p.s("reason").unwrap_or_default();
+        assert!(
+            reason.starts_with("tp_btf") && reason.contains("BTF"),
+            "{function}: {reason}"
+        );
+    }
     let data = data.to_str().unwrap();
     let calls = common::rows(&out, "calls");
     let files = common::rows(&out, "files");
@@ -251,15 +260,34 @@ fn a_kernel_without_btf_records_syscalls_through_trace_events() {
     let mut writes: Vec<_> = calls
         .iter()
         .filter(|c| c.s("function") == Some("write") && c.i("file_id") == Some(file_id))
-        .map(|c| (c.i("offset"), c.i("bytes_result")))
         .collect();
-    writes.sort();
+    writes.sort_by_key(|c| c.i("offset"));
     assert_eq!(
-        writes,
+        writes
+            .iter()
+            .map(|c| (c.i("offset"), c.i("bytes_result")))
+            .collect::<Vec<_>>(),
         vec![
-            (Some(0), Some(1000)),
-            (Some(1000), Some(1000)),
-            (Some(2000), Some(1000))
+            (Some(0), Some(4096)),
+            (Some(4096), Some(4096)),
+            (Some(8192), Some(4096))
         ]
     );
+    // Each write's request, issued and completed inside it, through the trace events.
+    let block = common::rows(&out, "block");
+    for w in writes {
+        let reqs: Vec<_> = block
+            .iter()
+            .filter(|b| b.i("call_id") == w.i("call_id") && b.s("op") == Some("write"))
+            .collect();
+        assert_eq!(
+            reqs.iter().map(|r| r.i("bytes").unwrap()).sum::<i64>(),
+            4096,
+            "{reqs:?}"
+        );
+        for r in reqs {
+            let complete = r.i("ts_complete_ns").expect("completion time");
+            assert!(complete <= w.i("ts_end_ns").unwrap(), "{r:?}");
+        }
+    }
 }

@@ -62,6 +62,15 @@ pub mod programs {
     pub const EMPTY_BTF_SYS_EXIT: &str = "strata_empty_btf_sys_exit";
     pub const EMPTY_UPROBE: &str = "strata_empty_uprobe";
     pub const EMPTY_URETPROBE: &str = "strata_empty_uretprobe";
+    /// Kernel events that also have a program on a BTF raw tracepoint: (event, tracepoint,
+    /// program). The kernel skips a trace-event program whenever any such program is running
+    /// on the CPU, a raw-tracepoint program only when that same program is: a completion
+    /// interrupt that lands inside a probe of the issuing process is not lost.
+    pub const KERNEL_BTF: [(super::KernelEvent, &str, &str); 1] = [(
+        super::KernelEvent::RqComplete,
+        "block_rq_complete",
+        "strata_kb_rq_complete",
+    )];
     /// The tracepoint program of kernel event `e` is `KERNEL_TRACEPOINT[e as usize]`.
     pub const KERNEL_TRACEPOINT: [&str; super::KERNEL_EVENTS] = [
         "strata_k_bio_queue",
@@ -268,6 +277,15 @@ pub struct Config {
     pub cgroup_levels: u32,
     /// Non-zero: only processes whose real uid is in [`maps::USERS`] are traced.
     pub user_filter: u32,
+    /// From the running kernel's BTF, for the BTF raw tracepoint of block_rq_complete:
+    /// `struct request.q`, `struct request_queue.disk`, `struct gendisk.major` and
+    /// `.first_minor`, `struct request.__sector` and `.cmd_flags`.
+    pub rq_q_off: u32,
+    pub q_disk_off: u32,
+    pub disk_major_off: u32,
+    pub disk_minor_off: u32,
+    pub rq_sector_off: u32,
+    pub rq_flags_off: u32,
 }
 
 /// Depths of traced cgroups the kernel filter looks at (see [`Config::cgroup_levels`]).
@@ -472,7 +490,7 @@ mod pod {
 }
 
 const _: () = {
-    assert!(core::mem::size_of::<Config>() == 64);
+    assert!(core::mem::size_of::<Config>() == 88);
     assert!(core::mem::size_of::<FuncSpec>() == 16);
     assert!(core::mem::size_of::<Frame>() == 72);
     assert!(core::mem::size_of::<CallRecord>() == 120);

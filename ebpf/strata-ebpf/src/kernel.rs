@@ -6,10 +6,10 @@
 //! files traced processes opened). Block requests are emitted from issue to completion when
 //! a kept bio may be in them: user space matches bios to requests by device and sector range.
 use aya_ebpf::{
-    helpers::{bpf_get_current_pid_tgid, bpf_ktime_get_ns},
-    macros::{map, tracepoint},
+    helpers::{bpf_get_current_pid_tgid, bpf_ktime_get_ns, bpf_probe_read_kernel},
+    macros::{btf_tracepoint, map, tracepoint},
     maps::{Array, HashMap, LruHashMap},
-    programs::TracePointContext,
+    programs::{BtfTracePointContext, TracePointContext},
 };
 use strata_common::{
     BioKey, Counter, FIELD_NONE, KERNEL_EVENTS, KernelEvent, KernelFields, KernelRecord, MAX_DEPTH,
@@ -147,14 +147,7 @@ fn try_kernel_event(ctx: &TracePointContext, event: KernelEvent) -> Res<()> {
             };
             let _ = STRATA_PENDING_BIOS.insert(&rest, &1, 0);
         }
-        KernelEvent::RqIssue | KernelEvent::RqComplete => {
-            // SAFETY: read-only lookup of a plain value.
-            let last = *unsafe { STRATA_BUSY_DEVS.get(&dev) }.ok_or(0)?;
-            // Saturating: `last` may come from another CPU a few ns ahead of this one.
-            if unsafe { bpf_ktime_get_ns() }.saturating_sub(last) > BUSY_NS {
-                return Ok(());
-            }
-        }
+        KernelEvent::RqIssue | KernelEvent::RqComplete => busy(dev)?,
         KernelEvent::WritebackStart => {
             if cfg.trace_all == 0 && !watched(ino) {
                 return Ok(());
@@ -182,10 +175,6 @@ fn try_kernel_event(ctx: &TracePointContext, event: KernelEvent) -> Res<()> {
         }
     }
 
-    let Some(mut entry) = STRATA_EVENTS.reserve::<KernelRecord>(0) else {
-        count(Counter::RingbufFull);
-        return Ok(());
-    };
     let order: u8 = field(ctx, f.order);
     let nr = match event {
         KernelEvent::WritebackEnd => field::<u64>(ctx, f.wrote) as u32,
@@ -194,35 +183,151 @@ fn try_kernel_event(ctx: &TracePointContext, event: KernelEvent) -> Res<()> {
         }
         _ => field(ctx, f.nr_sector),
     };
-    let pos = if f.index != FIELD_NONE {
-        field(ctx, f.index)
-    } else {
-        sector
-    };
-    let rec = entry.as_mut_ptr();
-    // SAFETY: reserved ring-buffer memory of the right size; every field is written.
-    unsafe {
-        (*rec).kind = RecordKind::Kernel as u32;
-        (*rec).event = event as u32;
-        (*rec).ts = bpf_ktime_get_ns();
-        (*rec).call_id = call_id;
-        (*rec).pid = tgid;
-        (*rec).tid = tid;
-        (*rec).dev = dev;
-        (*rec).nr = nr;
-        (*rec).ino = ino;
-        (*rec).pos = pos;
-        (*rec).old_dev = field(ctx, f.old_dev);
-        (*rec).error = field(ctx, f.error);
-        (*rec).old_pos = if event == KernelEvent::BioSplit {
+    submit(KernelRecord {
+        kind: RecordKind::Kernel as u32,
+        event: event as u32,
+        ts: 0,
+        call_id,
+        pid: tgid,
+        tid,
+        dev,
+        nr,
+        ino,
+        pos: if f.index != FIELD_NONE {
+            field(ctx, f.index)
+        } else {
+            sector
+        },
+        old_dev: field(ctx, f.old_dev),
+        error: field(ctx, f.error),
+        old_pos: if event == KernelEvent::BioSplit {
             field(ctx, f.new_sector)
         } else {
             field(ctx, f.old_sector)
-        };
-        (*rec)._pad = 0;
-        (*rec).tag = field(ctx, f.tag);
+        },
+        _pad: 0,
+        tag: field(ctx, f.tag),
+    });
+    Ok(())
+}
+
+/// Requests are emitted while their device has had kept bios lately.
+#[inline(always)]
+fn busy(dev: u32) -> Res<()> {
+    // SAFETY: read-only lookup of a plain value.
+    let last = *unsafe { STRATA_BUSY_DEVS.get(&dev) }.ok_or(0)?;
+    // Saturating: `last` may come from another CPU a few ns ahead of this one.
+    if unsafe { bpf_ktime_get_ns() }.saturating_sub(last) > BUSY_NS {
+        return Err(0);
     }
+    Ok(())
+}
+
+/// Puts `rec` in the ring buffer, stamped with the time now.
+#[inline(always)]
+fn submit(mut rec: KernelRecord) {
+    let Some(mut entry) = STRATA_EVENTS.reserve::<KernelRecord>(0) else {
+        count(Counter::RingbufFull);
+        return;
+    };
+    rec.ts = unsafe { bpf_ktime_get_ns() };
+    entry.write(rec);
     entry.submit(wakeup(core::mem::size_of::<KernelRecord>(), true));
     count(Counter::Emitted);
+}
+
+/// block_rq_complete on its BTF raw tracepoint (see `programs::KERNEL_BTF`); the same record
+/// as the trace event's, read from the request through offsets of the kernel's BTF.
+#[btf_tracepoint(function = "block_rq_complete")]
+pub fn strata_kb_rq_complete(ctx: BtfTracePointContext) -> i32 {
+    match try_btf_rq_complete(&ctx) {
+        Ok(()) | Err(_) => 0,
+    }
+}
+
+/// A kernel value at `base + off`.
+#[inline(always)]
+fn kread<T: Copy>(base: u64, off: u32) -> Res<T> {
+    // SAFETY: a checked read of kernel memory; a bad address is an error, not a fault.
+    unsafe { bpf_probe_read_kernel((base + u64::from(off)) as *const T) }.map_err(|e| e as i64)
+}
+
+fn try_btf_rq_complete(ctx: &BtfTracePointContext) -> Res<()> {
+    let cfg = config()?;
+    if cfg.stopped != 0 {
+        return Ok(());
+    }
+    // TP_PROTO(struct request *rq, blk_status_t error, unsigned int nr_bytes)
+    let rq: u64 = ctx.arg(0);
+    let status: u64 = ctx.arg(1);
+    let nr_bytes: u64 = ctx.arg(2);
+    let q: u64 = kread(rq, cfg.rq_q_off)?;
+    let disk: u64 = kread(q, cfg.q_disk_off)?;
+    // As the trace event: dev 0 for a queue without a disk.
+    let dev = if disk == 0 {
+        0
+    } else {
+        let major: u32 = kread(disk, cfg.disk_major_off)?;
+        let minor: u32 = kread(disk, cfg.disk_minor_off)?;
+        (major << 20) | minor
+    };
+    busy(dev)?;
+    let flags: u32 = kread(rq, cfg.rq_flags_off)?;
+    let pid_tgid = bpf_get_current_pid_tgid();
+    submit(KernelRecord {
+        kind: RecordKind::Kernel as u32,
+        event: KernelEvent::RqComplete as u32,
+        ts: 0,
+        call_id: 0,
+        pid: (pid_tgid >> 32) as u32,
+        tid: pid_tgid as u32,
+        dev,
+        nr: (nr_bytes >> 9) as u32,
+        ino: 0,
+        pos: kread(rq, cfg.rq_sector_off)?,
+        old_dev: 0,
+        error: errno_of(status as u8),
+        old_pos: 0,
+        _pad: 0,
+        tag: op_tag(flags),
+    });
     Ok(())
+}
+
+/// The negative errno the trace event reports for a block status (`blk_status_to_errno`;
+/// statuses 1-13 have kept their numbers since Linux 4.13, later ones are reported as EIO).
+#[inline(always)]
+fn errno_of(status: u8) -> i32 {
+    -match status {
+        0 => 0,
+        1 => 95,  // NOTSUPP: EOPNOTSUPP
+        2 => 110, // TIMEOUT: ETIMEDOUT
+        3 => 28,  // NOSPC: ENOSPC
+        4 => 67,  // TRANSPORT: ENOLINK
+        5 => 121, // TARGET: EREMOTEIO
+        6 => 52,  // NEXUS, RESV_CONFLICT: EBADE
+        7 => 61,  // MEDIUM: ENODATA
+        8 => 84,  // PROTECTION: EILSEQ
+        9 => 12,  // RESOURCE: ENOMEM
+        11 => 78, // DM_REQUEUE: EREMCHG
+        12 => 11, // AGAIN: EAGAIN
+        13 => 16, // DEV_RESOURCE: EBUSY
+        _ => 5,   // IOERR and the rest: EIO
+    }
+}
+
+/// The operation letters of the trace event's `rwbs` for `cmd_flags` (REQ_OP_* in the low
+/// byte; the flag letters that follow it are left out).
+#[inline(always)]
+fn op_tag(flags: u32) -> [u8; 8] {
+    let mut tag = [0u8; 8];
+    match flags & 0xff {
+        0 => tag[0] = b'R',
+        1 => tag[0] = b'W',
+        2 => tag[0] = b'F',
+        3 => tag[0] = b'D',
+        5 => tag[..2].copy_from_slice(b"DE"),
+        _ => tag[0] = b'N',
+    }
+    tag
 }
