@@ -372,9 +372,8 @@ pub enum Counter {
     StrReadFailed = 3,
     /// The per-thread stack map was full.
     StackAllocFailed = 4,
-    /// Records emitted (all kinds).
-    Emitted = 5,
-    /// Per-CPU call id sequence (not a drop counter).
+    /// Per-CPU call id sequence (not a drop counter). Slot 5 is unused: records are counted
+    /// where they arrive, in user space, not with a map update per record.
     CallSeq = 6,
 }
 

@@ -233,7 +233,6 @@ fn submit(mut rec: KernelRecord) {
     rec.ts = unsafe { bpf_ktime_get_ns() };
     entry.write(rec);
     entry.submit(wakeup(core::mem::size_of::<KernelRecord>(), true));
-    count(Counter::Emitted);
 }
 
 /// block_rq_complete on its BTF raw tracepoint (see `programs::KERNEL_BTF`); the same record

@@ -275,9 +275,7 @@ fn emit_strings(mask: u8, call_id: u64, args: &[u64; MAX_ARGS], retry: bool) -> 
             .is_err()
         {
             count(Counter::RingbufFull);
-            continue;
         }
-        count(Counter::Emitted);
     }
     failed
 }
@@ -335,15 +333,14 @@ fn emit_blobs(mask: u8, call_id: u64, args: &[u64; MAX_ARGS]) {
             .is_err()
         {
             count(Counter::RingbufFull);
-            continue;
         }
-        count(Counter::Emitted);
     }
 }
 
 /// Emits the record of a finished call.
 #[inline(always)]
 fn emit_call(
+    pid_tgid: u64,
     wake: bool,
     spec: &FuncSpec,
     frame_call_id: u64,
@@ -353,7 +350,6 @@ fn emit_call(
     depth: u32,
     ret: i64,
 ) {
-    let pid_tgid = bpf_get_current_pid_tgid();
     let Some(mut entry) = STRATA_EVENTS.reserve::<CallRecord>(0) else {
         count(Counter::RingbufFull);
         return;
@@ -403,7 +399,6 @@ fn emit_call(
     } else {
         wakeup(LEN, true)
     });
-    count(Counter::Emitted);
 }
 
 /// The first `nargs` arguments from `arg`, the rest 0. Built element by element: an array
@@ -455,7 +450,9 @@ fn on_entry(spec: &FuncSpec, args: &mut [u64; MAX_ARGS]) -> Res<()> {
         emit_blobs(spec.blob_mask, call_id, args);
     }
     if at_entry {
-        emit_call(false, spec, call_id, parent_id, ts, args, depth, 0);
+        emit_call(
+            pid_tgid, false, spec, call_id, parent_id, ts, args, depth, 0,
+        );
         return Ok(());
     }
     let i = depth as usize;
@@ -525,7 +522,7 @@ fn on_return(spec: &FuncSpec, ret: i64, wake: bool) -> Res<()> {
             emit_strings(f.str_retry as u8, f.call_id, args, false);
         }
         emit_call(
-            wake, spec, f.call_id, parent_id, f.ts_begin, args, i as u32, ret,
+            pid_tgid, wake, spec, f.call_id, parent_id, f.ts_begin, args, i as u32, ret,
         );
     }
     Ok(())
@@ -758,7 +755,6 @@ fn emit_proc(
     // Lifecycle events are rare and user space reads /proc for them while the process still
     // exists: wake it at once.
     entry.submit(u64::from(BPF_RB_FORCE_WAKEUP));
-    count(Counter::Emitted);
 }
 
 #[tracepoint]
