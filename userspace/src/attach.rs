@@ -245,8 +245,10 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
     }
     // Raw mode prefers BTF raw tracepoints; without them, the classic raw_syscalls events
     // (same records, a third more per hit), and the probes table says why.
+    // Parsed once for every BTF raw tracepoint program (the syscalls', rq_complete's).
+    let aya_btf = aya::Btf::from_sys_fs().map_err(|e| format!("no kernel BTF ({e})"));
     let btf_syscalls = match opts.syscall_mode {
-        SyscallMode::Btf => load_btf_syscalls(&mut ebpf)
+        SyscallMode::Btf => load_btf_syscalls(&mut ebpf, &aya_btf)
             .inspect_err(|e| log::info!("syscall probes use raw_syscalls trace events: {e}")),
         SyscallMode::Raw | SyscallMode::PerSyscall => Err("not asked for".into()),
     };
@@ -312,7 +314,7 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
                     &root,
                     *event,
                     attach,
-                    &request_offsets,
+                    (&aya_btf, &request_offsets),
                     &mut status,
                 ),
                 Target::Kfunc { attach, .. } => {
@@ -382,11 +384,15 @@ enum RawLink {
 }
 
 /// Loads the BTF raw tracepoint program `prog` for `tracepoint`; the error says why not.
-fn load_btf(ebpf: &mut Ebpf, prog: &str, tracepoint: &str) -> Result<(), String> {
-    let btf = aya::Btf::from_sys_fs().map_err(|e| format!("no kernel BTF ({e})"))?;
+fn load_btf(
+    ebpf: &mut Ebpf,
+    btf: &Result<aya::Btf, String>,
+    prog: &str,
+    tracepoint: &str,
+) -> Result<(), String> {
     program::<BtfTracePoint>(ebpf, prog)
         .map_err(|e| e.to_string())?
-        .load(tracepoint, &btf)
+        .load(tracepoint, btf.as_ref()?)
         .map_err(|e| {
             // The verifier's log follows on later lines; `-vv` shows it whole.
             log::debug!("loading {prog}: {e}");
@@ -396,9 +402,9 @@ fn load_btf(ebpf: &mut Ebpf, prog: &str, tracepoint: &str) -> Result<(), String>
 }
 
 /// Loads the BTF raw tracepoint programs of the syscall layer; the error says why not.
-fn load_btf_syscalls(ebpf: &mut Ebpf) -> Result<(), String> {
-    load_btf(ebpf, programs::BTF_SYS_ENTER, "sys_enter")?;
-    load_btf(ebpf, programs::BTF_SYS_EXIT, "sys_exit")
+fn load_btf_syscalls(ebpf: &mut Ebpf, btf: &Result<aya::Btf, String>) -> Result<(), String> {
+    load_btf(ebpf, btf, programs::BTF_SYS_ENTER, "sys_enter")?;
+    load_btf(ebpf, btf, programs::BTF_SYS_EXIT, "sys_exit")
 }
 
 fn attach_raw_syscalls(ebpf: &mut Ebpf, btf: bool) -> anyhow::Result<Vec<RawLink>> {
@@ -686,7 +692,7 @@ fn attach_kernel(
     root: &Path,
     event: KernelEvent,
     attach: &[Mechanism],
-    request_offsets: &Result<[u32; 6], String>,
+    (btf, request_offsets): (&Result<aya::Btf, String>, &Result<[u32; 6], String>),
     status: &mut ProbeStatus,
 ) -> Result<(), Failure> {
     first_mechanism(attach, status, |m, status| match m {
@@ -703,7 +709,7 @@ fn attach_kernel(
             if let Err(e) = request_offsets {
                 anyhow::bail!("{e}");
             }
-            load_btf(ebpf, prog, name).map_err(|e| anyhow!(e))?;
+            load_btf(ebpf, btf, prog, name).map_err(|e| anyhow!(e))?;
             program::<BtfTracePoint>(ebpf, prog)?.attach()?;
             Ok(())
         }

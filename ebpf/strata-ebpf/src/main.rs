@@ -211,12 +211,12 @@ fn slot(i: usize) -> usize {
 
 const _: () = assert!(MAX_DEPTH.is_power_of_two());
 
-/// A string length the verifier can bound to the scratch buffer (see `slot`).
+/// `n`, at most `max`, in a form the verifier can bound (see `slot`).
 #[inline(always)]
-fn slot_str(n: usize) -> usize {
+fn bounded(n: usize, max: usize) -> usize {
     // SAFETY: a read of a local.
     let n = unsafe { core::ptr::read_volatile(&n) };
-    if n > STR_CAP { STR_CAP } else { n }
+    if n > max { max } else { n }
 }
 
 #[inline(always)]
@@ -266,7 +266,7 @@ fn emit_strings(mask: u8, call_id: u64, args: &[u64; MAX_ARGS], retry: bool) -> 
                 pid: (bpf_get_current_pid_tgid() >> 32) as u32,
             };
             let n = if len == STR_FAILED { 0 } else { len as usize };
-            core::mem::size_of::<StrHeader>() + slot_str(n)
+            core::mem::size_of::<StrHeader>() + bounded(n, STR_CAP)
         };
         // SAFETY: `used` <= size_of::<StrRecord>(), so the slice stays inside the scratch.
         let bytes = unsafe { core::slice::from_raw_parts(rec.cast::<u8>(), used) };
@@ -325,7 +325,7 @@ fn emit_blobs(mask: u8, call_id: u64, args: &[u64; MAX_ARGS]) {
                 pid: (bpf_get_current_pid_tgid() >> 32) as u32,
             };
         }
-        let used = core::mem::size_of::<StrHeader>() + slot_str(len);
+        let used = core::mem::size_of::<StrHeader>() + bounded(len, STR_CAP);
         // SAFETY: `used` <= size_of::<StrRecord>().
         let bytes = unsafe { core::slice::from_raw_parts(rec.cast::<u8>(), used) };
         if STRATA_EVENTS
@@ -590,7 +590,7 @@ pub fn strata_sys_enter_one(ctx: TracePointContext) -> u32 {
 fn try_sys_enter_one(ctx: &TracePointContext) -> Res<()> {
     let spec = syscall_spec(ctx)?;
     let mut args = [0u64; MAX_ARGS];
-    let n = slot_args(spec.nargs as usize);
+    let n = bounded(spec.nargs as usize, MAX_ARGS);
     // SAFETY: a byte view of a local array; the helper checks the kernel address.
     unsafe {
         let dst = core::slice::from_raw_parts_mut(args.as_mut_ptr().cast::<u8>(), n * 8);
@@ -598,14 +598,6 @@ fn try_sys_enter_one(ctx: &TracePointContext) -> Res<()> {
         bpf_probe_read_kernel_buf(src, dst).map_err(|e| e as i64)?;
     }
     on_entry(spec, &mut args)
-}
-
-/// An argument count the verifier can bound (see `slot`).
-#[inline(always)]
-fn slot_args(n: usize) -> usize {
-    // SAFETY: a read of a local.
-    let n = unsafe { core::ptr::read_volatile(&n) };
-    if n > MAX_ARGS { MAX_ARGS } else { n }
 }
 
 #[tracepoint]
