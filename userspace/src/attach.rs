@@ -17,7 +17,9 @@ use aya::{
         uprobe::{UProbeAttachLocation, UProbeAttachPoint, UProbeScope},
     },
 };
-use strata_common::{Config, FIELD_NONE, FuncSpec, KernelEvent, KernelFields, maps, programs};
+use strata_common::{
+    Config, FIELD_NONE, FuncSpec, KernelEvent, KernelFields, globals, maps, programs,
+};
 
 use crate::{
     probes::{Mechanism, Probe, Target},
@@ -208,14 +210,26 @@ impl SyscallMode {
 
 pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
     let root = tracefs::root()?;
-    let mut ebpf = EbpfLoader::new()
-        .map_max_entries(maps::EVENTS, opts.ring_bytes)
-        .load(EBPF)
-        .context("loading the eBPF programs failed (is this kernel built with CONFIG_BPF_SYSCALL, and are you root?)")?;
-
     // Kernel-structure offsets for kernel-function probes; without BTF those probes fail
     // with the reason, nothing else does.
     let kernel_btf = crate::btf::kernel().map_err(|e| e.to_string());
+    // Thread stacks in task-local storage need the kernel's BTF (the task pointer's type);
+    // the map is created either way.
+    let use_task_storage = u8::from(kernel_btf.is_ok());
+    if !aya::sys::is_map_supported(aya::maps::MapType::TaskStorage).unwrap_or(true) {
+        anyhow::bail!(
+            "this kernel has no task-local storage for BPF programs, which strata needs for its \
+             per-thread call stacks: Linux 5.11 or later is required"
+        );
+    }
+    let mut ebpf = EbpfLoader::new()
+        .map_max_entries(maps::EVENTS, opts.ring_bytes)
+        .override_global(globals::USE_TASK_STORAGE, &use_task_storage, true)
+        // aya has no wrapper for task storage; only the programs use it.
+        .allow_unsupported_maps()
+        .load(EBPF)
+        .context("loading the eBPF programs failed (is this kernel built with CONFIG_BPF_SYSCALL, and are you root?)")?;
+
     let file_offsets = crate::btf::offsets(&kernel_btf, crate::btf::file_offsets);
     let request_offsets = crate::btf::offsets(&kernel_btf, crate::btf::request_offsets);
     let mut config = lifecycle_config(&root, opts)?;
@@ -349,6 +363,16 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
         users
             .insert(uid, 1, 0)
             .with_context(|| format!("cannot add uid {uid} to the user filter"))?;
+    }
+    // How close each program came to the verifier's budget (older kernels prune less).
+    for (name, prog) in ebpf.programs() {
+        if let Some(n) = prog
+            .info()
+            .ok()
+            .and_then(|i| i.verified_instruction_count())
+        {
+            log::debug!("program {name}: the verifier processed {n} instructions");
+        }
     }
     Ok(Loaded {
         raw_syscalls,
@@ -974,7 +998,7 @@ mod tests {
     use std::collections::BTreeSet;
 
     use object::{Object as _, ObjectSection as _, ObjectSymbol as _, SymbolKind};
-    use strata_common::{maps, programs};
+    use strata_common::{globals, maps, programs};
 
     use super::{EBPF, fdinfo_field};
 
@@ -992,10 +1016,12 @@ mod tests {
     }
 
     /// The eBPF object's programs (global functions outside `.text`, where the shared
-    /// subprograms live) and maps (symbols of the `maps` section).
-    fn object_names() -> (BTreeSet<String>, BTreeSet<String>) {
+    /// subprograms live), maps (symbols of the `maps` and BTF-defined `.maps` sections) and
+    /// read-only globals.
+    fn object_names() -> (BTreeSet<String>, BTreeSet<String>, BTreeSet<String>) {
         let obj = object::File::parse(EBPF).expect("the eBPF object parses");
-        let (mut progs, mut maps) = (BTreeSet::new(), BTreeSet::new());
+        let (mut progs, mut maps, mut globals) =
+            (BTreeSet::new(), BTreeSet::new(), BTreeSet::new());
         for sym in obj.symbols() {
             let Some(section) = sym
                 .section_index()
@@ -1005,18 +1031,20 @@ mod tests {
             };
             let section = section.name().unwrap_or_default();
             let name = sym.name().unwrap_or_default().to_string();
-            if section == "maps" {
+            if section == "maps" || section == ".maps" {
                 maps.insert(name);
+            } else if section.starts_with(".rodata") && sym.is_global() {
+                globals.insert(name);
             } else if sym.kind() == SymbolKind::Text && sym.is_global() && section != ".text" {
                 progs.insert(name);
             }
         }
-        (progs, maps)
+        (progs, maps, globals)
     }
 
     #[test]
     fn the_object_defines_exactly_the_shared_names() {
-        let (progs, object_maps) = object_names();
+        let (progs, object_maps, object_globals) = object_names();
         let mut named: BTreeSet<String> = [
             programs::SYS_ENTER,
             programs::SYS_EXIT,
@@ -1048,6 +1076,7 @@ mod tests {
         for m in [
             maps::CONFIG,
             maps::TRACED,
+            maps::TASK_STACKS,
             maps::STACKS,
             maps::ZERO_STACK,
             maps::FUNC_SPECS,
@@ -1066,5 +1095,10 @@ mod tests {
         ] {
             assert!(object_maps.contains(m), "map {m} missing from the object");
         }
+        assert_eq!(
+            object_globals,
+            BTreeSet::from([globals::USE_TASK_STORAGE.to_string()]),
+            "read-only globals of the object vs strata_common::globals"
+        );
     }
 }

@@ -270,6 +270,10 @@ impl ArgKind {
     fn is_deref(self) -> bool {
         matches!(self, Self::HandleRef | Self::RequestRef)
     }
+    /// Read at entry for library functions (uprobes) only.
+    fn library_only(self) -> bool {
+        self.is_array() || self.is_deref() || self == Self::Datatype
+    }
 }
 
 /// One validated probe. `id` is its index in the file: the function id of the kernel side.
@@ -540,6 +544,22 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
         if p.internal && !matches!(target, Target::Uprobe { .. }) {
             return Err(bad("`internal` is for library functions".into()));
         }
+        // The kernel programs read these only where they can occur (see `on_entry`).
+        let not_read = match target {
+            Target::Uprobe { .. } | Target::Kernel { .. } => None,
+            Target::Syscall(_) => args.iter().find(|a| a.library_only()),
+            Target::Kfunc { .. } => args.iter().find(|a| a.library_only() || a.is_string()),
+        };
+        if let Some(a) = not_read {
+            return Err(bad(format!(
+                "`{a}` arguments are read from user memory for {}; declare it as `ptr` here",
+                if a.is_string() {
+                    "syscalls and library functions"
+                } else {
+                    "library functions only"
+                }
+            )));
+        }
         // One probe per thing probed, whatever mechanisms it lists.
         if !seen.insert(target.to_string()) {
             return Err(bad(format!("{target} is declared twice")));
@@ -724,6 +744,16 @@ mod tests {
         ));
         assert_eq!(e.reason, "syscall \"read\" is declared twice", "{e}");
         assert_eq!(e.line, 6, "{e}");
+        // Arguments read from user memory only where the kernel programs read them.
+        let e = parse_err(&format!(
+            "{base}syscall = \"read\"\nargs = [\"fd\", \"dims\"]\n"
+        ));
+        assert!(e.reason.contains("`dims` arguments are read"), "{e}");
+        assert!(e.reason.contains("library functions only"), "{e}");
+        let e = parse_err(
+            "[[probe]]\nlayer = \"vfs\"\nkfunc = \"vfs_open\"\nattach = [\"kprobe:vfs_open\"]\nop = \"open\"\nret = \"status\"\nargs = [\"path\"]\n",
+        );
+        assert!(e.reason.contains("`path` arguments are read"), "{e}");
         let e = parse_err("[[probe]]\nlayer = 3\n");
         assert_eq!(e.line, 2, "{e}");
         let e = parse_err("[[probe]\n");

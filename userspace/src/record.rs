@@ -298,6 +298,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
     run_row.str_read_failed = counter_total(counters, Counter::StrReadFailed) as i64;
     run_row.stack_overflow = counter_total(counters, Counter::StackOverflow) as i64;
     run_row.stack_mismatch = counter_total(counters, Counter::StackMismatch) as i64;
+    run_row.stack_unavailable = counter_total(counters, Counter::StackAllocFailed) as i64;
     let detach_later = loaded;
     run_row.calls_written =
         (out.calls.rows_written + crate::sink::Table::len(&out.calls.rows) as u64) as i64;

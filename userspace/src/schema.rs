@@ -100,6 +100,7 @@ table!(Run, RunRow, "run", {
     str_read_failed: I64,
     stack_overflow: I64,
     stack_mismatch: I64,
+    stack_unavailable: I64,
     calls_written: I64,
     peak_rss_kib: OptI64,
     cpu_ns: OptI64,

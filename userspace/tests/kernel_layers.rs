@@ -356,3 +356,56 @@ fn a_read_that_misses_the_cache_reads_the_disk_and_a_second_does_not() {
         t.vfs_child(reads[1], "vfs_read");
     }
 }
+
+/// The verifier's work per program, as the kernel reports it (Linux 5.16+). Older kernels
+/// prune fewer paths: a program at a few percent of the 1,000,000-instruction budget on a
+/// new kernel can exceed it on an old one (a change that passed on 6.18 hit the limit on
+/// 6.1), so each must stay well inside it on every test kernel.
+#[test]
+fn every_program_verifies_well_within_the_kernels_budget() {
+    require_root();
+    let dir = scratch("verifier");
+    let res = run(strata()
+        .args([
+            "record",
+            "-vv",
+            "--layers",
+            "posix,stdio,vfs,block,pagecache",
+            "-o",
+        ])
+        .arg(dir.join("out"))
+        .args(["--", "true"]));
+    assert!(res.status.success(), "{:?}", res.status);
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    let counts: Vec<(&str, u64)> = stderr
+        .lines()
+        .filter_map(|l| {
+            let rest = l.split("program ").nth(1)?;
+            let (name, rest) = rest.split_once(": the verifier processed ")?;
+            Some((name, rest.split_whitespace().next()?.parse().ok()?))
+        })
+        .collect();
+    for always in [
+        "strata_sys_enter",
+        "strata_sys_exit",
+        "strata_btf_sys_enter",
+        "strata_btf_sys_exit",
+        "strata_uprobe_entry",
+        "strata_uprobe_return",
+        "strata_task_newtask",
+        "strata_process_exit",
+    ] {
+        assert!(
+            counts.iter().any(|(n, _)| *n == always),
+            "no verifier count for {always}: {counts:?}"
+        );
+    }
+    let worst = counts.iter().max_by_key(|(_, n)| *n).unwrap();
+    eprintln!("verifier work per program: {counts:?}");
+    assert!(
+        worst.1 <= 250_000,
+        "{} took {} verifier instructions, over a quarter of the kernel's budget: {counts:?}",
+        worst.0,
+        worst.1
+    );
+}

@@ -24,6 +24,9 @@ pub const CLONE_THREAD: u64 = 0x0001_0000;
 pub mod maps {
     pub const CONFIG: &str = "STRATA_CONFIG";
     pub const TRACED: &str = "STRATA_TRACED";
+    /// Per-thread stacks in task-local storage (kernels with BTF).
+    pub const TASK_STACKS: &str = "STRATA_TASK_STACKS";
+    /// Per-thread stacks by tid (kernels without BTF).
     pub const STACKS: &str = "STRATA_STACKS";
     pub const ZERO_STACK: &str = "STRATA_ZERO_STACK";
     pub const FUNC_SPECS: &str = "STRATA_FUNC_SPECS";
@@ -39,6 +42,12 @@ pub mod maps {
     pub const CGROUPS: &str = "STRATA_CGROUPS";
     pub const USERS: &str = "STRATA_USERS";
     pub const LAST_WAKE: &str = "STRATA_LAST_WAKE";
+}
+
+/// Read-only globals of the programs, set by the loader.
+pub mod globals {
+    /// `u8`: 1 to keep thread stacks in task-local storage (needs the kernel's BTF).
+    pub const USE_TASK_STORAGE: &str = "STRATA_USE_TASK_STORAGE";
 }
 
 /// Program names (the eBPF function names).
@@ -348,7 +357,7 @@ pub struct Frame {
     pub str_retry: u32,
 }
 
-/// The per-thread call stack (keyed by tid in [`maps::STACKS`]).
+/// The per-thread call stack (in [`maps::TASK_STACKS`], or keyed by tid in [`maps::STACKS`]).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct ThreadStack {
@@ -370,7 +379,8 @@ pub enum Counter {
     StackMismatch = 2,
     /// A user string could not be read (page not resident, bad pointer).
     StrReadFailed = 3,
-    /// The per-thread stack map was full.
+    /// A thread could get no call stack (no memory for its task storage, or the hash map
+    /// of kernels without BTF was full): its call is not recorded.
     StackAllocFailed = 4,
     /// Per-CPU call id sequence (not a drop counter). Slot 5 is unused: records are counted
     /// where they arrive, in user space, not with a map update per record.

@@ -12,11 +12,10 @@ use aya_ebpf::{
     programs::{BtfTracePointContext, TracePointContext},
 };
 use strata_common::{
-    BioKey, Counter, FIELD_NONE, KERNEL_EVENTS, KernelEvent, KernelFields, KernelRecord, MAX_DEPTH,
-    RecordKind,
+    BioKey, Counter, FIELD_NONE, KERNEL_EVENTS, KernelEvent, KernelFields, KernelRecord, RecordKind,
 };
 
-use crate::{Res, STRATA_EVENTS, STRATA_STACKS, config, count, slot, traced, wakeup};
+use crate::{Res, STRATA_EVENTS, config, count, thread::current_call, traced, wakeup};
 
 #[map]
 static STRATA_KERNEL_FIELDS: Array<KernelFields> = Array::with_max_entries(KERNEL_EVENTS as u32, 0);
@@ -74,27 +73,10 @@ fn field<T: Copy + Default>(ctx: &TracePointContext, off: u32) -> T {
     unsafe { ctx.read_at::<T>(off as usize) }.unwrap_or_default()
 }
 
-/// The traced call in progress on `tid`, 0 if none.
-#[inline(always)]
-fn current_call(tid: u32) -> u64 {
-    // SAFETY: read-only lookup; the stack belongs to the current thread.
-    match unsafe { STRATA_STACKS.get(&tid) } {
-        Some(st) if st.depth > 0 => {
-            let d = if st.depth as usize > MAX_DEPTH {
-                MAX_DEPTH
-            } else {
-                st.depth as usize
-            };
-            st.frames[slot(d - 1)].call_id
-        }
-        _ => 0,
-    }
-}
-
 #[inline(always)]
 fn watched(ino: u64) -> bool {
     // SAFETY: read-only lookup of a plain value.
-    unsafe { STRATA_WATCHED_INODES.get(&ino) }.is_some()
+    unsafe { STRATA_WATCHED_INODES.get(ino) }.is_some()
 }
 
 fn try_kernel_event(ctx: &TracePointContext, event: KernelEvent) -> Res<()> {
@@ -119,13 +101,13 @@ fn try_kernel_event(ctx: &TracePointContext, event: KernelEvent) -> Res<()> {
         KernelEvent::BioQueue => {
             if mine {
                 call_id = current_call(tid);
-            } else if let Some(i) = unsafe { STRATA_WRITEBACK_THREADS.get(&tid) } {
+            } else if let Some(i) = unsafe { STRATA_WRITEBACK_THREADS.get(tid) } {
                 ino = *i;
             } else {
                 return Ok(());
             }
-            let _ = STRATA_PENDING_BIOS.insert(&key, &1, 0);
-            let _ = STRATA_BUSY_DEVS.insert(&dev, &unsafe { bpf_ktime_get_ns() }, 0);
+            let _ = STRATA_PENDING_BIOS.insert(key, 1, 0);
+            let _ = STRATA_BUSY_DEVS.insert(dev, unsafe { bpf_ktime_get_ns() }, 0);
         }
         KernelEvent::BioRemap => {
             let old = BioKey {
@@ -133,29 +115,29 @@ fn try_kernel_event(ctx: &TracePointContext, event: KernelEvent) -> Res<()> {
                 _pad: 0,
                 sector: field(ctx, f.old_sector),
             };
-            unsafe { STRATA_PENDING_BIOS.get(&old) }.ok_or(0)?;
-            let _ = STRATA_PENDING_BIOS.remove(&old);
-            let _ = STRATA_PENDING_BIOS.insert(&key, &1, 0);
-            let _ = STRATA_BUSY_DEVS.insert(&dev, &unsafe { bpf_ktime_get_ns() }, 0);
+            unsafe { STRATA_PENDING_BIOS.get(old) }.ok_or(0)?;
+            let _ = STRATA_PENDING_BIOS.remove(old);
+            let _ = STRATA_PENDING_BIOS.insert(key, 1, 0);
+            let _ = STRATA_BUSY_DEVS.insert(dev, unsafe { bpf_ktime_get_ns() }, 0);
         }
         KernelEvent::BioSplit => {
-            unsafe { STRATA_PENDING_BIOS.get(&key) }.ok_or(0)?;
+            unsafe { STRATA_PENDING_BIOS.get(key) }.ok_or(0)?;
             let rest = BioKey {
                 dev,
                 _pad: 0,
                 sector: field(ctx, f.new_sector),
             };
-            let _ = STRATA_PENDING_BIOS.insert(&rest, &1, 0);
+            let _ = STRATA_PENDING_BIOS.insert(rest, 1, 0);
         }
         KernelEvent::RqIssue | KernelEvent::RqComplete => busy(dev)?,
         KernelEvent::WritebackStart => {
             if cfg.trace_all == 0 && !watched(ino) {
                 return Ok(());
             }
-            let _ = STRATA_WRITEBACK_THREADS.insert(&tid, &ino, 0);
+            let _ = STRATA_WRITEBACK_THREADS.insert(tid, ino, 0);
         }
         KernelEvent::WritebackEnd => {
-            let _ = STRATA_WRITEBACK_THREADS.remove(&tid);
+            let _ = STRATA_WRITEBACK_THREADS.remove(tid);
             if cfg.trace_all == 0 && !watched(ino) {
                 return Ok(());
             }
@@ -167,7 +149,7 @@ fn try_kernel_event(ctx: &TracePointContext, event: KernelEvent) -> Res<()> {
                 // writeback by a worker, seconds later, is kept. User space also watches the
                 // files traced processes open, but only once it has read their events.
                 if event != KernelEvent::CacheDelete && !watched(ino) {
-                    let _ = STRATA_WATCHED_INODES.insert(&ino, &1, 0);
+                    let _ = STRATA_WATCHED_INODES.insert(ino, 1, 0);
                 }
             } else if !watched(ino) {
                 return Ok(());
@@ -215,7 +197,7 @@ fn try_kernel_event(ctx: &TracePointContext, event: KernelEvent) -> Res<()> {
 #[inline(always)]
 fn busy(dev: u32) -> Res<()> {
     // SAFETY: read-only lookup of a plain value.
-    let last = *unsafe { STRATA_BUSY_DEVS.get(&dev) }.ok_or(0)?;
+    let last = *unsafe { STRATA_BUSY_DEVS.get(dev) }.ok_or(0)?;
     // Saturating: `last` may come from another CPU a few ns ahead of this one.
     if unsafe { bpf_ktime_get_ns() }.saturating_sub(last) > BUSY_NS {
         return Err(0);

@@ -13,7 +13,7 @@ use aya_ebpf::{
 };
 use strata_common::{Counter, FuncSpec, MAX_ARGS, MAX_DEPTH, NO_ARG, SPEC_ENABLED, SPEC_KERNEL};
 
-use crate::{Res, STRATA_FUNC_SPECS, STRATA_STACKS, config, count, on_entry, on_return, slot};
+use crate::{Res, STRATA_FUNC_SPECS, config, count, on_entry, on_return, slot, thread};
 
 /// Kernel function address -> probe id.
 #[map]
@@ -36,7 +36,7 @@ fn try_kprobe_entry(ctx: &ProbeContext) -> Res<()> {
     // SAFETY: the helper reads the probed address of the current kprobe.
     let ip = unsafe { bpf_get_func_ip(ctx.as_ptr()) };
     // SAFETY: read-only lookup of a plain value.
-    let id = *unsafe { STRATA_KFUNC_IDS.get(&ip) }.ok_or(-1)?;
+    let id = *unsafe { STRATA_KFUNC_IDS.get(ip) }.ok_or(-1)?;
     let spec: &FuncSpec = STRATA_FUNC_SPECS.get(id).ok_or(-1)?;
     if spec.flags & SPEC_ENABLED == 0 {
         return Err(-1);
@@ -45,7 +45,7 @@ fn try_kprobe_entry(ctx: &ProbeContext) -> Res<()> {
     // the return, which goes by the top frame, never pops someone else's.
     let tid = bpf_get_current_pid_tgid() as u32;
     // SAFETY: read-only lookup; the stack belongs to the current thread.
-    if unsafe { STRATA_STACKS.get(&tid) }.is_some_and(|st| st.depth as usize >= MAX_DEPTH) {
+    if thread::stack(tid).is_some_and(|st| unsafe { (*st).depth } as usize >= MAX_DEPTH) {
         count(Counter::StackOverflow);
         return Ok(());
     }
@@ -90,7 +90,8 @@ fn try_kprobe_entry(ctx: &ProbeContext) -> Res<()> {
             args[d] = u64::from(dev);
         }
     }
-    on_entry(spec, &mut args)
+    // Kernel functions' arguments are kernel values: no user-space captures.
+    on_entry::<0>(spec, &mut args)
 }
 
 #[kretprobe]
@@ -103,7 +104,7 @@ pub fn strata_kprobe_return(ctx: RetProbeContext) -> u32 {
 fn try_kprobe_return(ctx: &RetProbeContext) -> Res<()> {
     let tid = bpf_get_current_pid_tgid() as u32;
     // SAFETY: read-only lookup; the stack belongs to the current thread.
-    let st = unsafe { STRATA_STACKS.get(&tid) }.ok_or(0)?;
+    let st = unsafe { &*thread::stack(tid).ok_or(0)? };
     let depth = st.depth as usize;
     if depth == 0 || depth > MAX_DEPTH {
         return Ok(());

@@ -11,12 +11,11 @@
 
 mod kernel;
 mod kfunc;
+mod thread;
 
 use aya_ebpf::{
     EbpfContext as _,
-    bindings::{
-        BPF_F_NO_PREALLOC, BPF_RB_AVAIL_DATA, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP, pt_regs,
-    },
+    bindings::{BPF_RB_AVAIL_DATA, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP, pt_regs},
     helpers::{
         bpf_get_attach_cookie, bpf_get_current_ancestor_cgroup_id, bpf_get_current_comm,
         bpf_get_current_pid_tgid, bpf_get_current_uid_gid, bpf_get_smp_processor_id,
@@ -31,7 +30,7 @@ use strata_common::{
     BLOB_WORDS, CALL_OUT_VALID, CLONE_THREAD, COUNTER_SLOTS, CallRecord, Config, Counter, FuncSpec,
     MAX_ARGS, MAX_CGROUP_LEVEL, MAX_DEPTH, MAX_FUNCS, MAX_SYSCALLS, NO_ARG, ProcEvent, ProcRecord,
     RecordKind, SPEC_EMIT_AT_ENTRY, SPEC_ENABLED, STR_CAP, STR_FAILED, StrHeader, StrRecord,
-    ThreadStack, WAKEUP_BYTES,
+    WAKEUP_BYTES,
 };
 
 #[map]
@@ -48,15 +47,6 @@ static STRATA_CGROUPS: HashMap<u64, u32> = HashMap::with_max_entries(4096, 0);
 /// The uids traced when `Config::user_filter` is set (the value is unused).
 #[map]
 static STRATA_USERS: HashMap<u32, u8> = HashMap::with_max_entries(1024, 0);
-
-/// Per-thread call stacks, allocated on a thread's first traced call.
-#[map]
-static STRATA_STACKS: HashMap<u32, ThreadStack> =
-    HashMap::with_max_entries(65536, BPF_F_NO_PREALLOC);
-
-/// Never written: the zeroed value a new thread stack is created from (too big for the stack).
-#[map]
-static STRATA_ZERO_STACK: Array<ThreadStack> = Array::with_max_entries(1, 0);
 
 #[map]
 static STRATA_FUNC_SPECS: Array<FuncSpec> = Array::with_max_entries(MAX_FUNCS, 0);
@@ -153,7 +143,7 @@ fn user_traced(cfg: &Config) -> bool {
     }
     let uid = bpf_get_current_uid_gid() as u32;
     // SAFETY: read-only lookup of a plain integer value.
-    unsafe { STRATA_USERS.get(&uid) }.is_some()
+    unsafe { STRATA_USERS.get(uid) }.is_some()
 }
 
 /// Is the current process one strata was asked to trace (whatever its user)?
@@ -166,7 +156,7 @@ fn in_target(cfg: &Config, tgid: u32) -> bool {
         return in_traced_cgroup(cfg.cgroup_levels);
     }
     // SAFETY: read-only lookup of a plain integer value.
-    cfg.trace_all != 0 || unsafe { STRATA_TRACED.get(&tgid) }.is_some()
+    cfg.trace_all != 0 || unsafe { STRATA_TRACED.get(tgid) }.is_some()
 }
 
 /// Is the current task inside one of the traced cgroups? One ancestor lookup per level in
@@ -180,7 +170,7 @@ fn in_traced_cgroup(levels: u32) -> bool {
         // SAFETY: the helper only reads the current task's cgroup.
         let id = unsafe { bpf_get_current_ancestor_cgroup_id(level as i32) };
         // SAFETY: read-only lookup of a plain integer value.
-        if unsafe { STRATA_CGROUPS.get(&id) }.is_some() {
+        if unsafe { STRATA_CGROUPS.get(id) }.is_some() {
             return true;
         }
     }
@@ -219,23 +209,14 @@ fn bounded(n: usize, max: usize) -> usize {
     if n > max { max } else { n }
 }
 
-#[inline(always)]
-fn thread_stack(tid: u32) -> Res<*mut ThreadStack> {
-    if let Some(p) = STRATA_STACKS.get_ptr_mut(&tid) {
-        return Ok(p);
-    }
-    let zero = STRATA_ZERO_STACK.get(0).ok_or(-1)?;
-    if STRATA_STACKS.insert(&tid, zero, 0).is_err() {
-        count(Counter::StackAllocFailed);
-        return Err(-1);
-    }
-    STRATA_STACKS.get_ptr_mut(&tid).ok_or(-1)
-}
-
 /// Copies the string arguments in `mask` into ring-buffer records. A string whose page is
 /// not resident yet (a literal the program never touched) cannot be read here; with `retry`,
 /// it is left out and its bit returned, to be read at return, when the callee has used it.
 #[inline(always)]
+#[expect(
+    clippy::needless_range_loop,
+    reason = "`i` is also the argument's bit in `mask`"
+)]
 fn emit_strings(mask: u8, call_id: u64, args: &[u64; MAX_ARGS], retry: bool) -> u8 {
     let mut failed = 0u8;
     for i in 0..MAX_ARGS {
@@ -283,6 +264,10 @@ fn emit_strings(mask: u8, call_id: u64, args: &[u64; MAX_ARGS], retry: bool) -> 
 /// Copies the arrays (up to `BLOB_WORDS` words) that the arguments in `mask` point to. An
 /// array shorter than that may end at an unmapped page: then words are read one at a time.
 #[inline(always)]
+#[expect(
+    clippy::needless_range_loop,
+    reason = "`i` is also the argument's bit in `mask`"
+)]
 fn emit_blobs(mask: u8, call_id: u64, args: &[u64; MAX_ARGS]) {
     for i in 0..MAX_ARGS {
         if mask & (1 << i) == 0 || args[i] == 0 {
@@ -339,6 +324,10 @@ fn emit_blobs(mask: u8, call_id: u64, args: &[u64; MAX_ARGS]) {
 
 /// Emits the record of a finished call.
 #[inline(always)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the record's fields, inlined into each program"
+)]
 fn emit_call(
     pid_tgid: u64,
     wake: bool,
@@ -410,15 +399,34 @@ fn load_args(nargs: u8, arg: impl Fn(usize) -> u64) -> [u64; MAX_ARGS] {
     [a(0), a(1), a(2), a(3), a(4), a(5)]
 }
 
-/// Entry half shared by syscalls and uprobes: filter, push a frame, copy strings.
+/// `on_entry` captures: user-space strings (syscalls and library functions).
+const CAPTURE_STRINGS: u8 = 1;
+/// `on_entry` captures: what only library functions declare (handles behind pointers, MPI
+/// datatype sizes, arrays); user space refuses such arguments elsewhere.
+const CAPTURE_LIBRARY: u8 = 2;
+
+/// Entry half shared by syscalls, uprobes and kernel functions: filter, push a frame, copy
+/// what the spec asks for among `CAPTURE`. Each program is built with only the captures its
+/// probes can use: older kernels' verifiers walk every loop of every capture on every path,
+/// and the budget of a million instructions was nearly spent on 6.1.
 #[inline(always)]
-fn on_entry(spec: &FuncSpec, args: &mut [u64; MAX_ARGS]) -> Res<()> {
+fn on_entry<const CAPTURE: u8>(spec: &FuncSpec, args: &mut [u64; MAX_ARGS]) -> Res<()> {
     let cfg = config()?;
-    let pid_tgid = bpf_get_current_pid_tgid();
-    if !traced(cfg, (pid_tgid >> 32) as u32) {
+    if cfg.stopped != 0 {
         return Ok(());
     }
-    if spec.deref_mask != 0 {
+    let pid_tgid = bpf_get_current_pid_tgid();
+    let tid = pid_tgid as u32;
+    // A thread gets its stack on its first traced call. Where the filter cannot change its
+    // verdict on a running thread (targets by pid, or all), having one means being traced:
+    // no filter lookup. A cgroup or a uid can change under a running thread. (The stack is
+    // looked up again below rather than kept: one pointer from one call site keeps the
+    // verifier's paths few enough for older kernels.)
+    let known = cfg.cgroup_mode == 0 && cfg.user_filter == 0 && thread::stack(tid).is_some();
+    if !known && !traced(cfg, (pid_tgid >> 32) as u32) {
+        return Ok(());
+    }
+    if CAPTURE & CAPTURE_LIBRARY != 0 && spec.deref_mask != 0 {
         for (i, a) in args.iter_mut().enumerate() {
             if spec.deref_mask & (1 << i) != 0 {
                 // SAFETY: the helper tolerates bad user pointers (the value stays 0).
@@ -426,7 +434,7 @@ fn on_entry(spec: &FuncSpec, args: &mut [u64; MAX_ARGS]) -> Res<()> {
             }
         }
     }
-    if spec.datatype_arg != NO_ARG {
+    if CAPTURE & CAPTURE_LIBRARY != 0 && spec.datatype_arg != NO_ARG {
         if let Some(a) = args.get_mut(spec.datatype_arg as usize) {
             let at = a.wrapping_add(u64::from(cfg.datatype_size_off));
             // SAFETY: the helper tolerates bad user pointers (the size stays 0: unknown).
@@ -434,7 +442,7 @@ fn on_entry(spec: &FuncSpec, args: &mut [u64; MAX_ARGS]) -> Res<()> {
         }
     }
     let args = &*args;
-    let st = thread_stack(pid_tgid as u32)?;
+    let st = thread::stack_or_new(tid)?;
     let call_id = next_call_id();
     let ts = unsafe { bpf_ktime_get_ns() };
     // SAFETY: `st` points into the stack map's value for this thread; only this thread
@@ -445,8 +453,12 @@ fn on_entry(spec: &FuncSpec, args: &mut [u64; MAX_ARGS]) -> Res<()> {
         _ => 0,
     };
     let at_entry = spec.flags & SPEC_EMIT_AT_ENTRY != 0;
-    let str_retry = emit_strings(spec.str_mask, call_id, args, !at_entry);
-    if spec.blob_mask != 0 {
+    let str_retry = if CAPTURE & CAPTURE_STRINGS != 0 {
+        emit_strings(spec.str_mask, call_id, args, !at_entry)
+    } else {
+        0
+    };
+    if CAPTURE & CAPTURE_LIBRARY != 0 && spec.blob_mask != 0 {
         emit_blobs(spec.blob_mask, call_id, args);
     }
     if at_entry {
@@ -479,7 +491,7 @@ fn on_entry(spec: &FuncSpec, args: &mut [u64; MAX_ARGS]) -> Res<()> {
 fn on_return(spec: &FuncSpec, ret: i64, wake: bool) -> Res<()> {
     let pid_tgid = bpf_get_current_pid_tgid();
     let tid = pid_tgid as u32;
-    let Some(st) = STRATA_STACKS.get_ptr_mut(&tid) else {
+    let Some(st) = thread::stack(tid) else {
         return Ok(());
     };
     // SAFETY: as in `on_entry`.
@@ -572,7 +584,7 @@ fn try_sys_enter(ctx: &TracePointContext) -> Res<()> {
     let mut args = load_args(spec.nargs, |i| unsafe {
         ctx_load::<u64>(ctx, SYSCALL_ARGS_OFF + 8 * i)
     });
-    on_entry(spec, &mut args)
+    on_entry::<CAPTURE_STRINGS>(spec, &mut args)
 }
 
 /// The entry program of `--syscall-mode per-syscall`. A syscall's own event record ends
@@ -597,7 +609,7 @@ fn try_sys_enter_one(ctx: &TracePointContext) -> Res<()> {
         let src = ctx.as_ptr().cast::<u8>().add(SYSCALL_ARGS_OFF);
         bpf_probe_read_kernel_buf(src, dst).map_err(|e| e as i64)?;
     }
-    on_entry(spec, &mut args)
+    on_entry::<CAPTURE_STRINGS>(spec, &mut args)
 }
 
 #[tracepoint]
@@ -653,7 +665,7 @@ fn try_btf_sys_enter(ctx: &BtfTracePointContext) -> Res<()> {
     let spec = spec_of_syscall(ctx.arg::<u64>(1) as u32)?;
     let regs = syscall_regs(ctx);
     let mut args = load_args(spec.nargs, |i| syscall_arg(regs, i));
-    on_entry(spec, &mut args)
+    on_entry::<CAPTURE_STRINGS>(spec, &mut args)
 }
 
 #[btf_tracepoint(function = "sys_exit")]
@@ -695,7 +707,7 @@ pub fn strata_uprobe_entry(ctx: ProbeContext) -> u32 {
 fn try_uprobe_entry(ctx: &ProbeContext) -> Res<()> {
     let spec = func_spec(ctx)?;
     let mut args = load_args(spec.nargs, |i| ctx.arg(i).unwrap_or(0));
-    on_entry(spec, &mut args)
+    on_entry::<{ CAPTURE_STRINGS | CAPTURE_LIBRARY }>(spec, &mut args)
 }
 
 #[uretprobe]
@@ -772,7 +784,7 @@ fn try_task_newtask(ctx: &TracePointContext) -> Res<()> {
     // A new process (not a thread) of a traced process is traced from its first instruction.
     // (In cgroup mode the child is in its parent's cgroup: the filter already sees it.)
     if clone_flags & CLONE_THREAD == 0 && cfg.trace_all == 0 && cfg.cgroup_mode == 0 {
-        let _ = STRATA_TRACED.insert(&(child as u32), &1, 0);
+        let _ = STRATA_TRACED.insert(child as u32, 1, 0);
     }
     if !user_traced(cfg) {
         return Ok(());
@@ -831,7 +843,7 @@ fn try_process_exit(ctx: &TracePointContext) -> Res<()> {
     let tgid = (pid_tgid >> 32) as u32;
     let tid = pid_tgid as u32;
     // Unconditionally: the thread may have been traced before its cgroup stopped being.
-    let _ = STRATA_STACKS.remove(&tid);
+    thread::forget(tid);
     if !in_target(cfg, tgid) {
         return Ok(());
     }
@@ -843,7 +855,7 @@ fn try_process_exit(ctx: &TracePointContext) -> Res<()> {
         unsafe { ctx.read_at::<u8>(cfg.exit_group_dead_off as usize) }.unwrap_or(0) != 0
     };
     if group_dead {
-        let _ = STRATA_TRACED.remove(&tgid);
+        let _ = STRATA_TRACED.remove(tgid);
         if !user_traced(cfg) {
             return Ok(());
         }
