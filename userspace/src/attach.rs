@@ -208,27 +208,37 @@ impl SyscallMode {
     }
 }
 
-pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
-    let root = tracefs::root()?;
-    // Kernel-structure offsets for kernel-function probes; without BTF those probes fail
-    // with the reason, nothing else does.
-    let kernel_btf = crate::btf::kernel().map_err(|e| e.to_string());
-    // Thread stacks in task-local storage need the kernel's BTF (the task pointer's type);
-    // the map is created either way.
-    let use_task_storage = u8::from(kernel_btf.is_ok());
+/// Loads strata's eBPF object (maps created, programs not yet loaded): `ring_bytes` sizes
+/// the ring buffer (default: the object's), `task_storage` keeps thread stacks in
+/// task-local storage (kernels with BTF) instead of a hash map.
+pub fn load_object(ring_bytes: Option<u32>, task_storage: bool) -> anyhow::Result<Ebpf> {
+    // The map is created either way.
     if !aya::sys::is_map_supported(aya::maps::MapType::TaskStorage).unwrap_or(true) {
         anyhow::bail!(
             "this kernel has no task-local storage for BPF programs, which strata needs for its \
              per-thread call stacks: Linux 5.11 or later is required"
         );
     }
-    let mut ebpf = EbpfLoader::new()
-        .map_max_entries(maps::EVENTS, opts.ring_bytes)
-        .override_global(globals::USE_TASK_STORAGE, &use_task_storage, true)
+    let flag = u8::from(task_storage);
+    let mut loader = EbpfLoader::new();
+    if let Some(bytes) = ring_bytes {
+        loader.map_max_entries(maps::EVENTS, bytes);
+    }
+    loader
+        .override_global(globals::USE_TASK_STORAGE, &flag, true)
         // aya has no wrapper for task storage; only the programs use it.
         .allow_unsupported_maps()
         .load(EBPF)
-        .context("loading the eBPF programs failed (is this kernel built with CONFIG_BPF_SYSCALL, and are you root?)")?;
+        .context("loading the eBPF programs failed (is this kernel built with CONFIG_BPF_SYSCALL, and are you root?)")
+}
+
+pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
+    let root = tracefs::root()?;
+    // Kernel-structure offsets for kernel-function probes; without BTF those probes fail
+    // with the reason, nothing else does.
+    let kernel_btf = crate::btf::kernel().map_err(|e| e.to_string());
+    // Thread stacks in task-local storage need the kernel's BTF (the task pointer's type).
+    let mut ebpf = load_object(Some(opts.ring_bytes), kernel_btf.is_ok())?;
 
     let file_offsets = crate::btf::offsets(&kernel_btf, crate::btf::file_offsets);
     let request_offsets = crate::btf::offsets(&kernel_btf, crate::btf::request_offsets);

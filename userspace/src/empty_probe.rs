@@ -5,16 +5,13 @@
 use std::{path::Path, process::Command};
 
 use anyhow::Context as _;
-use aya::{
-    EbpfLoader,
-    programs::{
-        BtfTracePoint, TracePoint, UProbe,
-        uprobe::{UProbeAttachLocation, UProbeAttachPoint, UProbeScope},
-    },
+use aya::programs::{
+    BtfTracePoint, TracePoint, UProbe,
+    uprobe::{UProbeAttachLocation, UProbeAttachPoint, UProbeScope},
 };
 use strata_common::programs;
 
-use crate::attach::{EBPF, program};
+use crate::attach::{load_object, program};
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum Mechanism {
@@ -37,9 +34,7 @@ pub fn run(
     let (exe, args) = command
         .split_first()
         .context("give the command to run after --")?;
-    let mut ebpf = EbpfLoader::new()
-        .load(EBPF)
-        .context("loading the eBPF object failed (are you root?)")?;
+    let mut ebpf = load_object(None, false)?;
     match mechanism {
         Mechanism::RawSyscalls => {
             let tp = program::<TracePoint>(&mut ebpf, programs::EMPTY_TRACEPOINT)?;

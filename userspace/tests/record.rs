@@ -351,6 +351,24 @@ fn exit_code_of_the_command_becomes_stratas() {
     assert!(procs.iter().any(|p| p.i("exit_code") == Some(5)));
 }
 
+/// The benchmark's baselines (`cargo xtask bench`) load the same object as recording does,
+/// and pass the command's exit code through.
+#[test]
+fn empty_probes_of_every_kind_load_and_run_the_command() {
+    require_root();
+    for mechanism in [
+        &["--mechanism", "tracepoint"][..],
+        &["--mechanism", "raw-syscalls"],
+        &["--mechanism", "uprobe", "--function", "fwrite"],
+    ] {
+        let res = run(strata()
+            .arg("bench-empty")
+            .args(mechanism)
+            .args(["--", "sh", "-c", "exit 3"]));
+        assert_eq!(res.status.code(), Some(3), "bench-empty {mechanism:?}");
+    }
+}
+
 /// A process that appends a line to `file` every 20 ms, until killed.
 fn writer(file: &Path) -> std::process::Child {
     Command::new("sh")
