@@ -961,6 +961,56 @@ pub fn counter_total(counters: &PerCpuArray<MapData, u64>, slot: strata_common::
         .unwrap_or(0)
 }
 
+/// What the kernel side dropped or could not do, as counted since load.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Drops {
+    pub lost: u64,
+    pub skipped: u64,
+    pub str_read_failed: u64,
+    pub stack_overflow: u64,
+    pub stack_mismatch: u64,
+    pub stack_unavailable: u64,
+}
+
+impl Drops {
+    pub fn now(loaded: &Loaded) -> Self {
+        use strata_common::Counter;
+        let c = |slot| counter_total(&loaded.counters, slot);
+        Self {
+            lost: c(Counter::RingbufFull),
+            skipped: program_misses(&loaded.ebpf),
+            str_read_failed: c(Counter::StrReadFailed),
+            stack_overflow: c(Counter::StackOverflow),
+            stack_mismatch: c(Counter::StackMismatch),
+            stack_unavailable: c(Counter::StackAllocFailed),
+        }
+    }
+
+    /// The drops counted after `start` (a daemon job's share of the node-wide counters).
+    pub fn since(self, start: Self) -> Self {
+        Self {
+            lost: self.lost.saturating_sub(start.lost),
+            skipped: self.skipped.saturating_sub(start.skipped),
+            str_read_failed: self.str_read_failed.saturating_sub(start.str_read_failed),
+            stack_overflow: self.stack_overflow.saturating_sub(start.stack_overflow),
+            stack_mismatch: self.stack_mismatch.saturating_sub(start.stack_mismatch),
+            stack_unavailable: self
+                .stack_unavailable
+                .saturating_sub(start.stack_unavailable),
+        }
+    }
+
+    /// Into the run row's columns.
+    pub fn record(self, run: &mut crate::schema::RunRow) {
+        run.events_lost = self.lost as i64;
+        run.events_skipped = self.skipped as i64;
+        run.str_read_failed = self.str_read_failed as i64;
+        run.stack_overflow = self.stack_overflow as i64;
+        run.stack_mismatch = self.stack_mismatch as i64;
+        run.stack_unavailable = self.stack_unavailable as i64;
+    }
+}
+
 /// Probe hits the kernel did not run one of strata's programs for, since load: it skips a
 /// kprobe, uprobe or trace-event program when another such program (strata's or another
 /// tool's) is already running on that CPU, e.g. when a disk interrupt lands in a probe. Their

@@ -18,10 +18,10 @@ use std::{
 };
 
 use anyhow::{Context as _, bail};
-use strata_common::{Counter, KernelEvent, ProcEvent};
+use strata_common::{KernelEvent, ProcEvent};
 
 use crate::{
-    attach::{self, counter_total},
+    attach,
     cgroup::Cgroup,
     control::{self, JobStatus, Request, Response},
     correlate::{Clock, Correlator},
@@ -74,8 +74,8 @@ struct Job {
     out: Dataset,
     run: RunRow,
     events: u64,
-    lost_at_start: u64,
-    skipped_at_start: u64,
+    /// The node-wide drop counters when the job started: its run row has the difference.
+    drops_at_start: crate::attach::Drops,
     write_error: Option<anyhow::Error>,
 }
 
@@ -369,8 +369,7 @@ impl Daemon {
             out,
             run,
             events: 0,
-            lost_at_start: counter_total(&self.loaded.counters, Counter::RingbufFull),
-            skipped_at_start: crate::attach::program_misses(&self.loaded.ebpf),
+            drops_at_start: crate::attach::Drops::now(&self.loaded),
             write_error: None,
         };
         self.find_cgroup(&mut job)?;
@@ -571,13 +570,11 @@ impl Daemon {
         let clock = Clock::now();
         job.run.end_ns = Some(clock.epoch(monotonic_ns()));
         job.run.events_recorded = job.events as i64;
-        job.run.events_lost =
-            (counter_total(&self.loaded.counters, Counter::RingbufFull) - job.lost_at_start) as i64;
-        job.run.events_skipped = crate::attach::program_misses(&self.loaded.ebpf)
-            .saturating_sub(job.skipped_at_start) as i64;
-        job.run.calls_written = (job.out.calls.rows_written
-            + crate::sink::Table::len(&job.out.calls.rows) as u64)
-            as i64;
+        crate::attach::Drops::now(&self.loaded)
+            .since(job.drops_at_start)
+            .record(&mut job.run);
+        job.run.calls_written =
+            (job.out.calls.rows_written + job.out.calls.buffered() as u64) as i64;
         job.run.complete = job.write_error.is_none();
         // The daemon's, shared by its jobs.
         job.run.peak_rss_kib = crate::node::peak_rss_kib();

@@ -61,13 +61,12 @@ impl Dataset {
 
     /// Rows waiting to be written (the memory the next flush frees).
     pub fn buffered_rows(&self) -> usize {
-        use crate::sink::Table as _;
-        self.calls.rows.len()
-            + self.handles.rows.len()
-            + self.files.rows.len()
-            + self.processes.rows.len()
-            + self.block.rows.len()
-            + self.pagecache.rows.len()
+        self.calls.buffered()
+            + self.handles.buffered()
+            + self.files.buffered()
+            + self.processes.buffered()
+            + self.block.buffered()
+            + self.pagecache.buffered()
     }
 
     /// Writes out early when this many rows wait, so memory stays bounded whatever the

@@ -137,9 +137,13 @@ pub fn run(events: u64, out: &Path) -> anyhow::Result<Result> {
     let start = Instant::now();
     for (i, rec) in stream.iter().enumerate() {
         corr.handle(events::decode(rec)?, &mut dataset);
-        // Flush as the recorder does about once a second at this rate.
+        // As the recorder does: a file whenever the buffers fill, and a tick and flush about
+        // once a second at this rate.
         if i % 1_000_000 == 999_999 {
+            corr.tick(&mut dataset);
             dataset.flush()?;
+        } else if i % 4096 == 0 {
+            dataset.flush_if_full()?;
         }
     }
     corr.finish(&mut dataset);

@@ -132,6 +132,9 @@ impl Procs {
 
     /// Rows of processes that ended, except one still waiting for its wait status.
     pub fn take_done(&mut self) -> Vec<ProcessRow> {
+        if self.done.is_empty() {
+            return Vec::new();
+        }
         let awaited = self.awaited;
         let (held, done) = std::mem::take(&mut self.done)
             .into_iter()

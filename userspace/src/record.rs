@@ -288,20 +288,13 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
         pb.finish_and_clear();
     }
 
-    let counters = &loaded.counters;
-    let lost = counter_total(counters, Counter::RingbufFull);
+    let drops = attach::Drops::now(&loaded);
+    let (lost, skipped) = (drops.lost, drops.skipped);
     run_row.end_ns = Some(clock.epoch(monotonic_ns()));
     run_row.events_recorded = recorded as i64;
-    run_row.events_lost = lost as i64;
-    let skipped = attach::program_misses(&loaded.ebpf);
-    run_row.events_skipped = skipped as i64;
-    run_row.str_read_failed = counter_total(counters, Counter::StrReadFailed) as i64;
-    run_row.stack_overflow = counter_total(counters, Counter::StackOverflow) as i64;
-    run_row.stack_mismatch = counter_total(counters, Counter::StackMismatch) as i64;
-    run_row.stack_unavailable = counter_total(counters, Counter::StackAllocFailed) as i64;
+    drops.record(&mut run_row);
     let detach_later = loaded;
-    run_row.calls_written =
-        (out.calls.rows_written + crate::sink::Table::len(&out.calls.rows) as u64) as i64;
+    run_row.calls_written = (out.calls.rows_written + out.calls.buffered() as u64) as i64;
     run_row.complete = write_error.is_none();
     run_row.peak_rss_kib = crate::node::peak_rss_kib();
     run_row.cpu_ns = crate::node::cpu_ns();

@@ -23,17 +23,21 @@ use parquet::{
     schema::types::ColumnPath,
 };
 
+use crate::fast::HashMap;
+
 /// A column type: how a Rust value is appended and what Arrow type it becomes.
 pub trait Col {
     type Value;
-    type Builder: ArrayBuilder + Default;
+    type Builder: ArrayBuilder;
     const NULLABLE: bool;
     fn data_type() -> DataType;
+    /// A builder with room for `rows` values (strings and list items grow as they come).
+    fn builder(rows: usize) -> Self::Builder;
     fn append(b: &mut Self::Builder, v: Self::Value);
 }
 
 macro_rules! scalar_col {
-    ($name:ident, $opt:ident, $t:ty, $builder:ty, $dt:expr) => {
+    ($name:ident, $opt:ident, $t:ty, $builder:ty, $dt:expr, $new:expr) => {
         pub struct $name;
         impl Col for $name {
             type Value = $t;
@@ -41,6 +45,9 @@ macro_rules! scalar_col {
             const NULLABLE: bool = false;
             fn data_type() -> DataType {
                 $dt
+            }
+            fn builder(rows: usize) -> $builder {
+                $new(rows)
             }
             fn append(b: &mut $builder, v: $t) {
                 b.append_value(v);
@@ -54,6 +61,9 @@ macro_rules! scalar_col {
             fn data_type() -> DataType {
                 $dt
             }
+            fn builder(rows: usize) -> $builder {
+                $new(rows)
+            }
             fn append(b: &mut $builder, v: Option<$t>) {
                 b.append_option(v);
             }
@@ -61,10 +71,35 @@ macro_rules! scalar_col {
     };
 }
 
-scalar_col!(I64, OptI64, i64, Int64Builder, DataType::Int64);
-scalar_col!(I32, OptI32, i32, Int32Builder, DataType::Int32);
-scalar_col!(Bool, OptBool, bool, BooleanBuilder, DataType::Boolean);
-scalar_col!(Str, OptStr, String, StringBuilder, DataType::Utf8);
+fn strings(rows: usize) -> StringBuilder {
+    StringBuilder::with_capacity(rows, 0)
+}
+
+scalar_col!(
+    I64,
+    OptI64,
+    i64,
+    Int64Builder,
+    DataType::Int64,
+    Int64Builder::with_capacity
+);
+scalar_col!(
+    I32,
+    OptI32,
+    i32,
+    Int32Builder,
+    DataType::Int32,
+    Int32Builder::with_capacity
+);
+scalar_col!(
+    Bool,
+    OptBool,
+    bool,
+    BooleanBuilder,
+    DataType::Boolean,
+    BooleanBuilder::with_capacity
+);
+scalar_col!(Str, OptStr, String, StringBuilder, DataType::Utf8, strings);
 // Names shared by many rows (a call's layer, function, op): one allocation per probe, not
 // per row.
 scalar_col!(
@@ -72,7 +107,8 @@ scalar_col!(
     OptName,
     std::rc::Rc<str>,
     StringBuilder,
-    DataType::Utf8
+    DataType::Utf8,
+    strings
 );
 
 pub struct ListI64;
@@ -82,6 +118,9 @@ impl Col for ListI64 {
     const NULLABLE: bool = false;
     fn data_type() -> DataType {
         DataType::List(Arc::new(Field::new("item", DataType::Int64, true)))
+    }
+    fn builder(rows: usize) -> Self::Builder {
+        ListBuilder::with_capacity(Int64Builder::new(), rows)
     }
     fn append(b: &mut Self::Builder, v: Vec<i64>) {
         b.values().append_slice(&v);
@@ -97,6 +136,9 @@ impl Col for ListStr {
     fn data_type() -> DataType {
         DataType::List(Arc::new(Field::new("item", DataType::Utf8, true)))
     }
+    fn builder(rows: usize) -> Self::Builder {
+        ListBuilder::with_capacity(strings(0), rows)
+    }
     fn append(b: &mut Self::Builder, v: Vec<String>) {
         for s in v {
             b.values().append_value(s);
@@ -106,19 +148,21 @@ impl Col for ListStr {
 }
 
 /// Rows buffered for one table.
-pub trait Table: Default {
+pub trait Table {
     type Row;
     const NAME: &'static str;
     fn schema() -> SchemaRef;
+    /// Empty, with room for `rows` rows.
+    fn with_capacity(rows: usize) -> Self;
     fn push(&mut self, row: Self::Row);
     fn len(&self) -> usize;
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
     fn finish(&mut self) -> RecordBatch;
-    /// An Int32 column whose equal values are brought together in each file, the rows of
-    /// each value in the order they came (none: every row as it came).
-    const GROUP_BY: Option<&'static str> = None;
+    /// The group a row belongs to: each file holds a group's rows together, in the order
+    /// they came, groups in key order (a table without a group key: one group, 0).
+    fn group(row: &Self::Row) -> i32;
 }
 
 /// Declares a table: a row struct with typed fields and a builder that buffers rows.
@@ -132,7 +176,6 @@ macro_rules! table {
         pub struct $row {
             $(pub $col: <$crate::sink::$kind as $crate::sink::Col>::Value),+
         }
-        #[derive(Default)]
         pub struct $table {
             rows: usize,
             $($col: <$crate::sink::$kind as $crate::sink::Col>::Builder),+
@@ -140,7 +183,6 @@ macro_rules! table {
         impl $crate::sink::Table for $table {
             type Row = $row;
             const NAME: &'static str = $name;
-            const GROUP_BY: Option<&'static str> = [$(stringify!($key))?].first().copied();
             fn schema() -> arrow::datatypes::SchemaRef {
                 std::sync::Arc::new(arrow::datatypes::Schema::new(vec![$(
                     arrow::datatypes::Field::new(
@@ -149,6 +191,12 @@ macro_rules! table {
                         <$crate::sink::$kind as $crate::sink::Col>::NULLABLE,
                     )
                 ),+]))
+            }
+            fn with_capacity(rows: usize) -> Self {
+                Self {
+                    rows: 0,
+                    $($col: <$crate::sink::$kind as $crate::sink::Col>::builder(rows)),+
+                }
             }
             fn push(&mut self, row: $row) {
                 $(<$crate::sink::$kind as $crate::sink::Col>::append(&mut self.$col, row.$col);)+
@@ -164,14 +212,31 @@ macro_rules! table {
                 arrow::record_batch::RecordBatch::try_new(Self::schema(), cols)
                     .expect("builders match the schema they were declared with")
             }
+            #[allow(unused_variables)]
+            fn group(row: &$row) -> i32 {
+                [$(row.$key)?].first().copied().unwrap_or(0)
+            }
         }
     };
 }
 pub(crate) use table;
 
-/// Writes one table's batches as numbered Parquet files.
+/// A group's builders start with room for at least this many rows.
+const MIN_GROUP_ROWS: usize = 32;
+
+/// Writes one table's rows as numbered Parquet files.
 pub struct TableWriter<T: Table> {
-    pub rows: T,
+    /// Rows since the last file, one set of builders per group (a thread of the calls
+    /// table): a file then writes each group's arrays as they are, with no reordering copy.
+    groups: Vec<(i32, T)>,
+    /// Where each group is in `groups`.
+    index: HashMap<i32, usize>,
+    /// The group of the last row (rows come in runs of a thread).
+    last: usize,
+    buffered: usize,
+    /// Rows each group had in the last file: its builders start that large, so that a
+    /// steady stream does not regrow and copy them in every interval.
+    sizes: HashMap<i32, usize>,
     dir: PathBuf,
     prefix: String,
     seq: u32,
@@ -186,7 +251,11 @@ impl<T: Table> TableWriter<T> {
         let dir = root.join(T::NAME).join(format!("host={host}"));
         create_dirs(&dir, mode)?;
         Ok(Self {
-            rows: T::default(),
+            groups: Vec::new(),
+            index: HashMap::default(),
+            last: 0,
+            buffered: 0,
+            sizes: HashMap::default(),
             dir,
             prefix: format!("part-{run_id}"),
             seq: 0,
@@ -197,12 +266,31 @@ impl<T: Table> TableWriter<T> {
     }
 
     pub fn push(&mut self, row: T::Row) {
-        self.rows.push(row);
+        let key = T::group(&row);
+        if self.groups.get(self.last).is_none_or(|(k, _)| *k != key) {
+            self.last = match self.index.get(&key) {
+                Some(i) => *i,
+                None => {
+                    let rows = self.sizes.get(&key).copied().unwrap_or(0);
+                    self.groups
+                        .push((key, T::with_capacity(rows.max(MIN_GROUP_ROWS))));
+                    self.index.insert(key, self.groups.len() - 1);
+                    self.groups.len() - 1
+                }
+            };
+        }
+        self.groups[self.last].1.push(row);
+        self.buffered += 1;
+    }
+
+    /// Rows waiting for the next file.
+    pub fn buffered(&self) -> usize {
+        self.buffered
     }
 
     /// Writes the buffered rows as a new file (nothing when empty).
     pub fn flush(&mut self) -> anyhow::Result<()> {
-        if self.rows.is_empty() {
+        if self.buffered == 0 {
             return Ok(());
         }
         self.seq += 1;
@@ -212,44 +300,18 @@ impl<T: Table> TableWriter<T> {
 
     /// Writes the buffered rows as `name`, replacing a file of that name atomically.
     pub fn write_named(&mut self, name: &str) -> anyhow::Result<()> {
-        let n = self.rows.len() as u64;
-        let batch = match T::GROUP_BY {
-            Some(key) => grouped(self.rows.finish(), key)?,
-            None => self.rows.finish(),
-        };
-        let bytes = write_file(&self.dir, name, &batch, self.mode)?;
+        let n = self.buffered as u64;
+        let mut groups = std::mem::take(&mut self.groups);
+        self.index.clear();
+        self.buffered = 0;
+        groups.sort_unstable_by_key(|(k, _)| *k);
+        self.sizes = groups.iter().map(|(k, t)| (*k, t.len())).collect();
+        let batches: Vec<RecordBatch> = groups.iter_mut().map(|(_, t)| t.finish()).collect();
+        let bytes = write_file(&self.dir, name, T::schema(), &batches, self.mode)?;
         self.rows_written += n;
         self.bytes_written += bytes;
         Ok(())
     }
-}
-
-/// `batch` with the rows of equal `key` (an Int32 column) together, each group's rows in
-/// their order; as it is when they already are.
-fn grouped(batch: RecordBatch, key: &str) -> anyhow::Result<RecordBatch> {
-    use arrow::array::AsArray as _;
-    let keys = batch
-        .column_by_name(key)
-        .with_context(|| format!("no column {key} to group by"))?
-        .as_primitive_opt::<arrow::datatypes::Int32Type>()
-        .with_context(|| format!("column {key} is not Int32"))?
-        .values();
-    // A key seen again after another one: the rows are not grouped yet.
-    let mut seen = std::collections::HashSet::new();
-    let together = keys
-        .iter()
-        .enumerate()
-        .all(|(i, k)| (i > 0 && keys[i - 1] == *k) || seen.insert(*k));
-    if together {
-        return Ok(batch);
-    }
-    let mut order: Vec<u32> = (0..batch.num_rows() as u32).collect();
-    // Stable: a thread's rows keep their order.
-    order.sort_by_key(|i| keys[*i as usize]);
-    Ok(arrow::compute::take_record_batch(
-        &batch,
-        &arrow::array::UInt32Array::from(order),
-    )?)
 }
 
 /// Creates `dir` and its missing parents with the search bits matching the files' `mode`
@@ -305,7 +367,14 @@ fn props() -> WriterProperties {
         .build()
 }
 
-fn write_file(dir: &Path, name: &str, batch: &RecordBatch, mode: u32) -> anyhow::Result<u64> {
+/// Writes `batches` in order as one Parquet file.
+fn write_file(
+    dir: &Path,
+    name: &str,
+    schema: SchemaRef,
+    batches: &[RecordBatch],
+    mode: u32,
+) -> anyhow::Result<u64> {
     let tmp = dir.join(format!(".{name}.tmp"));
     let path = dir.join(name);
     let file = fs::OpenOptions::new()
@@ -315,8 +384,10 @@ fn write_file(dir: &Path, name: &str, batch: &RecordBatch, mode: u32) -> anyhow:
         .mode(mode)
         .open(&tmp)
         .with_context(|| format!("cannot create {}", tmp.display()))?;
-    let written = ArrowWriter::try_new(file, batch.schema(), Some(props())).and_then(|mut w| {
-        w.write(batch)?;
+    let written = ArrowWriter::try_new(file, schema, Some(props())).and_then(|mut w| {
+        for batch in batches {
+            w.write(batch)?;
+        }
         w.close().map(|_| ())
     });
     if let Err(e) = written {
@@ -372,52 +443,105 @@ pub fn read_table(root: &Path, table: &str) -> anyhow::Result<Vec<RecordBatch>> 
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use arrow::{
-        array::{AsArray as _, Int32Array, StringArray},
-        datatypes::{DataType, Field, Int32Type, Schema},
+        array::{Array as _, AsArray as _},
+        datatypes::{Int32Type, Int64Type},
     };
 
     use super::*;
 
-    fn batch(tids: &[i32], names: &[&str]) -> RecordBatch {
-        let schema = Schema::new(vec![
-            Field::new("tid", DataType::Int32, false),
-            Field::new("name", DataType::Utf8, false),
-        ]);
-        RecordBatch::try_new(
-            Arc::new(schema),
-            vec![
-                Arc::new(Int32Array::from(tids.to_vec())),
-                Arc::new(StringArray::from(names.to_vec())),
-            ],
-        )
-        .unwrap()
+    table!(Threaded, ThreadedRow, "threaded", grouped_by [tid], {
+        tid: I32,
+        seq: I64,
+        name: OptStr,
+        args: ListI64,
+    });
+    table!(Plain, PlainRow, "plain", { tid: I32, seq: I64 });
+
+    /// (tid, seq) of every row, file by file in name order.
+    fn read_back(root: &Path, table: &str) -> Vec<(i32, i64)> {
+        let mut out = Vec::new();
+        for b in read_table(root, table).unwrap() {
+            let tids = b.column_by_name("tid").unwrap().as_primitive::<Int32Type>();
+            let seqs = b.column_by_name("seq").unwrap().as_primitive::<Int64Type>();
+            out.extend((0..b.num_rows()).map(|i| (tids.value(i), seqs.value(i))));
+        }
+        out
     }
 
-    fn rows(b: &RecordBatch) -> Vec<(i32, String)> {
-        let tids = b.column(0).as_primitive::<Int32Type>();
-        let names = b.column(1).as_string::<i32>();
-        (0..b.num_rows())
-            .map(|i| (tids.value(i), names.value(i).to_string()))
-            .collect()
-    }
-
-    #[test]
-    fn rows_of_a_thread_come_together_in_their_order() {
-        let b = batch(&[7, 3, 7, 9, 3, 7], &["a", "b", "c", "d", "e", "f"]);
-        let g = grouped(b, "tid").unwrap();
-        let want = [(3, "b"), (3, "e"), (7, "a"), (7, "c"), (7, "f"), (9, "d")];
-        let want: Vec<_> = want.iter().map(|(t, n)| (*t, n.to_string())).collect();
-        assert_eq!(rows(&g), want);
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("strata-sink-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        dir
     }
 
     #[test]
-    fn grouped_rows_stay_as_they_are() {
-        // Together already (not in key order): nothing moves.
-        let b = batch(&[9, 9, 3, 5, 5], &["a", "b", "c", "d", "e"]);
-        assert_eq!(rows(&grouped(b.clone(), "tid").unwrap()), rows(&b));
-        assert!(grouped(b, "name").is_err(), "not an Int32 column");
+    fn a_file_holds_each_threads_rows_together_in_their_order() {
+        let root = scratch("grouped");
+        let mut w = TableWriter::<Threaded>::new((&root, "h", "r", 0o600)).unwrap();
+        let tids = [7, 3, 7, 9, 3, 7];
+        for (seq, tid) in tids.iter().enumerate() {
+            w.push(ThreadedRow {
+                tid: *tid,
+                seq: seq as i64,
+                name: (seq % 2 == 0).then(|| format!("n{seq}")),
+                args: vec![seq as i64; seq],
+            });
+        }
+        assert_eq!(w.buffered(), 6);
+        w.flush().unwrap();
+        assert_eq!(w.buffered(), 0);
+        // A second interval: its own file, grouped again.
+        for (seq, tid) in [(6, 9), (7, 3), (8, 9)] {
+            w.push(ThreadedRow {
+                tid,
+                seq,
+                ..Default::default()
+            });
+        }
+        w.flush().unwrap();
+        w.flush().unwrap(); // nothing buffered: no file
+        assert_eq!(w.rows_written, 9);
+        let want = [
+            (3, 1),
+            (3, 4),
+            (7, 0),
+            (7, 2),
+            (7, 5),
+            (9, 3),
+            (3, 7),
+            (9, 6),
+            (9, 8),
+        ];
+        assert_eq!(read_back(&root, "threaded"), want);
+        // Values other than the key move with their row.
+        let batches = read_table(&root, "threaded").unwrap();
+        let b = &batches[0];
+        let names = b.column_by_name("name").unwrap().as_string::<i32>();
+        let args = b.column_by_name("args").unwrap().as_list::<i32>();
+        for (i, (_, seq)) in want.iter().take(b.num_rows()).enumerate() {
+            let seq = *seq;
+            let name = names.is_valid(i).then(|| names.value(i).to_string());
+            assert_eq!(name, (seq % 2 == 0).then(|| format!("n{seq}")), "row {i}");
+            let a = args.value(i);
+            let a: Vec<i64> = a.as_primitive::<Int64Type>().values().to_vec();
+            assert_eq!(a, vec![seq; seq as usize], "row {i}");
+        }
+        let files = fs::read_dir(root.join("threaded/host=h")).unwrap().count();
+        assert_eq!(files, 2);
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_table_without_a_group_keeps_the_rows_as_they_came() {
+        let root = scratch("plain");
+        let mut w = TableWriter::<Plain>::new((&root, "h", "r", 0o600)).unwrap();
+        let rows = [(7, 0), (3, 1), (7, 2), (9, 3)];
+        for (tid, seq) in rows {
+            w.push(PlainRow { tid, seq });
+        }
+        w.flush().unwrap();
+        assert_eq!(read_back(&root, "plain"), rows);
+        fs::remove_dir_all(&root).unwrap();
     }
 }

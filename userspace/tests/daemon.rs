@@ -11,7 +11,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use common::{RowExt as _, Val, require_root, rows, run, scratch, strata};
+use common::{RowExt as _, Val, build_c, require_root, rows, run, scratch, strata};
 
 /// A fresh cgroup under the cgroup v2 root, removed on drop.
 struct Group(PathBuf);
@@ -171,7 +171,9 @@ fn daemon_traces_jobs_into_separate_datasets_and_keeps_running() {
     // Idle, the daemon keeps no syscall tracepoint attached.
     let idle = attachments(daemon.0.id());
 
-    // Job A: a process inside writes 3 x 1000 bytes; one outside writes too.
+    // Job A: a process inside writes 3 x 1000 bytes and opens 2 unreadable paths; one
+    // outside writes too.
+    let bad_path = build_c("cc", "bad_path.c", &dir.join("bad_path"), &[]);
     let a = Group::new("job-a");
     a.create();
     let started = ctl(
@@ -186,7 +188,10 @@ fn daemon_traces_jobs_into_separate_datasets_and_keeps_running() {
     );
     let mut w = inside(
         &a,
-        &format!("dd if=/dev/zero of={d}/a1 bs=1000 count=3 status=none"),
+        &format!(
+            "dd if=/dev/zero of={d}/a1 bs=1000 count=3 status=none && {} 2",
+            bad_path.display()
+        ),
     );
     let mut outside = Command::new("dd")
         .args(["if=/dev/zero", "bs=500", "count=1", "status=none"])
@@ -310,6 +315,10 @@ fn daemon_traces_jobs_into_separate_datasets_and_keeps_running() {
         assert!(r.i("end_ns").is_some(), "{job}: the run row is final");
         assert_eq!(r.get("complete"), Some(&Val::B(true)), "{job}");
         assert!(r.s("clock_source").is_some_and(|s| !s.is_empty()));
+        // The kernel's counters are the node's; each job has those of its own lifetime.
+        let unreadable = if job == "job-a" { 2 } else { 0 };
+        assert_eq!(r.i("str_read_failed"), Some(unreadable), "{job}");
+        assert_eq!(r.i("stack_unavailable"), Some(0), "{job}");
         // Every process of the job, nothing else.
         let procs = rows(&dataset, "processes");
         assert!(!procs.is_empty(), "{job}");

@@ -351,6 +351,35 @@ fn exit_code_of_the_command_becomes_stratas() {
     assert!(procs.iter().any(|p| p.i("exit_code") == Some(5)));
 }
 
+/// A path strata cannot read (the call fails with EFAULT too): the call is recorded without
+/// it, and the run row counts each such read.
+#[test]
+fn unreadable_strings_are_counted_in_the_run_row() {
+    require_root();
+    let dir = scratch("bad_path");
+    let exe = build_c("cc", "bad_path.c", &dir.join("bad_path"), &[]);
+    let out = dir.join("out");
+    let res = run(strata()
+        .args(["record", "-q", "--layers", "posix", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(&exe)
+        .arg("3"));
+    assert!(res.status.success(), "{res:?}");
+    let calls = rows(&out, "calls");
+    let faulted: Vec<&Row> = calls
+        .iter()
+        .filter(|c| c.s("function") == Some("openat") && c.i("errno") == Some(14))
+        .collect();
+    assert_eq!(faulted.len(), 3, "the three failed opens");
+    assert!(faulted.iter().all(|c| c.s("path").is_none()), "{faulted:?}");
+    let run = rows(&out, "run");
+    assert_eq!(run[0].i("str_read_failed"), Some(3));
+    assert_eq!(run[0].i("stack_overflow"), Some(0));
+    assert_eq!(run[0].i("stack_mismatch"), Some(0));
+    assert_eq!(run[0].i("stack_unavailable"), Some(0));
+}
+
 /// The benchmark's baselines (`cargo xtask bench`) load the same object as recording does,
 /// and pass the command's exit code through.
 #[test]
