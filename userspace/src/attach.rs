@@ -2,7 +2,7 @@
 //! enabled probe. A probe that cannot attach is recorded with the reason, never fatal.
 use std::{
     collections::HashMap,
-    os::fd::{AsFd as _, AsRawFd as _},
+    os::fd::{AsFd as _, AsRawFd as _, RawFd},
     path::{Path, PathBuf},
 };
 
@@ -61,7 +61,7 @@ pub struct Loaded {
     cgroup_levels: HashMap<u64, u32>,
     config: Array<MapData, Config>,
     config_value: Config,
-    attached_at: HashMap<(PathBuf, u64), u32>,
+    uprobes: Uprobes,
     /// (dev, inode) of every library file probes are attached to.
     lib_inodes: std::collections::HashSet<(u64, u64)>,
 }
@@ -77,11 +77,150 @@ pub fn stop(loaded: &mut Loaded) -> anyhow::Result<()> {
 
 /// Detaches every probe and unloads the programs.
 ///
-/// Releasing a perf-event uprobe waits for RCU grace periods, one probe after another in the
-/// kernel: about 40 ms each on the development VMs, so seconds for a few hundred probes (a
-/// few ms on bare metal). Callers finish their output first.
+/// Releasing a perf-event uprobe waits for RCU grace periods under a kernel-wide lock, one
+/// probe after another (~90 ms each on a loaded VM here; 50 s for strata's 278 default
+/// probes), so libraries are probed through multi-uprobe links where the kernel has them
+/// (Linux 6.6+): one wait per link. Callers finish their output first.
 pub fn detach(loaded: Loaded) {
     drop(loaded);
+}
+
+/// Where uprobes are attached and how.
+struct Uprobes {
+    /// The probe at each (library file, offset).
+    at: HashMap<(PathBuf, u64), u32>,
+    /// Perf-event links, one per probe and program (kernels without multi uprobes).
+    links: usize,
+    /// The programs for multi links, where the kernel has them.
+    multi: Option<crate::uprobe_multi::Programs>,
+    /// Multi links, two per library file.
+    multi_links: Vec<std::os::fd::OwnedFd>,
+    /// Probes checked and waiting for their file's multi link: (file, offset, probe id).
+    pending: Vec<(PathBuf, u64, u32)>,
+}
+
+impl Uprobes {
+    fn new(ebpf: &Ebpf) -> Self {
+        let multi = crate::uprobe_multi::Programs::load(
+            ebpf,
+            EBPF,
+            programs::UPROBE_ENTRY,
+            programs::UPROBE_RETURN,
+        );
+        if let Err(e) = &multi {
+            log::debug!("no multi-uprobe links, one perf event per uprobe: {e:#}");
+        }
+        Self {
+            at: HashMap::new(),
+            links: 0,
+            multi: multi.ok(),
+            multi_links: Vec::new(),
+            pending: Vec::new(),
+        }
+    }
+
+    /// Attaches the pending probes, one multi link pair per file where the kernel has them
+    /// (Linux 6.6+), else one perf-event uprobe per probe. Returns the probes that could not
+    /// be attached, and those attached by multi link.
+    fn attach_pending(&mut self, ebpf: &mut Ebpf) -> (Vec<(u32, Failure)>, Vec<u32>) {
+        let mut pending = std::mem::take(&mut self.pending);
+        pending.sort();
+        let (mut failed, mut multi) = (Vec::new(), Vec::new());
+        for group in pending.chunk_by(|a, b| a.0 == b.0) {
+            let single = self.attach_multi(group, &mut multi);
+            for (path, offset, id) in single {
+                if let Err(e) = self.attach_one(ebpf, &path, offset, id) {
+                    self.at.remove(&(path.clone(), offset));
+                    failed.push((id, e));
+                }
+            }
+        }
+        (failed, multi)
+    }
+
+    /// Attaches the probes of one file by multi links, halving the set where the kernel
+    /// refuses one (it names no culprit: an offset it cannot probe fails the whole link).
+    /// Returns the probes left to attach one by one.
+    fn attach_multi(
+        &mut self,
+        group: &[(PathBuf, u64, u32)],
+        attached: &mut Vec<u32>,
+    ) -> Vec<(PathBuf, u64, u32)> {
+        let Some(m) = &self.multi else {
+            return group.to_vec();
+        };
+        let offsets: Vec<u64> = group.iter().map(|g| g.1).collect();
+        let cookies: Vec<u64> = group.iter().map(|g| u64::from(g.2)).collect();
+        match m.attach(&group[0].0, &offsets, &cookies) {
+            Ok(links) => {
+                self.multi_links.extend(links);
+                attached.extend(group.iter().map(|g| g.2));
+                Vec::new()
+            }
+            Err(e) if group.len() == 1 => {
+                log::debug!(
+                    "multi-uprobe link at {:#x} in {}: {e}; a perf-event uprobe instead",
+                    group[0].1,
+                    group[0].0.display()
+                );
+                group.to_vec()
+            }
+            Err(_) => {
+                let (a, b) = group.split_at(group.len() / 2);
+                let mut rest = self.attach_multi(a, attached);
+                rest.extend(self.attach_multi(b, attached));
+                rest
+            }
+        }
+    }
+
+    fn attach_one(
+        &mut self,
+        ebpf: &mut Ebpf,
+        path: &Path,
+        offset: u64,
+        id: u32,
+    ) -> Result<(), Failure> {
+        for prog in [programs::UPROBE_ENTRY, programs::UPROBE_RETURN] {
+            let point = UProbeAttachPoint {
+                location: UProbeAttachLocation::AbsoluteOffset(offset),
+                cookie: Some(u64::from(id)),
+            };
+            program::<UProbe>(ebpf, prog)
+                .map_err(|e| Failure::Failed(format!("{e:#}")))?
+                .attach(point, path, UProbeScope::AllProcesses)
+                .map_err(|e| {
+                    Failure::Failed(format!("uprobe at {offset:#x} in {}: {e}", path.display()))
+                })?;
+            self.links += 1;
+        }
+        Ok(())
+    }
+
+    /// The run statistics' and recursion counts' extra programs.
+    fn program_fds(&self) -> Vec<RawFd> {
+        self.multi.iter().flat_map(|m| m.fds()).collect()
+    }
+}
+
+/// Attaches what [`attach_uprobe`] left pending and records the outcome in `statuses`.
+fn finish_uprobes(
+    uprobes: &mut Uprobes,
+    ebpf: &mut Ebpf,
+    statuses: &mut [ProbeStatus],
+    probes: &[Probe],
+) {
+    let (failed, multi) = uprobes.attach_pending(ebpf);
+    for status in statuses.iter_mut() {
+        if multi.contains(&status.probe_id) {
+            status.mechanism = "uprobe_multi";
+        }
+    }
+    for (id, failure) in failed {
+        if let Some(status) = statuses.iter_mut().find(|s| s.probe_id == id) {
+            record_result(status, Err(failure), probes);
+        }
+    }
 }
 
 impl Loaded {
@@ -148,8 +287,13 @@ impl Loaded {
     }
 
     /// Uprobe attachments (entry and return) that detaching will release.
+    /// Time spent in all of strata's programs, see [`program_stats`].
+    pub fn program_stats(&self) -> Option<(u64, u64)> {
+        program_stats(&self.ebpf, &self.uprobes.program_fds())
+    }
+
     pub fn uprobe_links(&self) -> usize {
-        2 * self.attached_at.len()
+        self.uprobes.links
     }
 }
 
@@ -239,6 +383,8 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
     let kernel_btf = crate::btf::kernel().map_err(|e| e.to_string());
     // Thread stacks in task-local storage need the kernel's BTF (the task pointer's type).
     let mut ebpf = load_object(Some(opts.ring_bytes), kernel_btf.is_ok())?;
+    // While every map is still in `ebpf`: the multi-uprobe programs use them all.
+    let mut uprobes = Uprobes::new(&ebpf);
 
     let file_offsets = crate::btf::offsets(&kernel_btf, crate::btf::file_offsets);
     let request_offsets = crate::btf::offsets(&kernel_btf, crate::btf::request_offsets);
@@ -283,7 +429,6 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
     let mut statuses = Vec::with_capacity(probes.len());
     let mut any_syscall = false;
     let mut libs: HashMap<String, Result<(PathBuf, SymbolTable), String>> = HashMap::new();
-    let mut attached_at: HashMap<(PathBuf, u64), u32> = HashMap::new();
     for p in probes {
         let (mechanism, target) = match &p.target {
             Target::Syscall(s) => ("tracepoint", format!("syscalls/sys_{{enter,exit}}_{s}")),
@@ -329,7 +474,7 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
                         Err(e) => Err(Failure::Failed(e.clone())),
                         Ok((path, table)) => {
                             status.target = path.display().to_string();
-                            attach_uprobe(&mut ebpf, p, path, table, symbol, &mut attached_at)
+                            attach_uprobe(&mut ebpf, p, path, table, symbol, &mut uprobes)
                         }
                     }
                 }
@@ -349,6 +494,7 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
         }
         statuses.push(status);
     }
+    finish_uprobes(&mut uprobes, &mut ebpf, &mut statuses, probes);
     let lib_inodes = libs
         .values()
         .filter_map(|l| l.as_ref().ok())
@@ -398,7 +544,7 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
         watched,
         config: cfg_map,
         config_value: config,
-        attached_at,
+        uprobes,
         lib_inodes,
     })
 }
@@ -594,17 +740,11 @@ impl Loaded {
                 status: "failed",
                 reason: None,
             };
-            let r = attach_uprobe(
-                &mut self.ebpf,
-                p,
-                file,
-                table,
-                symbol,
-                &mut self.attached_at,
-            );
+            let r = attach_uprobe(&mut self.ebpf, p, file, table, symbol, &mut self.uprobes);
             record_result(&mut status, r, probes);
             out.push(status);
         }
+        finish_uprobes(&mut self.uprobes, &mut self.ebpf, &mut out, probes);
         out
     }
 }
@@ -920,14 +1060,14 @@ fn attach_uprobe(
     path: &Path,
     table: &SymbolTable,
     symbol: &str,
-    attached_at: &mut HashMap<(PathBuf, u64), u32>,
+    uprobes: &mut Uprobes,
 ) -> Result<(), Failure> {
     let offset = table.offset(symbol).ok_or_else(|| {
         Failure::Failed(format!("symbol {symbol} not found in {}", path.display()))
     })?;
     // Aliases (fopen/fopen64) share an address: a second probe there would record each call
     // twice, nested in itself.
-    if let Some(first) = attached_at.get(&(path.to_owned(), offset)) {
+    if let Some(first) = uprobes.at.get(&(path.to_owned(), offset)) {
         return Err(Failure::Alias(*first));
     }
     let mut specs: Array<_, FuncSpec> = ebpf
@@ -937,19 +1077,9 @@ fn attach_uprobe(
     specs
         .set(p.id, p.spec(), 0)
         .map_err(|e| Failure::Failed(format!("spec map: {e}")))?;
-    for prog in [programs::UPROBE_ENTRY, programs::UPROBE_RETURN] {
-        let point = UProbeAttachPoint {
-            location: UProbeAttachLocation::AbsoluteOffset(offset),
-            cookie: Some(u64::from(p.id)),
-        };
-        program::<UProbe>(ebpf, prog)
-            .map_err(|e| Failure::Failed(format!("{e:#}")))?
-            .attach(point, path, UProbeScope::AllProcesses)
-            .map_err(|e| {
-                Failure::Failed(format!("uprobe on {symbol} in {}: {e}", path.display()))
-            })?;
-    }
-    attached_at.insert((path.to_owned(), offset), p.id);
+    // Attached with the file's other probes by `finish_uprobes`.
+    uprobes.pending.push((path.to_owned(), offset, p.id));
+    uprobes.at.insert((path.to_owned(), offset), p.id);
     Ok(())
 }
 
@@ -978,7 +1108,7 @@ impl Drops {
         let c = |slot| counter_total(&loaded.counters, slot);
         Self {
             lost: c(Counter::RingbufFull),
-            skipped: program_misses(&loaded.ebpf),
+            skipped: program_misses(&loaded.ebpf, &loaded.uprobes.program_fds()),
             str_read_failed: c(Counter::StrReadFailed),
             stack_overflow: c(Counter::StackOverflow),
             stack_mismatch: c(Counter::StackMismatch),
@@ -1017,16 +1147,16 @@ impl Drops {
 /// events are missing. The kernel counts these itself (`recursion_misses` in a program's
 /// fdinfo: for raw-tracepoint programs since Linux 5.12, for the others since 6.7); 0 where
 /// it does not.
-pub fn program_misses(ebpf: &Ebpf) -> u64 {
+pub fn program_misses(ebpf: &Ebpf, extra: &[RawFd]) -> u64 {
     ebpf.programs()
-        .filter_map(|(_, p)| p.fd().ok())
-        .filter_map(|fd| {
-            let info =
-                std::fs::read_to_string(format!("/proc/self/fdinfo/{}", fd.as_fd().as_raw_fd()))
-                    .ok()?;
-            fdinfo_field(&info, "recursion_misses")
-        })
+        .filter_map(|(_, p)| p.fd().ok().map(|fd| fd.as_fd().as_raw_fd()))
+        .chain(extra.iter().copied())
+        .filter_map(|fd| fdinfo_field(&fdinfo(fd)?, "recursion_misses"))
         .sum()
+}
+
+fn fdinfo(fd: RawFd) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).ok()
 }
 
 /// The number after `key:` in a /proc fdinfo text.
@@ -1039,8 +1169,8 @@ fn fdinfo_field(info: &str, key: &str) -> Option<u64> {
 
 /// Time spent in strata's programs and how often they ran, since load, when the kernel keeps
 /// BPF run statistics (`sysctl kernel.bpf_stats_enabled=1`); `None` while it does not.
-pub fn program_stats(ebpf: &Ebpf) -> Option<(u64, u64)> {
-    let (ns, runs) = ebpf
+pub fn program_stats(ebpf: &Ebpf, extra: &[RawFd]) -> Option<(u64, u64)> {
+    let (mut ns, mut runs) = ebpf
         .programs()
         .filter_map(|(name, p)| Some((name, p.info().ok()?)))
         .fold((0u64, 0u64), |(ns, runs), (name, i)| {
@@ -1050,6 +1180,11 @@ pub fn program_stats(ebpf: &Ebpf) -> Option<(u64, u64)> {
             }
             (ns + t, runs + n)
         });
+    // Programs aya did not load (multi uprobes): the kernel's figures from fdinfo.
+    for info in extra.iter().filter_map(|fd| fdinfo(*fd)) {
+        ns += fdinfo_field(&info, "run_time_ns").unwrap_or(0);
+        runs += fdinfo_field(&info, "run_cnt").unwrap_or(0);
+    }
     (runs > 0).then_some((ns, runs))
 }
 

@@ -79,7 +79,7 @@ pub fn run(
         .with_context(|| format!("cannot run {exe}"))?;
     // With kernel BPF statistics on, what the empty programs cost themselves (the benchmark
     // subtracts it from strata's programs: the statistics add their own clock reads).
-    if let Some((ns, runs)) = crate::attach::program_stats(&ebpf) {
+    if let Some((ns, runs)) = crate::attach::program_stats(&ebpf, &[]) {
         eprintln!("bpf_run_ns {ns} bpf_runs {runs}");
     }
     Ok(status.code().unwrap_or(1))

@@ -33,3 +33,4 @@ pub mod symbols;
 pub mod syscalls;
 pub mod target;
 pub mod tracefs;
+pub mod uprobe_multi;

@@ -298,7 +298,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
     run_row.complete = write_error.is_none();
     run_row.peak_rss_kib = crate::node::peak_rss_kib();
     run_row.cpu_ns = crate::node::cpu_ns();
-    if let Some((ns, runs)) = attach::program_stats(&detach_later.ebpf) {
+    if let Some((ns, runs)) = detach_later.program_stats() {
         (run_row.bpf_run_ns, run_row.bpf_runs) = (Some(ns as i64), Some(runs as i64));
     }
     let final_write = out.flush().and_then(|()| out.write_run(run_row.clone()));
@@ -340,7 +340,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
     }
     if !args.quiet && std::io::stderr().is_terminal() && detach_later.uprobe_links() > 50 {
         eprintln!(
-            "strata: detaching {} uprobes (the kernel releases them one by one)",
+            "strata: detaching {} uprobes (the kernel releases them one by one; Linux 6.6+ does it at once)",
             detach_later.uprobe_links()
         );
     }

@@ -303,11 +303,16 @@ fn posix_and_stdio_exactly(mode: Option<&str>, pwrite64: (&str, &str)) {
     assert_eq!(run[0].get("complete"), Some(&Val::B(true)));
     assert_eq!(run[0].i("calls_written"), Some(calls.len() as i64));
     let probes = rows(&out, "probes");
-    assert!(
-        probes
-            .iter()
-            .any(|p| p.s("function") == Some("fwrite") && p.s("status") == Some("attached"))
-    );
+    // Library probes go through multi-uprobe links where the kernel has them (6.6+): the
+    // exact rows above then came through them.
+    let fwrite = probes
+        .iter()
+        .find(|p| p.s("function") == Some("fwrite"))
+        .expect("fwrite probe row");
+    assert_eq!(fwrite.s("status"), Some("attached"));
+    let multi = kernel_at_least(6, 6);
+    let mechanism = if multi { "uprobe_multi" } else { "uprobe" };
+    assert_eq!(fwrite.s("mechanism"), Some(mechanism));
     assert!(
         probes
             .iter()
@@ -718,4 +723,15 @@ fn output_is_private_by_default() {
         }
         assert!(files >= 3, "run, probes and calls files at least");
     }
+}
+
+/// Whether the running kernel is at least `major.minor`.
+fn kernel_at_least(major: u32, minor: u32) -> bool {
+    let release = nix::sys::utsname::uname().unwrap();
+    let release = release.release().to_string_lossy().into_owned();
+    let mut parts = release
+        .split(['.', '-'])
+        .map(|p| p.parse::<u32>().unwrap_or(0));
+    let (a, b) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    (a, b) >= (major, minor)
 }
