@@ -286,12 +286,13 @@ impl Loaded {
         Ok(())
     }
 
-    /// Uprobe attachments (entry and return) that detaching will release.
     /// Time spent in all of strata's programs, see [`program_stats`].
     pub fn program_stats(&self) -> Option<(u64, u64)> {
         program_stats(&self.ebpf, &self.uprobes.program_fds())
     }
 
+    /// Perf-event uprobe attachments (entry and return) that detaching will release one by
+    /// one (multi links not counted).
     pub fn uprobe_links(&self) -> usize {
         self.uprobes.links
     }
@@ -1092,7 +1093,7 @@ pub fn counter_total(counters: &PerCpuArray<MapData, u64>, slot: strata_common::
 }
 
 /// What the kernel side dropped or could not do, as counted since load.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub struct Drops {
     pub lost: u64,
     pub skipped: u64,

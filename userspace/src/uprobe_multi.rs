@@ -8,7 +8,7 @@
 //! created (the same stacks, ring buffer and specs).
 use std::{
     collections::HashSet,
-    ffi::CString,
+    ffi::{CStr, CString},
     io,
     os::{
         fd::{AsFd as _, AsRawFd as _, FromRawFd as _, OwnedFd, RawFd},
@@ -34,6 +34,7 @@ impl Programs {
     /// Loads `entry` and `ret` (program names) from `object`, whose maps aya has created in
     /// `ebpf`. Fails on kernels without multi uprobes (before 6.6 the link fails instead).
     pub fn load(ebpf: &Ebpf, object: &[u8], entry: &str, ret: &str) -> anyhow::Result<Self> {
+        supported()?;
         let mut obj = aya_obj::Object::parse(object).context("parsing the eBPF object")?;
         let text_sections: HashSet<usize> = obj.functions.keys().map(|(s, _)| *s).collect();
         let defs = obj.maps.clone();
@@ -48,29 +49,19 @@ impl Programs {
             .collect::<anyhow::Result<Vec<_>>>()?;
         obj.relocate_maps(fds.into_iter(), &text_sections)?;
         obj.relocate_calls(&text_sections)?;
-        let license = obj.license.clone();
         let load = |name: &str| -> anyhow::Result<OwnedFd> {
             let prog = obj
                 .programs
                 .get(name)
                 .ok_or_else(|| anyhow!("no program {name} in the object"))?;
             let insns = &obj.functions[&prog.function_key()].instructions;
-            prog_load(name, insns, &license)
+            prog_load(name, insns, &obj.license)
                 .with_context(|| format!("loading {name} for multi-uprobe links"))
         };
-        let programs = Self {
+        Ok(Self {
             entry: load(entry)?,
             ret: load(ret)?,
-        };
-        // Older kernels load the programs but refuse the link: a link on a directory fails
-        // with EBADF where multi uprobes exist (libbpf probes the same way).
-        match link_create(programs.entry.as_raw_fd(), c"/", &[0], &[0], 0) {
-            Err(e) if e.raw_os_error() == Some(libc::EBADF) => Ok(programs),
-            Err(e) => Err(anyhow!(
-                "the kernel has no multi-uprobe links ({e}; Linux 6.6+)"
-            )),
-            Ok(_) => Err(anyhow!("the kernel linked a uprobe on a directory")),
-        }
+        })
     }
 
     /// Attaches both programs at `offsets` of the file at `path`, the probe at `offsets[i]`
@@ -97,6 +88,29 @@ impl Programs {
     /// The two programs (for their run statistics).
     pub fn fds(&self) -> [RawFd; 2] {
         [self.entry.as_raw_fd(), self.ret.as_raw_fd()]
+    }
+}
+
+/// Whether the kernel has multi-uprobe links, tried with a two-instruction program (before
+/// the real ones are verified): older kernels load such a program but refuse its link, and
+/// a link on a directory fails with EBADF where they exist (libbpf probes the same way).
+fn supported() -> anyhow::Result<()> {
+    let insn = |code: u8| bpf_insn {
+        code,
+        _bitfield_align_1: [],
+        _bitfield_1: bpf_insn::new_bitfield_1(0, 0),
+        off: 0,
+        imm: 0,
+    };
+    // r0 = 0; exit
+    let prog = prog_load("strata_probe", &[insn(0xb7), insn(0x95)], c"GPL")
+        .context("loading a multi-uprobe program")?;
+    match link_create(prog.as_raw_fd(), c"/", &[0], &[0], 0) {
+        Err(e) if e.raw_os_error() == Some(libc::EBADF) => Ok(()),
+        Err(e) => Err(anyhow!(
+            "the kernel has no multi-uprobe links ({e}; Linux 6.6+)"
+        )),
+        Ok(_) => Err(anyhow!("the kernel linked a uprobe on a directory")),
     }
 }
 
@@ -191,7 +205,7 @@ fn bpf<T>(cmd: bpf_cmd, attr: &T) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }
 
-fn prog_load(name: &str, insns: &[bpf_insn], license: &CString) -> io::Result<OwnedFd> {
+fn prog_load(name: &str, insns: &[bpf_insn], license: &CStr) -> io::Result<OwnedFd> {
     let mut prog_name = [0u8; 16];
     for (d, s) in prog_name.iter_mut().zip(name.bytes().take(15)) {
         *d = s;
@@ -215,7 +229,7 @@ fn prog_load(name: &str, insns: &[bpf_insn], license: &CString) -> io::Result<Ow
 
 fn link_create(
     prog: RawFd,
-    path: &std::ffi::CStr,
+    path: &CStr,
     offsets: &[u64],
     cookies: &[u64],
     flags: u32,
