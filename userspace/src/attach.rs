@@ -138,9 +138,8 @@ impl Uprobes {
         (failed, multi)
     }
 
-    /// Attaches the probes of one file by multi links, halving the set where the kernel
-    /// refuses one (it names no culprit: an offset it cannot probe fails the whole link).
-    /// Returns the probes left to attach one by one.
+    /// Attaches the probes of one file by multi links. Returns the probes left to attach one
+    /// by one (all of them without multi links; else those the kernel refused).
     fn attach_multi(
         &mut self,
         group: &[(PathBuf, u64, u32)],
@@ -149,29 +148,26 @@ impl Uprobes {
         let Some(m) = &self.multi else {
             return group.to_vec();
         };
-        let offsets: Vec<u64> = group.iter().map(|g| g.1).collect();
-        let cookies: Vec<u64> = group.iter().map(|g| u64::from(g.2)).collect();
-        match m.attach(&group[0].0, &offsets, &cookies) {
-            Ok(links) => {
-                self.multi_links.extend(links);
-                attached.extend(group.iter().map(|g| g.2));
-                Vec::new()
-            }
-            Err(e) if group.len() == 1 => {
+        let mut links = Vec::new();
+        let refused = link_halving(group, |part| {
+            let offsets: Vec<u64> = part.iter().map(|g| g.1).collect();
+            let cookies: Vec<u64> = part.iter().map(|g| u64::from(g.2)).collect();
+            links.extend(m.attach(&part[0].0, &offsets, &cookies)?);
+            attached.extend(part.iter().map(|g| g.2));
+            Ok::<_, anyhow::Error>(())
+        });
+        self.multi_links.extend(links);
+        refused
+            .into_iter()
+            .map(|(g, e)| {
                 log::debug!(
                     "multi-uprobe link at {:#x} in {}: {e}; a perf-event uprobe instead",
-                    group[0].1,
-                    group[0].0.display()
+                    g.1,
+                    g.0.display()
                 );
-                group.to_vec()
-            }
-            Err(_) => {
-                let (a, b) = group.split_at(group.len() / 2);
-                let mut rest = self.attach_multi(a, attached);
-                rest.extend(self.attach_multi(b, attached));
-                rest
-            }
-        }
+                g
+            })
+            .collect()
     }
 
     fn attach_one(
@@ -201,6 +197,37 @@ impl Uprobes {
     fn program_fds(&self) -> Vec<RawFd> {
         self.multi.iter().flat_map(|m| m.fds()).collect()
     }
+}
+
+/// Links `items` with `link`, halving any part it refuses until each refused part is one
+/// item: the kernel refuses a whole multi link for one offset it cannot probe, and names
+/// none. Returns the items refused alone, with the reason. A single bad offset among n costs
+/// about 2 log2(n) attempts.
+fn link_halving<T: Clone, E>(
+    items: &[T],
+    mut link: impl FnMut(&[T]) -> Result<(), E>,
+) -> Vec<(T, E)> {
+    fn go<T: Clone, E>(
+        items: &[T],
+        link: &mut impl FnMut(&[T]) -> Result<(), E>,
+        refused: &mut Vec<(T, E)>,
+    ) {
+        if items.is_empty() {
+            return;
+        }
+        match link(items) {
+            Ok(()) => {}
+            Err(e) if items.len() == 1 => refused.push((items[0].clone(), e)),
+            Err(_) => {
+                let (a, b) = items.split_at(items.len() / 2);
+                go(a, link, refused);
+                go(b, link, refused);
+            }
+        }
+    }
+    let mut refused = Vec::new();
+    go(items, &mut link, &mut refused);
+    refused
 }
 
 /// Attaches what [`attach_uprobe`] left pending and records the outcome in `statuses`.
@@ -1196,7 +1223,47 @@ mod tests {
     use object::{Object as _, ObjectSection as _, ObjectSymbol as _, SymbolKind};
     use strata_common::{globals, maps, programs};
 
-    use super::{EBPF, fdinfo_field};
+    use super::{EBPF, fdinfo_field, link_halving};
+
+    /// A kernel that refuses any multi link holding one of `bad`: every other offset ends up
+    /// linked exactly once, the bad ones are handed back alone, and the attempts stay few.
+    #[test]
+    fn refused_multi_links_are_halved_down_to_the_bad_offsets() {
+        for (n, bad) in [
+            (1u64, vec![0u64]),
+            (2, vec![1]),
+            (7, vec![]),
+            (9, vec![4]),
+            (278, vec![0, 131, 277]),
+            (64, (0..64).collect()),
+        ] {
+            let items: Vec<u64> = (0..n).collect();
+            let (mut linked, mut attempts) = (Vec::new(), 0);
+            let refused = link_halving(&items, |part: &[u64]| {
+                attempts += 1;
+                match part.iter().find(|o| bad.contains(o)) {
+                    Some(o) => Err(format!("EINVAL at {o}")),
+                    None => {
+                        linked.extend_from_slice(part);
+                        Ok(())
+                    }
+                }
+            });
+            let refused_items: Vec<u64> = refused.iter().map(|r| r.0).collect();
+            assert_eq!(refused_items, bad, "{n} offsets");
+            assert!(refused.iter().all(|(o, e)| *e == format!("EINVAL at {o}")));
+            linked.sort();
+            let good: Vec<u64> = items.iter().copied().filter(|o| !bad.contains(o)).collect();
+            assert_eq!(linked, good, "{n} offsets, each linked once");
+            // Each bad offset costs at most two attempts per halving level.
+            let levels = 64 - (n.max(1) - 1).leading_zeros() as usize + 1;
+            assert!(
+                attempts <= 1 + 2 * levels * bad.len().max(1),
+                "{n} offsets, {} bad: {attempts} attempts",
+                bad.len()
+            );
+        }
+    }
 
     /// A BPF program's fdinfo as Linux 6.1 prints it.
     #[test]
@@ -1259,6 +1326,10 @@ mod tests {
             programs::EMPTY_BTF_SYS_EXIT,
             programs::EMPTY_UPROBE,
             programs::EMPTY_URETPROBE,
+            programs::FLOOR_BTF_SYS_ENTER,
+            programs::FLOOR_BTF_SYS_EXIT,
+            programs::FLOOR_UPROBE,
+            programs::FLOOR_URETPROBE,
         ]
         .into_iter()
         .map(String::from)

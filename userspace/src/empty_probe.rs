@@ -2,18 +2,32 @@
 //! syscall tracepoints, or a uprobe and uretprobe on a library function) with programs
 //! that return at once. A command run under them pays the machine's cost of a probe hit and
 //! nothing of strata's own work, which the benchmark then separates.
-use std::{path::Path, process::Command};
+//!
+//! The floor: the same attachments with programs that do the least any tracer keeping every
+//! call must do. Between the empty probe and strata, it tells how much of strata's cost is
+//! recording itself on this machine and how much is strata's own.
+use std::{
+    path::Path,
+    process::Command,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+};
 
 use anyhow::Context as _;
-use aya::programs::{
-    BtfTracePoint, TracePoint, UProbe,
-    uprobe::{UProbeAttachLocation, UProbeAttachPoint, UProbeScope},
+use aya::{
+    maps::{Array, RingBuf},
+    programs::{
+        BtfTracePoint, TracePoint, UProbe,
+        uprobe::{UProbeAttachLocation, UProbeAttachPoint, UProbeScope},
+    },
 };
-use strata_common::programs;
+use strata_common::{Config, maps, programs};
 
 use crate::attach::{load_object, program};
 
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Mechanism {
     /// BTF raw tracepoints sys_enter and sys_exit, as strata's syscall layer attaches by
     /// default (`--syscall-mode btf`).
@@ -22,21 +36,45 @@ pub enum Mechanism {
     RawSyscalls,
     /// A uprobe and a uretprobe on one function of a library.
     Uprobe,
+    /// Not empty: on the BTF raw tracepoints, the least any tracer does to keep each
+    /// syscall of every other process as one record of strata's size (arguments and a clock
+    /// read at entry; a clock read and a ring-buffer record at exit). Records are read and
+    /// discarded.
+    FloorTracepoint,
+    /// Not empty: the same least work on a uprobe and a uretprobe.
+    FloorUprobe,
 }
 
-/// Runs `command` under empty probes; returns its exit code.
+/// Runs `command` under empty probes (or the floor's); returns its exit code.
 pub fn run(
     mechanism: Mechanism,
     library: &Path,
     function: &str,
     command: &[String],
 ) -> anyhow::Result<i32> {
+    use Mechanism::*;
     let (exe, args) = command
         .split_first()
         .context("give the command to run after --")?;
-    let mut ebpf = load_object(None, false)?;
+    let floor = matches!(mechanism, FloorTracepoint | FloorUprobe);
+    let mut ebpf = load_object(None, floor)?;
+    let drain = if floor {
+        // Borrowed, not taken: a map taken out and dropped would close its descriptor
+        // before the programs that use it are loaded.
+        let mut cfg: Array<_, Config> =
+            Array::try_from(ebpf.map_mut(maps::CONFIG).context("no config map")?)?;
+        let config = Config {
+            self_tgid: std::process::id(),
+            ..Config::default()
+        };
+        cfg.set(0, config, 0)?;
+        let events = ebpf.take_map(maps::EVENTS).context("no ring buffer")?;
+        Some(Drain::start(RingBuf::try_from(events)?))
+    } else {
+        None
+    };
     match mechanism {
-        Mechanism::RawSyscalls => {
+        RawSyscalls => {
             let tp = program::<TracePoint>(&mut ebpf, programs::EMPTY_TRACEPOINT)?;
             tp.load()?;
             for event in ["sys_enter", "sys_exit"] {
@@ -44,24 +82,31 @@ pub fn run(
                     .with_context(|| format!("attaching to raw_syscalls/{event}"))?;
             }
         }
-        Mechanism::Tracepoint => {
+        Tracepoint | FloorTracepoint => {
+            let pair = if floor {
+                [programs::FLOOR_BTF_SYS_ENTER, programs::FLOOR_BTF_SYS_EXIT]
+            } else {
+                [programs::EMPTY_BTF_SYS_ENTER, programs::EMPTY_BTF_SYS_EXIT]
+            };
             let btf = aya::Btf::from_sys_fs().context("this kernel has no BTF")?;
-            for (prog, event) in [
-                (programs::EMPTY_BTF_SYS_ENTER, "sys_enter"),
-                (programs::EMPTY_BTF_SYS_EXIT, "sys_exit"),
-            ] {
+            for (prog, event) in pair.into_iter().zip(["sys_enter", "sys_exit"]) {
                 let p = program::<BtfTracePoint>(&mut ebpf, prog)?;
                 p.load(event, &btf)?;
                 p.attach()
                     .with_context(|| format!("attaching to BTF raw tracepoint {event}"))?;
             }
         }
-        Mechanism::Uprobe => {
+        Uprobe | FloorUprobe => {
+            let pair = if floor {
+                [programs::FLOOR_UPROBE, programs::FLOOR_URETPROBE]
+            } else {
+                [programs::EMPTY_UPROBE, programs::EMPTY_URETPROBE]
+            };
             let table = crate::symbols::SymbolTable::read(library)?;
             let offset = table
                 .offset(function)
                 .with_context(|| format!("no {function} in {}", library.display()))?;
-            for prog in [programs::EMPTY_UPROBE, programs::EMPTY_URETPROBE] {
+            for prog in pair {
                 let p = program::<UProbe>(&mut ebpf, prog)?;
                 p.load()?;
                 let point = UProbeAttachPoint {
@@ -77,10 +122,47 @@ pub fn run(
         .args(args)
         .status()
         .with_context(|| format!("cannot run {exe}"))?;
+    if let Some(d) = drain {
+        eprintln!("records {}", d.stop());
+    }
     // With kernel BPF statistics on, what the empty programs cost themselves (the benchmark
     // subtracts it from strata's programs: the statistics add their own clock reads).
     if let Some((ns, runs)) = crate::attach::program_stats(&ebpf, &[]) {
         eprintln!("bpf_run_ns {ns} bpf_runs {runs}");
     }
     Ok(status.code().unwrap_or(1))
+}
+
+/// Reads and discards the floor's records on a thread of its own, as strata's reader would
+/// take them (without decoding).
+struct Drain {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<u64>,
+}
+
+impl Drain {
+    fn start(mut ring: RingBuf<aya::maps::MapData>) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut n = 0u64;
+            loop {
+                let done = flag.load(Ordering::Relaxed);
+                while ring.next().is_some() {
+                    n += 1;
+                }
+                if done {
+                    return n;
+                }
+                std::thread::sleep(std::time::Duration::from_micros(500));
+            }
+        });
+        Self { stop, thread }
+    }
+
+    /// Records read.
+    fn stop(self) -> u64 {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.join().unwrap_or(0)
+    }
 }

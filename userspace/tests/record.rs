@@ -394,12 +394,47 @@ fn empty_probes_of_every_kind_load_and_run_the_command() {
         &["--mechanism", "tracepoint"][..],
         &["--mechanism", "raw-syscalls"],
         &["--mechanism", "uprobe", "--function", "fwrite"],
+        &["--mechanism", "floor-tracepoint"],
+        &["--mechanism", "floor-uprobe", "--function", "fwrite"],
     ] {
         let res = run(strata()
             .arg("bench-empty")
             .args(mechanism)
             .args(["--", "sh", "-c", "exit 3"]));
         assert_eq!(res.status.code(), Some(3), "bench-empty {mechanism:?}");
+    }
+}
+
+/// The benchmark's floors keep a record of every call they see: at least the workload's
+/// own `write`s and `fwrite`s reach user space (other processes' calls may add to them).
+#[test]
+fn floors_record_every_call() {
+    require_root();
+    let dir = scratch("floors");
+    let exe = build_c("cc", "bench_io.c", &dir.join("bench_io"), &["-O2"]);
+    for (mechanism, mode) in [("floor-tracepoint", "syscall"), ("floor-uprobe", "stdio")] {
+        let res = run(strata()
+            .args([
+                "bench-empty",
+                "--mechanism",
+                mechanism,
+                "--function",
+                "fwrite",
+                "--",
+            ])
+            .arg(&exe)
+            .args([mode, "20000"])
+            .arg(&dir));
+        assert!(res.status.success(), "{mechanism}: {res:?}");
+        let err = String::from_utf8_lossy(&res.stderr);
+        let records: u64 = err
+            .split_once("records ")
+            .and_then(|(_, r)| r.split_whitespace().next()?.parse().ok())
+            .unwrap_or_else(|| panic!("{mechanism}: no record count in {err:?}"));
+        assert!(
+            records >= 20_000,
+            "{mechanism}: {records} records of 20000 calls"
+        );
     }
 }
 

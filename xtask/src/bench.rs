@@ -20,8 +20,9 @@ struct Case {
     /// The workload runs `calls / divisor` iterations (slow calls get fewer).
     divisor: u64,
     /// An empty probe of the same kind, to separate the machine's trap cost from strata's
-    /// own work: `strata bench-empty` arguments.
-    empty: Option<&'static [&'static str]>,
+    /// own work, and the floor of the same kind (the least a per-call recorder does):
+    /// `strata bench-empty` arguments of each.
+    empty: Option<[&'static [&'static str]; 2]>,
 }
 
 const CASES: &[Case] = &[
@@ -32,7 +33,10 @@ const CASES: &[Case] = &[
         layers: "posix",
         calls_per_iter: 1,
         divisor: 1,
-        empty: Some(&["--mechanism", "tracepoint"]),
+        empty: Some([
+            &["--mechanism", "tracepoint"],
+            &["--mechanism", "floor-tracepoint"],
+        ]),
     },
     Case {
         name: "stdio fwrite(16 B)",
@@ -41,7 +45,10 @@ const CASES: &[Case] = &[
         layers: "posix,stdio",
         calls_per_iter: 1,
         divisor: 1,
-        empty: Some(&["--mechanism", "uprobe", "--function", "fwrite"]),
+        empty: Some([
+            &["--mechanism", "uprobe", "--function", "fwrite"],
+            &["--mechanism", "floor-uprobe", "--function", "fwrite"],
+        ]),
     },
     Case {
         name: "open+fstat+close",
@@ -294,33 +301,35 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
         }
         let st = st.context("no traced run")?;
         let per_call = (traced - base) / (n * case.calls_per_iter) as f64;
-        // The same loop under empty probes of the same kind (best of three, beside the others).
-        let empty_per_call = match case.empty {
-            None => None,
-            Some(args) => {
-                let mut best = f64::MAX;
-                for _ in 0..3 {
-                    let text = output(
-                        Command::new(&strata)
-                            .arg("bench-empty")
-                            .args(args)
-                            .arg("--")
-                            .args(workload(
-                                (case.mode, case.mpi_size),
-                                n,
-                                &exe,
-                                &mpi_exe,
-                                scratch.dir(case.mpi_size),
-                            )),
-                    )?;
-                    let ns: f64 = text
-                        .trim()
-                        .parse()
-                        .with_context(|| format!("bench_io printed {text:?}"))?;
-                    best = best.min(ns);
-                }
-                Some((best - base) / (n * case.calls_per_iter) as f64)
+        // The same loop under empty probes of the same kind and under the floor's (best of
+        // three each, beside the others).
+        let under = |args: &[&str]| -> anyhow::Result<f64> {
+            let mut best = f64::MAX;
+            for _ in 0..3 {
+                let text = output(
+                    Command::new(&strata)
+                        .arg("bench-empty")
+                        .args(args)
+                        .arg("--")
+                        .args(workload(
+                            (case.mode, case.mpi_size),
+                            n,
+                            &exe,
+                            &mpi_exe,
+                            scratch.dir(case.mpi_size),
+                        )),
+                )?;
+                let ns: f64 = text
+                    .trim()
+                    .parse()
+                    .with_context(|| format!("bench_io printed {text:?}"))?;
+                best = best.min(ns);
             }
+            Ok((best - base) / (n * case.calls_per_iter) as f64)
+        };
+        let (empty_per_call, floor_per_call) = match case.empty {
+            None => (None, None),
+            Some([empty, floor]) => (Some(under(empty)?), Some(under(floor)?)),
         };
         // strata's kernel programs, from one more traced run with BPF statistics on.
         let prog = {
@@ -358,6 +367,8 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
             "peak_rss_kib": st.peak_rss_kib,
             "empty_probe_ns_per_call": empty_per_call,
             "strata_own_ns_per_call": empty_per_call.map(|e| per_call - e),
+            "floor_ns_per_call": floor_per_call,
+            "strata_above_floor_ns_per_call": floor_per_call.map(|f| per_call - f),
             "kernel_program_ns_per_call": prog_ns_per_call,
             "kernel_program_runs_per_call": runs_per_call,
         }));
@@ -365,12 +376,19 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
             "{:<20} strata's kernel programs: {prog_ns_per_call:.0} ns per call ({runs_per_call:.1} runs)",
             ""
         );
-        if let Some(e) = empty_per_call {
+        if let (Some(e), Some(f)) = (empty_per_call, floor_per_call) {
             println!(
                 "{:<20} an empty probe adds {e:.0} ns per call, strata {per_call:.0} ns ({:.1}x the empty probe): its own work is {:.0} ns",
                 "",
                 per_call / e.max(1.0),
                 per_call - e,
+            );
+            println!(
+                "{:<20} the floor (the least a per-call recorder does) adds {f:.0} ns ({:.1}x the empty probe); strata is {:.2}x the floor, {:.0} ns above it",
+                "",
+                f / e.max(1.0),
+                per_call / f.max(1.0),
+                per_call - f,
             );
         }
     }
@@ -419,18 +437,31 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
 
     // Trace size in steady state. A traced job's start-up (an MPI job opens ~2,000 files of
     // its component libraries) weighs on the bytes per event of short runs; two runs of n and
-    // 3n iterations differ by 2n iterations' events and bytes, start-up cancelled.
+    // 3n iterations differ by 2n iterations' events and bytes, start-up cancelled. Files are
+    // cut by row count only (no flush timer), but the time stamps' deltas still make the size
+    // of the same calls vary from run to run (by a third for the write loop): the median of
+    // three pairs, and their range.
     println!(
-        "\n{:<32} {:>10} {:>10} {:>8}",
-        "trace size, steady state", "events", "bytes", "B/event"
+        "\n{:<32} {:>10} {:>10} {:>8} {:>15}",
+        "trace size, steady state", "events", "bytes", "B/event", "range"
     );
     for sc in SIZE_CASES {
-        let mut runs = Vec::new();
-        for n in [sc.iterations, 3 * sc.iterations] {
-            let out_dir = dir.join(format!("out-size-{}", sc.mode));
-            let _ = fs::remove_dir_all(&out_dir);
-            let mut cmd = Command::new(&strata);
-            cmd.args(["record", "-q", "--layers", sc.layers, "-o"])
+        let mut pairs = Vec::new();
+        for _ in 0..3 {
+            let mut runs = Vec::new();
+            for n in [sc.iterations, 3 * sc.iterations] {
+                let out_dir = dir.join(format!("out-size-{}", sc.mode));
+                let _ = fs::remove_dir_all(&out_dir);
+                let mut cmd = Command::new(&strata);
+                cmd.args([
+                    "record",
+                    "-q",
+                    "--flush-interval",
+                    "24h",
+                    "--layers",
+                    sc.layers,
+                ])
+                .arg("-o")
                 .arg(&out_dir)
                 .arg("--")
                 .args(workload(
@@ -440,23 +471,29 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
                     &mpi_exe,
                     scratch.dir(sc.mpi_size),
                 ));
-            output(mpi_env(&mut cmd))?;
-            let st = stats(&out_dir)?;
-            anyhow::ensure!(st.lost == 0, "{}: {} events lost", sc.name, st.lost);
-            runs.push((st.calls, dataset_bytes(&out_dir)?));
+                output(mpi_env(&mut cmd))?;
+                let st = stats(&out_dir)?;
+                anyhow::ensure!(st.lost == 0, "{}: {} events lost", sc.name, st.lost);
+                runs.push((st.calls, dataset_bytes(&out_dir)?));
+            }
+            let events = runs[1].0.saturating_sub(runs[0].0);
+            let bytes = runs[1].1.saturating_sub(runs[0].1);
+            pairs.push((bytes as f64 / events.max(1) as f64, events, bytes));
         }
-        let events = runs[1].0.saturating_sub(runs[0].0);
-        let bytes = runs[1].1.saturating_sub(runs[0].1);
-        let per_event = bytes as f64 / events.max(1) as f64;
+        pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let (per_event, events, bytes) = pairs[1];
+        let range = format!("{:.2}-{:.2}", pairs[0].0, pairs[2].0);
         println!(
-            "{:<32} {:>10} {:>10} {:>8.2}",
-            sc.name, events, bytes, per_event
+            "{:<32} {:>10} {:>10} {:>8.2} {:>15}",
+            sc.name, events, bytes, per_event, range
         );
         results.push(json!({
             "workload": format!("trace size, steady state: {}", sc.name),
             "events": events,
             "dataset_bytes": bytes,
             "dataset_bytes_per_event": per_event,
+            "dataset_bytes_per_event_min": pairs[0].0,
+            "dataset_bytes_per_event_max": pairs[2].0,
         }));
     }
 

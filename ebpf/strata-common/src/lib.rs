@@ -71,6 +71,11 @@ pub mod programs {
     pub const EMPTY_BTF_SYS_EXIT: &str = "strata_empty_btf_sys_exit";
     pub const EMPTY_UPROBE: &str = "strata_empty_uprobe";
     pub const EMPTY_URETPROBE: &str = "strata_empty_uretprobe";
+    /// The least a tracer keeping each call as one record does, for the benchmark.
+    pub const FLOOR_BTF_SYS_ENTER: &str = "strata_floor_sys_enter";
+    pub const FLOOR_BTF_SYS_EXIT: &str = "strata_floor_sys_exit";
+    pub const FLOOR_UPROBE: &str = "strata_floor_uprobe";
+    pub const FLOOR_URETPROBE: &str = "strata_floor_uretprobe";
     /// Kernel events that also have a program on a BTF raw tracepoint: (event, tracepoint,
     /// program). The kernel skips a trace-event program whenever any such program is running
     /// on the CPU, a raw-tracepoint program only when that same program is: a completion
