@@ -22,6 +22,7 @@ use strata_common::{
 };
 
 use crate::{
+    entry_insn::single_stepped_at,
     probes::{Mechanism, Probe, Target},
     symbols::{SymbolTable, find_library},
     tracefs,
@@ -39,6 +40,9 @@ pub struct ProbeStatus {
     /// `attached`, `failed`, `disabled` or `alias`.
     pub status: &'static str,
     pub reason: Option<String>,
+    /// Uprobes: whether the kernel single-steps the probed instruction (a second trap per
+    /// hit; see [`crate::entry_insn`]).
+    pub single_step: Option<bool>,
 }
 
 /// The loaded programs and the maps user space keeps using.
@@ -470,6 +474,7 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
             target,
             status: "disabled",
             reason: None,
+            single_step: None,
         };
         if p.enabled {
             let result = match &p.target {
@@ -502,7 +507,12 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
                         Err(e) => Err(Failure::Failed(e.clone())),
                         Ok((path, table)) => {
                             status.target = path.display().to_string();
-                            attach_uprobe(&mut ebpf, p, path, table, symbol, &mut uprobes)
+                            let r = attach_uprobe(&mut ebpf, p, path, table, symbol, &mut uprobes);
+                            status.single_step = r
+                                .as_ref()
+                                .ok()
+                                .and_then(|&offset| single_stepped_at(path, offset));
+                            r.map(drop)
                         }
                     }
                 }
@@ -767,9 +777,14 @@ impl Loaded {
                 target: shown.to_string(),
                 status: "failed",
                 reason: None,
+                single_step: None,
             };
             let r = attach_uprobe(&mut self.ebpf, p, file, table, symbol, &mut self.uprobes);
-            record_result(&mut status, r, probes);
+            status.single_step = r
+                .as_ref()
+                .ok()
+                .and_then(|&offset| single_stepped_at(file, offset));
+            record_result(&mut status, r.map(drop), probes);
             out.push(status);
         }
         finish_uprobes(&mut self.uprobes, &mut self.ebpf, &mut out, probes);
@@ -1089,7 +1104,7 @@ fn attach_uprobe(
     table: &SymbolTable,
     symbol: &str,
     uprobes: &mut Uprobes,
-) -> Result<(), Failure> {
+) -> Result<u64, Failure> {
     let offset = table.offset(symbol).ok_or_else(|| {
         Failure::Failed(format!("symbol {symbol} not found in {}", path.display()))
     })?;
@@ -1108,7 +1123,7 @@ fn attach_uprobe(
     // Attached with the file's other probes by `finish_uprobes`.
     uprobes.pending.push((path.to_owned(), offset, p.id));
     uprobes.at.insert((path.to_owned(), offset), p.id);
-    Ok(())
+    Ok(offset)
 }
 
 /// Reads and sums a per-CPU counter slot.

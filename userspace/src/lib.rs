@@ -10,6 +10,7 @@ pub mod correlate;
 pub mod daemon;
 pub mod dataset;
 pub mod empty_probe;
+pub mod entry_insn;
 pub mod events;
 pub mod fast;
 pub mod files;

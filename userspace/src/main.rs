@@ -450,8 +450,9 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
         }
         Cmd::Probes { probes } => {
             let list = probes::load(probes.as_deref())?;
+            let fw = list.iter().map(|p| p.function().len()).max().unwrap_or(0);
             println!(
-                "{:<4} {:<7} {:<8} {:<10} {:<14} {:<8} target",
+                "{:<4} {:<9} {:<3} {:<6} {:<fw$} {:<9} target",
                 "id", "layer", "on", "op", "function", "ret"
             );
             for p in &list {
@@ -466,13 +467,14 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
                         .join(" | "),
                 };
                 println!(
-                    "{:<4} {:<7} {:<8} {:<10} {:<14} {:<8} {target}",
+                    "{:<4} {:<9} {:<3} {:<6} {:<fw$} {:<9} {target}",
                     p.id,
-                    p.layer,
+                    // Strings: the types' Display ignores the column widths.
+                    p.layer.to_string(),
                     if p.enabled { "yes" } else { "no" },
-                    p.op,
+                    p.op.to_string(),
                     p.function(),
-                    p.ret
+                    p.ret.to_string()
                 );
             }
             Ok(0)

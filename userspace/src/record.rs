@@ -112,6 +112,22 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
         out.probes
             .push(probe_row(&run_id, &probes[s.probe_id as usize], s));
     }
+    let mut stepped: Vec<&str> = loaded
+        .statuses
+        .iter()
+        .filter(|s| s.single_step == Some(true))
+        .map(|s| probes[s.probe_id as usize].function())
+        .collect();
+    stepped.sort_unstable();
+    stepped.dedup();
+    if !stepped.is_empty() {
+        log::info!(
+            "the kernel single-steps the first instruction of {} probed functions, two traps \
+             per call (probes table, single_step): {}",
+            stepped.len(),
+            stepped.join(", ")
+        );
+    }
     let attached = loaded
         .statuses
         .iter()
@@ -464,6 +480,7 @@ pub(crate) fn probe_row(run_id: &str, p: &probes::Probe, s: &attach::ProbeStatus
         status: s.status.to_string(),
         reason: s.reason.clone(),
         probes_line: p.line as i32,
+        single_step: s.single_step,
     }
 }
 

@@ -119,6 +119,7 @@ table!(Probes, ProbeRow, "probes", {
     status: Str,
     reason: OptStr,
     probes_line: I32,
+    single_step: OptBool,
 });
 
 table!(Block, BlockRow, "block", {

@@ -159,6 +159,20 @@ fn hdf5_writes_are_linked_through_mpi_io_to_posix() {
             .iter()
             .all(|c| c.s("function") != Some("H5S_get_select_npoints"))
     );
+    // Which probes the kernel single-steps, from the first instruction of each function in
+    // Debian's build (objdump): `mov 0x160(%rdi),%rax` in H5S_get_select_npoints, `push %r15`
+    // in H5Dwrite; syscall probes have no instruction of their own.
+    let probes = rows(&out, "probes");
+    let single_step = |f: &str| {
+        let p = probes
+            .iter()
+            .find(|p| p.s("function") == Some(f) && p.s("status") == Some("attached"))
+            .unwrap_or_else(|| panic!("{f} attached"));
+        p.b("single_step")
+    };
+    assert_eq!(single_step("H5S_get_select_npoints"), Some(true));
+    assert_eq!(single_step("H5Dwrite"), Some(false));
+    assert_eq!(single_step("pwrite64"), None);
 
     // The handle tree of each rank: dataset -> HDF5 file -> MPI_File -> fd.
     let handles = rows(&out, "handles");

@@ -92,6 +92,7 @@ pub type Row = HashMap<String, Val>;
 pub trait RowExt {
     fn i(&self, col: &str) -> Option<i64>;
     fn s(&self, col: &str) -> Option<&str>;
+    fn b(&self, col: &str) -> Option<bool>;
     fn list_i(&self, col: &str) -> Vec<i64>;
 }
 
@@ -108,6 +109,13 @@ impl RowExt for Row {
             Val::S(v) => Some(v),
             Val::Null => None,
             v => panic!("column {col} is {v:?}, not a string"),
+        }
+    }
+    fn b(&self, col: &str) -> Option<bool> {
+        match self.get(col).unwrap_or_else(|| panic!("no column {col}")) {
+            Val::B(v) => Some(*v),
+            Val::Null => None,
+            v => panic!("column {col} is {v:?}, not a boolean"),
         }
     }
     fn list_i(&self, col: &str) -> Vec<i64> {
