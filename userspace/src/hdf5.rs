@@ -7,6 +7,11 @@
 //! live in global variables of the library (`H5T_NATIVE_DOUBLE_g`): they are read from the
 //! traced process once, so a type id names its size. A selection strata could not follow
 //! (an operation it does not model, a dataset opened rather than created) gives no count.
+//!
+//! The type ids are read when strata handles the process's first HDF5 call. A short-lived
+//! process that has ended by then (strata kept off the CPU for longer than the process
+//! lived; reproduced by stopping strata for 3 s during a 4-rank job) leaves its transfers
+//! without byte counts: the ids are gone with its memory, and H5close resets them before.
 use std::{
     collections::HashMap,
     fs,

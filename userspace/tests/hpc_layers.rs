@@ -222,9 +222,16 @@ fn hdf5_writes_are_linked_through_mpi_io_to_posix() {
     assert!(n.parse::<i64>().unwrap() > RANKS);
 }
 
+/// One traced job at a time. Each is 4 ranks, mpirun and a tracer; four at once on a
+/// 2-CPU machine can keep a tracer off the CPU for longer than an HDF5 rank lives, and a
+/// process that has exited has no memory left to read its predefined type ids from (the
+/// known limit this would turn into a random failure; see `hdf5.rs`).
+static ONE_JOB: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// `mpirun -np RANKS exe args...` under `strata record`, returning the output directory.
 fn record_mpi(name: &str, exe: &std::path::Path, args: &[&str]) -> std::path::PathBuf {
     let out = scratch(name).join("out");
+    let _one_job = ONE_JOB.lock().unwrap_or_else(|e| e.into_inner());
     let res = run(strata()
         .args(["record", "-q", "--layers", "posix,mpiio,hdf5,netcdf", "-o"])
         .arg(&out)
