@@ -22,7 +22,6 @@ use strata_common::{
 };
 
 use crate::{
-    entry_insn::single_stepped_at,
     probes::{Mechanism, Probe, Target},
     symbols::{SymbolTable, find_library},
     tracefs,
@@ -508,11 +507,9 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
                         Ok((path, table)) => {
                             status.target = path.display().to_string();
                             let r = attach_uprobe(&mut ebpf, p, path, table, symbol, &mut uprobes);
-                            status.single_step = r
-                                .as_ref()
-                                .ok()
-                                .and_then(|&offset| single_stepped_at(path, offset));
-                            r.map(drop)
+                            status.single_step =
+                                r.is_ok().then(|| table.single_stepped(symbol)).flatten();
+                            r
                         }
                     }
                 }
@@ -780,11 +777,8 @@ impl Loaded {
                 single_step: None,
             };
             let r = attach_uprobe(&mut self.ebpf, p, file, table, symbol, &mut self.uprobes);
-            status.single_step = r
-                .as_ref()
-                .ok()
-                .and_then(|&offset| single_stepped_at(file, offset));
-            record_result(&mut status, r.map(drop), probes);
+            status.single_step = r.is_ok().then(|| table.single_stepped(symbol)).flatten();
+            record_result(&mut status, r, probes);
             out.push(status);
         }
         finish_uprobes(&mut self.uprobes, &mut self.ebpf, &mut out, probes);
@@ -1104,7 +1098,7 @@ fn attach_uprobe(
     table: &SymbolTable,
     symbol: &str,
     uprobes: &mut Uprobes,
-) -> Result<u64, Failure> {
+) -> Result<(), Failure> {
     let offset = table.offset(symbol).ok_or_else(|| {
         Failure::Failed(format!("symbol {symbol} not found in {}", path.display()))
     })?;
@@ -1123,7 +1117,7 @@ fn attach_uprobe(
     // Attached with the file's other probes by `finish_uprobes`.
     uprobes.pending.push((path.to_owned(), offset, p.id));
     uprobes.at.insert((path.to_owned(), offset), p.id);
-    Ok(offset)
+    Ok(())
 }
 
 /// Reads and sums a per-CPU counter slot.

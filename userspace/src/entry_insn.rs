@@ -4,8 +4,6 @@
 //! trap per hit (12-15 µs instead of ~1 µs per call with its return probe on the
 //! nested-virtualised development machines). The probes table shows which probes pay it:
 //! which functions a job calls on its hot path is for the user to judge.
-use std::{fs::File, os::unix::fs::FileExt as _, path::Path};
-
 /// Whether the kernel single-steps the instruction at the start of `code` (x86-64 rules of
 /// `arch/x86/kernel/uprobes.c`: `push_setup_xol_ops` and `branch_setup_xol_ops`).
 pub fn single_stepped(code: &[u8]) -> bool {
@@ -24,20 +22,6 @@ pub fn single_stepped(code: &[u8]) -> bool {
         [0xeb | 0xe9 | 0xe8 | 0x70..=0x7f, ..] | [0x0f, 0x80..=0x8f, ..] => false,
         _ => true,
     }
-}
-
-/// Whether the probe at file `offset` of `path` is single-stepped; `None` on another
-/// architecture or when the bytes cannot be read.
-pub fn single_stepped_at(path: &Path, offset: u64) -> Option<bool> {
-    if !cfg!(target_arch = "x86_64") {
-        return None;
-    }
-    let mut code = [0u8; 4];
-    File::open(path)
-        .ok()?
-        .read_exact_at(&mut code, offset)
-        .ok()?;
-    Some(single_stepped(&code))
 }
 
 #[cfg(test)]

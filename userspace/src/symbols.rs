@@ -31,7 +31,9 @@ pub enum SymbolError {
 /// Function name -> file offset for one library.
 #[derive(Debug, Default)]
 pub struct SymbolTable {
-    offsets: HashMap<String, u64>,
+    /// Function name -> (file offset, whether the kernel single-steps its first
+    /// instruction; `None` off x86-64 or past the end of the file).
+    offsets: HashMap<String, (u64, Option<bool>)>,
 }
 
 impl SymbolTable {
@@ -71,13 +73,22 @@ impl SymbolTable {
             else {
                 continue;
             };
-            offsets.entry(name.to_string()).or_insert(off);
+            let stepped = cfg!(target_arch = "x86_64")
+                .then(|| usize::try_from(off).ok().and_then(|o| data.get(o..)))
+                .flatten()
+                .map(|code| crate::entry_insn::single_stepped(&code[..code.len().min(4)]));
+            offsets.entry(name.to_string()).or_insert((off, stepped));
         }
         Ok(Self { offsets })
     }
 
     pub fn offset(&self, name: &str) -> Option<u64> {
-        self.offsets.get(name).copied()
+        self.offsets.get(name).map(|o| o.0)
+    }
+
+    /// Whether a uprobe on `name` costs two traps per hit (see [`crate::entry_insn`]).
+    pub fn single_stepped(&self, name: &str) -> Option<bool> {
+        self.offsets.get(name).and_then(|o| o.1)
     }
 }
 
