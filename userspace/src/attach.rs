@@ -18,11 +18,12 @@ use aya::{
     },
 };
 use strata_common::{
-    Config, FIELD_NONE, FuncSpec, KernelEvent, KernelFields, globals, maps, programs,
+    COOKIE_TABLE_SHIFT, Config, FIELD_NONE, FuncSpec, KernelEvent, KernelFields, TypeTable,
+    globals, maps, programs,
 };
 
 use crate::{
-    probes::{Mechanism, Probe, Target},
+    probes::{ArgKind, Mechanism, Probe, Target},
     symbols::{SymbolTable, find_library},
     tracefs,
 };
@@ -98,8 +99,10 @@ struct Uprobes {
     multi: Option<crate::uprobe_multi::Programs>,
     /// Multi links, two per library file.
     multi_links: Vec<std::os::fd::OwnedFd>,
-    /// Probes checked and waiting for their file's multi link: (file, offset, probe id).
-    pending: Vec<(PathBuf, u64, u32)>,
+    /// Probes checked and waiting for their file's multi link: (file, offset, cookie).
+    pending: Vec<(PathBuf, u64, u64)>,
+    /// Entries of the type-table map in use (index 0 means none).
+    type_tables: u32,
 }
 
 impl Uprobes {
@@ -119,6 +122,7 @@ impl Uprobes {
             multi: multi.ok(),
             multi_links: Vec::new(),
             pending: Vec::new(),
+            type_tables: 0,
         }
     }
 
@@ -131,10 +135,10 @@ impl Uprobes {
         let (mut failed, mut multi) = (Vec::new(), Vec::new());
         for group in pending.chunk_by(|a, b| a.0 == b.0) {
             let single = self.attach_multi(group, &mut multi);
-            for (path, offset, id) in single {
-                if let Err(e) = self.attach_one(ebpf, &path, offset, id) {
+            for (path, offset, cookie) in single {
+                if let Err(e) = self.attach_one(ebpf, &path, offset, cookie) {
                     self.at.remove(&(path.clone(), offset));
-                    failed.push((id, e));
+                    failed.push((cookie as u32, e));
                 }
             }
         }
@@ -145,18 +149,18 @@ impl Uprobes {
     /// by one (all of them without multi links; else those the kernel refused).
     fn attach_multi(
         &mut self,
-        group: &[(PathBuf, u64, u32)],
+        group: &[(PathBuf, u64, u64)],
         attached: &mut Vec<u32>,
-    ) -> Vec<(PathBuf, u64, u32)> {
+    ) -> Vec<(PathBuf, u64, u64)> {
         let Some(m) = &self.multi else {
             return group.to_vec();
         };
         let mut links = Vec::new();
         let refused = link_halving(group, |part| {
             let offsets: Vec<u64> = part.iter().map(|g| g.1).collect();
-            let cookies: Vec<u64> = part.iter().map(|g| u64::from(g.2)).collect();
+            let cookies: Vec<u64> = part.iter().map(|g| g.2).collect();
             links.extend(m.attach(&part[0].0, &offsets, &cookies)?);
-            attached.extend(part.iter().map(|g| g.2));
+            attached.extend(part.iter().map(|g| g.2 as u32));
             Ok::<_, anyhow::Error>(())
         });
         self.multi_links.extend(links);
@@ -178,12 +182,12 @@ impl Uprobes {
         ebpf: &mut Ebpf,
         path: &Path,
         offset: u64,
-        id: u32,
+        cookie: u64,
     ) -> Result<(), Failure> {
         for prog in [programs::UPROBE_ENTRY, programs::UPROBE_RETURN] {
             let point = UProbeAttachPoint {
                 location: UProbeAttachLocation::AbsoluteOffset(offset),
-                cookie: Some(u64::from(id)),
+                cookie: Some(cookie),
             };
             program::<UProbe>(ebpf, prog)
                 .map_err(|e| Failure::Failed(format!("{e:#}")))?
@@ -1114,10 +1118,53 @@ fn attach_uprobe(
     specs
         .set(p.id, p.spec(), 0)
         .map_err(|e| Failure::Failed(format!("spec map: {e}")))?;
+    let table = match p.arg(ArgKind::H5Type) {
+        Some(_) => type_table(ebpf, uprobes, path, table, symbol),
+        None => 0,
+    };
+    let cookie = u64::from(p.id) | (u64::from(table) << COOKIE_TABLE_SHIFT);
     // Attached with the file's other probes by `finish_uprobes`.
-    uprobes.pending.push((path.to_owned(), offset, p.id));
+    uprobes.pending.push((path.to_owned(), offset, cookie));
     uprobes.at.insert((path.to_owned(), offset), p.id);
     Ok(())
+}
+
+/// Stores where `symbol`'s HDF5 predefined types are (for its `h5type` argument) and returns
+/// the table's index, 0 when the file has none or the map is full (the transfers then have no
+/// byte counts, and the log says why).
+fn type_table(
+    ebpf: &mut Ebpf,
+    uprobes: &mut Uprobes,
+    path: &Path,
+    symbols: &SymbolTable,
+    symbol: &str,
+) -> u32 {
+    let Some(table) = crate::hdf5::type_table(symbols, symbol) else {
+        log::info!(
+            "{}: no HDF5 predefined types found; {symbol} gets no byte counts",
+            path.display()
+        );
+        return 0;
+    };
+    let index = uprobes.type_tables + 1;
+    let stored = ebpf
+        .map_mut(maps::TYPE_TABLES)
+        .ok_or_else(|| anyhow!("map {} missing", maps::TYPE_TABLES))
+        .and_then(|m| Ok(Array::<_, TypeTable>::try_from(m)?))
+        .and_then(|mut a| Ok(a.set(index, table, 0)?));
+    match stored {
+        Ok(()) => {
+            uprobes.type_tables = index;
+            index
+        }
+        Err(e) => {
+            log::warn!(
+                "{symbol} in {}: HDF5 type table {index} not stored ({e:#}); its transfers get no byte counts",
+                path.display()
+            );
+            0
+        }
+    }
 }
 
 /// Reads and sums a per-CPU counter slot.

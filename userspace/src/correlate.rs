@@ -205,6 +205,7 @@ impl Correlator {
                 }
             }
             Event::Proc { event, rec } => self.proc_event(event, &rec),
+            Event::TypeIds { pid, types } => self.dataspaces.types(pid as i32, types),
             Event::Kernel { event, rec } => {
                 self.kernel.event(event, &rec, &self.clock, &self.files);
             }
@@ -306,6 +307,8 @@ impl Correlator {
                     .exec(pid, comm(rec), crate::events::filename(rec));
                 self.handles.exec(pid, Some(ts));
                 self.execs.push(pid);
+                // HDF5 ids of the old image mean nothing in the new one.
+                self.dataspaces.forget(pid);
             }
             ProcEvent::Exit => {
                 let pid = rec.pid as i32;

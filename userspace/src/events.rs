@@ -2,7 +2,8 @@
 use std::{mem::size_of, ptr};
 
 use strata_common::{
-    CallRecord, KernelEvent, KernelRecord, ProcEvent, ProcRecord, RecordKind, STR_FAILED, StrHeader,
+    CallRecord, KernelEvent, KernelRecord, MAX_TYPE_REFS, ProcEvent, ProcRecord, RecordKind,
+    STR_FAILED, StrHeader, TypeIdsRecord,
 };
 
 #[derive(Debug)]
@@ -30,6 +31,11 @@ pub enum Event {
         event: KernelEvent,
         rec: KernelRecord,
     },
+    /// The ids of a process's predefined datatypes: (id, size in bytes).
+    TypeIds {
+        pid: u32,
+        types: Vec<(u64, u64)>,
+    },
 }
 
 impl Event {
@@ -38,7 +44,7 @@ impl Event {
     pub fn pid(&self) -> u32 {
         match self {
             Self::Call(r) => r.pid,
-            Self::Str { pid, .. } | Self::Blob { pid, .. } => *pid,
+            Self::Str { pid, .. } | Self::Blob { pid, .. } | Self::TypeIds { pid, .. } => *pid,
             Self::Proc { rec, .. } => rec.pid,
             Self::Kernel { rec, .. } => rec.pid,
         }
@@ -115,6 +121,19 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
                 KernelEvent::from_u32(rec.event).ok_or(DecodeError::KernelEvent(rec.event))?;
             Ok(Event::Kernel { event, rec })
         }
+        k if k == RecordKind::TypeIds as u32 => {
+            let rec: TypeIdsRecord = read(bytes)?;
+            let n = (rec.count as usize).min(MAX_TYPE_REFS);
+            Ok(Event::TypeIds {
+                pid: rec.pid,
+                // 0: not read (no id is 0).
+                types: rec.types[..n]
+                    .iter()
+                    .filter(|t| t.id != 0)
+                    .map(|t| (t.id, t.size))
+                    .collect(),
+            })
+        }
         k => Err(DecodeError::Kind(k)),
     }
 }
@@ -187,7 +206,24 @@ mod tests {
         assert_eq!(decode(&bytes(&p)).unwrap_err(), DecodeError::ProcEvent(9));
         assert_eq!(comm(&p), "bash");
         assert_eq!(decode(&[1, 0]).unwrap_err(), DecodeError::Short(2));
-        assert_eq!(decode(&[7, 0, 0, 0]).unwrap_err(), DecodeError::Kind(7));
+        assert_eq!(decode(&[9, 0, 0, 0]).unwrap_err(), DecodeError::Kind(9));
+        let mut t = TypeIdsRecord {
+            kind: RecordKind::TypeIds as u32,
+            pid: 5,
+            count: 3,
+            _pad: 0,
+            types: [strata_common::TypeId::default(); MAX_TYPE_REFS],
+        };
+        t.types[0] = strata_common::TypeId { id: 77, size: 8 };
+        t.types[2] = strata_common::TypeId { id: 79, size: 4 };
+        t.types[3] = strata_common::TypeId { id: 80, size: 2 };
+        match decode(&bytes(&t)).unwrap() {
+            Event::TypeIds { pid, types } => {
+                // Unread ids (0) and entries past `count` are left out.
+                assert_eq!((pid, types), (5, vec![(77, 8), (79, 4)]));
+            }
+            e => panic!("{e:?}"),
+        }
         assert_eq!(decode(&[1, 0, 0, 0, 0]).unwrap_err(), DecodeError::Short(5));
     }
 }

@@ -4,43 +4,36 @@
 //! Dataspaces are followed through the calls that make and select them (H5Screate_simple,
 //! H5Sselect_hyperslab, ...), whose dimension arrays the kernel side copies (`dims` arguments
 //! in probes.toml). The memory type of a transfer is one of HDF5's predefined types, whose ids
-//! live in global variables of the library (`H5T_NATIVE_DOUBLE_g`): they are read from the
-//! traced process once, so a type id names its size. A selection strata could not follow
-//! (an operation it does not model, a dataset opened rather than created) gives no count.
-//!
-//! The type ids are read when strata handles the process's first HDF5 call. A short-lived
-//! process that has ended by then (strata kept off the CPU for longer than the process
-//! lived; reproduced by stopping strata for 3 s during a 4-rank job) leaves its transfers
-//! without byte counts: the ids are gone with its memory, and H5close resets them before.
-use std::{
-    collections::HashMap,
-    fs,
-    path::{Path, PathBuf},
-};
+//! live in global variables of the library (`H5T_NATIVE_DOUBLE_g`), set by H5open and reset
+//! by H5close: the kernel side reads them at a process's first call with an `h5type`
+//! argument, from where [`type_table`] says they are, and sends them, so that nothing depends
+//! on the process still existing when strata handles its calls. A selection strata could not follow (an operation it does not model, a dataset opened rather
+//! than created) gives no count, unless the library's own count was seen (`internal`).
+use std::collections::HashMap;
 
-use object::ObjectSymbol as _;
+use strata_common::{MAX_TYPE_REFS, TypeRef, TypeTable};
+
+use crate::symbols::SymbolTable;
 
 /// `H5S_ALL`: the whole extent of the dataset.
 const H5S_ALL: u64 = 0;
 const H5S_SELECT_SET: u64 = 0;
 const H5S_SELECT_OR: u64 = 1;
-/// Reads of a process's predefined types before giving up (static HDF5, a stripped build).
-const MAX_TYPE_READS: u32 = 3;
-
-/// Predefined types and their sizes in bytes (global variable name without `H5T_` and `_g`).
-const TYPES: &[(&str, u64)] = &[
+/// Predefined types and their sizes in bytes (global variable name without `H5T_` and `_g`),
+/// most used first: the kernel side compares a call's type with them in this order.
+const TYPES: &[(&str, u32)] = &[
+    ("NATIVE_DOUBLE", 8),
+    ("NATIVE_FLOAT", 4),
+    ("NATIVE_INT", 4),
+    ("NATIVE_LLONG", 8),
+    ("NATIVE_LONG", 8),
     ("NATIVE_SCHAR", 1),
     ("NATIVE_UCHAR", 1),
     ("NATIVE_SHORT", 2),
     ("NATIVE_USHORT", 2),
-    ("NATIVE_INT", 4),
     ("NATIVE_UINT", 4),
-    ("NATIVE_LONG", 8),
     ("NATIVE_ULONG", 8),
-    ("NATIVE_LLONG", 8),
     ("NATIVE_ULLONG", 8),
-    ("NATIVE_FLOAT", 4),
-    ("NATIVE_DOUBLE", 8),
     ("NATIVE_LDOUBLE", 16),
     ("NATIVE_INT8", 1),
     ("NATIVE_UINT8", 1),
@@ -67,6 +60,38 @@ const TYPES: &[(&str, u64)] = &[
     ("STD_U32LE", 4),
     ("STD_U64LE", 8),
 ];
+
+const _: () = assert!(TYPES.len() <= MAX_TYPE_REFS);
+
+/// Where the predefined types are as seen from `function`'s address in the file `symbols`
+/// was read from (a libhdf5, or an executable HDF5 is linked into), for the kernel side;
+/// `None` when the file defines none of them.
+pub fn type_table(symbols: &SymbolTable, function: &str) -> Option<TypeTable> {
+    let at = symbols.address(function)?;
+    let mut table = TypeTable {
+        count: 0,
+        _pad: 0,
+        refs: [TypeRef::default(); MAX_TYPE_REFS],
+    };
+    for (name, size) in TYPES {
+        let Some(var) = symbols.variable(&format!("H5T_{name}_g")) else {
+            continue;
+        };
+        // A library reaches its exported variables through its GOT (they may have moved to
+        // the executable); a static build has only its own copy.
+        let (target, indirect) = match var.got {
+            Some(slot) => (slot, 1),
+            None => (var.address, 0),
+        };
+        table.refs[table.count as usize] = TypeRef {
+            delta: target.wrapping_sub(at) as i64,
+            size: *size,
+            indirect,
+        };
+        table.count += 1;
+    }
+    (table.count > 0).then_some(table)
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Selection {
@@ -95,12 +120,8 @@ impl Space {
 pub struct Dataspaces {
     spaces: HashMap<(i32, u64), Space>,
     datasets: HashMap<(i32, u64), Vec<u64>>,
-    /// Per process: type id -> size, read once from the library's globals.
+    /// Per process: type id -> size, for the predefined types and copies of them (H5Tcopy).
     types: HashMap<i32, HashMap<u64, u64>>,
-    /// Attempts so far to read a process's type table (bounded: each reads /proc).
-    type_reads: HashMap<i32, u32>,
-    /// Per ELF file: global variable name -> virtual address, and whether it is relocated.
-    symbols: HashMap<PathBuf, (HashMap<String, u64>, bool)>,
     /// Elements selected, as the library itself counted them inside a call (by call id).
     counted: HashMap<u64, u64>,
 }
@@ -122,19 +143,6 @@ impl Dataspaces {
     ) -> Option<i64> {
         let a = |i: usize| args.get(i).copied().unwrap_or(0);
         let id = ret as u64;
-        // Read the predefined type ids while the process surely lives and the library is
-        // initialised: at its first HDF5 call after H5open (a later read may find them reset
-        // by H5close at exit).
-        let tries = self.type_reads.entry(pid).or_insert(0);
-        if self.types.get(&pid).is_none_or(|t| t.is_empty()) && *tries < MAX_TYPE_READS {
-            *tries += 1;
-            let table = self.read_types(pid).unwrap_or_default();
-            log::debug!(
-                "HDF5 predefined types of process {pid}: {} found",
-                table.len()
-            );
-            self.types.insert(pid, table);
-        }
         match function {
             "H5Screate_simple" if ret >= 0 => {
                 let rank = a(0) as usize;
@@ -201,7 +209,7 @@ impl Dataspaces {
                 self.datasets.remove(&(pid, a(0)));
             }
             "H5Dwrite" | "H5Dread" => {
-                let (dset, mem_type, mem_space, file_space) = (a(0), a(1), a(2), a(3));
+                let (dset, mem_space, file_space) = (a(0), a(2), a(3));
                 // The library's own count first: it knows extents of opened datasets and
                 // every kind of selection.
                 let counted = self.counted.remove(&call_id);
@@ -210,7 +218,7 @@ impl Dataspaces {
                     (H5S_ALL, f) => self.spaces.get(&(pid, f))?.selected(),
                     (m, _) => self.spaces.get(&(pid, m))?.selected(),
                 })?;
-                let size = self.type_size(pid, mem_type)?;
+                let size = self.type_size(pid, a(1))?;
                 return i64::try_from(points.checked_mul(size)?).ok();
             }
             _ => {}
@@ -240,98 +248,21 @@ impl Dataspaces {
         self.spaces.retain(|(p, _), _| *p != pid);
         self.datasets.retain(|(p, _), _| *p != pid);
         self.types.remove(&pid);
-        self.type_reads.remove(&pid);
+    }
+
+    /// The ids of a process's predefined types, as the kernel side read them (once per probed
+    /// function that names types; a new program image's come after [`Self::forget`]).
+    pub fn types(&mut self, pid: i32, types: Vec<(u64, u64)>) {
+        log::debug!(
+            "HDF5 predefined types of process {pid}: {} ids",
+            types.len()
+        );
+        self.types.entry(pid).or_default().extend(types);
     }
 
     fn type_size(&self, pid: i32, type_id: u64) -> Option<u64> {
         self.types.get(&pid)?.get(&type_id).copied()
     }
-
-    /// Reads the predefined type ids of the HDF5 library mapped into `pid`. A program that
-    /// names a type (`H5T_NATIVE_DOUBLE`) holds the variable itself, through a copy
-    /// relocation, and the library's own copy is never set: the executable's definition wins.
-    /// A program linked statically against HDF5 has the only copy.
-    fn read_types(&mut self, pid: i32) -> Option<HashMap<u64, u64>> {
-        let proc = procfs::process::Process::new(pid).ok()?;
-        let maps = proc.maps().ok()?;
-        let exe = proc.exe().ok();
-        let base_of = |want: &dyn Fn(&Path) -> bool| {
-            maps.iter().find_map(|m| match &m.pathname {
-                procfs::process::MMapPath::Path(p) if m.offset == 0 && want(p) => {
-                    Some((p.clone(), m.address.0))
-                }
-                _ => None,
-            })
-        };
-        let lib = base_of(&|p: &Path| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("libhdf5") && !n.contains("_hl"))
-        });
-        let exe = exe.and_then(|e| base_of(&|p: &Path| p == e));
-        let mut globals: HashMap<String, u64> = HashMap::new();
-        for (path, base) in [lib, exe].into_iter().flatten() {
-            if !self.symbols.contains_key(&path) {
-                let file = format!("/proc/{pid}/root{}", path.display());
-                let syms = data_symbols(Path::new(&file)).unwrap_or_default();
-                self.symbols.insert(path.clone(), syms);
-            }
-            let (syms, relocated) = &self.symbols[&path];
-            // Position-dependent executables are linked at their final addresses.
-            let base = if *relocated { base } else { 0 };
-            for (name, addr) in syms {
-                if name.starts_with("H5T_") {
-                    globals.insert(name.clone(), base + addr);
-                }
-            }
-        }
-        if globals.is_empty() {
-            return None;
-        }
-        let mut table = HashMap::new();
-        for (name, size) in TYPES {
-            let Some(addr) = globals.get(&format!("H5T_{name}_g")) else {
-                continue;
-            };
-            // Not initialised yet, or reset by H5close: -1.
-            if let Some(id) = read_u64(pid, *addr).filter(|id| *id != u64::MAX) {
-                table.insert(id, *size);
-            }
-        }
-        Some(table)
-    }
-}
-
-/// Global variables of an ELF file: name -> virtual address, and whether the file is loaded
-/// at a base address (a shared object or PIE) rather than at its link addresses.
-fn data_symbols(path: &Path) -> Option<(HashMap<String, u64>, bool)> {
-    use object::Object as _;
-    let data = fs::read(path).ok()?;
-    let file = object::File::parse(&*data).ok()?;
-    let relocated = file.kind() != object::ObjectKind::Executable;
-    Some((
-        file.dynamic_symbols()
-            .chain(file.symbols())
-            .filter(|s| s.kind() == object::SymbolKind::Data && s.is_definition())
-            .filter_map(|s| {
-                let name = s.name().ok()?;
-                Some((name.split('@').next()?.to_string(), s.address()))
-            })
-            .collect(),
-        relocated,
-    ))
-}
-
-fn read_u64(pid: i32, addr: u64) -> Option<u64> {
-    let mut buf = [0u8; 8];
-    let mut local = [std::io::IoSliceMut::new(&mut buf)];
-    let remote = [nix::sys::uio::RemoteIoVec {
-        base: usize::try_from(addr).ok()?,
-        len: 8,
-    }];
-    let n = nix::sys::uio::process_vm_readv(nix::unistd::Pid::from_raw(pid), &mut local, &remote)
-        .ok()?;
-    (n == 8).then(|| u64::from_ne_bytes(buf))
 }
 
 #[cfg(test)]
@@ -341,9 +272,9 @@ mod tests {
     #[test]
     fn follows_spaces_and_selections() {
         let mut d = Dataspaces::default();
-        // A type table as read from the library: id 77 is a double.
-        d.types.insert(1, HashMap::from([(77, 8)]));
         let none = |_: usize| None;
+        // The predefined types as the kernel side read them: id 77 is a double.
+        d.types(1, vec![(77, 8), (79, 4)]);
         let dims = [64u64, 1024];
         d.observe("H5Screate_simple", 1, 0, &[2, 0, 0], 10, |i| {
             (i == 1).then_some(&dims[..])
@@ -400,10 +331,25 @@ mod tests {
             d.observe("H5Dwrite", 1, 0, &[20, 78, 11, 12], 0, none),
             Some(16 * 1024 * 8)
         );
-        // An unknown type or another process: no count.
+        // The ids sent again (by another probed function) keep the copies.
+        d.types(1, vec![(77, 8), (79, 4)]);
+        assert_eq!(
+            d.observe("H5Dwrite", 1, 0, &[20, 78, 11, 12], 0, none),
+            Some(16 * 1024 * 8)
+        );
+        // An unknown type, another process's before its types arrive, or its copy: no count.
         assert_eq!(d.observe("H5Dwrite", 1, 0, &[20, 99, 0, 0], 0, none), None);
-        d.types.insert(2, HashMap::new());
+        d.observe("H5Screate_simple", 2, 0, &[2, 0, 0], 10, |i| {
+            (i == 1).then_some(&dims[..])
+        });
+        d.observe("H5Dcreate2", 2, 0, &[5, 0, 0, 10], 20, none);
         assert_eq!(d.observe("H5Dwrite", 2, 0, &[20, 77, 0, 0], 0, none), None);
+        d.types(2, vec![(77, 4)]);
+        assert_eq!(d.observe("H5Dwrite", 2, 0, &[20, 78, 0, 0], 0, none), None);
+        assert_eq!(
+            d.observe("H5Dwrite", 2, 0, &[20, 77, 0, 0], 0, none),
+            Some(64 * 1024 * 4)
+        );
         // The library's own count inside the call wins, even where the selection is unknown;
         // only the first count inside a call is its memory selection.
         d.internal("H5S_get_select_npoints", 500, 100);

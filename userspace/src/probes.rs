@@ -223,6 +223,7 @@ kinds!(
         OutInt32 = "out_int32",
         RequestRef = "request_ref",
         Datatype = "datatype",
+        H5Type = "h5type",
         Plist = "plist",
         Varid = "varid",
         Dims = "dims",
@@ -272,7 +273,7 @@ impl ArgKind {
     }
     /// Read at entry for library functions (uprobes) only.
     fn library_only(self) -> bool {
-        self.is_array() || self.is_deref() || self == Self::Datatype
+        self.is_array() || self.is_deref() || matches!(self, Self::Datatype | Self::H5Type)
     }
 }
 

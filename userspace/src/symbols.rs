@@ -10,7 +10,7 @@ use std::{
     process::Command,
 };
 
-use object::{Object as _, ObjectSection as _, ObjectSymbol as _};
+use object::{Object as _, ObjectSection as _, ObjectSymbol as _, ObjectSymbolTable as _};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SymbolError {
@@ -28,13 +28,33 @@ pub enum SymbolError {
     LibraryNotFound(String),
 }
 
-/// Function name -> file offset for one library.
+/// Function name -> file offset for one library, and where its global variables are.
 #[derive(Debug, Default)]
 pub struct SymbolTable {
-    /// Function name -> (file offset, whether the kernel single-steps its first
-    /// instruction; `None` off x86-64 or past the end of the file).
-    offsets: HashMap<String, (u64, Option<bool>)>,
+    functions: HashMap<String, Function>,
+    variables: HashMap<String, Variable>,
 }
+
+#[derive(Debug, Clone, Copy)]
+struct Function {
+    offset: u64,
+    address: u64,
+    /// Whether the kernel single-steps its first instruction (`None` off x86-64 or past the
+    /// end of the file).
+    stepped: Option<bool>,
+}
+
+/// A global variable defined by the file, by link-time (virtual) address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Variable {
+    pub address: u64,
+    /// The file's own GOT slot for it, where its code reaches it through one: the slot holds
+    /// the address of the copy in use, which is an executable's copy when one was made.
+    pub got: Option<u64>,
+}
+
+/// x86-64 `R_X86_64_GLOB_DAT`: a GOT slot set to a symbol's address at load.
+const R_X86_64_GLOB_DAT: u32 = 6;
 
 impl SymbolTable {
     pub fn read(path: &Path) -> Result<Self, SymbolError> {
@@ -50,13 +70,24 @@ impl SymbolTable {
 
     pub fn parse(data: &[u8]) -> Result<Self, object::Error> {
         let file = object::File::parse(data)?;
-        let mut offsets = HashMap::new();
+        let mut functions = HashMap::new();
+        let mut variables = HashMap::new();
         for sym in file.dynamic_symbols().chain(file.symbols()) {
-            if !sym.is_definition() || sym.kind() != object::SymbolKind::Text {
+            if !sym.is_definition() {
                 continue;
             }
             let Ok(name) = sym.name() else { continue };
             let name = name.split('@').next().unwrap_or(name);
+            if sym.kind() == object::SymbolKind::Data {
+                variables.entry(name.to_string()).or_insert(Variable {
+                    address: sym.address(),
+                    got: None,
+                });
+                continue;
+            }
+            if sym.kind() != object::SymbolKind::Text {
+                continue;
+            }
             let Some(section) = sym
                 .section_index()
                 .and_then(|i| file.section_by_index(i).ok())
@@ -77,18 +108,54 @@ impl SymbolTable {
                 .then(|| usize::try_from(off).ok().and_then(|o| data.get(o..)))
                 .flatten()
                 .map(|code| crate::entry_insn::single_stepped(&code[..code.len().min(4)]));
-            offsets.entry(name.to_string()).or_insert((off, stepped));
+            functions.entry(name.to_string()).or_insert(Function {
+                offset: off,
+                address: sym.address(),
+                stepped,
+            });
         }
-        Ok(Self { offsets })
+        for (slot, reloc) in file.dynamic_relocations().into_iter().flatten() {
+            let (object::RelocationFlags::Elf { r_type }, object::RelocationTarget::Symbol(i)) =
+                (reloc.flags(), reloc.target())
+            else {
+                continue;
+            };
+            if r_type != R_X86_64_GLOB_DAT {
+                continue;
+            }
+            let Some(name) = file
+                .dynamic_symbol_table()
+                .and_then(|t| t.symbol_by_index(i).ok())
+                .and_then(|s| s.name().ok())
+            else {
+                continue;
+            };
+            if let Some(v) = variables.get_mut(name.split('@').next().unwrap_or(name)) {
+                v.got = Some(slot);
+            }
+        }
+        Ok(Self {
+            functions,
+            variables,
+        })
     }
 
     pub fn offset(&self, name: &str) -> Option<u64> {
-        self.offsets.get(name).map(|o| o.0)
+        self.functions.get(name).map(|f| f.offset)
+    }
+
+    /// The link-time address of function `name`.
+    pub fn address(&self, name: &str) -> Option<u64> {
+        self.functions.get(name).map(|f| f.address)
     }
 
     /// Whether a uprobe on `name` costs two traps per hit (see [`crate::entry_insn`]).
     pub fn single_stepped(&self, name: &str) -> Option<bool> {
-        self.offsets.get(name).and_then(|o| o.1)
+        self.functions.get(name).and_then(|f| f.stepped)
+    }
+
+    pub fn variable(&self, name: &str) -> Option<Variable> {
+        self.variables.get(name).copied()
     }
 }
 
@@ -159,6 +226,28 @@ mod tests {
         // glibc exports fopen64 as an alias at the same address.
         assert_eq!(t.offset("fopen64"), Some(fopen));
         assert!(t.offset("no_such_function_here").is_none());
+    }
+
+    /// glibc reaches `stderr` through its GOT (an executable may hold the copy in use): the
+    /// slot and the variable's own address agree with binutils' reading of the file.
+    #[test]
+    fn variables_and_their_got_slots_agree_with_readelf() {
+        let libc = find_library("libc.so.6").unwrap();
+        let t = SymbolTable::read(&libc).unwrap();
+        let relocs = Command::new("readelf").arg("-rW").arg(&libc).output();
+        let relocs = String::from_utf8(relocs.expect("readelf (binutils)").stdout).unwrap();
+        let line = relocs
+            .lines()
+            .find(|l| l.contains("R_X86_64_GLOB_DAT") && l.contains(" stderr@"))
+            .expect("a GLOB_DAT relocation of stderr in libc");
+        let hex = |i: usize| u64::from_str_radix(line.split_whitespace().nth(i).unwrap(), 16);
+        let var = t.variable("stderr").expect("stderr is a variable of libc");
+        assert_eq!(var.got, Some(hex(0).unwrap()), "{line}");
+        assert_eq!(var.address, hex(3).unwrap(), "{line}");
+        assert!(
+            t.variable("fopen").is_none(),
+            "a function is not a variable"
+        );
     }
 
     #[test]

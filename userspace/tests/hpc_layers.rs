@@ -30,18 +30,23 @@ fn descendants(calls: &[Row], top: i64) -> Vec<&Row> {
     out
 }
 
-#[test]
-fn hdf5_writes_are_linked_through_mpi_io_to_posix() {
-    require_root();
-    let dir = scratch("mpi_hdf5");
-    // -shlib: HDF5 through the shared library that strata probes.
+/// The HDF5 workload built against the shared library that strata probes (`-shlib`), and the
+/// file it is to write.
+fn hdf5_workload(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let dir = scratch(name);
     let exe = build_c(
         "h5pcc",
         "hdf5_parallel.c",
         &dir.join("hdf5_parallel"),
         &["-shlib"],
     );
-    let h5 = dir.join("out.h5");
+    (exe, dir.join("out.h5"))
+}
+
+#[test]
+fn hdf5_writes_are_linked_through_mpi_io_to_posix() {
+    require_root();
+    let (exe, h5) = hdf5_workload("mpi_hdf5");
     let out = record_mpi(
         "mpi_hdf5_run",
         &exe,
@@ -222,10 +227,59 @@ fn hdf5_writes_are_linked_through_mpi_io_to_posix() {
     assert!(n.parse::<i64>().unwrap() > RANKS);
 }
 
-/// One traced job at a time. Each is 4 ranks, mpirun and a tracer; four at once on a
-/// 2-CPU machine can keep a tracer off the CPU for longer than an HDF5 rank lives, and a
-/// process that has exited has no memory left to read its predefined type ids from (the
-/// known limit this would turn into a random failure; see `hdf5.rs`).
+/// strata kept off the CPU for a whole job (the job stops it first and resumes it once
+/// mpirun has ended): when strata reads the first event, every rank is gone with its memory,
+/// and the transfers still have their byte counts: the kernel side read the ids of the
+/// predefined types while each rank ran.
+#[test]
+fn hdf5_byte_counts_do_not_depend_on_the_tracer_keeping_up() {
+    require_root();
+    let (exe, h5) = hdf5_workload("mpi_hdf5_stopped");
+    let out = scratch("mpi_hdf5_stopped_run").join("out");
+    // The command's parent is strata itself (it forks the command).
+    let script = format!(
+        "[ \"$(cat /proc/$PPID/comm)\" = strata ] || exit 97; kill -STOP $PPID || exit 98; \
+         mpirun --oversubscribe -np {RANKS} \"$0\" \"$1\" {ROWS}; s=$?; kill -CONT $PPID; exit $s"
+    );
+    let _one_job = ONE_JOB.lock().unwrap_or_else(|e| e.into_inner());
+    let res = run(strata()
+        .args(["record", "-q", "--layers", "hdf5", "-o"])
+        .arg(&out)
+        .args(["--", "sh", "-c", &script])
+        .arg(&exe)
+        .arg(&h5)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"));
+    assert!(res.status.success(), "{:?}", res.status);
+
+    let calls = rows(&out, "calls");
+    let mut writes: HashMap<i64, Vec<&Row>> = HashMap::new();
+    for c in calls.iter().filter(|c| c.s("function") == Some("H5Dwrite")) {
+        writes.entry(c.i("pid").unwrap()).or_default().push(c);
+    }
+    assert_eq!(writes.len(), RANKS as usize, "one H5Dwrite pid per rank");
+    for (pid, w) in &writes {
+        assert_eq!(w.len(), 3, "pid {pid}");
+        for c in w {
+            assert_eq!(
+                (c.i("bytes_requested"), c.i("bytes_result")),
+                (Some(BLOCK), Some(BLOCK)),
+                "pid {pid}, call {:?}",
+                c.i("call_id")
+            );
+        }
+    }
+    // Rank 0's read of the whole dataset: the library's own count times the type's size.
+    let read = calls
+        .iter()
+        .find(|c| c.s("function") == Some("H5Dread"))
+        .expect("H5Dread");
+    assert_eq!(read.i("bytes_result"), Some(RANKS * BLOCK));
+}
+
+/// One traced job at a time. Each is 4 ranks, mpirun and a tracer; four at once on a 2-CPU
+/// machine can keep a tracer behind by longer than a rank lives, and what strata reads from
+/// /proc (a rank's environment, which names its MPI rank) goes with the process.
 static ONE_JOB: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// `mpirun -np RANKS exe args...` under `strata record`, returning the output directory.

@@ -42,6 +42,9 @@ pub mod maps {
     pub const CGROUPS: &str = "STRATA_CGROUPS";
     pub const USERS: &str = "STRATA_USERS";
     pub const LAST_WAKE: &str = "STRATA_LAST_WAKE";
+    pub const TYPE_TABLES: &str = "STRATA_TYPE_TABLES";
+    /// Processes whose predefined type ids were sent (tgid -> type table index).
+    pub const TYPES_SENT: &str = "STRATA_TYPES_SENT";
 }
 
 /// Read-only globals of the programs, set by the loader.
@@ -350,6 +353,59 @@ pub const SPEC_EMIT_AT_ENTRY: u16 = 2;
 /// A kernel function (kprobe): its return finds it by the top frame of the thread's stack.
 pub const SPEC_KERNEL: u16 = 4;
 
+/// The attach cookie of a uprobe: the function id in the low 32 bits, and above this shift
+/// the index of the attachment's [`TypeTable`] (0: none).
+pub const COOKIE_TABLE_SHIFT: u32 = 32;
+/// Entries of [`maps::TYPE_TABLES`]; index 0 is never used.
+pub const MAX_TYPE_TABLES: u32 = 256;
+/// Predefined types per [`TypeTable`].
+pub const MAX_TYPE_REFS: usize = 40;
+
+/// Where one of a library's predefined datatype ids lives (HDF5's `H5T_NATIVE_DOUBLE_g`),
+/// relative to the probed function's address: at `ip + delta`, or, when `indirect`, at the
+/// address stored there (the library's GOT slot for the variable, which finds the copy an
+/// executable made of it).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TypeRef {
+    pub delta: i64,
+    /// Size in bytes of the type.
+    pub size: u32,
+    pub indirect: u32,
+}
+
+/// The predefined types one probed function of one file can name. At the first call of a
+/// process through such a function, the kernel side reads their ids and sends them
+/// ([`TypeIdsRecord`]): they are set by H5open and reset by H5close, and a process gone
+/// before user space looks has no memory left to read.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct TypeTable {
+    pub count: u32,
+    pub _pad: u32,
+    pub refs: [TypeRef; MAX_TYPE_REFS],
+}
+
+/// A predefined type's id in one process, and its size.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TypeId {
+    pub id: u64,
+    pub size: u64,
+}
+
+/// The ids of a process's predefined types (`count` entries of `types`; an id the kernel
+/// could not read is 0).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct TypeIdsRecord {
+    pub kind: u32,
+    pub pid: u32,
+    pub count: u32,
+    pub _pad: u32,
+    pub types: [TypeId; MAX_TYPE_REFS],
+}
+
 /// One traced call in progress on a thread.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
@@ -405,6 +461,8 @@ pub enum RecordKind {
     Blob = 4,
     /// A [`KernelRecord`].
     Kernel = 5,
+    /// A [`TypeIdsRecord`].
+    TypeIds = 6,
 }
 
 /// A completed call (library function or syscall), emitted when it returns.
@@ -498,6 +556,7 @@ mod pod {
     // SAFETY: all are repr(C), Copy, and have no implicit padding.
     unsafe impl aya::Pod for super::Config {}
     unsafe impl aya::Pod for super::FuncSpec {}
+    unsafe impl aya::Pod for super::TypeTable {}
     unsafe impl aya::Pod for super::ThreadStack {}
     unsafe impl aya::Pod for super::KernelFields {}
     unsafe impl aya::Pod for super::BioKey {}
@@ -506,6 +565,8 @@ mod pod {
 const _: () = {
     assert!(core::mem::size_of::<Config>() == 88);
     assert!(core::mem::size_of::<FuncSpec>() == 16);
+    assert!(core::mem::size_of::<TypeTable>() == 8 + 16 * MAX_TYPE_REFS);
+    assert!(core::mem::size_of::<TypeIdsRecord>() == 16 + 16 * MAX_TYPE_REFS);
     assert!(core::mem::size_of::<Frame>() == 72);
     assert!(core::mem::size_of::<CallRecord>() == 120);
     assert!(core::mem::size_of::<StrHeader>() == 24);

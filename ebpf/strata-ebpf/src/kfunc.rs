@@ -13,7 +13,7 @@ use aya_ebpf::{
 };
 use strata_common::{Counter, FuncSpec, MAX_ARGS, MAX_DEPTH, NO_ARG, SPEC_ENABLED, SPEC_KERNEL};
 
-use crate::{Res, STRATA_FUNC_SPECS, config, count, on_entry, on_return, slot, thread};
+use crate::{NO_SITE, Res, STRATA_FUNC_SPECS, config, count, on_entry, on_return, slot, thread};
 
 /// Kernel function address -> probe id.
 #[map]
@@ -91,7 +91,7 @@ fn try_kprobe_entry(ctx: &ProbeContext) -> Res<()> {
         }
     }
     // Kernel functions' arguments are kernel values: no user-space captures.
-    on_entry::<0>(spec, &mut args)
+    on_entry::<0>(spec, &mut args, NO_SITE)
 }
 
 #[kretprobe]

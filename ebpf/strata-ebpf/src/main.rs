@@ -23,13 +23,14 @@ use aya_ebpf::{
         bpf_probe_read_user, bpf_probe_read_user_buf, bpf_probe_read_user_str_bytes,
     },
     macros::{btf_tracepoint, map, tracepoint, uprobe, uretprobe},
-    maps::{Array, HashMap, PerCpuArray, RingBuf},
+    maps::{Array, HashMap, LruHashMap, PerCpuArray, RingBuf},
     programs::{BtfTracePointContext, ProbeContext, RetProbeContext, TracePointContext},
 };
 use strata_common::{
-    BLOB_WORDS, CALL_OUT_VALID, CLONE_THREAD, COUNTER_SLOTS, CallRecord, Config, Counter, FuncSpec,
-    MAX_ARGS, MAX_CGROUP_LEVEL, MAX_DEPTH, MAX_FUNCS, MAX_SYSCALLS, NO_ARG, ProcEvent, ProcRecord,
-    RecordKind, SPEC_EMIT_AT_ENTRY, SPEC_ENABLED, STR_CAP, STR_FAILED, StrHeader, StrRecord,
+    BLOB_WORDS, CALL_OUT_VALID, CLONE_THREAD, COOKIE_TABLE_SHIFT, COUNTER_SLOTS, CallRecord,
+    Config, Counter, FuncSpec, MAX_ARGS, MAX_CGROUP_LEVEL, MAX_DEPTH, MAX_FUNCS, MAX_SYSCALLS,
+    MAX_TYPE_REFS, MAX_TYPE_TABLES, NO_ARG, ProcEvent, ProcRecord, RecordKind, SPEC_EMIT_AT_ENTRY,
+    SPEC_ENABLED, STR_CAP, STR_FAILED, StrHeader, StrRecord, TypeId, TypeIdsRecord, TypeTable,
     WAKEUP_BYTES,
 };
 
@@ -62,6 +63,15 @@ static STRATA_COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(COUNTER
 /// Sized by user space at load time (`--ring-buffer-mib`).
 #[map]
 static STRATA_EVENTS: RingBuf = RingBuf::with_byte_size(16 << 20, 0);
+
+/// Predefined datatype tables of probed functions, indexed by the high half of the cookie.
+#[map]
+static STRATA_TYPE_TABLES: Array<TypeTable> = Array::with_max_entries(MAX_TYPE_TABLES, 0);
+
+/// Processes whose predefined type ids were sent: tgid -> type table (forgotten at exec and
+/// exit; least recently used first out, so that a full map costs a resend, not a miss).
+#[map]
+static STRATA_TYPES_SENT: LruHashMap<u32, u32> = LruHashMap::with_max_entries(16384, 0);
 
 /// Where a string record is assembled before its used part is copied out.
 #[map]
@@ -322,6 +332,63 @@ fn emit_blobs(mask: u8, call_id: u64, args: &[u64; MAX_ARGS]) {
     }
 }
 
+/// Where a uprobe hit: the probed address, and the index of its attachment's type table
+/// (0: none; and for every other kind of probe).
+#[derive(Clone, Copy)]
+struct Site {
+    ip: u64,
+    table: u32,
+}
+
+const NO_SITE: Site = Site { ip: 0, table: 0 };
+
+/// Sends the ids of the predefined datatypes of the attachment's table, once per process
+/// (and table): read in place while the process runs, so that user space can size its
+/// transfers even when it handles them after the process is gone. A process's first call
+/// through such a function comes after H5open has set them (HDF5's type macros call it).
+#[inline(always)]
+fn send_type_ids(site: Site, tgid: u32) {
+    // SAFETY: read-only lookup of a plain integer value.
+    if unsafe { STRATA_TYPES_SENT.get(tgid) } == Some(&site.table) {
+        return;
+    }
+    let Some(table) = STRATA_TYPE_TABLES.get(site.table) else {
+        return;
+    };
+    let Some(mut entry) = STRATA_EVENTS.reserve::<TypeIdsRecord>(0) else {
+        count(Counter::RingbufFull);
+        return;
+    };
+    let rec = entry.as_mut_ptr();
+    let n = bounded(table.count as usize, MAX_TYPE_REFS);
+    // SAFETY: reserved ring-buffer memory of the right size; the header and the first `n`
+    // entries are written (user space reads no more).
+    unsafe {
+        (*rec).kind = RecordKind::TypeIds as u32;
+        (*rec).pid = tgid;
+        (*rec).count = n as u32;
+        (*rec)._pad = 0;
+        for i in 0..MAX_TYPE_REFS {
+            if i >= n {
+                break;
+            }
+            // An index the verifier can bound (6.1 loses an iterator's).
+            let k = bounded(i, MAX_TYPE_REFS - 1);
+            let r = &table.refs[k];
+            let mut at = site.ip.wrapping_add(r.delta as u64);
+            if r.indirect != 0 {
+                at = bpf_probe_read_user(at as *const u64).unwrap_or(0);
+            }
+            (*rec).types[k] = TypeId {
+                id: bpf_probe_read_user(at as *const u64).unwrap_or(0),
+                size: u64::from(r.size),
+            };
+        }
+    }
+    entry.submit(wakeup(core::mem::size_of::<TypeIdsRecord>(), true));
+    let _ = STRATA_TYPES_SENT.insert(tgid, site.table, 0);
+}
+
 /// Emits the record of a finished call.
 #[inline(always)]
 #[expect(
@@ -410,7 +477,7 @@ const CAPTURE_LIBRARY: u8 = 2;
 /// probes can use: older kernels' verifiers walk every loop of every capture on every path,
 /// and the budget of a million instructions was nearly spent on 6.1.
 #[inline(always)]
-fn on_entry<const CAPTURE: u8>(spec: &FuncSpec, args: &mut [u64; MAX_ARGS]) -> Res<()> {
+fn on_entry<const CAPTURE: u8>(spec: &FuncSpec, args: &mut [u64; MAX_ARGS], site: Site) -> Res<()> {
     let cfg = config()?;
     if cfg.stopped != 0 {
         return Ok(());
@@ -460,6 +527,9 @@ fn on_entry<const CAPTURE: u8>(spec: &FuncSpec, args: &mut [u64; MAX_ARGS]) -> R
     };
     if CAPTURE & CAPTURE_LIBRARY != 0 && spec.blob_mask != 0 {
         emit_blobs(spec.blob_mask, call_id, args);
+    }
+    if CAPTURE & CAPTURE_LIBRARY != 0 && site.table != 0 {
+        send_type_ids(site, (pid_tgid >> 32) as u32);
     }
     if at_entry {
         emit_call(
@@ -584,7 +654,7 @@ fn try_sys_enter(ctx: &TracePointContext) -> Res<()> {
     let mut args = load_args(spec.nargs, |i| unsafe {
         ctx_load::<u64>(ctx, SYSCALL_ARGS_OFF + 8 * i)
     });
-    on_entry::<CAPTURE_STRINGS>(spec, &mut args)
+    on_entry::<CAPTURE_STRINGS>(spec, &mut args, NO_SITE)
 }
 
 /// The entry program of `--syscall-mode per-syscall`. A syscall's own event record ends
@@ -609,7 +679,7 @@ fn try_sys_enter_one(ctx: &TracePointContext) -> Res<()> {
         let src = ctx.as_ptr().cast::<u8>().add(SYSCALL_ARGS_OFF);
         bpf_probe_read_kernel_buf(src, dst).map_err(|e| e as i64)?;
     }
-    on_entry::<CAPTURE_STRINGS>(spec, &mut args)
+    on_entry::<CAPTURE_STRINGS>(spec, &mut args, NO_SITE)
 }
 
 #[tracepoint]
@@ -665,7 +735,7 @@ fn try_btf_sys_enter(ctx: &BtfTracePointContext) -> Res<()> {
     let spec = spec_of_syscall(ctx.arg::<u64>(1) as u32)?;
     let regs = syscall_regs(ctx);
     let mut args = load_args(spec.nargs, |i| syscall_arg(regs, i));
-    on_entry::<CAPTURE_STRINGS>(spec, &mut args)
+    on_entry::<CAPTURE_STRINGS>(spec, &mut args, NO_SITE)
 }
 
 #[btf_tracepoint(function = "sys_exit")]
@@ -689,8 +759,13 @@ fn try_btf_sys_exit(ctx: &BtfTracePointContext) -> Res<()> {
 #[inline(always)]
 fn func_spec(ctx: &impl aya_ebpf::EbpfContext) -> Res<&'static FuncSpec> {
     // SAFETY: the helper only reads the cookie of the current attachment.
-    let id = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) };
-    let spec = STRATA_FUNC_SPECS.get(id as u32).ok_or(-1)?;
+    let cookie = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) };
+    spec_of_func(cookie as u32)
+}
+
+#[inline(always)]
+fn spec_of_func(id: u32) -> Res<&'static FuncSpec> {
+    let spec = STRATA_FUNC_SPECS.get(id).ok_or(-1)?;
     if spec.flags & SPEC_ENABLED == 0 {
         return Err(-1);
     }
@@ -705,9 +780,17 @@ pub fn strata_uprobe_entry(ctx: ProbeContext) -> u32 {
 }
 
 fn try_uprobe_entry(ctx: &ProbeContext) -> Res<()> {
-    let spec = func_spec(ctx)?;
+    // SAFETY: the helper only reads the cookie of the current attachment.
+    let cookie = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) };
+    let spec = spec_of_func(cookie as u32)?;
     let mut args = load_args(spec.nargs, |i| ctx.arg(i).unwrap_or(0));
-    on_entry::<{ CAPTURE_STRINGS | CAPTURE_LIBRARY }>(spec, &mut args)
+    let site = Site {
+        // The kernel points the saved ip at the probed instruction while handlers run.
+        // SAFETY: the program's context is the user registers.
+        ip: unsafe { (*ctx.regs).rip },
+        table: (cookie >> COOKIE_TABLE_SHIFT) as u32,
+    };
+    on_entry::<{ CAPTURE_STRINGS | CAPTURE_LIBRARY }>(spec, &mut args, site)
 }
 
 #[uretprobe]
@@ -812,6 +895,8 @@ fn try_process_exec(ctx: &TracePointContext) -> Res<()> {
     let cfg = config()?;
     let pid_tgid = bpf_get_current_pid_tgid();
     let tgid = (pid_tgid >> 32) as u32;
+    // A new image: its predefined types are to be sent again.
+    let _ = STRATA_TYPES_SENT.remove(tgid);
     if !traced(cfg, tgid) {
         return Ok(());
     }
@@ -856,6 +941,7 @@ fn try_process_exit(ctx: &TracePointContext) -> Res<()> {
     };
     if group_dead {
         let _ = STRATA_TRACED.remove(tgid);
+        let _ = STRATA_TYPES_SENT.remove(tgid);
         if !user_traced(cfg) {
             return Ok(());
         }
