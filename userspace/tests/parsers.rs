@@ -125,6 +125,31 @@ proptest! {
     }
 }
 
+/// libc, read once for the corruption cases.
+static LIBC: std::sync::LazyLock<Vec<u8>> =
+    std::sync::LazyLock::new(|| std::fs::read("/lib/x86_64-linux-gnu/libc.so.6").expect("libc"));
+
+proptest! {
+    // Each case parses a whole library: fewer cases than the small parsers get.
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    /// A real library with bytes overwritten where its tables are (headers, dynamic symbols
+    /// and strings, versions, dynamic relocations: the first 160 KiB; section headers and
+    /// the dynamic section at the end).
+    #[test]
+    fn corrupted_elf_tables_never_panic(
+        writes in prop::collection::vec((any::<prop::sample::Index>(), any::<bool>(), any::<u8>()), 1..48),
+    ) {
+        let mut b = LIBC.clone();
+        let (head, tail) = (160 << 10, 256 << 10);
+        for (at, front, v) in writes {
+            let i = if front { at.index(head) } else { b.len() - tail + at.index(tail) };
+            b[i] = v;
+        }
+        let _ = SymbolTable::parse(&b);
+    }
+}
+
 /// A real library cut at many points: an error or a table, never a panic.
 #[test]
 fn truncated_elf_files_never_panic() {
