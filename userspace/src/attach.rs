@@ -430,6 +430,16 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
         config.inode_sb_off = i_sb;
         config.sb_dev_off = s_dev;
     }
+    match crate::btf::offsets(&kernel_btf, crate::btf::image_offsets) {
+        Ok([mm, arg_start, arg_end, env_start, env_end]) => {
+            config.task_mm_off = mm;
+            config.mm_arg_start_off = arg_start;
+            config.mm_arg_end_off = arg_end;
+            config.mm_env_start_off = env_start;
+            config.mm_env_end_off = env_end;
+        }
+        Err(e) => log::info!("process identities come from /proc only: {e}"),
+    }
     if let Ok([q, disk, major, minor, sector, flags]) = request_offsets {
         config.rq_q_off = q;
         config.q_disk_off = disk;

@@ -79,6 +79,18 @@ pub fn request_offsets(btf: &Btf) -> Result<[u32; 6], BtfError> {
     ])
 }
 
+/// (task_struct.mm, mm_struct.arg_start, .arg_end, .env_start, .env_end): where a process's
+/// arguments and environment are.
+pub fn image_offsets(btf: &Btf) -> Result<[u32; 5], BtfError> {
+    Ok([
+        member_offset(btf, "task_struct", "mm")?,
+        member_offset(btf, "mm_struct", "arg_start")?,
+        member_offset(btf, "mm_struct", "arg_end")?,
+        member_offset(btf, "mm_struct", "env_start")?,
+        member_offset(btf, "mm_struct", "env_end")?,
+    ])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,5 +119,17 @@ mod tests {
         assert_eq!(disk % 8, 0);
         assert_eq!(minor, major + 4);
         assert!(flags < sector && sector % 8 == 0);
+    }
+
+    /// mm_struct keeps the four bounds of the arguments and environment adjacent, in order.
+    #[test]
+    fn finds_image_fields() {
+        let btf = kernel().expect("this kernel has BTF");
+        let [mm, arg_start, arg_end, env_start, env_end] = image_offsets(&btf).unwrap();
+        assert!(mm > 0 && mm % 8 == 0);
+        assert_eq!(
+            [arg_end, env_start, env_end],
+            [arg_start + 8, arg_start + 16, arg_start + 24]
+        );
     }
 }

@@ -206,6 +206,13 @@ impl Correlator {
             }
             Event::Proc { event, rec } => self.proc_event(event, &rec),
             Event::TypeIds { pid, types } => self.dataspaces.types(pid as i32, types),
+            Event::Image {
+                pid,
+                what,
+                offset,
+                total,
+                data,
+            } => self.procs.image(pid as i32, what, offset, total, &data),
             Event::Kernel { event, rec } => {
                 self.kernel.event(event, &rec, &self.clock, &self.files);
             }

@@ -2,8 +2,8 @@
 use std::{mem::size_of, ptr};
 
 use strata_common::{
-    CallRecord, KernelEvent, KernelRecord, MAX_TYPE_REFS, ProcEvent, ProcRecord, RecordKind,
-    STR_FAILED, StrHeader, TypeIdsRecord,
+    CallRecord, ImageHeader, KernelEvent, KernelRecord, MAX_TYPE_REFS, ProcEvent, ProcRecord,
+    RecordKind, STR_FAILED, StrHeader, TypeIdsRecord,
 };
 
 #[derive(Debug)]
@@ -36,6 +36,14 @@ pub enum Event {
         pid: u32,
         types: Vec<(u64, u64)>,
     },
+    /// A part of a new image's arguments or environment (see [`ImageHeader`]).
+    Image {
+        pid: u32,
+        what: u32,
+        offset: u32,
+        total: u32,
+        data: Vec<u8>,
+    },
 }
 
 impl Event {
@@ -44,7 +52,10 @@ impl Event {
     pub fn pid(&self) -> u32 {
         match self {
             Self::Call(r) => r.pid,
-            Self::Str { pid, .. } | Self::Blob { pid, .. } | Self::TypeIds { pid, .. } => *pid,
+            Self::Str { pid, .. }
+            | Self::Blob { pid, .. }
+            | Self::TypeIds { pid, .. }
+            | Self::Image { pid, .. } => *pid,
             Self::Proc { rec, .. } => rec.pid,
             Self::Kernel { rec, .. } => rec.pid,
         }
@@ -132,6 +143,17 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
                     .filter(|t| t.id != 0)
                     .map(|t| (t.id, t.size))
                     .collect(),
+            })
+        }
+        k if k == RecordKind::Image as u32 => {
+            let hdr: ImageHeader = read(bytes)?;
+            let data = &bytes[size_of::<ImageHeader>()..];
+            Ok(Event::Image {
+                pid: hdr.pid,
+                what: hdr.what,
+                offset: hdr.offset,
+                total: hdr.total,
+                data: data[..(hdr.len as usize).min(data.len())].to_vec(),
             })
         }
         k => Err(DecodeError::Kind(k)),

@@ -3,6 +3,7 @@
 use std::ffi::OsString;
 
 use procfs::process::Process;
+use strata_common::{IMAGE_ARGS, IMAGE_ARGS_PARTS, IMAGE_ENV, IMAGE_ENV_PARTS, IMAGE_PART};
 
 use crate::{fast::HashMap, schema::ProcessRow};
 
@@ -28,6 +29,8 @@ const STEP_VARS: &[&str] = &["SLURM_STEP_ID", "SLURM_STEPID"];
 #[derive(Default)]
 pub struct Procs {
     live: HashMap<i32, ProcessRow>,
+    /// A new image's arguments or environment as the kernel sends it, by (pid, what).
+    images: HashMap<(i32, u32), Vec<u8>>,
     done: Vec<ProcessRow>,
     /// The command strata started: its row stays until `waitpid` told how it ended, which
     /// may come after its exit event.
@@ -90,6 +93,54 @@ impl Procs {
         }
     }
 
+    /// A part of a new image's arguments or environment, sent by the kernel side at exec:
+    /// once whole (or cut at the kernel's cap), it gives the command line, or the rank and
+    /// job ids, whether or not /proc could still be read.
+    pub fn image(&mut self, pid: i32, what: u32, offset: u32, total: u32, data: &[u8]) {
+        let cap = match what {
+            IMAGE_ARGS => IMAGE_ARGS_PARTS * IMAGE_PART,
+            IMAGE_ENV => IMAGE_ENV_PARTS * IMAGE_PART,
+            _ => return,
+        };
+        let buf = self.images.entry((pid, what)).or_default();
+        if offset == 0 {
+            buf.clear();
+        }
+        // A part lost (full ring buffer): /proc's reading stands.
+        if offset as usize != buf.len() {
+            self.images.remove(&(pid, what));
+            return;
+        }
+        buf.extend_from_slice(data);
+        if buf.len() < cap.min(total as usize) {
+            return;
+        }
+        let Some(buf) = self.images.remove(&(pid, what)) else {
+            return;
+        };
+        let Some(row) = self.live.get_mut(&pid) else {
+            return;
+        };
+        let strings = buf
+            .split(|b| *b == 0)
+            .filter(|s| !s.is_empty())
+            .map(|s| String::from_utf8_lossy(s).into_owned());
+        if what == IMAGE_ARGS {
+            let args: Vec<String> = strings.collect();
+            if !args.is_empty() {
+                row.cmdline = Some(args.join(" "));
+            }
+        } else {
+            let env: std::collections::HashMap<OsString, OsString> = strings
+                .filter_map(|kv| {
+                    let (k, v) = kv.split_once('=')?;
+                    Some((k.into(), v.into()))
+                })
+                .collect();
+            apply_env(row, &env);
+        }
+    }
+
     /// Identity known to strata itself (the command it started), before any event. Its row
     /// is held back until [`Procs::set_wait_status`].
     pub fn preset(&mut self, pid: i32, exe: String, cmdline: String, start_ns: i64) {
@@ -144,6 +195,7 @@ impl Procs {
     }
 
     pub fn exit(&mut self, pid: i32, ts: i64) {
+        self.images.retain(|(p, _), _| *p != pid);
         if let Some(mut row) = self.live.remove(&pid) {
             row.end_ns = Some(ts);
             self.done.push(row);
@@ -176,13 +228,22 @@ fn refresh_identity(row: &mut ProcessRow) -> bool {
         }
     }
     if let Ok(env) = p.environ() {
-        let ids = JobIds::from_env(&env);
-        row.rank = ids.rank.or(row.rank);
-        row.world_size = ids.world_size.or(row.world_size);
-        row.job_id = ids.job_id.or(row.job_id.take());
-        row.step_id = ids.step_id.or(row.step_id.take());
+        apply_env(row, &env);
     }
     true
+}
+
+/// Rank and job ids from an environment; a process keeps those it inherited where its own
+/// environment has none.
+fn apply_env<S: std::hash::BuildHasher>(
+    row: &mut ProcessRow,
+    env: &std::collections::HashMap<OsString, OsString, S>,
+) {
+    let ids = JobIds::from_env(env);
+    row.rank = ids.rank.or(row.rank);
+    row.world_size = ids.world_size.or(row.world_size);
+    row.job_id = ids.job_id.or(row.job_id.take());
+    row.step_id = ids.step_id.or(row.step_id.take());
 }
 
 /// Rank and job ids found in one environment.
@@ -252,6 +313,44 @@ mod tests {
             (Some(me), Some(3), Some(9))
         );
         assert!(row.exe.is_some(), "inherits the creator's image until exec");
+    }
+
+    /// Arguments and environment as the kernel side sends them: parts of a NUL-separated
+    /// area, complete at its size or at the cap; a missing part leaves the row as it was.
+    #[test]
+    fn identity_from_the_image_parts() {
+        let mut p = Procs::default();
+        p.preset(50, "/bin/app".into(), "app".into(), 1);
+        let args = b"/bin/app\0-n\0four\0";
+        p.image(50, IMAGE_ARGS, 0, args.len() as u32, &args[..5]);
+        assert_eq!(p.live[&50].cmdline.as_deref(), Some("app"), "not whole yet");
+        p.image(50, IMAGE_ARGS, 5, args.len() as u32, &args[5..]);
+        assert_eq!(p.live[&50].cmdline.as_deref(), Some("/bin/app -n four"));
+
+        // An environment larger than the cap: whole once the cap is reached.
+        let mut env = b"A=1\0OMPI_COMM_WORLD_RANK=3\0OMPI_COMM_WORLD_SIZE=8\0".to_vec();
+        let cap = IMAGE_ENV_PARTS * IMAGE_PART;
+        env.resize(cap, b'x');
+        let total = (cap + 100) as u32;
+        for (i, part) in env.chunks(IMAGE_PART).enumerate() {
+            p.image(50, IMAGE_ENV, (i * IMAGE_PART) as u32, total, part);
+        }
+        assert_eq!(
+            (p.live[&50].rank, p.live[&50].world_size),
+            (Some(3), Some(8))
+        );
+
+        // A lost part: nothing is applied.
+        p.preset(51, "/bin/app".into(), "app".into(), 1);
+        let env = b"SLURM_PROCID=5\0";
+        p.image(51, IMAGE_ENV, 512, 600, &env[..]);
+        p.image(51, IMAGE_ENV, 0, env.len() as u32, &env[..]);
+        assert_eq!(p.live[&51].rank, Some(5), "a new area starts at offset 0");
+        p.image(51, IMAGE_ENV, 0, 9000, b"SLURM_PROCID=6\0");
+        p.image(51, IMAGE_ENV, 7000, 9000, b"y\0");
+        assert_eq!(p.live[&51].rank, Some(5));
+        p.image(51, IMAGE_ARGS, 0, 1000, b"/bin/x\0");
+        assert_eq!(p.live[&51].cmdline.as_deref(), Some("app"));
     }
 
     #[test]

@@ -228,11 +228,12 @@ fn hdf5_writes_are_linked_through_mpi_io_to_posix() {
 }
 
 /// strata kept off the CPU for a whole job (the job stops it first and resumes it once
-/// mpirun has ended): when strata reads the first event, every rank is gone with its memory,
-/// and the transfers still have their byte counts: the kernel side read the ids of the
-/// predefined types while each rank ran.
+/// mpirun has ended): when strata reads the first event, every rank is gone with its memory
+/// and its /proc entry, and the transfers still have their byte counts and the ranks their
+/// identity: the kernel side read the ids of the predefined types while each rank ran, and
+/// sent each new image's arguments and environment at exec.
 #[test]
-fn hdf5_byte_counts_do_not_depend_on_the_tracer_keeping_up() {
+fn byte_counts_and_ranks_do_not_depend_on_the_tracer_keeping_up() {
     require_root();
     let (exe, h5) = hdf5_workload("mpi_hdf5_stopped");
     let out = scratch("mpi_hdf5_stopped_run").join("out");
@@ -275,6 +276,28 @@ fn hdf5_byte_counts_do_not_depend_on_the_tracer_keeping_up() {
         .find(|c| c.s("function") == Some("H5Dread"))
         .expect("H5Dread");
     assert_eq!(read.i("bytes_result"), Some(RANKS * BLOCK));
+
+    // Who each rank was: its command line and MPI rank, from the arguments and environment
+    // the kernel side sent at exec.
+    let procs = rows(&out, "processes");
+    let mut ranks: Vec<i64> = Vec::new();
+    for pid in writes.keys() {
+        let p = procs
+            .iter()
+            .find(|p| p.i("pid") == Some(*pid))
+            .unwrap_or_else(|| panic!("no process row for {pid}"));
+        assert_eq!(
+            p.s("cmdline"),
+            Some(format!("{} {} {ROWS}", exe.display(), h5.display()).as_str())
+        );
+        assert_eq!(p.i("world_size"), Some(RANKS), "pid {pid}");
+        ranks.push(
+            p.i("rank")
+                .unwrap_or_else(|| panic!("pid {pid} has no rank")),
+        );
+    }
+    ranks.sort();
+    assert_eq!(ranks, (0..RANKS).collect::<Vec<_>>());
 }
 
 /// One traced job at a time. Each is 4 ranks, mpirun and a tracer; four at once on a 2-CPU

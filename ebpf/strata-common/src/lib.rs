@@ -45,6 +45,7 @@ pub mod maps {
     pub const TYPE_TABLES: &str = "STRATA_TYPE_TABLES";
     /// Processes whose predefined type ids were sent (tgid -> type table index).
     pub const TYPES_SENT: &str = "STRATA_TYPES_SENT";
+    pub const IMAGE_SCRATCH: &str = "STRATA_IMAGE_SCRATCH";
 }
 
 /// Read-only globals of the programs, set by the loader.
@@ -303,6 +304,15 @@ pub struct Config {
     pub disk_minor_off: u32,
     pub rq_sector_off: u32,
     pub rq_flags_off: u32,
+    /// From the running kernel's BTF, for a new program image's arguments and environment:
+    /// `struct task_struct.mm`, `struct mm_struct.arg_start`, `.arg_end`, `.env_start`,
+    /// `.env_end`; `task_mm_off` 0 when unknown (then /proc is the only source).
+    pub task_mm_off: u32,
+    pub mm_arg_start_off: u32,
+    pub mm_arg_end_off: u32,
+    pub mm_env_start_off: u32,
+    pub mm_env_end_off: u32,
+    pub _pad: u32,
 }
 
 /// Depths of traced cgroups the kernel filter looks at (see [`Config::cgroup_levels`]).
@@ -463,6 +473,9 @@ pub enum RecordKind {
     Kernel = 5,
     /// A [`TypeIdsRecord`].
     TypeIds = 6,
+    /// An [`ImageHeader`] followed by `len` bytes of a new program image's arguments or
+    /// environment.
+    Image = 7,
 }
 
 /// A completed call (library function or syscall), emitted when it returns.
@@ -521,6 +534,40 @@ pub const STR_FAILED: u32 = u32::MAX;
 /// of two.
 pub const WAKEUP_BYTES: u64 = 256 << 10;
 
+/// Bytes of a new program image's arguments ([`IMAGE_ARGS`]) or environment
+/// ([`IMAGE_ENV`]), sent at exec in [`IMAGE_PART`]-byte parts: the process's identity (command
+/// line, MPI rank, job ids) does not depend on user space reading /proc before it ends.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ImageHeader {
+    pub kind: u32,
+    pub pid: u32,
+    /// [`IMAGE_ARGS`] or [`IMAGE_ENV`].
+    pub what: u32,
+    /// Where this part starts in the area.
+    pub offset: u32,
+    pub len: u32,
+    /// Bytes of the whole area (more than are sent past the caps).
+    pub total: u32,
+}
+
+/// Kernel-side scratch space in which an [`ImageHeader`] and its bytes are assembled.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ImageRecord {
+    pub hdr: ImageHeader,
+    pub data: [u8; IMAGE_PART],
+}
+
+pub const IMAGE_ARGS: u32 = 0;
+pub const IMAGE_ENV: u32 = 1;
+/// Bytes per part: few parts keep the verifier's walk of the loop short (it follows every
+/// iteration).
+pub const IMAGE_PART: usize = 4096;
+/// Parts sent of the arguments (4 KiB) and of the environment (32 KiB).
+pub const IMAGE_ARGS_PARTS: usize = 1;
+pub const IMAGE_ENV_PARTS: usize = 8;
+
 /// A process lifecycle event.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -563,7 +610,8 @@ mod pod {
 }
 
 const _: () = {
-    assert!(core::mem::size_of::<Config>() == 88);
+    assert!(core::mem::size_of::<Config>() == 112);
+    assert!(core::mem::size_of::<ImageHeader>() == 24);
     assert!(core::mem::size_of::<FuncSpec>() == 16);
     assert!(core::mem::size_of::<TypeTable>() == 8 + 16 * MAX_TYPE_REFS);
     assert!(core::mem::size_of::<TypeIdsRecord>() == 16 + 16 * MAX_TYPE_REFS);

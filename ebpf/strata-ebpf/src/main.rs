@@ -18,9 +18,10 @@ use aya_ebpf::{
     bindings::{BPF_RB_AVAIL_DATA, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP, pt_regs},
     helpers::{
         bpf_get_attach_cookie, bpf_get_current_ancestor_cgroup_id, bpf_get_current_comm,
-        bpf_get_current_pid_tgid, bpf_get_current_uid_gid, bpf_get_smp_processor_id,
-        bpf_ktime_get_ns, bpf_probe_read_kernel_buf, bpf_probe_read_kernel_str_bytes,
-        bpf_probe_read_user, bpf_probe_read_user_buf, bpf_probe_read_user_str_bytes,
+        bpf_get_current_pid_tgid, bpf_get_current_task, bpf_get_current_uid_gid,
+        bpf_get_smp_processor_id, bpf_ktime_get_ns, bpf_probe_read_kernel,
+        bpf_probe_read_kernel_buf, bpf_probe_read_kernel_str_bytes, bpf_probe_read_user,
+        bpf_probe_read_user_buf, bpf_probe_read_user_str_bytes,
     },
     macros::{btf_tracepoint, map, tracepoint, uprobe, uretprobe},
     maps::{Array, HashMap, LruHashMap, PerCpuArray, RingBuf},
@@ -28,10 +29,11 @@ use aya_ebpf::{
 };
 use strata_common::{
     BLOB_WORDS, CALL_OUT_VALID, CLONE_THREAD, COOKIE_TABLE_SHIFT, COUNTER_SLOTS, CallRecord,
-    Config, Counter, FuncSpec, MAX_ARGS, MAX_CGROUP_LEVEL, MAX_DEPTH, MAX_FUNCS, MAX_SYSCALLS,
-    MAX_TYPE_REFS, MAX_TYPE_TABLES, NO_ARG, ProcEvent, ProcRecord, RecordKind, SPEC_EMIT_AT_ENTRY,
-    SPEC_ENABLED, STR_CAP, STR_FAILED, StrHeader, StrRecord, TypeId, TypeIdsRecord, TypeTable,
-    WAKEUP_BYTES,
+    Config, Counter, FuncSpec, IMAGE_ARGS, IMAGE_ARGS_PARTS, IMAGE_ENV, IMAGE_ENV_PARTS,
+    IMAGE_PART, ImageHeader, ImageRecord, MAX_ARGS, MAX_CGROUP_LEVEL, MAX_DEPTH, MAX_FUNCS,
+    MAX_SYSCALLS, MAX_TYPE_REFS, MAX_TYPE_TABLES, NO_ARG, ProcEvent, ProcRecord, RecordKind,
+    SPEC_EMIT_AT_ENTRY, SPEC_ENABLED, STR_CAP, STR_FAILED, StrHeader, StrRecord, TypeId,
+    TypeIdsRecord, TypeTable, WAKEUP_BYTES,
 };
 
 #[map]
@@ -72,6 +74,10 @@ static STRATA_TYPE_TABLES: Array<TypeTable> = Array::with_max_entries(MAX_TYPE_T
 /// exit; least recently used first out, so that a full map costs a resend, not a miss).
 #[map]
 static STRATA_TYPES_SENT: LruHashMap<u32, u32> = LruHashMap::with_max_entries(16384, 0);
+
+/// Where a part of a new image's arguments or environment is assembled.
+#[map]
+static STRATA_IMAGE_SCRATCH: PerCpuArray<ImageRecord> = PerCpuArray::with_max_entries(1, 0);
 
 /// Where a string record is assembled before its used part is copied out.
 #[map]
@@ -216,6 +222,16 @@ const _: () = assert!(MAX_DEPTH.is_power_of_two());
 fn bounded(n: usize, max: usize) -> usize {
     // SAFETY: a read of a local.
     let n = unsafe { core::ptr::read_volatile(&n) };
+    if n > max { max } else { n }
+}
+
+/// `n`, at most `max`, for a helper's size argument: as `bounded`, with a mask first, which
+/// gives 6.1's verifier a range it can use where its own went wrong (a difference of two
+/// unknowns it had bounded on other registers).
+#[inline(always)]
+fn masked(n: usize, max: usize) -> usize {
+    // SAFETY: a read of a local.
+    let n = unsafe { core::ptr::read_volatile(&n) } & (2 * max.next_power_of_two() - 1);
     if n > max { max } else { n }
 }
 
@@ -912,7 +928,77 @@ fn try_process_exec(ctx: &TracePointContext) -> Res<()> {
         0,
         Some(loc),
     );
+    if cfg.task_mm_off != 0 {
+        send_image(cfg, tgid);
+    }
     Ok(())
+}
+
+/// Sends the new image's arguments and environment, which exec has just copied to the top
+/// of its stack (resident), in parts of at most `IMAGE_PART` bytes.
+#[inline(always)]
+fn send_image(cfg: &Config, tgid: u32) {
+    // SAFETY: kernel reads through the helper, at offsets from this kernel's BTF.
+    let mm = unsafe {
+        let task = bpf_get_current_task();
+        bpf_probe_read_kernel((task + u64::from(cfg.task_mm_off)) as *const u64)
+    };
+    let Ok(mm) = mm else {
+        return;
+    };
+    // SAFETY: as above.
+    let field = |off: u32| {
+        unsafe { bpf_probe_read_kernel((mm + u64::from(off)) as *const u64) }.unwrap_or(0)
+    };
+    let (args, args_end) = (field(cfg.mm_arg_start_off), field(cfg.mm_arg_end_off));
+    send_area(tgid, IMAGE_ARGS, args, args_end, IMAGE_ARGS_PARTS);
+    let (env, env_end) = (field(cfg.mm_env_start_off), field(cfg.mm_env_end_off));
+    send_area(tgid, IMAGE_ENV, env, env_end, IMAGE_ENV_PARTS);
+}
+
+#[inline(always)]
+fn send_area(tgid: u32, what: u32, start: u64, end: u64, parts: usize) {
+    let total = end.saturating_sub(start).min(u64::from(u32::MAX));
+    // What is sent, bounded for the verifier.
+    let sent = bounded(total as usize, IMAGE_ENV_PARTS * IMAGE_PART) as u64;
+    for part in 0..IMAGE_ENV_PARTS {
+        let offset = (part * IMAGE_PART) as u64;
+        if part >= parts || offset >= sent {
+            break;
+        }
+        let Some(rec) = STRATA_IMAGE_SCRATCH.get_ptr_mut(0) else {
+            return;
+        };
+        let len = masked((sent - offset).min(IMAGE_PART as u64) as usize, IMAGE_PART);
+        // SAFETY: per-CPU scratch, used only for the duration of this program; the helper
+        // tolerates bad user pointers.
+        let len = unsafe {
+            let data = &mut (*rec).data;
+            let dst = &mut data[..len];
+            if bpf_probe_read_user_buf((start + offset) as *const u8, dst).is_err() {
+                return;
+            }
+            (*rec).hdr = ImageHeader {
+                kind: RecordKind::Image as u32,
+                pid: tgid,
+                what,
+                offset: offset as u32,
+                len: len as u32,
+                total: total as u32,
+            };
+            len
+        };
+        let used = core::mem::size_of::<ImageHeader>() + bounded(len, IMAGE_PART);
+        // SAFETY: `used` <= size_of::<ImageRecord>().
+        let bytes = unsafe { core::slice::from_raw_parts(rec.cast::<u8>(), used) };
+        if STRATA_EVENTS
+            .output::<[u8]>(bytes, wakeup(used, false))
+            .is_err()
+        {
+            count(Counter::RingbufFull);
+            return;
+        }
+    }
 }
 
 #[tracepoint]
