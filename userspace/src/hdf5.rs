@@ -19,6 +19,8 @@ use crate::symbols::SymbolTable;
 const H5S_ALL: u64 = 0;
 const H5S_SELECT_SET: u64 = 0;
 const H5S_SELECT_OR: u64 = 1;
+/// `H5T_VARIABLE`: a variable-length string's size.
+const H5T_VARIABLE: u64 = u64::MAX;
 /// Predefined types and their sizes in bytes (global variable name without `H5T_` and `_g`),
 /// most used first: the kernel side compares a call's type with them in this order.
 const TYPES: &[(&str, u32)] = &[
@@ -59,6 +61,8 @@ const TYPES: &[(&str, u32)] = &[
     ("STD_U16LE", 2),
     ("STD_U32LE", 4),
     ("STD_U64LE", 8),
+    // Fixed strings are copies of it with a size set (H5Tset_size).
+    ("C_S1", 1),
 ];
 
 const _: () = assert!(TYPES.len() <= MAX_TYPE_REFS);
@@ -184,6 +188,28 @@ impl Dataspaces {
             // Copies of predefined types (NetCDF makes its own) keep their size.
             "H5Tcopy" if ret >= 0 => {
                 let size = self.type_size(pid, a(0))?;
+                self.types.entry(pid).or_default().insert(id, size);
+            }
+            // Types built by the application: a compound's size is given at creation, a
+            // fixed string's set after copying H5T_C_S1 (H5T_VARIABLE: no fixed size).
+            "H5Tcreate" if ret >= 0 => {
+                self.types.entry(pid).or_default().insert(id, a(1));
+            }
+            "H5Tset_size" if ret >= 0 => {
+                let types = self.types.entry(pid).or_default();
+                if a(1) == H5T_VARIABLE {
+                    types.remove(&a(0));
+                } else {
+                    types.insert(a(0), a(1));
+                }
+            }
+            "H5Tarray_create2" if ret >= 0 => {
+                let rank = a(1) as usize;
+                let dims = arr(2).filter(|d| d.len() >= rank)?;
+                let n = dims[..rank]
+                    .iter()
+                    .try_fold(1u64, |n, d| n.checked_mul(*d))?;
+                let size = self.type_size(pid, a(0))?.checked_mul(n)?;
                 self.types.entry(pid).or_default().insert(id, size);
             }
             "H5Dcreate2" if ret >= 0 => {
@@ -336,6 +362,34 @@ mod tests {
         assert_eq!(
             d.observe("H5Dwrite", 1, 0, &[20, 78, 11, 12], 0, none),
             Some(16 * 1024 * 8)
+        );
+        // Types the application builds: a compound of 16 bytes, a fixed string of 32 made
+        // from H5T_C_S1 (id 60), then variable-length (no size), an array of three ints.
+        let elems = 16 * 1024;
+        d.observe("H5Tcreate", 1, 0, &[6, 16], 90, none);
+        assert_eq!(
+            d.observe("H5Dwrite", 1, 0, &[20, 90, 11, 12], 0, none),
+            Some(elems * 16)
+        );
+        d.types(1, vec![(60, 1)]);
+        d.observe("H5Tcopy", 1, 0, &[60], 91, none);
+        d.observe("H5Tset_size", 1, 0, &[91, 32], 0, none);
+        assert_eq!(
+            d.observe("H5Dwrite", 1, 0, &[20, 91, 11, 12], 0, none),
+            Some(elems * 32)
+        );
+        d.observe("H5Tset_size", 1, 0, &[91, u64::MAX], 0, none);
+        assert_eq!(
+            d.observe("H5Dwrite", 1, 0, &[20, 91, 11, 12], 0, none),
+            None
+        );
+        let three = [3u64];
+        d.observe("H5Tarray_create2", 1, 0, &[79, 1, 0], 92, |i| {
+            (i == 2).then_some(&three[..])
+        });
+        assert_eq!(
+            d.observe("H5Dwrite", 1, 0, &[20, 92, 11, 12], 0, none),
+            Some(elems * 12)
         );
         // An unknown type, another process's before its types arrive, or its copy: no count.
         assert_eq!(d.observe("H5Dwrite", 1, 0, &[20, 99, 0, 0], 0, none), None);

@@ -300,6 +300,40 @@ fn byte_counts_and_ranks_do_not_depend_on_the_tracer_keeping_up() {
     assert_eq!(ranks, (0..RANKS).collect::<Vec<_>>());
 }
 
+/// Datatypes the program builds (a compound, a fixed-length string, an array of ints): each
+/// transfer's bytes are its elements times the size the program gave the type.
+/// Ground truth: tests/workloads/hdf5_types.c.
+#[test]
+fn hdf5_transfers_of_built_types_have_their_sizes() {
+    require_root();
+    const N: i64 = 1000;
+    let dir = scratch("hdf5_types");
+    let exe = build_c(
+        "h5pcc",
+        "hdf5_types.c",
+        &dir.join("hdf5_types"),
+        &["-shlib"],
+    );
+    let out = dir.join("out");
+    let res = run(strata()
+        .args(["record", "-q", "--layers", "hdf5", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(&exe)
+        .arg(dir.join("types.h5"))
+        .arg(N.to_string()));
+    assert!(res.status.success(), "{:?}", res.status);
+    let calls = rows(&out, "calls");
+    let mut writes: Vec<&Row> = calls
+        .iter()
+        .filter(|c| c.s("function") == Some("H5Dwrite"))
+        .collect();
+    writes.sort_by_key(|c| c.i("ts_begin_ns"));
+    let bytes: Vec<Option<i64>> = writes.iter().map(|c| c.i("bytes_result")).collect();
+    // struct rec { double; int; } is 16 bytes with its padding; "%32s"; int[3].
+    assert_eq!(bytes, [Some(N * 16), Some(N * 32), Some(N * 12)]);
+}
+
 /// One traced job at a time. Each is 4 ranks, mpirun and a tracer; four at once on a 2-CPU
 /// machine can keep a tracer behind by longer than a rank lives, and what strata reads from
 /// /proc (a rank's environment, which names its MPI rank) goes with the process.
