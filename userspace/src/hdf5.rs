@@ -7,8 +7,11 @@
 //! live in global variables of the library (`H5T_NATIVE_DOUBLE_g`), set by H5open and reset
 //! by H5close: the kernel side reads them at a process's first call with an `h5type`
 //! argument, from where [`type_table`] says they are, and sends them, so that nothing depends
-//! on the process still existing when strata handles its calls. A selection strata could not follow (an operation it does not model, a dataset opened rather
-//! than created) gives no count, unless the library's own count was seen (`internal`).
+//! on the process still existing when strata handles its calls. Types the program builds
+//! (H5Tcreate, H5Tset_size, H5Tarray_create2) and copies (H5Tcopy) are sized from those
+//! calls. A selection strata could not follow (an operation it does not model, a dataset
+//! opened rather than created) gives no count, unless the library's own count was seen
+//! (`internal`).
 use std::collections::HashMap;
 
 use strata_common::{MAX_TYPE_REFS, TypeRef, TypeTable};
@@ -21,8 +24,7 @@ const H5S_SELECT_SET: u64 = 0;
 const H5S_SELECT_OR: u64 = 1;
 /// `H5T_VARIABLE`: a variable-length string's size.
 const H5T_VARIABLE: u64 = u64::MAX;
-/// Predefined types and their sizes in bytes (global variable name without `H5T_` and `_g`),
-/// most used first: the kernel side compares a call's type with them in this order.
+/// Predefined types and their sizes in bytes (global variable name without `H5T_` and `_g`).
 const TYPES: &[(&str, u32)] = &[
     ("NATIVE_DOUBLE", 8),
     ("NATIVE_FLOAT", 4),

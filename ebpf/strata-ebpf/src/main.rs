@@ -235,6 +235,24 @@ fn masked(n: usize, max: usize) -> usize {
     if n > max { max } else { n }
 }
 
+/// Sends the first `used` bytes of a scratch record (its header and the used part of its
+/// data); false when the ring buffer was full (counted).
+///
+/// # Safety
+/// `used` must not exceed the size of `*rec`.
+#[inline(always)]
+unsafe fn output_prefix<T>(rec: *const T, used: usize) -> bool {
+    // SAFETY: the caller's bound keeps the slice inside the record.
+    let bytes = unsafe { core::slice::from_raw_parts(rec.cast::<u8>(), used) };
+    let sent = STRATA_EVENTS
+        .output::<[u8]>(bytes, wakeup(used, false))
+        .is_ok();
+    if !sent {
+        count(Counter::RingbufFull);
+    }
+    sent
+}
+
 /// Copies the string arguments in `mask` into ring-buffer records. A string whose page is
 /// not resident yet (a literal the program never touched) cannot be read here; with `retry`,
 /// it is left out and its bit returned, to be read at return, when the callee has used it.
@@ -276,13 +294,7 @@ fn emit_strings(mask: u8, call_id: u64, args: &[u64; MAX_ARGS], retry: bool) -> 
             core::mem::size_of::<StrHeader>() + bounded(n, STR_CAP)
         };
         // SAFETY: `used` <= size_of::<StrRecord>(), so the slice stays inside the scratch.
-        let bytes = unsafe { core::slice::from_raw_parts(rec.cast::<u8>(), used) };
-        if STRATA_EVENTS
-            .output::<[u8]>(bytes, wakeup(used, false))
-            .is_err()
-        {
-            count(Counter::RingbufFull);
-        }
+        unsafe { output_prefix(rec, used) };
     }
     failed
 }
@@ -338,13 +350,7 @@ fn emit_blobs(mask: u8, call_id: u64, args: &[u64; MAX_ARGS]) {
         }
         let used = core::mem::size_of::<StrHeader>() + bounded(len, STR_CAP);
         // SAFETY: `used` <= size_of::<StrRecord>().
-        let bytes = unsafe { core::slice::from_raw_parts(rec.cast::<u8>(), used) };
-        if STRATA_EVENTS
-            .output::<[u8]>(bytes, wakeup(used, false))
-            .is_err()
-        {
-            count(Counter::RingbufFull);
-        }
+        unsafe { output_prefix(rec, used) };
     }
 }
 
@@ -990,12 +996,7 @@ fn send_area(tgid: u32, what: u32, start: u64, end: u64, parts: usize) {
         };
         let used = core::mem::size_of::<ImageHeader>() + bounded(len, IMAGE_PART);
         // SAFETY: `used` <= size_of::<ImageRecord>().
-        let bytes = unsafe { core::slice::from_raw_parts(rec.cast::<u8>(), used) };
-        if STRATA_EVENTS
-            .output::<[u8]>(bytes, wakeup(used, false))
-            .is_err()
-        {
-            count(Counter::RingbufFull);
+        if !unsafe { output_prefix(rec, used) } {
             return;
         }
     }
