@@ -343,8 +343,9 @@ impl Correlator {
         }
     }
 
-    /// The path of a dirfd-relative name, made absolute.
-    fn abs_path(&self, pid: i32, dirfd: Option<i32>, path: &str) -> String {
+    /// The path of a dirfd-relative name, made absolute; as given when the directory it is
+    /// relative to is not known.
+    fn abs_path(&mut self, pid: i32, dirfd: Option<i32>, path: &str) -> String {
         if path.starts_with('/') {
             return files::absolute(None, path);
         }
@@ -354,9 +355,28 @@ impl Correlator {
                 .lookup(pid, Raw::Fd(fd))
                 .and_then(|h| self.handles.get(h))
                 .and_then(|h| h.row.path.clone()),
-            _ => files::cwd(pid),
+            _ => self.procs.cwd(pid).map(str::to_string),
         };
-        files::absolute(base.as_deref(), path)
+        match base {
+            Some(base) => files::absolute(Some(&base), path),
+            None => path.to_string(),
+        }
+    }
+
+    /// A successful chdir (a name) or fchdir (a directory's fd): the process's new working
+    /// directory, with symbolic links resolved like the kernel does, where it still can be.
+    fn chdir(&mut self, pid: i32, path: Option<&str>, dir_handle: Option<HandleId>) {
+        let dir = match path {
+            Some(name) => Some(self.abs_path(pid, None, name)),
+            None => dir_handle
+                .and_then(|h| self.handles.get(h))
+                .and_then(|h| h.row.path.clone()),
+        };
+        // Not known (a name strata could not read): /proc is asked at the next use.
+        let dir = dir
+            .filter(|d| d.starts_with('/'))
+            .map(|d| files::canonical(pid, &d).unwrap_or(d));
+        self.procs.set_cwd(pid, dir);
     }
 
     /// The handle of an fd, created on first use for fds opened before tracing (stdin, ...).
@@ -638,6 +658,7 @@ impl Correlator {
                 }
             }
             Op::Exit => self.procs.set_exit_code(pid, rec.args[0] as i32),
+            Op::Chdir if !failed => self.chdir(pid, path.as_deref(), handle),
             // MPI_Wait completes a request; MPI_Test only when its flag came back true.
             Op::Wait if !failed => {
                 let done = p.arg(ArgKind::OutHandle32).is_none()
@@ -762,25 +783,21 @@ impl Correlator {
                 && fs_path
                     .is_some_and(|n| n.starts_with('/') || dirfd.is_none_or(|d| d == AT_FDCWD))
         });
-        let src_row = src.and_then(|s| self.handles.get(s)).map(|h| &h.row);
         let (abs, file_id) = match fs_path {
             Some(name) => {
-                let (id, abs) =
-                    match remembered_fd.and_then(|fd| self.files.recent_open(pid, fd, name)) {
-                        Some(hit) => hit,
-                        None => {
-                            let abs = self.abs_path(pid, dirfd, name);
-                            let id = match remembered_fd {
-                                Some(fd) => self.files.resolve_open(pid, fd, name, &abs),
-                                None => self.files.resolve(pid, fd, &abs),
-                            };
-                            (id, abs)
-                        }
-                    };
+                let abs = self.abs_path(pid, dirfd, name);
+                let hit = remembered_fd.and_then(|fd| self.files.recent_open(pid, fd, &abs));
+                let id = match (hit, remembered_fd) {
+                    (Some(id), _) => id,
+                    (None, Some(fd)) => self.files.resolve_open(pid, fd, &abs),
+                    (None, None) => self.files.resolve(pid, fd, &abs),
+                };
                 (Some(abs), Some(id))
             }
-            None => (None, src_row.and_then(|r| r.file_id)),
+            None => (None, None),
         };
+        let src_row = src.and_then(|s| self.handles.get(s)).map(|h| &h.row);
+        let file_id = file_id.or_else(|| src_row.and_then(|r| r.file_id));
         let abs = abs
             .or_else(|| path.map(str::to_string))
             .or_else(|| src_row.and_then(|r| r.path.clone()));

@@ -42,17 +42,16 @@ pub struct Files {
     pub new_rows: Vec<FileRow>,
     /// Inode numbers of new regular files, for the kernel-layer programs to watch.
     pub new_inodes: Vec<u64>,
-    /// Names opened before, by process: see `recent_open`.
+    /// Paths opened before, by process: see `recent_open`.
     recent: HashMap<i32, HashMap<String, RecentOpen>>,
     recent_len: usize,
 }
 
-/// What an open of a name led to: the file, and the absolute path the name was made into.
+/// What an open of a path led to.
 struct RecentOpen {
     dev: u64,
     ino: u64,
     id: i64,
-    abs: String,
 }
 
 impl Files {
@@ -61,21 +60,11 @@ impl Files {
         self.resolve_inode(pid, fd, path).0
     }
 
-    /// `resolve`, and what the open of `name` (as the process gave it) led to is remembered
-    /// for `recent_open`.
-    pub fn resolve_open(&mut self, pid: i32, fd: i32, name: &str, abs: &str) -> i64 {
+    /// `resolve`, and what the open of `abs` led to is remembered for `recent_open`.
+    pub fn resolve_open(&mut self, pid: i32, fd: i32, abs: &str) -> i64 {
         let (id, inode) = self.resolve_inode(pid, Some(fd), abs);
         if let Some((dev, ino)) = inode {
-            self.remember_open(
-                pid,
-                name,
-                RecentOpen {
-                    dev,
-                    ino,
-                    id,
-                    abs: abs.to_string(),
-                },
-            );
+            self.remember_open(pid, abs, RecentOpen { dev, ino, id });
         }
         id
     }
@@ -88,14 +77,9 @@ impl Files {
         path: &str,
     ) -> (i64, Option<(u64, u64)>) {
         let proc_root = format!("/proc/{pid}/root");
-        // Through the process's root (its container), or the host's once the process is gone.
-        let gone = !Path::new(&proc_root).exists();
-        let in_root = if gone {
-            path.to_string()
-        } else {
-            format!("{proc_root}{path}")
-        };
-        let by_path = || fs::canonicalize(&in_root).ok();
+        let in_root = in_root(pid, path);
+        // A name whose directory is unknown is not looked up (it would be strata's own).
+        let by_path = || in_root.as_deref().and_then(|p| fs::canonicalize(p).ok());
         // Through the process's fd the inode is found even if the name was since unlinked,
         // but events are read a little after they happen: the fd may have been closed and its
         // number reused. It is trusted only if it still names the file that was opened.
@@ -113,7 +97,7 @@ impl Files {
             None => {
                 let canonical = by_path().and_then(|c| c.to_str().map(str::to_string));
                 (
-                    fs::metadata(&in_root).ok(),
+                    in_root.as_deref().and_then(|p| fs::metadata(p).ok()),
                     canonical.unwrap_or_else(|| path.to_string()),
                 )
             }
@@ -173,17 +157,15 @@ impl Files {
         (id, inode)
     }
 
-    /// The file and absolute path of an open of `name` by `pid` that returned `fd`, when the
-    /// same name led to the same file before: one stat of the fd instead of resolving the name
-    /// again (a job that opens the same files over and over costs strata one system call per
-    /// open). `name` is as the process gave it, absolute or relative to its working directory.
-    pub fn recent_open(&mut self, pid: i32, fd: i32, name: &str) -> Option<(i64, String)> {
-        let r = self.recent.get(&pid)?.get(name)?;
+    /// The file of an open of `abs` by `pid` that returned `fd`, when the same path led to
+    /// the same file before: one stat of the fd instead of resolving the path again (a job
+    /// that opens the same files over and over costs strata one system call per open).
+    pub fn recent_open(&mut self, pid: i32, fd: i32, abs: &str) -> Option<i64> {
+        let r = self.recent.get(&pid)?.get(abs)?;
         let (dev, ino, id) = (r.dev, r.ino, r.id);
-        let abs = r.abs.clone();
         // The fd names the file if it is still open (it may since be closed, or reused by
-        // an open of the same file); else the name, in the process's root. A process that
-        // is gone can no longer be asked: what its name led to before is the best answer.
+        // an open of the same file); else the path, in the process's root. A process that
+        // is gone can no longer be asked: what its path led to before is the best answer.
         let same = |m: fs::Metadata| (m.dev(), m.ino()) == (dev, ino);
         let confirmed = fs::metadata(format!("/proc/{pid}/fd/{fd}")).is_ok_and(same)
             || fs::metadata(format!("/proc/{pid}/root{abs}")).is_ok_and(same)
@@ -192,16 +174,16 @@ impl Files {
             return None;
         }
         // A forgotten file (two generations ago) is resolved again and gets a new id.
-        (self.known_id(&Key::Inode(dev, ino)) == Some(id)).then_some((id, abs))
+        (self.known_id(&Key::Inode(dev, ino)) == Some(id)).then_some(id)
     }
 
-    fn remember_open(&mut self, pid: i32, name: &str, r: RecentOpen) {
+    fn remember_open(&mut self, pid: i32, abs: &str, r: RecentOpen) {
         if self.recent_len >= GENERATION {
             self.recent.clear();
             self.recent_len = 0;
         }
         let names = self.recent.entry(pid).or_default();
-        if names.insert(name.to_string(), r).is_none() {
+        if names.insert(abs.to_string(), r).is_none() {
             self.recent_len += 1;
         }
     }
@@ -309,7 +291,27 @@ pub fn absolute(base: Option<&str>, path: &str) -> String {
     out.to_string_lossy().into_owned()
 }
 
-/// The current directory of a process (read now: strata does not follow chdir).
+/// `path` (absolute) as strata can open it: through the process's root (its container), or
+/// the host's once the process is gone; None for a relative name.
+fn in_root(pid: i32, path: &str) -> Option<String> {
+    if !path.starts_with('/') {
+        return None;
+    }
+    let proc_root = format!("/proc/{pid}/root");
+    Some(if Path::new(&proc_root).exists() {
+        format!("{proc_root}{path}")
+    } else {
+        path.to_string()
+    })
+}
+
+/// `path` (absolute) with symbolic links resolved, if it exists.
+pub fn canonical(pid: i32, path: &str) -> Option<String> {
+    let c = fs::canonicalize(in_root(pid, path)?).ok()?;
+    c.to_str().map(str::to_string)
+}
+
+/// The current directory of a process, read now (see `Procs::cwd` for the one at a call).
 pub fn cwd(pid: i32) -> Option<String> {
     fs::read_link(format!("/proc/{pid}/cwd"))
         .ok()
@@ -323,7 +325,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_name_opened_again_is_the_same_file_until_it_is_replaced() {
+    fn a_path_opened_again_is_the_same_file_until_it_is_replaced() {
         use std::os::fd::AsRawFd as _;
         let me = std::process::id() as i32;
         let dir = std::env::temp_dir().join(format!("strata-recent-{me}"));
@@ -334,17 +336,11 @@ mod tests {
         let f = fs::File::create(&path).unwrap();
         let fd = f.as_raw_fd();
         assert_eq!(files.recent_open(me, fd, name), None, "never opened before");
-        let id = files.resolve_open(me, fd, name, name);
-        assert_eq!(
-            files.recent_open(me, fd, name),
-            Some((id, name.to_string()))
-        );
+        let id = files.resolve_open(me, fd, name);
+        assert_eq!(files.recent_open(me, fd, name), Some(id));
         // Closed: the name still leads to the same file.
         drop(f);
-        assert_eq!(
-            files.recent_open(me, fd, name),
-            Some((id, name.to_string()))
-        );
+        assert_eq!(files.recent_open(me, fd, name), Some(id));
         // Replaced by another file under the same name: resolved again (`resolve` decides).
         let other = dir.join("other");
         fs::write(&other, b"x").unwrap();

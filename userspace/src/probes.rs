@@ -187,6 +187,7 @@ kinds!(
         Rmdir = "rmdir",
         Stat = "stat",
         Access = "access",
+        Chdir = "chdir",
         Exit = "exit",
         Wait = "wait",
         Meta = "meta",

@@ -1,6 +1,7 @@
 //! Traced processes: identity from /proc (read when first seen and after exec), lifetime from
-//! the kernel's lifecycle events, MPI rank and job ids from the environment.
-use std::ffi::OsString;
+//! the kernel's lifecycle events, MPI rank and job ids from the environment, and the working
+//! directory that relative names are resolved against.
+use std::{collections::hash_map::Entry, ffi::OsString};
 
 use procfs::process::Process;
 use strata_common::{IMAGE_ARGS, IMAGE_ARGS_PARTS, IMAGE_ENV, IMAGE_ENV_PARTS, IMAGE_PART};
@@ -35,6 +36,11 @@ pub struct Procs {
     /// The command strata started: its row stays until `waitpid` told how it ended, which
     /// may come after its exit event.
     awaited: Option<i32>,
+    /// Working directories: read from /proc when a process is first seen, inherited at fork,
+    /// then followed through chdir and fchdir, so that a name opened relative to it is
+    /// resolved against the directory it had at the call, even when strata handles the call
+    /// late (the process changed directory since, or is gone).
+    cwds: HashMap<i32, String>,
 }
 
 impl Procs {
@@ -58,6 +64,9 @@ impl Procs {
         }
         let _ = refresh_identity(&mut row);
         self.live.insert(pid, row);
+        if let Some(dir) = crate::files::cwd(pid) {
+            self.cwds.insert(pid, dir);
+        }
     }
 
     /// A new process (not a thread) created by `parent`.
@@ -71,6 +80,26 @@ impl Procs {
         row.exit_code = None;
         row.exit_signal = None;
         self.live.insert(child, row);
+        if let Some(dir) = self.cwds.get(&parent).cloned() {
+            self.cwds.insert(child, dir);
+        }
+    }
+
+    /// The working directory of `pid` at the event being handled: as followed, else (a
+    /// process first seen now) as /proc says now.
+    pub fn cwd(&mut self, pid: i32) -> Option<&str> {
+        match self.cwds.entry(pid) {
+            Entry::Occupied(e) => Some(e.into_mut().as_str()),
+            Entry::Vacant(e) => Some(e.insert(crate::files::cwd(pid)?).as_str()),
+        }
+    }
+
+    /// A successful chdir or fchdir to the absolute directory `dir` (None: not known).
+    pub fn set_cwd(&mut self, pid: i32, dir: Option<String>) {
+        match dir {
+            Some(dir) => self.cwds.insert(pid, dir),
+            None => self.cwds.remove(&pid),
+        };
     }
 
     /// After exec: the new image, from /proc while the process lives, else from the
@@ -156,6 +185,10 @@ impl Procs {
                 ..ProcessRow::default()
             },
         );
+        // Gated before exec: its directory is the one it will start in.
+        if let Some(dir) = crate::files::cwd(pid) {
+            self.cwds.insert(pid, dir);
+        }
     }
 
     pub fn set_exit_code(&mut self, pid: i32, code: i32) {
@@ -196,6 +229,7 @@ impl Procs {
 
     pub fn exit(&mut self, pid: i32, ts: i64) {
         self.images.retain(|(p, _), _| *p != pid);
+        self.cwds.remove(&pid);
         if let Some(mut row) = self.live.remove(&pid) {
             row.end_ns = Some(ts);
             self.done.push(row);
@@ -206,6 +240,7 @@ impl Procs {
     pub fn drain_all(&mut self) {
         self.awaited = None;
         self.done.extend(self.live.drain().map(|(_, r)| r));
+        self.cwds.clear();
     }
 
     pub fn contains(&self, pid: i32) -> bool {
@@ -313,6 +348,29 @@ mod tests {
             (Some(me), Some(3), Some(9))
         );
         assert!(row.exe.is_some(), "inherits the creator's image until exec");
+    }
+
+    /// A child starts in its parent's directory; its chdir moves only itself; its entry goes
+    /// with it.
+    #[test]
+    fn working_directories() {
+        let mut p = Procs::default();
+        let me = std::process::id() as i32;
+        p.ensure(me, |t| t as i64);
+        let here = std::env::current_dir().unwrap();
+        assert_eq!(p.cwd(me), here.to_str());
+        p.set_cwd(me, Some("/a".into()));
+        p.fork(me, 999_998, 5, "child".into());
+        assert_eq!(p.cwd(999_998), Some("/a"));
+        p.set_cwd(999_998, Some("/b".into()));
+        assert_eq!(p.cwd(999_998), Some("/b"));
+        assert_eq!(p.cwd(me), Some("/a"));
+        p.exit(999_998, 9);
+        assert!(!p.cwds.contains_key(&999_998));
+        assert_eq!(p.cwd(999_998), None, "no such process to ask");
+        // Not known after a chdir: asked again.
+        p.set_cwd(me, None);
+        assert_eq!(p.cwd(me), here.to_str());
     }
 
     /// Arguments and environment as the kernel side sends them: parts of a NUL-separated

@@ -722,6 +722,113 @@ fn libc_wrappers_nest_their_syscalls() {
     }
 }
 
+/// Relative names resolved against the directory the process had at the call, followed
+/// through chdir, fchdir, fork and threads, also when strata reads the events only after the
+/// workload has ended (stopped meanwhile): no /proc to ask then. Ground truth:
+/// tests/workloads/chdir.c.
+#[test]
+fn relative_names_follow_the_working_directory() {
+    require_root();
+    let dir = std::fs::canonicalize(scratch("chdir")).unwrap();
+    let exe = build_c("cc", "chdir.c", &dir.join("chdir"), &["-pthread"]);
+    for stopped in [false, true] {
+        let run_dir = dir.join(if stopped { "stopped" } else { "live" });
+        std::fs::create_dir_all(&run_dir).unwrap();
+        let top = run_dir.join("top");
+        let out = run_dir.join("out");
+        // strata forks the command: its parent is strata, stopped until the workload ended
+        // (the shell's own `read`: a `cat` would write a line of its own).
+        let script = if stopped {
+            "read -r c < /proc/$PPID/comm; [ \"$c\" = strata ] || exit 97; kill -STOP $PPID || exit 98; \
+             \"$0\" \"$1\"; s=$?; kill -CONT $PPID; exit $s"
+        } else {
+            "exec \"$0\" \"$1\""
+        };
+        let res = run(strata()
+            .current_dir(&run_dir)
+            .args(["record", "-q", "--layers", "posix", "-o"])
+            .arg(&out)
+            .args(["--", "sh", "-c", script])
+            .arg(&exe)
+            .arg(&top));
+        assert!(res.status.success(), "stopped: {stopped}: {:?}", res.status);
+
+        let calls = rows(&out, "calls");
+        let handles = rows(&out, "handles");
+        let files = rows(&out, "files");
+        let t = top.display();
+        let expected = [
+            (1, run_dir.join("start").display().to_string()),
+            (2, format!("{t}/a/f")),
+            (3, format!("{t}/b/f")),
+            (4, format!("{t}/b/g")),
+            (5, format!("{t}/a/g")),
+            (6, format!("{t}/b/h")),
+            (7, format!("{t}/a/h")),
+            (8, format!("{t}/i")),
+            (9, format!("{t}/b/k")),
+        ];
+        for (n, path) in &expected {
+            let w: Vec<&Row> = calls
+                .iter()
+                .filter(|c| c.s("function") == Some("write") && c.i("bytes_result") == Some(*n))
+                .collect();
+            assert_eq!(w.len(), 1, "stopped: {stopped}: one write of {n} bytes");
+            // Its handle and its file, both by the absolute path.
+            for (table, key) in [(&handles, "handle_id"), (&files, "file_id")] {
+                let row = table
+                    .iter()
+                    .find(|r| r.i(key) == w[0].i(key))
+                    .unwrap_or_else(|| panic!("stopped: {stopped}: no {key} of {n} bytes"));
+                assert_eq!(
+                    row.s("path"),
+                    Some(path.as_str()),
+                    "stopped: {stopped}: {n} bytes, {key}"
+                );
+            }
+        }
+        let ids: HashSet<i64> = calls
+            .iter()
+            .filter(|c| c.s("function") == Some("write") && c.i("bytes_result").unwrap_or(0) > 0)
+            .filter_map(|c| c.i("file_id"))
+            .collect();
+        assert_eq!(
+            ids.len(),
+            expected.len(),
+            "stopped: {stopped}: nine distinct files"
+        );
+
+        let chdirs: Vec<&Row> = calls
+            .iter()
+            .filter(|c| c.s("op") == Some("chdir"))
+            .collect();
+        assert_eq!(
+            chdirs.len(),
+            8,
+            "stopped: {stopped}: chdir and fchdir calls"
+        );
+        let failed: Vec<&Row> = chdirs
+            .iter()
+            .copied()
+            .filter(|c| c.i("errno").is_some())
+            .collect();
+        assert_eq!(failed.len(), 1, "stopped: {stopped}");
+        assert_eq!(
+            (failed[0].i("errno"), failed[0].s("path")),
+            (Some(i64::from(libc::ENOENT)), Some("missing"))
+        );
+        let fchdir = chdirs
+            .iter()
+            .find(|c| c.s("function") == Some("fchdir"))
+            .expect("fchdir");
+        let dir_handle = handles
+            .iter()
+            .find(|h| h.i("handle_id") == fchdir.i("handle_id"))
+            .expect("fchdir's directory handle");
+        assert_eq!(dir_handle.s("path"), Some(format!("{t}/a").as_str()));
+    }
+}
+
 /// The dataset names other users' files and arguments: by default only root and the group
 /// read it (files 0640, directories 0750); `--file-mode` narrows it, whatever the umask.
 #[test]
