@@ -160,10 +160,11 @@ impl Procs {
                 row.cmdline = Some(args.join(" "));
             }
         } else {
+            // Only the variables strata reads (an environment has hundreds).
             let env: std::collections::HashMap<OsString, OsString> = strings
                 .filter_map(|kv| {
                     let (k, v) = kv.split_once('=')?;
-                    Some((k.into(), v.into()))
+                    is_id_var(k).then(|| (k.into(), v.into()))
                 })
                 .collect();
             apply_env(row, &env);
@@ -266,6 +267,13 @@ fn refresh_identity(row: &mut ProcessRow) -> bool {
         apply_env(row, &env);
     }
     true
+}
+
+/// Whether strata reads environment variable `name`.
+fn is_id_var(name: &str) -> bool {
+    [RANK_VARS, SIZE_VARS, JOB_VARS, STEP_VARS]
+        .iter()
+        .any(|vars| vars.contains(&name))
 }
 
 /// Rank and job ids from an environment; a process keeps those it inherited where its own

@@ -231,7 +231,8 @@ fn hdf5_writes_are_linked_through_mpi_io_to_posix() {
 /// mpirun has ended): when strata reads the first event, every rank is gone with its memory
 /// and its /proc entry, and the transfers still have their byte counts and the ranks their
 /// identity: the kernel side read the ids of the predefined types while each rank ran, and
-/// sent each new image's arguments and environment at exec.
+/// sent each new image's arguments and environment at exec. The environment is 60 KB long,
+/// as module systems make them, and mpirun appends the rank's variables at its end.
 #[test]
 fn byte_counts_and_ranks_do_not_depend_on_the_tracer_keeping_up() {
     require_root();
@@ -249,6 +250,7 @@ fn byte_counts_and_ranks_do_not_depend_on_the_tracer_keeping_up() {
         .args(["--", "sh", "-c", &script])
         .arg(&exe)
         .arg(&h5)
+        .env("STRATA_TEST_PADDING", "x".repeat(60_000))
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"));
     assert!(res.status.success(), "{:?}", res.status);

@@ -562,9 +562,11 @@ pub struct ImageRecord {
 pub const IMAGE_ARGS: u32 = 0;
 pub const IMAGE_ENV: u32 = 1;
 /// Bytes per part: few parts keep the verifier's walk of the loop short (it follows every
-/// iteration).
-pub const IMAGE_PART: usize = 4096;
-/// Parts sent of the arguments (4 KiB) and of the environment (32 KiB).
+/// iteration); a per-CPU scratch value may not exceed 32 KiB.
+pub const IMAGE_PART: usize = 16384;
+/// Parts sent of the arguments (16 KiB) and of the environment (128 KiB: launchers append a
+/// rank's variables to an environment that module systems make tens of KiB long, and shells
+/// in between reorder it, so all of it is sent; only what is there is copied).
 pub const IMAGE_ARGS_PARTS: usize = 1;
 pub const IMAGE_ENV_PARTS: usize = 8;
 
