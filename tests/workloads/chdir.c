@@ -12,6 +12,8 @@
  *   7 bytes  TOP/a/h        ... which does not move its parent
  *   8 bytes  TOP/i          a thread's chdir("..") moves the whole process
  *   9 bytes  TOP/b/k        "../k" after chdir("ls"), a symbolic link to b/sub
+ *  10 bytes  z              relative to the directory fd $STRATA_TEST_DIRFD, if set, which
+ *                           the process inherited (opened before tracing)
  *
  * Calls of chdir and fchdir: 8, one of them failed (ENOENT).
  */
@@ -90,5 +92,11 @@ int main(int argc, char **argv) {
 
     must(chdir("ls") == 0, "chdir ls");
     write_file("../k", 9);
+
+    const char *dirfd = getenv("STRATA_TEST_DIRFD");
+    if (dirfd) {
+        int fd = openat(atoi(dirfd), "z", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        must(fd >= 0 && write(fd, "0123456789", 10) == 10 && close(fd) == 0, "z");
+    }
     return 0;
 }

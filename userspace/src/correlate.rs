@@ -350,9 +350,9 @@ impl Correlator {
             return files::absolute(None, path);
         }
         let base = match dirfd {
+            // A directory opened before tracing is asked of /proc, like any such fd.
             Some(fd) if fd != AT_FDCWD => self
-                .handles
-                .lookup(pid, Raw::Fd(fd))
+                .fd_handle(pid, fd)
                 .and_then(|h| self.handles.get(h))
                 .and_then(|h| h.row.path.clone()),
             _ => self.procs.cwd(pid).map(str::to_string),
