@@ -184,7 +184,8 @@ impl Uprobes {
         offset: u64,
         cookie: u64,
     ) -> Result<(), Failure> {
-        for prog in [programs::UPROBE_ENTRY, programs::UPROBE_RETURN] {
+        // The return first, as for syscalls.
+        for prog in [programs::UPROBE_RETURN, programs::UPROBE_ENTRY] {
             let point = UProbeAttachPoint {
                 location: UProbeAttachLocation::AbsoluteOffset(offset),
                 cookie: Some(cookie),
@@ -269,7 +270,8 @@ impl Loaded {
     /// Detaches the raw_syscalls tracepoints: with nothing to trace (an idle daemon), every
     /// syscall on the node would still run the two programs.
     pub fn pause_syscalls(&mut self) -> anyhow::Result<()> {
-        for link in std::mem::take(&mut self.raw_links) {
+        // The entry first (the reverse of attaching).
+        for link in std::mem::take(&mut self.raw_links).into_iter().rev() {
             match link {
                 RawLink::Classic(prog, id) => program::<TracePoint>(&mut self.ebpf, prog)?
                     .detach(id)
@@ -638,9 +640,10 @@ fn load_btf_syscalls(ebpf: &mut Ebpf, btf: &Result<aya::Btf, String>) -> Result<
 
 fn attach_raw_syscalls(ebpf: &mut Ebpf, btf: bool) -> anyhow::Result<Vec<RawLink>> {
     let mut links = Vec::new();
+    // The exit first: an entry seen without its exit leaves a stale frame behind.
     for (classic, with_btf, event) in [
-        (programs::SYS_ENTER, programs::BTF_SYS_ENTER, "sys_enter"),
         (programs::SYS_EXIT, programs::BTF_SYS_EXIT, "sys_exit"),
+        (programs::SYS_ENTER, programs::BTF_SYS_ENTER, "sys_enter"),
     ] {
         let link = if btf {
             let id = program::<BtfTracePoint>(ebpf, with_btf)?
@@ -899,9 +902,10 @@ fn attach_syscall(
     if !per_syscall {
         return Ok(());
     }
+    // The exit first, as in raw mode.
     for (prog, event) in [
-        (programs::SYS_ENTER_ONE, format!("sys_enter_{name}")),
         (programs::SYS_EXIT, format!("sys_exit_{name}")),
+        (programs::SYS_ENTER_ONE, format!("sys_enter_{name}")),
     ] {
         program::<TracePoint>(ebpf, prog)
             .map_err(failed)?

@@ -65,7 +65,9 @@ impl Programs {
     }
 
     /// Attaches both programs at `offsets` of the file at `path`, the probe at `offsets[i]`
-    /// with the cookie `cookies[i]`. The links detach when dropped.
+    /// with the cookie `cookies[i]`: the return first (an entry seen without its return would
+    /// leave a stale frame under every later call of the thread). The links detach when
+    /// dropped, the entry first.
     pub fn attach(
         &self,
         path: &Path,
@@ -74,7 +76,6 @@ impl Programs {
     ) -> io::Result<[OwnedFd; 2]> {
         let path = CString::new(path.as_os_str().as_bytes())
             .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-        let entry = link_create(self.entry.as_raw_fd(), &path, offsets, cookies, 0)?;
         let ret = link_create(
             self.ret.as_raw_fd(),
             &path,
@@ -82,6 +83,7 @@ impl Programs {
             cookies,
             BPF_F_UPROBE_MULTI_RETURN,
         )?;
+        let entry = link_create(self.entry.as_raw_fd(), &path, offsets, cookies, 0)?;
         Ok([entry, ret])
     }
 

@@ -424,9 +424,17 @@ pub struct Frame {
     pub ts_begin: u64,
     pub args: [u64; MAX_ARGS],
     pub func_id: u32,
-    /// String arguments that could not be read at entry, retried at return.
-    pub str_retry: u32,
+    /// Low 8 bits: string arguments that could not be read at entry, retried at return;
+    /// [`FRAME_KERNEL`].
+    pub flags: u32,
 }
+
+/// [`Frame::flags`]: string arguments to retry at return.
+pub const FRAME_STR_RETRY: u32 = 0xff;
+/// [`Frame::flags`]: a syscall's or kernel function's frame. None can still be in progress
+/// when the thread enters a new syscall: such frames on top of its stack then lost their
+/// return (the exit program attached after the entry program, or a detach in between).
+pub const FRAME_KERNEL: u32 = 1 << 8;
 
 /// The per-thread call stack (in [`maps::TASK_STACKS`], or keyed by tid in [`maps::STACKS`]).
 #[repr(C)]
@@ -446,7 +454,8 @@ pub enum Counter {
     RingbufFull = 0,
     /// A call nested deeper than [`MAX_DEPTH`]: it is not recorded.
     StackOverflow = 1,
-    /// A return found frames above its own (a missed return, e.g. longjmp): those are dropped.
+    /// A return found frames above its own (a missed return, e.g. longjmp), or a syscall's
+    /// entry found kernel frames on top ([`FRAME_KERNEL`]): those are dropped.
     StackMismatch = 2,
     /// A user string could not be read (page not resident, bad pointer).
     StrReadFailed = 3,

@@ -29,11 +29,11 @@ use aya_ebpf::{
 };
 use strata_common::{
     BLOB_WORDS, CALL_OUT_VALID, CLONE_THREAD, COOKIE_TABLE_SHIFT, COUNTER_SLOTS, CallRecord,
-    Config, Counter, FuncSpec, IMAGE_ARGS, IMAGE_ARGS_PARTS, IMAGE_ENV, IMAGE_ENV_PARTS,
-    IMAGE_PART, ImageHeader, ImageRecord, MAX_ARGS, MAX_CGROUP_LEVEL, MAX_DEPTH, MAX_FUNCS,
-    MAX_SYSCALLS, MAX_TYPE_REFS, MAX_TYPE_TABLES, NO_ARG, ProcEvent, ProcRecord, RecordKind,
-    SPEC_EMIT_AT_ENTRY, SPEC_ENABLED, STR_CAP, STR_FAILED, StrHeader, StrRecord, TypeId,
-    TypeIdsRecord, TypeTable, WAKEUP_BYTES,
+    Config, Counter, FRAME_KERNEL, FRAME_STR_RETRY, FuncSpec, IMAGE_ARGS, IMAGE_ARGS_PARTS,
+    IMAGE_ENV, IMAGE_ENV_PARTS, IMAGE_PART, ImageHeader, ImageRecord, MAX_ARGS, MAX_CGROUP_LEVEL,
+    MAX_DEPTH, MAX_FUNCS, MAX_SYSCALLS, MAX_TYPE_REFS, MAX_TYPE_TABLES, NO_ARG, ProcEvent,
+    ProcRecord, RecordKind, SPEC_EMIT_AT_ENTRY, SPEC_ENABLED, STR_CAP, STR_FAILED, StrHeader,
+    StrRecord, ThreadStack, TypeId, TypeIdsRecord, TypeTable, WAKEUP_BYTES,
 };
 
 #[map]
@@ -493,6 +493,34 @@ const CAPTURE_STRINGS: u8 = 1;
 /// `on_entry` captures: what only library functions declare (handles behind pointers, MPI
 /// datatype sizes, arrays); user space refuses such arguments elsewhere.
 const CAPTURE_LIBRARY: u8 = 2;
+/// `on_entry` of a syscall: stale kernel frames are dropped first (see [`FRAME_KERNEL`]).
+const AT_SYSCALL: u8 = 4;
+
+/// Drops the frames on top of a thread's stack that a syscall's entry proves stale: calls of
+/// syscalls and kernel functions whose return was never seen. Without this a thread that ran
+/// more than `MAX_DEPTH` syscalls between the attachment of the entry and the exit programs
+/// would overflow its stack, and lose every call, for the rest of the run.
+///
+/// # Safety
+/// `st` points to the current thread's stack.
+#[inline(always)]
+unsafe fn drop_stale_frames(st: *mut ThreadStack) {
+    unsafe {
+        // Deeper than kept: no traced library nests that deep, the count is stale.
+        let mut depth = (*st).depth.min(MAX_DEPTH as u32);
+        for _ in 0..MAX_DEPTH {
+            let Some(top) = depth.checked_sub(1) else {
+                break;
+            };
+            if (*st).frames[slot(top as usize)].flags & FRAME_KERNEL == 0 {
+                break;
+            }
+            count(Counter::StackMismatch);
+            depth = top;
+        }
+        (*st).depth = depth;
+    }
+}
 
 /// Entry half shared by syscalls, uprobes and kernel functions: filter, push a frame, copy
 /// what the spec asks for among `CAPTURE`. Each program is built with only the captures its
@@ -532,6 +560,10 @@ fn on_entry<const CAPTURE: u8>(spec: &FuncSpec, args: &mut [u64; MAX_ARGS], site
     }
     let args = &*args;
     let st = thread::stack_or_new(tid)?;
+    if CAPTURE & AT_SYSCALL != 0 {
+        // SAFETY: this thread's stack.
+        unsafe { drop_stale_frames(st) };
+    }
     let call_id = next_call_id();
     let ts = unsafe { bpf_ktime_get_ns() };
     // SAFETY: `st` points into the stack map's value for this thread; only this thread
@@ -572,7 +604,12 @@ fn on_entry<const CAPTURE: u8>(spec: &FuncSpec, args: &mut [u64; MAX_ARGS], site
         f.ts_begin = ts;
         f.args = *args;
         f.func_id = spec.func_id;
-        f.str_retry = u32::from(str_retry);
+        f.flags = u32::from(str_retry)
+            | if CAPTURE & CAPTURE_LIBRARY == 0 {
+                FRAME_KERNEL
+            } else {
+                0
+            };
         (*st).depth = depth + 1;
     }
     Ok(())
@@ -622,8 +659,8 @@ fn on_return(spec: &FuncSpec, ret: i64, wake: bool) -> Res<()> {
         };
         // Straight from the frame into the record, no copy on the 512-byte stack between.
         let args = &f.args;
-        if f.str_retry != 0 {
-            emit_strings(f.str_retry as u8, f.call_id, args, false);
+        if f.flags & FRAME_STR_RETRY != 0 {
+            emit_strings((f.flags & FRAME_STR_RETRY) as u8, f.call_id, args, false);
         }
         emit_call(
             pid_tgid, wake, spec, f.call_id, parent_id, f.ts_begin, args, i as u32, ret,
@@ -676,7 +713,7 @@ fn try_sys_enter(ctx: &TracePointContext) -> Res<()> {
     let mut args = load_args(spec.nargs, |i| unsafe {
         ctx_load::<u64>(ctx, SYSCALL_ARGS_OFF + 8 * i)
     });
-    on_entry::<CAPTURE_STRINGS>(spec, &mut args, NO_SITE)
+    on_entry::<{ CAPTURE_STRINGS | AT_SYSCALL }>(spec, &mut args, NO_SITE)
 }
 
 /// The entry program of `--syscall-mode per-syscall`. A syscall's own event record ends
@@ -701,7 +738,7 @@ fn try_sys_enter_one(ctx: &TracePointContext) -> Res<()> {
         let src = ctx.as_ptr().cast::<u8>().add(SYSCALL_ARGS_OFF);
         bpf_probe_read_kernel_buf(src, dst).map_err(|e| e as i64)?;
     }
-    on_entry::<CAPTURE_STRINGS>(spec, &mut args, NO_SITE)
+    on_entry::<{ CAPTURE_STRINGS | AT_SYSCALL }>(spec, &mut args, NO_SITE)
 }
 
 #[tracepoint]
@@ -757,7 +794,7 @@ fn try_btf_sys_enter(ctx: &BtfTracePointContext) -> Res<()> {
     let spec = spec_of_syscall(ctx.arg::<u64>(1) as u32)?;
     let regs = syscall_regs(ctx);
     let mut args = load_args(spec.nargs, |i| syscall_arg(regs, i));
-    on_entry::<CAPTURE_STRINGS>(spec, &mut args, NO_SITE)
+    on_entry::<{ CAPTURE_STRINGS | AT_SYSCALL }>(spec, &mut args, NO_SITE)
 }
 
 #[btf_tracepoint(function = "sys_exit")]
