@@ -30,6 +30,12 @@ const SEEK_SET: u64 = 0;
 const SEEK_CUR: u64 = 1;
 /// Strings whose call never returned are dropped after this many flushes.
 const STR_MAX_AGE: u32 = 600;
+/// Handles created beneath a call wait for its return at most this many flushes, and at most
+/// this many at once: an open call makes a few, over milliseconds; a call whose return was
+/// missed (longjmp over it, a thread that ended inside it) would hold every handle its thread
+/// created after it until the process ends.
+const ADOPTION_MAX_AGE: u32 = 60;
+const ADOPTION_MAX_HANDLES: usize = 4096;
 
 /// Converts kernel CLOCK_MONOTONIC nanoseconds to Unix-epoch nanoseconds.
 #[derive(Debug, Clone, Copy)]
@@ -69,6 +75,7 @@ const XFER_COLLECTIVE: u64 = 1;
 struct Adoption {
     pid: i32,
     handles: Vec<HandleId>,
+    age: u32,
 }
 
 pub struct Correlator {
@@ -268,6 +275,10 @@ impl Correlator {
             p.age += 1;
             p.age < STR_MAX_AGE
         });
+        self.give_up_adoptions(|a| {
+            a.age += 1;
+            a.age >= ADOPTION_MAX_AGE
+        });
         self.kernel.tick(&self.files);
         for row in self.helpers.tick() {
             self.push_call(out, row);
@@ -277,14 +288,7 @@ impl Correlator {
 
     /// End of the run: every open handle and live process is written as it stands.
     pub fn finish(&mut self, out: &mut Dataset) {
-        let pending: Vec<HandleId> = self
-            .adoptions
-            .drain()
-            .flat_map(|(_, a)| a.handles)
-            .collect();
-        for h in pending {
-            self.handles.set_adoption_pending(h, false);
-        }
+        self.give_up_adoptions(|_| true);
         self.handles.drain_all();
         self.procs.drain_all();
         self.kernel.finish(&self.files);
@@ -326,18 +330,23 @@ impl Correlator {
                 self.files.forget_process(pid);
                 self.xfer_modes.retain(|k, _| k.0 != pid);
                 self.collective_opens.retain(|k, _| k.0 != pid);
-                let stale: Vec<u64> = self
-                    .adoptions
-                    .iter()
-                    .filter(|(_, a)| a.pid == pid)
-                    .map(|(k, _)| *k)
-                    .collect();
-                for k in stale {
-                    if let Some(a) = self.adoptions.remove(&k) {
-                        for h in a.handles {
-                            self.handles.set_adoption_pending(h, false);
-                        }
-                    }
+                self.give_up_adoptions(|a| a.pid == pid);
+            }
+        }
+    }
+
+    /// Releases the handles of the adoptions `stale` selects: they are written without the
+    /// parent their enclosing call would have given them.
+    fn give_up_adoptions(&mut self, mut stale: impl FnMut(&mut Adoption) -> bool) {
+        let keys: Vec<u64> = self
+            .adoptions
+            .iter_mut()
+            .filter_map(|(k, a)| stale(a).then_some(*k))
+            .collect();
+        for k in keys {
+            if let Some(a) = self.adoptions.remove(&k) {
+                for h in a.handles {
+                    self.handles.set_adoption_pending(h, false);
                 }
             }
         }
@@ -878,14 +887,15 @@ impl Correlator {
             for h in &up {
                 self.handles.set_adoption_pending(*h, true);
             }
-            self.adoptions
-                .entry(parent_call)
-                .or_insert(Adoption {
-                    pid,
-                    handles: Vec::new(),
-                })
-                .handles
-                .extend(up);
+            let a = self.adoptions.entry(parent_call).or_insert(Adoption {
+                pid,
+                handles: Vec::new(),
+                age: 0,
+            });
+            a.handles.extend(up);
+            if a.handles.len() > ADOPTION_MAX_HANDLES {
+                self.give_up_adoptions(|a| a.handles.len() > ADOPTION_MAX_HANDLES);
+            }
         }
     }
 }
@@ -900,5 +910,85 @@ impl Layer {
             Layer::Hdf5 => "hid",
             Layer::Netcdf => "ncid",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use strata_common::RecordKind;
+
+    use super::*;
+
+    /// Handles created beneath a call whose return never comes (its record is never read)
+    /// are written all the same: at most `ADOPTION_MAX_HANDLES` wait at once, none longer
+    /// than `ADOPTION_MAX_AGE` flushes.
+    #[test]
+    fn handles_under_a_call_that_never_returns_are_written() {
+        let probes = crate::probes::load(None).unwrap();
+        let id = |name: &str| {
+            probes
+                .iter()
+                .find(|p| p.function() == name && matches!(p.target, Target::Syscall(_)))
+                .unwrap()
+                .id
+        };
+        let (openat, close) = (id("openat"), id("close"));
+        let dir = std::env::temp_dir().join(format!("strata-adopt-{}", std::process::id()));
+        let mut out =
+            Dataset::create(&dir, "test", "adopt", crate::dataset::DEFAULT_FILE_MODE).unwrap();
+        let mut corr = Correlator::new(probes, Clock::now());
+        let pid = std::process::id();
+        const NEVER_RETURNS: u64 = 1 << 40;
+        let rec = |func_id, call_id, args, ret| CallRecord {
+            kind: RecordKind::Call as u32,
+            func_id,
+            call_id,
+            parent_id: NEVER_RETURNS,
+            ts_begin: call_id,
+            ts_end: call_id + 1,
+            pid,
+            tid: pid,
+            depth: 1,
+            flags: 0,
+            ret,
+            out: 0,
+            args,
+        };
+        let n = ADOPTION_MAX_HANDLES + 100;
+        for i in 0..n as u64 {
+            let c = 2 * i + 1;
+            let text = Some("/dev/null".to_string());
+            let at_fdcwd = u64::MAX - 99;
+            corr.handle(
+                Event::Str {
+                    pid,
+                    call_id: c,
+                    arg: 1,
+                    text,
+                },
+                &mut out,
+            );
+            corr.handle(
+                Event::Call(rec(openat, c, [at_fdcwd, 0, 0, 0, 0, 0], 1000)),
+                &mut out,
+            );
+            corr.handle(
+                Event::Call(rec(close, c + 1, [1000, 0, 0, 0, 0, 0], 0)),
+                &mut out,
+            );
+        }
+        let written = |out: &Dataset| out.handles.rows_written as usize + out.handles.buffered();
+        assert_eq!(
+            written(&out),
+            ADOPTION_MAX_HANDLES + 1,
+            "released past the cap"
+        );
+        for _ in 1..ADOPTION_MAX_AGE {
+            corr.tick(&mut out);
+        }
+        assert_eq!(written(&out), ADOPTION_MAX_HANDLES + 1, "still waiting");
+        corr.tick(&mut out);
+        assert_eq!(written(&out), n, "released at the age limit");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
