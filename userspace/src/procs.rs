@@ -64,9 +64,8 @@ impl Procs {
         }
         let _ = refresh_identity(&mut row);
         self.live.insert(pid, row);
-        if let Some(dir) = crate::files::cwd(pid) {
-            self.cwds.insert(pid, dir);
-        }
+        // Read now, the nearest strata gets to the process's later calls.
+        let _ = self.cwd(pid);
     }
 
     /// A new process (not a thread) created by `parent`.
@@ -187,9 +186,7 @@ impl Procs {
             },
         );
         // Gated before exec: its directory is the one it will start in.
-        if let Some(dir) = crate::files::cwd(pid) {
-            self.cwds.insert(pid, dir);
-        }
+        let _ = self.cwd(pid);
     }
 
     pub fn set_exit_code(&mut self, pid: i32, code: i32) {
