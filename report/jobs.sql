@@ -8,8 +8,8 @@ SELECT p.host, p.job_id, p.step_id,
        count(DISTINCT p.rank) AS ranks,
        min(p.start_ns) AS start_ns,
        max(p.end_ns) AS end_ns,
-       sum(CASE WHEN c.layer = 'posix' AND c.op = 'read' THEN coalesce(c.bytes_result, 0) ELSE 0 END) AS posix_bytes_read,
-       sum(CASE WHEN c.layer = 'posix' AND c.op = 'write' THEN coalesce(c.bytes_result, 0) ELSE 0 END) AS posix_bytes_written
+       sum(CASE WHEN c.layer = 'posix' AND c.op IN ('read', 'copy') THEN coalesce(c.bytes_result, 0) ELSE 0 END) AS posix_bytes_read,
+       sum(CASE WHEN c.layer = 'posix' AND c.op IN ('write', 'copy') THEN coalesce(c.bytes_result, 0) ELSE 0 END) AS posix_bytes_written
 FROM processes p
 LEFT JOIN calls c ON c.host = p.host AND c.pid = p.pid
 GROUP BY p.host, p.job_id, p.step_id

@@ -8,7 +8,7 @@
 //! enclosing creator returns, or the top of the stack is reached.
 use std::rc::Rc;
 
-use strata_common::{CALL_OUT_VALID, CallRecord, ProcEvent, ProcRecord};
+use strata_common::{CALL_OUT_VALID, CallRecord, DEREF_FAILED, ProcEvent, ProcRecord};
 
 use crate::{
     dataset::Dataset,
@@ -26,6 +26,9 @@ const AT_FDCWD: i32 = -100;
 const EBADF: i64 = 9;
 const F_DUPFD: u64 = 0;
 const F_DUPFD_CLOEXEC: u64 = 1030;
+const F_SETFD: u64 = 2;
+const FD_CLOEXEC: u64 = 1;
+const CLOSE_RANGE_CLOEXEC: u64 = 1 << 2;
 const SEEK_SET: u64 = 0;
 const SEEK_CUR: u64 = 1;
 /// Strings whose call never returned are dropped after this many flushes.
@@ -235,7 +238,14 @@ impl Correlator {
     }
 
     fn push_call(&mut self, out: &mut Dataset, row: CallRow) {
-        if self.keep(row.file_id, row.path.as_deref()) {
+        let keep = match row.file2_id {
+            // A copy concerns both its files.
+            Some(to) => {
+                self.keep(Some(to), None) || row.file_id.is_some_and(|f| self.keep(Some(f), None))
+            }
+            None => self.keep(row.file_id, row.path.as_deref()),
+        };
+        if keep {
             out.calls.push(row);
         }
     }
@@ -475,6 +485,8 @@ impl Correlator {
         };
         let errno = (is_syscall && ret < 0).then(|| (-ret) as i32);
 
+        // Calls that move bytes (reads, writes, copies between two fds).
+        let moves = matches!(p.op, Op::Read | Op::Write | Op::Copy);
         let size = arg(ArgKind::Size).map(|v| v as i64);
         let count = arg(ArgKind::Count).map(|v| v as i64);
         // MPI: the kernel replaced the datatype handle by the datatype's size (0: unknown).
@@ -484,8 +496,8 @@ impl Correlator {
         });
         let bytes_requested = match (size, count) {
             (Some(s), Some(c)) => Some(s.saturating_mul(c)),
-            (Some(s), None) if matches!(p.op, Op::Read | Op::Write) => Some(s),
-            _ if p.ret == RetKind::Char && matches!(p.op, Op::Read | Op::Write) => Some(1),
+            (Some(s), None) if moves => Some(s),
+            _ if p.ret == RetKind::Char && moves => Some(1),
             _ => None,
         };
         // HDF5 and NetCDF: elements selected times the type's size, when strata can know them.
@@ -515,7 +527,7 @@ impl Correlator {
         let bytes_requested = bytes_requested.or(h5_bytes);
         let bytes_result = match p.ret {
             _ if h5_bytes.is_some() => h5_bytes.map(|b| if failed { 0 } else { b }),
-            _ if !matches!(p.op, Op::Read | Op::Write) => None,
+            _ if !moves => None,
             RetKind::Bytes => Some(ret.max(0)),
             RetKind::Count => Some(ret.max(0).saturating_mul(size.unwrap_or(1))),
             RetKind::Char => Some(i64::from(!failed)),
@@ -530,11 +542,18 @@ impl Correlator {
         let lib_arg = arg(ArgKind::Handle)
             .or_else(|| arg(ArgKind::HandleRef))
             .or_else(|| arg(ArgKind::RequestRef));
+        // close_range names a range of fds: its handles are found below.
+        let range_last = arg(ArgKind::FdLast).map(|v| v as u32);
         let mut handle = match (fd_arg, lib_arg) {
+            _ if range_last.is_some() => None,
             (Some(fd), _) if errno != Some(EBADF as i32) => self.fd_handle(pid, fd),
             (None, Some(h)) => self.handles.lookup(pid, lib_raw(h)),
             _ => None,
         };
+        // The second fd of a copy (copy_file_range's and sendfile's destination).
+        let handle2 = arg(ArgKind::Fd2)
+            .filter(|_| errno != Some(EBADF as i32))
+            .and_then(|fd| self.fd_handle(pid, fd as i32));
         // Whether a transfer is collective is set beforehand: on an HDF5 transfer property
         // list (H5Pset_dxpl_mpio), or per NetCDF variable (nc_var_par_access).
         let mut collective = p.collective;
@@ -558,9 +577,19 @@ impl Correlator {
                 handle = self.fd_handle(pid, dirfd as i32);
             }
         }
+        // Offsets given through a pointer, read at return: the offset used is that less what
+        // moved. A null pointer means the fd's position.
+        let moved = bytes_result.unwrap_or(0);
+        let by_ref = |k: ArgKind| {
+            arg(k)
+                .filter(|v| *v != DEREF_FAILED)
+                .map(|v| (v as i64).wrapping_sub(moved))
+        };
         let mut offset = arg(ArgKind::Offset)
             .or_else(|| arg(ArgKind::KPos))
-            .map(|v| v as i64);
+            .map(|v| v as i64)
+            .or_else(|| by_ref(ArgKind::OffsetRef));
+        let mut offset2 = by_ref(ArgKind::Offset2Ref);
         // A kernel `struct file *`: the kernel side read its inode number, and its file
         // system's device into the slot after the last argument.
         let kfile = p.arg(ArgKind::KFile).and_then(|i| {
@@ -571,9 +600,11 @@ impl Correlator {
             })?
         });
         // Taken before the call's effect: a close still names the file it closed.
-        let file_before = handle
-            .and_then(|h| self.handles.get(h))
-            .and_then(|h| h.row.file_id);
+        let file_of = |handles: &Handles, h: Option<HandleId>| {
+            h.and_then(|h| handles.get(h)).and_then(|h| h.row.file_id)
+        };
+        let mut file_before = file_of(&self.handles, handle);
+        let file2 = file_of(&self.handles, handle2);
         let mut created: Option<HandleId> = None;
         let mut explicit_parent = false;
         let ts_begin = self.clock.epoch(rec.ts_begin);
@@ -593,7 +624,12 @@ impl Correlator {
                     || (p.op == Op::Fcntl
                         && matches!(arg(ArgKind::Cmd), Some(F_DUPFD | F_DUPFD_CLOEXEC)));
                 if p.op == Op::Fcntl && !is_dup {
-                    // Other fcntl commands create nothing.
+                    // Other fcntl commands create nothing; F_SETFD sets close-on-exec.
+                    if let (Some(F_SETFD), Some(h), Some(v)) =
+                        (arg(ArgKind::Cmd), handle, arg(ArgKind::Int))
+                    {
+                        self.handles.set_cloexec(h, v & FD_CLOEXEC != 0);
+                    }
                 } else if is_dup {
                     let src = handle;
                     if let Some(newfd) = arg(ArgKind::Newfd).map(|v| v as i32) {
@@ -623,27 +659,49 @@ impl Correlator {
                         share_with: src,
                         pos: None,
                     }));
+                    // The new fd is close-on-exec only if the dup says so, whatever the
+                    // original's open flags.
+                    let cloexec = arg(ArgKind::Cmd) == Some(F_DUPFD_CLOEXEC)
+                        || arg(ArgKind::Flags).is_some_and(|f| f & libc::O_CLOEXEC as u64 != 0);
+                    if let Some(c) = created {
+                        self.handles.set_cloexec(c, cloexec);
+                    }
                 } else {
                     created = Some(self.open(&p, rec, path.as_deref(), modestr, handle, ts_begin));
                     explicit_parent = handle.is_some();
                 }
                 handle = created.or(handle);
             }
-            Op::Close if !(is_syscall && errno == Some(EBADF as i32)) => {
-                if let Some(h) = handle {
-                    self.handles.destroy(h, Some(call_id), Some(ts_end));
+            Op::Close if !(is_syscall && errno == Some(EBADF as i32)) => match range_last {
+                // close_range: every fd of the range strata knows (CLOSE_RANGE_CLOEXEC
+                // only marks them); the row names the handle when there was one.
+                Some(last) if !failed => {
+                    let first = arg(ArgKind::Fd).unwrap_or(0) as u32;
+                    let ids = self.handles.fds_in(pid, first, last);
+                    if let [one] = ids[..] {
+                        handle = Some(one);
+                        file_before = file_of(&self.handles, handle);
+                    }
+                    let mark = arg(ArgKind::Flags).is_some_and(|f| f & CLOSE_RANGE_CLOEXEC != 0);
+                    for id in ids {
+                        if mark {
+                            self.handles.set_cloexec(id, true);
+                        } else {
+                            self.handles.destroy(id, Some(call_id), Some(ts_end));
+                        }
+                    }
                 }
-            }
-            Op::Read | Op::Write => {
-                if let Some(h) = handle {
-                    if offset.is_none() {
-                        offset = self.handles.pos(h);
-                        let next = match (offset, bytes_result) {
-                            (Some(o), Some(b)) if !failed => Some(o + b),
-                            (Some(o), _) if failed => Some(o),
-                            _ => None,
-                        };
-                        self.handles.set_pos(h, next);
+                Some(_) => {}
+                None => {
+                    if let Some(h) = handle {
+                        self.handles.destroy(h, Some(call_id), Some(ts_end));
+                    }
+                }
+            },
+            Op::Read | Op::Write | Op::Copy => {
+                for (h, at) in [(handle, &mut offset), (handle2, &mut offset2)] {
+                    if let (Some(h), None) = (h, *at) {
+                        *at = self.implicit_position(h, bytes_result, failed);
                     }
                 }
             }
@@ -740,6 +798,9 @@ impl Correlator {
             handle_id: handle,
             file_id,
             offset,
+            handle2_id: handle2,
+            file2_id: file2,
+            offset2,
             bytes_requested,
             bytes_result,
             ret,
@@ -749,9 +810,29 @@ impl Correlator {
             path,
             path2,
             strs: strs_out,
-            args: rec.args[..nargs].iter().map(|v| *v as i64).collect(),
+            args: rec.args[..nargs]
+                .iter()
+                .zip(&p.args)
+                .map(|(v, k)| match *v as i64 {
+                    // As given: an offset, or -1 for none.
+                    v if k.is_ret_deref() && v != -1 => v.wrapping_sub(moved),
+                    v => v,
+                })
+                .collect(),
             dims,
         })
+    }
+
+    /// The position a transfer without an explicit offset used; moves it past the bytes moved.
+    fn implicit_position(&mut self, h: HandleId, moved: Option<i64>, failed: bool) -> Option<i64> {
+        let at = self.handles.pos(h);
+        let next = match (at, moved) {
+            (Some(o), Some(b)) if !failed => Some(o + b),
+            (Some(o), _) if failed => Some(o),
+            _ => None,
+        };
+        self.handles.set_pos(h, next);
+        at
     }
 
     /// Creates the handle returned by an open-like call.

@@ -26,6 +26,9 @@ pub struct Handle {
     /// Waiting for an enclosing call to adopt it (see `Correlator`): not written yet.
     pub adoption_pending: bool,
     pub closed: bool,
+    /// An fd closed by exec (FD_CLOEXEC): from O_CLOEXEC at open, changed by `F_SETFD`,
+    /// `close_range(CLOSE_RANGE_CLOEXEC)`, and per fd by dups.
+    pub cloexec: bool,
 }
 
 #[derive(Debug, Default)]
@@ -117,6 +120,8 @@ impl Handles {
             ts_destroyed_ns: None,
             group_key: None,
         };
+        let cloexec = matches!(h.raw, Raw::Fd(_))
+            && h.flags.is_some_and(|f| f & i64::from(libc::O_CLOEXEC) != 0);
         // A raw name still mapped belongs to a handle whose close we missed: retire it.
         if let Some(old) = self.by_raw.insert((h.pid, h.raw), id) {
             self.retire(old, None, h.ts);
@@ -128,6 +133,7 @@ impl Handles {
                 ofd,
                 adoption_pending: false,
                 closed: false,
+                cloexec,
             },
         );
         id
@@ -185,6 +191,28 @@ impl Handles {
         }
     }
 
+    pub fn set_cloexec(&mut self, id: HandleId, on: bool) {
+        if let Some(h) = self.live.get_mut(&id) {
+            h.cloexec = on;
+        }
+    }
+
+    /// The process's fds numbered `first..=last` (close_range), in fd order.
+    pub fn fds_in(&self, pid: i32, first: u32, last: u32) -> Vec<HandleId> {
+        let mut fds: Vec<(u32, HandleId)> = self
+            .by_raw
+            .iter()
+            .filter_map(|((p, raw), id)| match raw {
+                Raw::Fd(fd) if *p == pid && (first..=last).contains(&(*fd as u32)) => {
+                    Some((*fd as u32, *id))
+                }
+                _ => None,
+            })
+            .collect();
+        fds.sort_unstable();
+        fds.into_iter().map(|(_, id)| id).collect()
+    }
+
     pub fn pos(&self, id: HandleId) -> Option<i64> {
         let h = self.live.get(&id)?;
         self.ofds.get(&h.ofd)?.pos
@@ -211,6 +239,7 @@ impl Handles {
             let Some(h) = self.live.get(&id) else {
                 continue;
             };
+            let cloexec = h.cloexec;
             let row = &h.row;
             let new = NewHandle {
                 pid: child,
@@ -227,7 +256,8 @@ impl Handles {
                 share_with: Some(id),
                 pos: None,
             };
-            self.create(new);
+            let new = self.create(new);
+            self.set_cloexec(new, cloexec);
         }
     }
 
@@ -240,11 +270,7 @@ impl Handles {
                 *p == pid
                     && match raw {
                         Raw::Lib(..) => true,
-                        Raw::Fd(_) => self.live.get(id).is_some_and(|h| {
-                            h.row
-                                .flags
-                                .is_some_and(|f| f & i64::from(libc::O_CLOEXEC) != 0)
-                        }),
+                        Raw::Fd(_) => self.live.get(id).is_some_and(|h| h.cloexec),
                     }
             })
             .map(|(_, id)| *id)
@@ -383,8 +409,37 @@ mod tests {
             layer: "stdio",
             ..fd(1, 0, None, None)
         });
+        // F_SETFD both ways, inherited at fork.
+        let set = h.create(fd(1, 5, None, None));
+        h.set_cloexec(set, true);
+        let mut cleared = fd(1, 6, None, None);
+        cleared.flags = Some(i64::from(libc::O_CLOEXEC));
+        let cleared = h.create(cleared);
+        h.set_cloexec(cleared, false);
+        h.fork(1, 2, Some(4));
         h.exec(1, Some(5));
-        assert_eq!(h.done.len(), 2);
-        assert!(h.lookup(1, Raw::Fd(4)).is_some());
+        h.exec(2, Some(5));
+        assert_eq!(
+            h.done.len(),
+            6,
+            "fds 3 and 5 and the stream, in both processes"
+        );
+        for pid in [1, 2] {
+            assert!(h.lookup(pid, Raw::Fd(4)).is_some());
+            assert!(h.lookup(pid, Raw::Fd(6)).is_some());
+        }
+    }
+
+    #[test]
+    fn a_range_of_fds_in_fd_order() {
+        let mut h = Handles::default();
+        let ids: Vec<HandleId> = [9, 3, 5, 4]
+            .into_iter()
+            .map(|n| h.create(fd(1, n, None, None)))
+            .collect();
+        h.create(fd(2, 4, None, None));
+        assert_eq!(h.fds_in(1, 4, u32::MAX), vec![ids[3], ids[2], ids[0]]);
+        assert_eq!(h.fds_in(1, 4, 4), vec![ids[3]]);
+        assert!(h.fds_in(1, 6, 8).is_empty());
     }
 }

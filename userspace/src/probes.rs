@@ -188,6 +188,7 @@ kinds!(
         Stat = "stat",
         Access = "access",
         Chdir = "chdir",
+        Copy = "copy",
         Exit = "exit",
         Wait = "wait",
         Meta = "meta",
@@ -199,6 +200,8 @@ kinds!(
     ArgKind {
         Int = "int",
         Fd = "fd",
+        Fd2 = "fd2",
+        FdLast = "fd_last",
         Dirfd = "dirfd",
         Newfd = "newfd",
         Handle = "handle",
@@ -214,6 +217,8 @@ kinds!(
         Size = "size",
         Count = "count",
         Offset = "offset",
+        OffsetRef = "offset_ref",
+        Offset2Ref = "offset2_ref",
         Whence = "whence",
         Flags = "flags",
         Mode = "mode",
@@ -272,9 +277,18 @@ impl ArgKind {
     fn is_deref(self) -> bool {
         matches!(self, Self::HandleRef | Self::RequestRef)
     }
+    /// Pointers to offsets the call advances, read at return.
+    pub fn is_ret_deref(self) -> bool {
+        matches!(self, Self::OffsetRef | Self::Offset2Ref)
+    }
     /// Read at entry for library functions (uprobes) only.
     fn library_only(self) -> bool {
         self.is_array() || self.is_deref() || matches!(self, Self::Datatype | Self::H5Type)
+    }
+    /// Read from user memory at entry for syscalls and library functions, not for kernel
+    /// functions.
+    fn user_memory(self) -> bool {
+        self.is_string() || self.is_ret_deref()
     }
 }
 
@@ -366,7 +380,12 @@ impl Probe {
             blob_mask,
             kfile_arg: self.arg(ArgKind::KFile).map_or(NO_ARG, |i| i as u8),
             kderef_mask,
-            _pad: 0,
+            ret_deref_mask: self
+                .args
+                .iter()
+                .enumerate()
+                .filter(|(_, k)| k.is_ret_deref())
+                .fold(0u8, |m, (i, _)| m | (1 << i)),
         }
     }
 }
@@ -550,12 +569,12 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
         let not_read = match target {
             Target::Uprobe { .. } | Target::Kernel { .. } => None,
             Target::Syscall(_) => args.iter().find(|a| a.library_only()),
-            Target::Kfunc { .. } => args.iter().find(|a| a.library_only() || a.is_string()),
+            Target::Kfunc { .. } => args.iter().find(|a| a.library_only() || a.user_memory()),
         };
         if let Some(a) = not_read {
             return Err(bad(format!(
                 "`{a}` arguments are read from user memory for {}; declare it as `ptr` here",
-                if a.is_string() {
+                if a.user_memory() {
                     "syscalls and library functions"
                 } else {
                     "library functions only"
@@ -756,10 +775,34 @@ mod tests {
             "[[probe]]\nlayer = \"vfs\"\nkfunc = \"vfs_open\"\nattach = [\"kprobe:vfs_open\"]\nop = \"open\"\nret = \"status\"\nargs = [\"path\"]\n",
         );
         assert!(e.reason.contains("`path` arguments are read"), "{e}");
+        let e = parse_err(
+            "[[probe]]\nlayer = \"vfs\"\nkfunc = \"vfs_copy_file_range\"\nattach = [\"kprobe:vfs_copy_file_range\"]\nop = \"copy\"\nret = \"bytes\"\nargs = [\"kfile\", \"offset_ref\"]\n",
+        );
+        assert!(e.reason.contains("`offset_ref` arguments are read"), "{e}");
+        assert!(e.reason.contains("syscalls and library functions"), "{e}");
         let e = parse_err("[[probe]]\nlayer = 3\n");
         assert_eq!(e.line, 2, "{e}");
         let e = parse_err("[[probe]\n");
         assert_eq!(e.line, 1, "{e}");
+    }
+
+    /// Offsets behind pointers are read at return (by then advanced by what the call moved),
+    /// handles behind pointers at entry.
+    #[test]
+    fn pointer_arguments_are_read_at_entry_or_return() {
+        let probes = parse(BUILTIN, "p").unwrap();
+        let spec = |name: &str| {
+            probes
+                .iter()
+                .find(|p| p.function() == name)
+                .unwrap_or_else(|| panic!("{name} is built in"))
+                .spec()
+        };
+        let masks = |name: &str| (spec(name).deref_mask, spec(name).ret_deref_mask);
+        assert_eq!(masks("copy_file_range"), (0, 0b1010));
+        assert_eq!(masks("sendfile64"), (0, 0b100));
+        assert_eq!(masks("close_range"), (0, 0));
+        assert_eq!(masks("MPI_File_close"), (1, 0));
     }
 
     #[test]

@@ -334,6 +334,7 @@ const DELTA_COLUMNS: &[&str] = &[
     "ts_begin_ns",
     "ts_end_ns",
     "offset",
+    "offset2",
     "ts_queue_ns",
     "ts_issue_ns",
     "ts_complete_ns",

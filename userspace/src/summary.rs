@@ -82,11 +82,20 @@ impl Summary {
                 .add(row),
         }
         if &*row.layer == "posix" {
-            if let Some(f) = row.file_id {
-                self.files.entry(f).or_default().add(row);
-                if self.files.len() > MAX_FILES {
-                    self.prune_files();
+            let bytes = row.bytes_result.unwrap_or(0);
+            // A copy reads its first file and writes its second.
+            if &*row.op == "copy" {
+                if let Some(f) = row.file_id {
+                    self.files.entry(f).or_default().read(bytes);
                 }
+                if let Some(f) = row.file2_id {
+                    self.files.entry(f).or_default().written(bytes);
+                }
+            } else if let Some(f) = row.file_id {
+                self.files.entry(f).or_default().add(row);
+            }
+            if self.files.len() > MAX_FILES {
+                self.prune_files();
             }
         }
     }
@@ -148,13 +157,11 @@ impl LayerStats {
         s.calls += 1;
         let bytes = row.bytes_result.unwrap_or(0);
         match &*row.op {
-            "read" => {
-                s.reads += 1;
-                s.bytes_read += bytes;
-            }
-            "write" => {
-                s.writes += 1;
-                s.bytes_written += bytes;
+            "read" => s.read(bytes),
+            "write" => s.written(bytes),
+            "copy" => {
+                s.read(bytes);
+                s.written(bytes);
             }
             _ => {}
         }
@@ -162,6 +169,16 @@ impl LayerStats {
             s.errors += 1;
         }
         s.time_ns += row.ts_end_ns - row.ts_begin_ns;
+    }
+
+    fn read(&mut self, bytes: i64) {
+        self.reads += 1;
+        self.bytes_read += bytes;
+    }
+
+    fn written(&mut self, bytes: i64) {
+        self.writes += 1;
+        self.bytes_written += bytes;
     }
 }
 
@@ -209,5 +226,31 @@ mod tests {
         assert!(text.contains("5.0 KiB"), "{text}");
         assert!(text.contains("/f1"), "{text}");
         assert_eq!(human(1023), "1023 B");
+    }
+
+    #[test]
+    fn a_copy_reads_its_first_file_and_writes_its_second() {
+        let mut s = Summary::default();
+        s.add_call(&CallRow {
+            layer: "posix".into(),
+            op: "copy".into(),
+            file_id: Some(2),
+            file2_id: Some(3),
+            bytes_result: Some(700),
+            ..CallRow::default()
+        });
+        let p = &s.layers["posix"];
+        assert_eq!(
+            (p.calls, p.reads, p.bytes_read, p.writes, p.bytes_written),
+            (1, 1, 700, 1, 700)
+        );
+        assert_eq!(
+            (s.files[&2].bytes_read, s.files[&2].bytes_written),
+            (700, 0)
+        );
+        assert_eq!(
+            (s.files[&3].bytes_read, s.files[&3].bytes_written),
+            (0, 700)
+        );
     }
 }

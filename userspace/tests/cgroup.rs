@@ -178,7 +178,10 @@ fn only_rows_about_files_under_the_given_paths_are_written() {
             "--",
             "sh",
             "-c",
-            &format!("echo a > {d}/keep/x; echo bb > {d}/other/y; cat /etc/hostname > /dev/null"),
+            &format!(
+                "echo a > {d}/keep/x; echo bb > {d}/other/y; cat /etc/hostname > /dev/null; \
+                 cp {d}/other/y {d}/keep/z; cp {d}/keep/x {d}/other/w; cp /etc/os-release {d}/other/v"
+            ),
         ]));
     assert!(
         res.status.success(),
@@ -202,8 +205,22 @@ fn only_rows_about_files_under_the_given_paths_are_written() {
         .map(|c| c.i("bytes_result").unwrap())
         .collect();
     assert_eq!(writes, vec![2], "echo's write to the kept file");
+    // A copy is about both its files: kept when either is under the paths (y to z: 3 bytes;
+    // x to w: 2), not otherwise (os-release to v).
+    let mut copied: Vec<i64> = calls
+        .iter()
+        .filter(|c| c.s("op") == Some("copy"))
+        .filter_map(|c| c.i("bytes_result").filter(|b| *b > 0))
+        .collect();
+    copied.sort_unstable();
+    assert_eq!(
+        copied,
+        vec![2, 3],
+        "the copies into and out of the kept directory"
+    );
+    // Named paths are under the directory (cp's fstatat(fd, "") names none).
     for c in &calls {
-        if let Some(p) = c.s("path") {
+        if let Some(p) = c.s("path").filter(|p| !p.is_empty()) {
             assert!(p.starts_with(&keep), "{c:?}");
         }
     }

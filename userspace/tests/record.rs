@@ -897,6 +897,255 @@ fn relative_names_follow_the_working_directory() {
     }
 }
 
+/// Copies inside the kernel (copy_file_range, sendfile) read one file and write another,
+/// at offsets given or at the fds' positions, which they move; close_range closes (or marks
+/// close-on-exec) every fd of its range; F_SETFD and dups decide which fds an exec closes.
+/// Ground truth: tests/workloads/copy.c, under each way of attaching to syscalls.
+#[test]
+fn copies_and_fd_ranges_are_followed() {
+    require_root();
+    let dir = std::fs::canonicalize(scratch("copy")).unwrap();
+    let exe = build_c("cc", "copy.c", &dir.join("copy"), &[]);
+    for mode in ["btf", "raw", "per-syscall"] {
+        let wd = dir.join(format!("wd-{mode}"));
+        std::fs::create_dir(&wd).unwrap();
+        let out = dir.join(format!("out-{mode}"));
+        let res = run(strata()
+            .args(["record", "--layers", "posix", "--syscall-mode", mode, "-o"])
+            .arg(&out)
+            .arg("--")
+            .arg(&exe)
+            .arg(&wd));
+        assert!(res.status.success(), "{mode}: {:?}", res.status);
+        let calls = rows(&out, "calls");
+        let handles = rows(&out, "handles");
+        let files = rows(&out, "files");
+        let path_of = |table: &[Row], key: &str, id: Option<i64>| -> Option<String> {
+            let id = id?;
+            let row = table.iter().find(|r| r.i(key) == Some(id))?;
+            row.s("path").map(|p| {
+                p.strip_prefix(wd.to_str().unwrap())
+                    .unwrap_or(p)
+                    .to_string()
+            })
+        };
+        let mine = |c: &&Row| {
+            c.s("path")
+                .is_none_or(|p| p.starts_with(wd.to_str().unwrap()))
+        };
+
+        // In order: function, source > destination files, their offsets, bytes requested and
+        // moved, errno.
+        let mut copies: Vec<&Row> = calls.iter().filter(|c| c.s("op") == Some("copy")).collect();
+        copies.sort_by_key(|c| c.i("ts_begin_ns"));
+        let o = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
+        let got: Vec<String> = copies
+            .iter()
+            .map(|c| {
+                let file = |k: &str| path_of(&files, "file_id", c.i(k)).unwrap_or("-".into());
+                format!(
+                    "{} {}>{} at {}>{} {}/{} {}",
+                    c.s("function").unwrap(),
+                    file("file_id"),
+                    file("file2_id"),
+                    o(c.i("offset")),
+                    o(c.i("offset2")),
+                    o(c.i("bytes_requested")),
+                    o(c.i("bytes_result")),
+                    o(c.i("errno")),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "copy_file_range /src>/dst1 at 0>0 30000/30000 -",
+                "copy_file_range /src>/dst1 at 50000>70000 20000/20000 -",
+                "copy_file_range /src>/dst1 at 30000>1000 5000/5000 -",
+                "sendfile64 /src>/dst2 at 35000>0 4000/4000 -",
+                "sendfile64 /src>/dst2 at 90000>4000 10000/10000 -",
+                &format!("sendfile64 ->- at ->- 10/0 {}", libc::EBADF),
+            ],
+            "{mode}"
+        );
+        let f = |s: &str| Some(format!("/{s}"));
+        // The handles are the fds opened on those files.
+        for c in &copies[..5] {
+            assert_eq!(
+                path_of(&handles, "handle_id", c.i("handle_id")),
+                f("src"),
+                "{mode}"
+            );
+            assert!(
+                path_of(&handles, "handle_id", c.i("handle2_id"))
+                    .is_some_and(|p| p.starts_with("/dst")),
+                "{mode}"
+            );
+        }
+        // Positions the copies moved: dst1 at 30000, src at 39000.
+        let at = |func: &str, file: &str| {
+            let c: Vec<&Row> = calls
+                .iter()
+                .filter(|c| {
+                    c.s("function") == Some(func)
+                        && path_of(&files, "file_id", c.i("file_id")) == f(file)
+                })
+                .collect();
+            assert_eq!(c.len(), 1, "{mode}: one {func} of {file}");
+            (c[0].i("offset"), c[0].i("bytes_result"))
+        };
+        assert_eq!(at("write", "dst1"), (Some(30000), Some(4)), "{mode}");
+        assert_eq!(at("read", "src"), (Some(39000), Some(1)), "{mode}");
+
+        // close_range: three handles closed by one call (no handle of its own), one by another.
+        let ranges: Vec<&Row> = calls
+            .iter()
+            .filter(|c| c.s("function") == Some("close_range"))
+            .collect();
+        assert_eq!(ranges.len(), 3, "{mode}");
+        let handle = |name: &str| -> Vec<&Row> {
+            handles
+                .iter()
+                .filter(|h| path_of(&handles, "handle_id", h.i("handle_id")) == f(name))
+                .collect()
+        };
+        for name in ["a", "b", "c"] {
+            let h = handle(name);
+            assert_eq!(h.len(), 1, "{mode}: {name}");
+            assert_eq!(
+                h[0].i("destroyed_by_call_id"),
+                ranges[0].i("call_id"),
+                "{mode}: {name}"
+            );
+        }
+        assert_eq!(ranges[0].i("handle_id"), None, "{mode}");
+        let d = handle("d");
+        assert_eq!(
+            d[0].i("destroyed_by_call_id"),
+            ranges[1].i("call_id"),
+            "{mode}"
+        );
+        assert_eq!(ranges[1].i("handle_id"), d[0].i("handle_id"), "{mode}");
+
+        // At exec: e (close_range CLOEXEC), h (F_SETFD) and k (O_CLOEXEC) close; g (F_SETFD 0)
+        // and fd 20 (a dup2 of k) stay, and the new image writes through the same handles.
+        let ts = |c: &Row, k: &str| c.i(k).unwrap();
+        let dup2 = calls
+            .iter()
+            .find(|c| c.s("function") == Some("dup2"))
+            .expect("dup2");
+        let writes: Vec<&Row> = calls
+            .iter()
+            .filter(mine)
+            .filter(|c| {
+                c.s("function") == Some("write") && ts(c, "ts_begin_ns") > ts(dup2, "ts_end_ns")
+            })
+            .collect();
+        let by_size = |n: i64| {
+            let w: Vec<&&Row> = writes
+                .iter()
+                .filter(|c| c.i("bytes_requested") == Some(n))
+                .collect();
+            assert_eq!(w.len(), 1, "{mode}: one write of {n} bytes after the exec");
+            w[0]
+        };
+        let first_write = ts(by_size(1), "ts_begin_ns");
+        let opened = |name: &str| {
+            let h = handle(name);
+            *h.iter()
+                .find(|h| h.i("parent_handle_id").is_none())
+                .unwrap_or_else(|| panic!("{mode}: {name} opened"))
+        };
+        for name in ["e", "h", "k"] {
+            let h = opened(name);
+            assert_eq!(h.i("destroyed_by_call_id"), None, "{mode}: {name}");
+            let closed = ts(h, "ts_destroyed_ns");
+            assert!(
+                ts(dup2, "ts_end_ns") < closed && closed < first_write,
+                "{mode}: {name} closed by the exec"
+            );
+        }
+        let dup = handle("k")
+            .into_iter()
+            .find(|h| h.i("parent_handle_id").is_some())
+            .expect("the dup of k");
+        assert_eq!(dup.i("raw_handle"), Some(20), "{mode}");
+        for (n, h) in [(1, opened("g")), (2, dup)] {
+            let w = by_size(n);
+            assert_eq!(
+                (w.i("handle_id"), w.i("errno")),
+                (h.i("handle_id"), None),
+                "{mode}: the write of {n} bytes"
+            );
+            assert!(
+                ts(h, "ts_destroyed_ns") > ts(w, "ts_end_ns"),
+                "{mode}: open until the exit"
+            );
+        }
+        for n in [3, 4] {
+            let w = by_size(n);
+            assert_eq!(
+                (w.i("handle_id"), w.i("errno")),
+                (None, Some(i64::from(libc::EBADF))),
+                "{mode}: the write of {n} bytes"
+            );
+        }
+
+        // The summary: dst2 written twice (14000 bytes), src read six times (69001 bytes).
+        let summary = String::from_utf8_lossy(&res.stderr);
+        let line = |file: &str| -> Vec<String> {
+            let path = format!("{}/{file}", wd.display());
+            summary
+                .lines()
+                .find(|l| l.ends_with(&format!(" {path}")))
+                .unwrap_or_else(|| panic!("{mode}: {file} in the summary:\n{summary}"))
+                .split_whitespace()
+                .map(str::to_string)
+                .collect()
+        };
+        assert_eq!(
+            line("dst2")[..6],
+            ["0", "0", "B", "2", "13.7", "KiB"],
+            "{mode}"
+        );
+        assert_eq!(line("src")[..3], ["6", "67.4", "KiB"], "{mode}");
+
+        // The report's bytes per file: src read by the copies and one read, written once.
+        let report = run(strata().args(["report", "--format", "json"]).arg(&out));
+        assert!(report.status.success(), "{mode}: {:?}", report.status);
+        let r: serde_json::Value = serde_json::from_slice(&report.stdout).expect("report JSON");
+        let per_file: Vec<(Option<String>, i64, i64)> = r["summaries"]["files"]
+            .as_array()
+            .expect("files summary")
+            .iter()
+            .filter(|f| {
+                f["path"]
+                    .as_str()
+                    .is_some_and(|p| p.starts_with(wd.to_str().unwrap()))
+            })
+            .map(|f| {
+                let p = f["path"].as_str().unwrap();
+                (
+                    p.strip_prefix(wd.to_str().unwrap()).map(str::to_string),
+                    f["bytes_read"].as_i64().unwrap(),
+                    f["bytes_written"].as_i64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            per_file,
+            [
+                (f("src"), 69001, 100000),
+                (f("dst1"), 0, 55004),
+                (f("dst2"), 0, 14000),
+                (f("k"), 0, 2),
+                (f("g"), 0, 1),
+            ],
+            "{mode}"
+        );
+    }
+}
+
 /// The dataset names other users' files and arguments: by default only root and the group
 /// read it (files 0640, directories 0750); `--file-mode` narrows it, whatever the umask.
 #[test]

@@ -334,8 +334,9 @@ pub struct FuncSpec {
     pub out_size: u8,
     /// [`SPEC_ENABLED`], [`SPEC_EMIT_AT_ENTRY`].
     pub flags: u16,
-    /// Bit i set: argument i points to a handle (`MPI_File *`, `MPI_Request *`) that the
-    /// call may overwrite; the 8-byte value behind it is captured at entry instead.
+    /// Bit i set: argument i points to a handle the call may overwrite (`MPI_File *`,
+    /// `MPI_Request *`); the 8-byte value behind it is captured at entry instead,
+    /// [`DEREF_FAILED`] when the pointer was null or unreadable.
     pub deref_mask: u8,
     /// Index of an MPI datatype argument, or [`NO_ARG`]: it is replaced at entry by the
     /// datatype's size, read at `Config::datatype_size_off` inside the datatype object.
@@ -349,13 +350,20 @@ pub struct FuncSpec {
     /// Bit i set: argument i is a kernel pointer to a 64-bit value (`loff_t *pos`), read at
     /// entry.
     pub kderef_mask: u8,
-    pub _pad: u8,
+    /// Bit i set: argument i points to a 64-bit offset the call uses and advances by what it
+    /// moves (copy_file_range's `loff_t *`); the value behind it is captured at return,
+    /// [`DEREF_FAILED`] when the pointer was null or unreadable.
+    pub ret_deref_mask: u8,
 }
 
 /// 64-bit words copied per array argument.
 pub const BLOB_WORDS: usize = 8;
 
 pub const NO_ARG: u8 = 0xff;
+
+/// What a `deref_mask` or `ret_deref_mask` argument holds when its pointer was null or could
+/// not be read: not a valid handle, and not an offset (the kernel refuses negative ones).
+pub const DEREF_FAILED: u64 = u64::MAX;
 /// The spec slot is in use (maps are zero-filled, and 0 is a valid function id).
 pub const SPEC_ENABLED: u16 = 1;
 /// The call does not return (exit_group): emit its record at entry, push no frame.

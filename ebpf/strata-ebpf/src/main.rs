@@ -29,11 +29,11 @@ use aya_ebpf::{
 };
 use strata_common::{
     BLOB_WORDS, CALL_OUT_VALID, CLONE_THREAD, COOKIE_TABLE_SHIFT, COUNTER_SLOTS, CallRecord,
-    Config, Counter, FRAME_KERNEL, FRAME_STR_RETRY, FuncSpec, IMAGE_ARGS, IMAGE_ARGS_PARTS,
-    IMAGE_ENV, IMAGE_ENV_PARTS, IMAGE_PART, ImageHeader, ImageRecord, MAX_ARGS, MAX_CGROUP_LEVEL,
-    MAX_DEPTH, MAX_FUNCS, MAX_SYSCALLS, MAX_TYPE_REFS, MAX_TYPE_TABLES, NO_ARG, ProcEvent,
-    ProcRecord, RecordKind, SPEC_EMIT_AT_ENTRY, SPEC_ENABLED, STR_CAP, STR_FAILED, StrHeader,
-    StrRecord, ThreadStack, TypeId, TypeIdsRecord, TypeTable, WAKEUP_BYTES,
+    Config, Counter, DEREF_FAILED, FRAME_KERNEL, FRAME_STR_RETRY, FuncSpec, IMAGE_ARGS,
+    IMAGE_ARGS_PARTS, IMAGE_ENV, IMAGE_ENV_PARTS, IMAGE_PART, ImageHeader, ImageRecord, MAX_ARGS,
+    MAX_CGROUP_LEVEL, MAX_DEPTH, MAX_FUNCS, MAX_SYSCALLS, MAX_TYPE_REFS, MAX_TYPE_TABLES, NO_ARG,
+    ProcEvent, ProcRecord, RecordKind, SPEC_EMIT_AT_ENTRY, SPEC_ENABLED, STR_CAP, STR_FAILED,
+    StrHeader, StrRecord, ThreadStack, TypeId, TypeIdsRecord, TypeTable, WAKEUP_BYTES,
 };
 
 #[map]
@@ -491,7 +491,7 @@ fn load_args(nargs: u8, arg: impl Fn(usize) -> u64) -> [u64; MAX_ARGS] {
 /// `on_entry` captures: user-space strings (syscalls and library functions).
 const CAPTURE_STRINGS: u8 = 1;
 /// `on_entry` captures: what only library functions declare (handles behind pointers, MPI
-/// datatype sizes, arrays); user space refuses such arguments elsewhere.
+/// datatype sizes, arrays, HDF5 type ids); user space refuses such arguments elsewhere.
 const CAPTURE_LIBRARY: u8 = 2;
 /// `on_entry` of a syscall: stale kernel frames are dropped first (see [`FRAME_KERNEL`]).
 const AT_SYSCALL: u8 = 4;
@@ -546,8 +546,8 @@ fn on_entry<const CAPTURE: u8>(spec: &FuncSpec, args: &mut [u64; MAX_ARGS], site
     if CAPTURE & CAPTURE_LIBRARY != 0 && spec.deref_mask != 0 {
         for (i, a) in args.iter_mut().enumerate() {
             if spec.deref_mask & (1 << i) != 0 {
-                // SAFETY: the helper tolerates bad user pointers (the value stays 0).
-                *a = unsafe { bpf_probe_read_user(*a as *const u64) }.unwrap_or(0);
+                // SAFETY: the helper tolerates null and bad user pointers.
+                *a = unsafe { bpf_probe_read_user(*a as *const u64) }.unwrap_or(DEREF_FAILED);
             }
         }
     }
@@ -652,7 +652,18 @@ fn on_return(spec: &FuncSpec, ret: i64, wake: bool) -> Res<()> {
             count(Counter::StackMismatch);
         }
         (*st).depth = i as u32;
-        let f = &(*st).frames[slot(i)];
+        let f = &mut (*st).frames[slot(i)];
+        // Offsets the call advanced (copy_file_range): read now, in the frame. At entry, in
+        // syscall programs, the extra loop cost 6.1's verifier its whole budget.
+        if spec.ret_deref_mask != 0 {
+            for (k, a) in f.args.iter_mut().enumerate() {
+                if spec.ret_deref_mask & (1 << k) != 0 {
+                    // SAFETY: the helper tolerates null and bad user pointers.
+                    *a = bpf_probe_read_user(*a as *const u64).unwrap_or(DEREF_FAILED);
+                }
+            }
+        }
+        let f = &*f;
         let parent_id = match i.checked_sub(1) {
             Some(p) => (*st).frames[slot(p)].call_id,
             None => 0,
