@@ -10,6 +10,9 @@
  *     given, dst2 at 4000
  *   write 4 bytes to dst1 (its position: 30000), read 1 byte of src (39000)
  *   sendfile from a bad fd (EBADF)
+ *   ap: 10 bytes at 0; through a second fd opened O_APPEND, lseek to 0 then 2 bytes (at the
+ *   end: 10); 3 at the first fd's position (10); O_APPEND set on it by F_SETFL, lseek to 0,
+ *   1 byte (at the end: 13); O_APPEND cleared, lseek to 2, 1 byte at 2
  *   a, b, c opened, closed by one close_range; d closed by close_range(d, d)
  *   e marked by close_range(e, e, CLOSE_RANGE_CLOEXEC); g opened O_CLOEXEC then F_SETFD 0;
  *   h F_SETFD FD_CLOEXEC; k opened O_CLOEXEC and dup2'ed to 20 (not close-on-exec)
@@ -83,11 +86,24 @@ int main(int argc, char **argv) {
     expect(read(src, buf, 1), 1, "read src");
     expect(sendfile(dst2, 1000, NULL, 10), -1, "sendfile from a bad fd");
 
+    int ap = open_in("ap", O_CREAT | O_WRONLY | O_TRUNC);
+    expect(write(ap, "0123456789", 10), 10, "write ap");
+    int ap2 = open_in("ap", O_WRONLY | O_APPEND);
+    expect(lseek(ap2, 0, SEEK_SET), 0, "lseek ap2");
+    expect(write(ap2, "ab", 2), 2, "append ap2");
+    expect(write(ap, "xyz", 3), 3, "write ap at 10");
+    int fl = fcntl(ap, F_GETFL);
+    expect(fcntl(ap, F_SETFL, fl | O_APPEND), 0, "F_SETFL O_APPEND");
+    expect(lseek(ap, 0, SEEK_SET), 0, "lseek ap");
+    expect(write(ap, "q", 1), 1, "append ap");
+    expect(fcntl(ap, F_SETFL, fl), 0, "F_SETFL");
+    expect(lseek(ap, 2, SEEK_SET), 2, "lseek ap to 2");
+    expect(write(ap, "r", 1), 1, "write ap at 2");
+
     int a = open_in("a", O_CREAT | O_WRONLY | O_TRUNC);
-    int b = open_in("b", O_CREAT | O_WRONLY | O_TRUNC);
+    open_in("b", O_CREAT | O_WRONLY | O_TRUNC);
     int c = open_in("c", O_CREAT | O_WRONLY | O_TRUNC);
-    expect(b, a + 1, "fd b");
-    expect(c, a + 2, "fd c");
+    /* a < b < c (lowest free numbers); fds inherited between them close too */
     expect(close_range(a, c, 0), 0, "close_range a-c");
     int d = open_in("d", O_CREAT | O_WRONLY | O_TRUNC);
     expect(close_range(d, d, 0), 0, "close_range d");

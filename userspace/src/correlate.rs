@@ -27,6 +27,7 @@ const EBADF: i64 = 9;
 const F_DUPFD: u64 = 0;
 const F_DUPFD_CLOEXEC: u64 = 1030;
 const F_SETFD: u64 = 2;
+const F_SETFL: u64 = 4;
 const FD_CLOEXEC: u64 = 1;
 const CLOSE_RANGE_CLOEXEC: u64 = 1 << 2;
 const SEEK_SET: u64 = 0;
@@ -624,11 +625,16 @@ impl Correlator {
                     || (p.op == Op::Fcntl
                         && matches!(arg(ArgKind::Cmd), Some(F_DUPFD | F_DUPFD_CLOEXEC)));
                 if p.op == Op::Fcntl && !is_dup {
-                    // Other fcntl commands create nothing; F_SETFD sets close-on-exec.
-                    if let (Some(F_SETFD), Some(h), Some(v)) =
-                        (arg(ArgKind::Cmd), handle, arg(ArgKind::Int))
-                    {
-                        self.handles.set_cloexec(h, v & FD_CLOEXEC != 0);
+                    // Other fcntl commands create nothing; F_SETFD sets close-on-exec,
+                    // F_SETFL (among others) O_APPEND.
+                    match (arg(ArgKind::Cmd), handle, arg(ArgKind::Int)) {
+                        (Some(F_SETFD), Some(h), Some(v)) => {
+                            self.handles.set_cloexec(h, v & FD_CLOEXEC != 0);
+                        }
+                        (Some(F_SETFL), Some(h), Some(v)) => {
+                            self.handles.set_append(h, v & libc::O_APPEND as u64 != 0);
+                        }
+                        _ => {}
                     }
                 } else if is_dup {
                     let src = handle;
@@ -699,9 +705,14 @@ impl Correlator {
                 }
             },
             Op::Read | Op::Write | Op::Copy => {
-                for (h, at) in [(handle, &mut offset), (handle2, &mut offset2)] {
+                // A copy reads its first fd and writes its second.
+                let writes = [p.op == Op::Write, true];
+                for ((h, at), write) in [(handle, &mut offset), (handle2, &mut offset2)]
+                    .into_iter()
+                    .zip(writes)
+                {
                     if let (Some(h), None) = (h, *at) {
-                        *at = self.implicit_position(h, bytes_result, failed);
+                        *at = self.implicit_position(h, bytes_result, failed, write);
                     }
                 }
             }
@@ -824,7 +835,21 @@ impl Correlator {
     }
 
     /// The position a transfer without an explicit offset used; moves it past the bytes moved.
-    fn implicit_position(&mut self, h: HandleId, moved: Option<i64>, failed: bool) -> Option<i64> {
+    /// A write under O_APPEND went to the end of the file, which strata does not know, and
+    /// left the position there.
+    fn implicit_position(
+        &mut self,
+        h: HandleId,
+        moved: Option<i64>,
+        failed: bool,
+        write: bool,
+    ) -> Option<i64> {
+        if write && self.handles.appends(h) {
+            if !failed {
+                self.handles.set_pos(h, None);
+            }
+            return None;
+        }
         let at = self.handles.pos(h);
         let next = match (at, moved) {
             (Some(o), Some(b)) if !failed => Some(o + b),

@@ -35,6 +35,9 @@ pub struct Handle {
 struct Ofd {
     pos: Option<i64>,
     refs: u32,
+    /// O_APPEND (stdio's "a"): every write goes to the end of the file, wherever the
+    /// position was, and leaves the position there.
+    append: bool,
 }
 
 #[derive(Default)]
@@ -86,11 +89,14 @@ impl Handles {
             Some(o) => o,
             None => {
                 self.next_ofd += 1;
+                let append = h.flags.is_some_and(|f| f & i64::from(libc::O_APPEND) != 0)
+                    || h.mode.as_deref().is_some_and(|m| m.starts_with('a'));
                 self.ofds.insert(
                     self.next_ofd,
                     Ofd {
                         pos: h.pos,
                         refs: 0,
+                        append,
                     },
                 );
                 self.next_ofd
@@ -216,6 +222,23 @@ impl Handles {
     pub fn pos(&self, id: HandleId) -> Option<i64> {
         let h = self.live.get(&id)?;
         self.ofds.get(&h.ofd)?.pos
+    }
+
+    /// Writes through this handle go to the end of the file (O_APPEND).
+    pub fn appends(&self, id: HandleId) -> bool {
+        self.live
+            .get(&id)
+            .and_then(|h| self.ofds.get(&h.ofd))
+            .is_some_and(|o| o.append)
+    }
+
+    /// F_SETFL: O_APPEND on or off, for every fd sharing the open file description.
+    pub fn set_append(&mut self, id: HandleId, on: bool) {
+        if let Some(h) = self.live.get(&id) {
+            if let Some(o) = self.ofds.get_mut(&h.ofd) {
+                o.append = on;
+            }
+        }
     }
 
     pub fn set_pos(&mut self, id: HandleId, pos: Option<i64>) {

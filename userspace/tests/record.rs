@@ -997,6 +997,32 @@ fn copies_and_fd_ranges_are_followed() {
         assert_eq!(at("write", "dst1"), (Some(30000), Some(4)), "{mode}");
         assert_eq!(at("read", "src"), (Some(39000), Some(1)), "{mode}");
 
+        // Writes under O_APPEND (at open, or set by F_SETFL) go to an end strata does not
+        // know: no offset, whatever lseek said; cleared again, the position counts.
+        let mut appends: Vec<&Row> = calls
+            .iter()
+            .filter(|c| {
+                c.s("function") == Some("write")
+                    && path_of(&files, "file_id", c.i("file_id")) == f("ap")
+            })
+            .collect();
+        appends.sort_by_key(|c| c.i("ts_begin_ns"));
+        let got: Vec<_> = appends
+            .iter()
+            .map(|c| (c.i("offset"), c.i("bytes_result")))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (Some(0), Some(10)),
+                (None, Some(2)),
+                (Some(10), Some(3)),
+                (None, Some(1)),
+                (Some(2), Some(1)),
+            ],
+            "{mode}"
+        );
+
         // close_range: three handles closed by one call (no handle of its own), one by another.
         let ranges: Vec<&Row> = calls
             .iter()
@@ -1138,6 +1164,7 @@ fn copies_and_fd_ranges_are_followed() {
                 (f("src"), 69001, 100000),
                 (f("dst1"), 0, 55004),
                 (f("dst2"), 0, 14000),
+                (f("ap"), 0, 17),
                 (f("k"), 0, 2),
                 (f("g"), 0, 1),
             ],
