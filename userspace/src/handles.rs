@@ -205,6 +205,12 @@ impl Handles {
 
     /// The process's fds numbered `first..=last` (close_range), in fd order.
     pub fn fds_in(&self, pid: i32, first: u32, last: u32) -> Vec<HandleId> {
+        // A short range is looked up fd by fd; `close_range(3, ~0U)` scans the handles once.
+        if last.saturating_sub(first) < 1024 {
+            return (first..=last)
+                .filter_map(|fd| self.lookup(pid, Raw::Fd(fd as i32)))
+                .collect();
+        }
         let mut fds: Vec<(u32, HandleId)> = self
             .by_raw
             .iter()
@@ -462,6 +468,7 @@ mod tests {
             .collect();
         h.create(fd(2, 4, None, None));
         assert_eq!(h.fds_in(1, 4, u32::MAX), vec![ids[3], ids[2], ids[0]]);
+        assert_eq!(h.fds_in(1, 4, 1000), vec![ids[3], ids[2], ids[0]]);
         assert_eq!(h.fds_in(1, 4, 4), vec![ids[3]]);
         assert!(h.fds_in(1, 6, 8).is_empty());
     }
