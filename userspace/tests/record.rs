@@ -1173,6 +1173,71 @@ fn copies_and_fd_ranges_are_followed() {
     }
 }
 
+/// A library call left by a longjmp (an alarm's handler jumping out of a blocked fgets) is not
+/// the parent of what its caller's caller does next: the stdio calls after it are at the top,
+/// and the syscalls beneath them are theirs. Ground truth: tests/workloads/longjmp.c.
+#[test]
+fn a_call_jumped_out_of_is_not_the_parent_of_later_calls() {
+    require_root();
+    let dir = std::fs::canonicalize(scratch("longjmp")).unwrap();
+    let exe = build_c("cc", "longjmp.c", &dir.join("longjmp"), &[]);
+    let file = dir.join("after.txt");
+    let out = dir.join("out");
+    let res = run(strata()
+        .args(["record", "-q", "--layers", "posix,stdio", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(&exe)
+        .arg(&file));
+    assert!(res.status.success(), "{:?}", res.status);
+    let calls = rows(&out, "calls");
+    let one = |function: &str| -> &Row {
+        let c: Vec<&Row> = calls
+            .iter()
+            .filter(|c| c.s("function") == Some(function) && c.s("layer") == Some("stdio"))
+            .collect();
+        assert_eq!(c.len(), 1, "one {function}");
+        c[0]
+    };
+    assert!(
+        calls.iter().all(|c| c.s("function") != Some("fgets")),
+        "the fgets never returned"
+    );
+    let (fopen, fwrite, fclose) = (one("fopen"), one("fwrite"), one("fclose"));
+    for c in [fopen, fwrite, fclose] {
+        assert_eq!(
+            (c.i("depth"), c.i("parent_id")),
+            (Some(0), None),
+            "{:?} at the top",
+            c.s("function")
+        );
+    }
+    let beneath = |function: &str, parent: &Row| {
+        let c: Vec<&Row> = calls
+            .iter()
+            .filter(|c| {
+                c.s("function") == Some(function) && c.i("parent_id") == parent.i("call_id")
+            })
+            .collect();
+        assert_eq!(
+            c.len(),
+            1,
+            "one {function} beneath {:?}",
+            parent.s("function")
+        );
+        assert_eq!(c[0].i("depth"), Some(1));
+        c[0]
+    };
+    assert_eq!(
+        beneath("openat", fopen).s("path"),
+        file.to_str(),
+        "the open beneath fopen"
+    );
+    assert_eq!(beneath("write", fclose).i("bytes_result"), Some(5));
+    let run_row = &rows(&out, "run")[0];
+    assert!(run_row.i("stack_mismatch").unwrap() >= 1, "{run_row:?}");
+}
+
 /// The dataset names other users' files and arguments: by default only root and the group
 /// read it (files 0640, directories 0750); `--file-mode` narrows it, whatever the umask.
 #[test]

@@ -435,6 +435,9 @@ pub struct Frame {
     /// Low 8 bits: string arguments that could not be read at entry, retried at return;
     /// [`FRAME_KERNEL`].
     pub flags: u32,
+    /// Library calls: the user stack pointer at entry (it points at the return address).
+    /// Every call made while this one is in progress enters below it.
+    pub sp: u64,
 }
 
 /// [`Frame::flags`]: string arguments to retry at return.
@@ -634,7 +637,7 @@ const _: () = {
     assert!(core::mem::size_of::<FuncSpec>() == 16);
     assert!(core::mem::size_of::<TypeTable>() == 8 + 16 * MAX_TYPE_REFS);
     assert!(core::mem::size_of::<TypeIdsRecord>() == 16 + 16 * MAX_TYPE_REFS);
-    assert!(core::mem::size_of::<Frame>() == 72);
+    assert!(core::mem::size_of::<Frame>() == 80);
     assert!(core::mem::size_of::<CallRecord>() == 120);
     assert!(core::mem::size_of::<StrHeader>() == 24);
     assert!(core::mem::size_of::<StrRecord>() == 24 + STR_CAP);

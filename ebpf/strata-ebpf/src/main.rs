@@ -354,15 +354,20 @@ fn emit_blobs(mask: u8, call_id: u64, args: &[u64; MAX_ARGS]) {
     }
 }
 
-/// Where a uprobe hit: the probed address, and the index of its attachment's type table
-/// (0: none; and for every other kind of probe).
+/// Where a uprobe hit: the probed address, the user stack pointer, and the index of its
+/// attachment's type table (0: none; and for every other kind of probe).
 #[derive(Clone, Copy)]
 struct Site {
     ip: u64,
+    sp: u64,
     table: u32,
 }
 
-const NO_SITE: Site = Site { ip: 0, table: 0 };
+const NO_SITE: Site = Site {
+    ip: 0,
+    sp: 0,
+    table: 0,
+};
 
 /// Sends the ids of the predefined datatypes of the attachment's table, once per process
 /// (and table): read in place while the process runs, so that user space can size its
@@ -496,15 +501,23 @@ const CAPTURE_LIBRARY: u8 = 2;
 /// `on_entry` of a syscall: stale kernel frames are dropped first (see [`FRAME_KERNEL`]).
 const AT_SYSCALL: u8 = 4;
 
-/// Drops the frames on top of a thread's stack that a syscall's entry proves stale: calls of
-/// syscalls and kernel functions whose return was never seen. Without this a thread that ran
-/// more than `MAX_DEPTH` syscalls between the attachment of the entry and the exit programs
-/// would overflow its stack, and lose every call, for the rest of the run.
+/// Drops the frames on top of a thread's stack that a new call's entry proves stale: calls of
+/// syscalls and kernel functions whose return was never seen (none is in progress when the
+/// thread enters a syscall or a library function). Without this a thread that ran more than
+/// `MAX_DEPTH` syscalls between the attachment of the entry and the exit programs would
+/// overflow its stack, and lose every call, for the rest of the run.
+///
+/// At a library function's entry (`sp` its stack pointer, else 0), also the library calls
+/// that entered deeper in the stack: they returned without their return being seen (a
+/// longjmp over them), since a call in progress has every call it makes below it. The
+/// kernel drops its own return probes of such calls by the same rule. A longjmp back to the
+/// function that made the call leaves its frame until that function returns: a later call at
+/// the same stack pointer may as well be a tail call from it (getline to getdelim).
 ///
 /// # Safety
 /// `st` points to the current thread's stack.
 #[inline(always)]
-unsafe fn drop_stale_frames(st: *mut ThreadStack) {
+unsafe fn drop_stale_frames(st: *mut ThreadStack, sp: u64) {
     unsafe {
         // Deeper than kept: no traced library nests that deep, the count is stale.
         let mut depth = (*st).depth.min(MAX_DEPTH as u32);
@@ -512,7 +525,8 @@ unsafe fn drop_stale_frames(st: *mut ThreadStack) {
             let Some(top) = depth.checked_sub(1) else {
                 break;
             };
-            if (*st).frames[slot(top as usize)].flags & FRAME_KERNEL == 0 {
+            let f = &(*st).frames[slot(top as usize)];
+            if f.flags & FRAME_KERNEL == 0 && (sp == 0 || f.sp == 0 || f.sp >= sp) {
                 break;
             }
             count(Counter::StackMismatch);
@@ -560,9 +574,9 @@ fn on_entry<const CAPTURE: u8>(spec: &FuncSpec, args: &mut [u64; MAX_ARGS], site
     }
     let args = &*args;
     let st = thread::stack_or_new(tid)?;
-    if CAPTURE & AT_SYSCALL != 0 {
+    if CAPTURE & (AT_SYSCALL | CAPTURE_LIBRARY) != 0 {
         // SAFETY: this thread's stack.
-        unsafe { drop_stale_frames(st) };
+        unsafe { drop_stale_frames(st, site.sp) };
     }
     let call_id = next_call_id();
     let ts = unsafe { bpf_ktime_get_ns() };
@@ -604,6 +618,7 @@ fn on_entry<const CAPTURE: u8>(spec: &FuncSpec, args: &mut [u64; MAX_ARGS], site
         f.ts_begin = ts;
         f.args = *args;
         f.func_id = spec.func_id;
+        f.sp = site.sp;
         f.flags = u32::from(str_retry)
             | if CAPTURE & CAPTURE_LIBRARY == 0 {
                 FRAME_KERNEL
@@ -858,6 +873,8 @@ fn try_uprobe_entry(ctx: &ProbeContext) -> Res<()> {
         // The kernel points the saved ip at the probed instruction while handlers run.
         // SAFETY: the program's context is the user registers.
         ip: unsafe { (*ctx.regs).rip },
+        // SAFETY: as above.
+        sp: unsafe { (*ctx.regs).rsp },
         table: (cookie >> COOKIE_TABLE_SHIFT) as u32,
     };
     on_entry::<{ CAPTURE_STRINGS | CAPTURE_LIBRARY }>(spec, &mut args, site)
