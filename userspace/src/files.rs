@@ -95,11 +95,22 @@ impl Files {
         let (meta, canonical) = match by_fd {
             Some((m, t)) => (Some(m), t),
             None => {
-                let canonical = by_path().and_then(|c| c.to_str().map(str::to_string));
-                (
-                    in_root.as_deref().and_then(|p| fs::metadata(p).ok()),
-                    canonical.unwrap_or_else(|| path.to_string()),
-                )
+                let mut at = in_root.clone();
+                let mut meta = at.as_deref().and_then(|p| fs::metadata(p).ok());
+                // A process that ended between the look at its root and the lookup through
+                // it: the host's view, as for a process already gone.
+                if meta.is_none()
+                    && at.as_deref().is_some_and(|p| p.starts_with(&proc_root))
+                    && !Path::new(&proc_root).exists()
+                {
+                    at = Some(path.to_string());
+                    meta = fs::metadata(path).ok();
+                }
+                let canonical = at
+                    .as_deref()
+                    .and_then(|p| fs::canonicalize(p).ok())
+                    .and_then(|c| c.to_str().map(str::to_string));
+                (meta, canonical.unwrap_or_else(|| path.to_string()))
             }
         };
         let inode = meta.as_ref().map(|m| (m.dev(), m.ino()));
