@@ -238,17 +238,35 @@ impl Files {
         Some(id)
     }
 
+    /// The mount holding a file, from the mount table of the process's namespace, read once
+    /// per namespace. A process already gone (or ending while its table is read) is seen
+    /// through strata's own mounts, as its paths are (`in_root`).
     fn mount_of(&mut self, pid: i32, dev: u64, path: &str) -> Option<MountInfo> {
-        let ns = fs::metadata(format!("/proc/{pid}/ns/mnt"))
-            .map(|m| m.ino())
-            .unwrap_or(0);
-        let table = self.mounts.entry(ns).or_insert_with(|| {
-            Process::new(pid)
-                .and_then(|p| p.mountinfo())
-                .map(|m| m.0)
-                .unwrap_or_default()
-        });
-        pick_mount(table, dev, path).cloned()
+        let ns_of = |who: &str| {
+            fs::metadata(format!("/proc/{who}/ns/mnt"))
+                .ok()
+                .map(|m| m.ino())
+        };
+        let mut ns = ns_of(&pid.to_string());
+        if let Some(n) = ns.filter(|n| !self.mounts.contains_key(n)) {
+            match Process::new(pid).and_then(|p| p.mountinfo()) {
+                Ok(table) => {
+                    self.mounts.insert(n, table.0);
+                }
+                Err(_) => ns = None,
+            }
+        }
+        let ns = match ns {
+            Some(n) => n,
+            None => {
+                let own = ns_of("self")?;
+                if let std::collections::hash_map::Entry::Vacant(e) = self.mounts.entry(own) {
+                    e.insert(Process::myself().and_then(|p| p.mountinfo()).ok()?.0);
+                }
+                own
+            }
+        };
+        pick_mount(self.mounts.get(&ns)?, dev, path).cloned()
     }
 }
 

@@ -1238,9 +1238,10 @@ fn a_call_jumped_out_of_is_not_the_parent_of_later_calls() {
     assert!(run_row.i("stack_mismatch").unwrap() >= 1, "{run_row:?}");
 }
 
-/// Files opened by processes that end at once are found by inode, also when strata resolves
-/// them while the process exits (its root, through which the name is looked up, goes away
-/// in the middle). Before, about 1 in 400 such files had a row without inode.
+/// Files opened by processes that end at once are found by inode and mount, also when strata
+/// resolves them while the process exits (its root, through which the name is looked up,
+/// goes away in the middle) or after. Before, about 1 in 400 such files had a row without
+/// inode, and nearly all without file system.
 #[test]
 fn files_of_processes_that_end_at_once_have_their_inode() {
     require_root();
@@ -1274,6 +1275,16 @@ fn files_of_processes_that_end_at_once_have_their_inode() {
         .map(|f| f.s("path").unwrap())
         .collect();
     assert!(without.is_empty(), "files rows without inode: {without:?}");
+    // And their mount: the file system of the directory (before, none for nearly all).
+    let mounts: HashSet<(Option<&str>, Option<&str>)> = files
+        .iter()
+        .map(|f| (f.s("fs_type"), f.s("mount_point")))
+        .collect();
+    assert_eq!(mounts.len(), 1, "{mounts:?}");
+    assert!(
+        mounts.iter().all(|(t, m)| t.is_some() && m.is_some()),
+        "{mounts:?}"
+    );
 }
 
 /// The dataset names other users' files and arguments: by default only root and the group
