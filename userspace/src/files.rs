@@ -92,8 +92,9 @@ impl Files {
             let meta = fs::metadata(&link).ok()?;
             same.then_some((meta, target))
         });
-        let (meta, canonical) = match by_fd {
-            Some((m, t)) => (Some(m), t),
+        // Where the file was found: its Lustre layout is read there.
+        let (meta, canonical, found_at) = match by_fd {
+            Some((m, t)) => (Some(m), t, fd.map(|fd| format!("/proc/{pid}/fd/{fd}"))),
             None => {
                 let mut at = in_root.clone();
                 let mut meta = at.as_deref().and_then(|p| fs::metadata(p).ok());
@@ -110,7 +111,7 @@ impl Files {
                     .as_deref()
                     .and_then(|p| fs::canonicalize(p).ok())
                     .and_then(|c| c.to_str().map(str::to_string));
-                (meta, canonical.unwrap_or_else(|| path.to_string()))
+                (meta, canonical.unwrap_or_else(|| path.to_string()), at)
             }
         };
         let inode = meta.as_ref().map(|m| (m.dev(), m.ino()));
@@ -157,11 +158,7 @@ impl Files {
             mount_source: mount.as_ref().and_then(|m| m.mount_source.clone()),
             ..FileRow::default()
         };
-        if mount.is_some_and(|m| m.fs_type == "lustre") {
-            let at = fd.map_or_else(
-                || format!("{proc_root}{path}"),
-                |fd| format!("/proc/{pid}/fd/{fd}"),
-            );
+        if let (true, Some(at)) = (mount.is_some_and(|m| m.fs_type == "lustre"), found_at) {
             add_lustre_layout(&mut row, Path::new(&at));
         }
         self.new_rows.push(row);
