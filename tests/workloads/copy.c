@@ -11,7 +11,8 @@
  *   write 4 bytes to dst1 (its position: 30000), read 1 byte of src (39000)
  *   sendfile from a bad fd (EBADF)
  *   ap: 10 bytes at 0; through a second fd opened O_APPEND, lseek to 0 then 2 bytes (at the
- *   end: 10); 3 at the first fd's position (10); O_APPEND set on it by F_SETFL, lseek to 0,
+ *   end: 10), and a pwrite of 1 byte at 0 (at the end too: Linux appends it); 3 at the first
+ *   fd's position (10); O_APPEND set on it by F_SETFL, lseek to 0,
  *   1 byte (at the end: 13); O_APPEND cleared, lseek to 2, 1 byte at 2
  *   a, b, c opened, closed by one close_range; d closed by close_range(d, d)
  *   e marked by close_range(e, e, CLOSE_RANGE_CLOEXEC); g opened O_CLOEXEC then F_SETFD 0;
@@ -91,6 +92,7 @@ int main(int argc, char **argv) {
     int ap2 = open_in("ap", O_WRONLY | O_APPEND);
     expect(lseek(ap2, 0, SEEK_SET), 0, "lseek ap2");
     expect(write(ap2, "ab", 2), 2, "append ap2");
+    expect(pwrite(ap2, "P", 1, 0), 1, "pwrite ap2");
     expect(write(ap, "xyz", 3), 3, "write ap at 10");
     int fl = fcntl(ap, F_GETFL);
     expect(fcntl(ap, F_SETFL, fl | O_APPEND), 0, "F_SETFL O_APPEND");

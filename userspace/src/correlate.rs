@@ -705,6 +705,13 @@ impl Correlator {
                 }
             },
             Op::Read | Op::Write | Op::Copy => {
+                // Linux appends a pwrite to an O_APPEND fd, whatever its offset.
+                if p.op == Op::Write
+                    && is_syscall
+                    && handle.is_some_and(|h| self.handles.appends(h))
+                {
+                    offset = None;
+                }
                 // A copy reads its first fd and writes its second.
                 let writes = [p.op == Op::Write, true];
                 for ((h, at), write) in [(handle, &mut offset), (handle2, &mut offset2)]

@@ -89,8 +89,9 @@ impl Handles {
             Some(o) => o,
             None => {
                 self.next_ofd += 1;
-                let append = h.flags.is_some_and(|f| f & i64::from(libc::O_APPEND) != 0)
-                    || h.mode.as_deref().is_some_and(|m| m.starts_with('a'));
+                let append = matches!(h.kind, "fd" | "stream")
+                    && (h.flags.is_some_and(|f| f & i64::from(libc::O_APPEND) != 0)
+                        || h.mode.as_deref().is_some_and(|m| m.starts_with('a')));
                 self.ofds.insert(
                     self.next_ofd,
                     Ofd {

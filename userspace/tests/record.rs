@@ -998,11 +998,12 @@ fn copies_and_fd_ranges_are_followed() {
         assert_eq!(at("read", "src"), (Some(39000), Some(1)), "{mode}");
 
         // Writes under O_APPEND (at open, or set by F_SETFL) go to an end strata does not
-        // know: no offset, whatever lseek said; cleared again, the position counts.
+        // know: no offset, whatever lseek (or pwrite's offset) said; cleared again, the
+        // position counts.
         let mut appends: Vec<&Row> = calls
             .iter()
             .filter(|c| {
-                c.s("function") == Some("write")
+                matches!(c.s("function"), Some("write" | "pwrite64"))
                     && path_of(&files, "file_id", c.i("file_id")) == f("ap")
             })
             .collect();
@@ -1016,6 +1017,7 @@ fn copies_and_fd_ranges_are_followed() {
             [
                 (Some(0), Some(10)),
                 (None, Some(2)),
+                (None, Some(1)),
                 (Some(10), Some(3)),
                 (None, Some(1)),
                 (Some(2), Some(1)),
@@ -1164,7 +1166,7 @@ fn copies_and_fd_ranges_are_followed() {
                 (f("src"), 69001, 100000),
                 (f("dst1"), 0, 55004),
                 (f("dst2"), 0, 14000),
-                (f("ap"), 0, 17),
+                (f("ap"), 0, 18),
                 (f("k"), 0, 2),
                 (f("g"), 0, 1),
             ],
