@@ -23,6 +23,7 @@ use strata_common::{
 };
 
 use crate::{
+    libraries,
     probes::{ArgKind, Mechanism, Probe, Target},
     symbols::{SymbolTable, find_library},
     tracefs,
@@ -674,8 +675,12 @@ fn record_result(status: &mut ProbeStatus, result: Result<(), Failure>, probes: 
             ));
         }
         Err(Failure::Failed(reason)) => {
+            let at = match status.mechanism {
+                "uprobe" => format!(" to {}", status.target),
+                _ => String::new(),
+            };
             log::warn!(
-                "probe {} ({}) not attached: {reason}",
+                "probe {} ({}) not attached{at}: {reason}",
                 p.function(),
                 p.layer
             );
@@ -690,19 +695,12 @@ fn inode(path: &Path) -> Option<(u64, u64)> {
     std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
-/// Whether the shared object `file_name` is the library a probe names: the same name, or
-/// the same name before `.so` (another version or build: `libhdf5_openmpi.so.200`).
-pub fn library_matches(library: &str, file_name: &str) -> bool {
-    let library = library.rsplit('/').next().unwrap_or(library);
-    let stem = |n: &str| n.split(".so").next().map(str::to_string);
-    file_name == library || (file_name.contains(".so") && stem(file_name) == stem(library))
-}
-
 impl Loaded {
-    /// Attaches the probes of every library `file` is a version of: a library a traced
-    /// process opened from where the start-up search did not look (a module tree, a
-    /// container, a dlopen'ed Python extension). `shown` is the path as the process saw it.
-    /// Each library file is attached once.
+    /// Attaches the probes of every library `file` is a version or build of (see
+    /// [`libraries::library_match`]): a library a traced process opened from where the start-up search
+    /// did not look (a module tree, a container, a dlopen'ed Python extension), or one a
+    /// program loads at start. `shown` is the path as the process sees it. Each library file
+    /// is attached once.
     pub fn attach_library(
         &mut self,
         probes: &[Probe],
@@ -713,12 +711,8 @@ impl Loaded {
             .file_name()
             .and_then(|n| n.to_str())
             .unwrap_or("");
-        let wanted: Vec<&Probe> = probes
-            .iter()
-            .filter(|p| p.enabled)
-            .filter(|p| matches!(&p.target, Target::Uprobe { library, .. } if library_matches(library, name)))
-            .collect();
-        if wanted.is_empty() {
+        let named = libraries::named(probes, name);
+        if named.is_empty() {
             return Vec::new();
         }
         let Some(ino) = inode(file) else {
@@ -734,8 +728,15 @@ impl Loaded {
                 return Vec::new();
             }
         };
+        let wanted = libraries::confirmed(&named, &table);
+        if wanted.is_empty() {
+            return Vec::new();
+        }
         let out = self.attach_to(probes, &wanted, file, shown, &table);
-        log::info!("attached probes to {shown}, opened by a traced process");
+        log::info!(
+            "attached {} probes to {shown}",
+            out.iter().filter(|s| s.status == "attached").count()
+        );
         out
     }
 
@@ -1118,7 +1119,9 @@ fn attach_uprobe(
     uprobes: &mut Uprobes,
 ) -> Result<(), Failure> {
     let offset = table.offset(symbol).ok_or_else(|| {
-        Failure::Failed(format!("symbol {symbol} not found in {}", path.display()))
+        Failure::Failed(format!(
+            "symbol {symbol} not found in this build of the library"
+        ))
     })?;
     // Aliases (fopen/fopen64) share an address: a second probe there would record each call
     // twice, nested in itself.

@@ -99,6 +99,9 @@ pub struct Correlator {
     /// Traced processes that executed a new program, for the loader to look at its own
     /// functions (statically linked libraries).
     pub execs: Vec<i32>,
+    /// Processes whose dynamic loader reported libraries loaded (dlopen, or its start-up):
+    /// their mappings are searched for probed libraries.
+    pub loader_reports: Vec<i32>,
     /// Transfer mode per (pid, 0, HDF5 transfer property list) or (pid, ncid, varid).
     xfer_modes: HashMap<(i32, u64, u64), u64>,
     /// HDF5 dataspaces and selections, for the bytes of transfers.
@@ -153,6 +156,7 @@ impl Correlator {
             libraries,
             library_opens: Vec::new(),
             execs: Vec::new(),
+            loader_reports: Vec::new(),
             clock,
             pending_args: HashMap::default(),
             adoptions: HashMap::default(),
@@ -429,6 +433,10 @@ impl Correlator {
 
     fn call(&mut self, rec: &CallRecord) -> Option<CallRow> {
         let p = Rc::clone(self.probes.get(rec.func_id as usize)?);
+        if p.internal && p.op == Op::Load {
+            self.loader_reports.push(rec.pid as i32);
+            return None;
+        }
         if p.internal {
             self.dataspaces
                 .internal(p.function(), rec.parent_id, rec.ret);
@@ -925,11 +933,9 @@ impl Correlator {
             .or_else(|| src_row.and_then(|r| r.path.clone()));
         if let (Some(a), "fd") = (&abs, kind) {
             let name = a.rsplit('/').next().unwrap_or(a);
-            if self
-                .libraries
-                .iter()
-                .any(|l| crate::attach::library_matches(l, name))
-            {
+            if self.libraries.iter().any(|l| {
+                crate::libraries::library_match(l, name) != crate::libraries::LibraryMatch::No
+            }) {
                 self.library_opens.push((pid, a.clone()));
             }
         }

@@ -19,6 +19,7 @@ pub mod handles;
 pub mod hdf5;
 pub mod html;
 pub mod kernel;
+pub mod libraries;
 pub mod lustre;
 pub mod netcdf;
 pub mod node;

@@ -192,6 +192,7 @@ kinds!(
         Exit = "exit",
         Wait = "wait",
         Meta = "meta",
+        Load = "load",
     }
 );
 
@@ -565,6 +566,13 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
         if p.internal && !matches!(target, Target::Uprobe { .. }) {
             return Err(bad("`internal` is for library functions".into()));
         }
+        if op == Op::Load && !p.internal {
+            return Err(bad(
+                "op = \"load\" (the loader's report of loaded libraries) is not a row: \
+                 give it `internal = true`"
+                    .into(),
+            ));
+        }
         // The kernel programs read these only where they can occur (see `on_entry`).
         let not_read = match target {
             Target::Uprobe { .. } | Target::Kernel { .. } => None,
@@ -636,12 +644,18 @@ pub fn load(path: Option<&Path>) -> anyhow::Result<Vec<Probe>> {
     }
 }
 
-/// Applies `--layers`: when given, exactly those layers are on.
+/// Applies `--layers`: when given, exactly those layers are on, and the loader's report of
+/// loaded libraries (op `load`) whenever a library layer is.
 pub fn select_layers(probes: &mut [Probe], layers: Option<&[Layer]>) {
-    if let Some(layers) = layers {
-        for p in probes {
-            p.enabled = layers.contains(&p.layer);
-        }
+    let Some(layers) = layers else {
+        return;
+    };
+    let selected = |p: &Probe| layers.contains(&p.layer) && p.op != Op::Load;
+    let libraries = probes
+        .iter()
+        .any(|p| selected(p) && matches!(p.target, Target::Uprobe { .. }));
+    for p in probes {
+        p.enabled = selected(p) || (p.op == Op::Load && libraries);
     }
 }
 
@@ -666,12 +680,36 @@ mod tests {
         assert!(
             probes
                 .iter()
-                .filter(|p| p.layer == Layer::Libc)
-                .all(|p| !p.enabled)
+                .filter(|p| p.layer == Layer::Libc && p.op != Op::Load)
+                .all(|p| !p.enabled),
+            "the libc wrappers are off by default"
         );
         for (i, p) in probes.iter().enumerate() {
             assert_eq!(p.id as usize, i);
         }
+    }
+
+    /// The loader's report is on with any library layer, and only then.
+    #[test]
+    fn the_loader_follows_the_library_layers() {
+        let loader_on = |layers: &[Layer]| {
+            let mut probes = parse(BUILTIN, "probes.toml").unwrap();
+            select_layers(&mut probes, Some(layers));
+            let load: Vec<bool> = probes
+                .iter()
+                .filter(|p| p.op == Op::Load)
+                .map(|p| p.enabled)
+                .collect();
+            assert_eq!(load.len(), 1);
+            load[0]
+        };
+        assert!(loader_on(&[Layer::Hdf5]));
+        assert!(loader_on(&[Layer::Posix, Layer::Stdio]));
+        assert!(!loader_on(&[Layer::Posix, Layer::Block]));
+        let e = parse_err(
+            "[[probe]]\nlayer = \"libc\"\nlibrary = \"ld-linux-x86-64.so.2\"\nsymbol = \"_dl_debug_state\"\nop = \"load\"\nargs = []\nret = \"none\"\n",
+        );
+        assert!(e.to_string().contains("internal = true"), "{e}");
     }
 
     fn parse_err(text: &str) -> ProbeError {

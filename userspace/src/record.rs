@@ -188,10 +188,29 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
     // named among its arguments (`mpirun -np 64 ./app`), before anything runs.
     if let Some(exe) = &exe {
         let named = args.command.iter().skip(1).map(std::path::PathBuf::from);
-        for file in std::iter::once(exe.clone()).chain(named) {
-            if is_executable(&file) {
-                let shown = std::fs::canonicalize(&file).unwrap_or(file);
-                for s in loaded.attach_executable(&probes, &shown, &shown.display().to_string()) {
+        let programs: Vec<_> = std::iter::once(exe.clone())
+            .chain(named)
+            .filter(|f| is_executable(f))
+            .map(|f| std::fs::canonicalize(&f).unwrap_or(f))
+            .collect();
+        for file in &programs {
+            for s in loaded.attach_executable(&probes, file, &file.display().to_string()) {
+                out.probes
+                    .push(probe_row(&run_id, &probes[s.probe_id as usize], &s));
+            }
+        }
+        // The libraries they load at start, found as the loader will find them (a module
+        // tree's HDF5 through LD_LIBRARY_PATH or a RUNPATH): probed from the first call.
+        let ld_library_path = std::env::var("LD_LIBRARY_PATH").ok();
+        let cache = crate::symbols::ld_cache(None);
+        let loader = crate::libraries::Loader {
+            root: std::path::Path::new("/"),
+            ld_library_path: ld_library_path.as_deref(),
+            cache: &cache,
+        };
+        for file in &programs {
+            for lib in loader.closure(&file.display().to_string()) {
+                for s in loaded.attach_library(&probes, std::path::Path::new(&lib), &lib) {
                     out.probes
                         .push(probe_row(&run_id, &probes[s.probe_id as usize], &s));
                 }
@@ -421,7 +440,19 @@ pub(crate) fn attach_opened_libraries(
 ) {
     // A program a traced process executed may have probed libraries linked in. Read through
     // /proc/<pid>/exe while the process lives (it also works inside containers).
-    for pid in std::mem::take(&mut corr.execs) {
+    let execs = std::mem::take(&mut corr.execs);
+    // What a process maps when its loader reports new libraries, and at an exec: the loader
+    // itself is mapped by the kernel, never opened (a container's has its own inode).
+    let mut mapped: Vec<i32> = std::mem::take(&mut corr.loader_reports);
+    mapped.extend(&execs);
+    mapped.sort_unstable();
+    mapped.dedup();
+    for pid in mapped {
+        for path in mapped_files(pid) {
+            corr.library_opens.push((pid, path));
+        }
+    }
+    for pid in execs {
         let file = std::path::PathBuf::from(format!("/proc/{pid}/exe"));
         let Ok(shown) = std::fs::read_link(&file) else {
             continue;
@@ -462,7 +493,7 @@ fn mapped_files(pid: i32) -> Vec<String> {
             procfs::process::MMapPath::Path(p) => Some(p.to_string_lossy().into_owned()),
             _ => None,
         })
-        .filter(|p| p.contains(".so"))
+        .filter(|p| crate::libraries::is_shared_object(p.rsplit('/').next().unwrap_or(p)))
         .collect();
     files.sort();
     files.dedup();

@@ -194,13 +194,36 @@ pub fn find_library(name: &str) -> Result<PathBuf, SymbolError> {
 
 /// Picks `name`'s x86-64 entry from `ldconfig -p` output.
 fn parse_ldconfig(text: &str, name: &str) -> Option<PathBuf> {
-    text.lines().find_map(|line| {
-        let line = line.trim();
-        let (lhs, path) = line.split_once(" => ")?;
+    ldconfig_entries(text).find_map(|(soname, path)| (soname == name).then_some(path))
+}
+
+/// The x86-64 entries of `ldconfig -p` output, in its order (the loader's preference).
+fn ldconfig_entries(text: &str) -> impl Iterator<Item = (&str, PathBuf)> {
+    text.lines().filter_map(|line| {
+        let (lhs, path) = line.trim().split_once(" => ")?;
         let soname = lhs.split_whitespace().next()?;
-        (soname == name && (lhs.contains("x86-64") || !lhs.contains("libc6,")))
-            .then(|| PathBuf::from(path.trim()))
+        (lhs.contains("x86-64") || !lhs.contains("libc6,"))
+            .then(|| (soname, PathBuf::from(path.trim())))
     })
+}
+
+/// A loader cache (`/etc/ld.so.cache`, or `cache`: another root's) as soname -> path; empty
+/// when it cannot be read.
+pub fn ld_cache(cache: Option<&Path>) -> HashMap<String, PathBuf> {
+    let mut cmd = Command::new("ldconfig");
+    cmd.arg("-p");
+    if let Some(c) = cache {
+        cmd.arg("-C").arg(c);
+    }
+    let Ok(out) = cmd.output() else {
+        return HashMap::new();
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut map = HashMap::new();
+    for (soname, path) in ldconfig_entries(&text) {
+        map.entry(soname.to_string()).or_insert(path);
+    }
+    map
 }
 
 #[cfg(test)]

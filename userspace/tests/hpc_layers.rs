@@ -669,3 +669,115 @@ fn statically_linked_hdf5_is_probed_in_the_executable() {
         }
     }
 }
+
+/// HDF5 as jobs bring it: another build under another name (a Python wheel's
+/// `libhdf5-<hash>.so`), found through the program's RUNPATH, not the system's library cache.
+/// strata finds it as the loader will and probes it before the program runs, so the first call
+/// is recorded too. Ground truth: tests/workloads/hdf5_types.c, built against a copy of
+/// Debian's serial HDF5 under a wheel's name.
+#[test]
+fn other_builds_of_hdf5_are_probed_however_they_are_loaded() {
+    require_root();
+    const N: i64 = 1000;
+    let dir = scratch("hdf5_wheel");
+    let libs = dir.join("libs");
+    std::fs::create_dir_all(&libs).unwrap();
+    // The soname is rewritten in place, so the new name has the old one's length.
+    let (system, wheel) = ("libhdf5_serial.so.103", "libhdf5-0123abcd.so.1");
+    let mut elf = std::fs::read(format!("/usr/lib/x86_64-linux-gnu/{system}"))
+        .expect("Debian's serial HDF5 (hdf5-tools; run `cargo xtask setup`)");
+    let (from, to) = (format!("{system}\0"), format!("{wheel}\0"));
+    let at: Vec<usize> = elf
+        .windows(from.len())
+        .enumerate()
+        .filter(|(_, w)| *w == from.as_bytes())
+        .map(|(i, _)| i)
+        .collect();
+    assert!(!at.is_empty(), "the soname is in {system}");
+    for i in at {
+        elf[i..i + to.len()].copy_from_slice(to.as_bytes());
+    }
+    let lib = libs.join(wheel);
+    std::fs::write(&lib, elf).unwrap();
+    let exe = build_c(
+        "mpicc",
+        "hdf5_types.c",
+        &dir.join("hdf5_types_wheel"),
+        &[
+            "-I/usr/include/hdf5/openmpi",
+            lib.to_str().unwrap(),
+            &format!("-Wl,-rpath,{}", libs.display()),
+        ],
+    );
+    let ldd = std::process::Command::new("ldd")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    let ldd = String::from_utf8_lossy(&ldd.stdout);
+    assert!(
+        ldd.contains(&format!("{wheel} => {}", lib.display())),
+        "the program loads the copy: {ldd}"
+    );
+
+    let out = dir.join("out");
+    let res = run(strata()
+        .args(["record", "-q", "--layers", "hdf5", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(&exe)
+        .arg(dir.join("types.h5"))
+        .arg(N.to_string()));
+    assert!(res.status.success(), "{:?}", res.status);
+    let probes = rows(&out, "probes");
+    let on_copy = |f: &str| {
+        probes.iter().any(|p| {
+            p.s("function") == Some(f)
+                && p.s("target") == lib.to_str()
+                && p.s("status") == Some("attached")
+        })
+    };
+    assert!(
+        on_copy("H5Fcreate") && on_copy("H5Dwrite"),
+        "probed in the copy"
+    );
+    let mut calls = rows(&out, "calls");
+    calls.sort_by_key(|c| c.i("ts_begin_ns"));
+    assert_eq!(
+        calls.first().and_then(|c| c.s("function")),
+        Some("H5Fcreate"),
+        "the program's first HDF5 call is recorded"
+    );
+    let count = |f: &str| calls.iter().filter(|c| c.s("function") == Some(f)).count();
+    assert_eq!((count("H5Fcreate"), count("H5Fclose")), (1, 1));
+    let bytes: Vec<Option<i64>> = calls
+        .iter()
+        .filter(|c| c.s("function") == Some("H5Dwrite"))
+        .map(|c| c.i("bytes_result"))
+        .collect();
+    assert_eq!(bytes, [Some(N * 16), Some(N * 32), Some(N * 12)]);
+
+    // The same build loaded with dlopen, as Python loads h5py's, with no POSIX layer to see
+    // it opened: the loader's report finds it. Ground truth: tests/workloads/hdf5_dlopen.c.
+    let exe = build_c("cc", "hdf5_dlopen.c", &dir.join("hdf5_dlopen"), &["-ldl"]);
+    let out = dir.join("out_dlopen");
+    let h5 = dir.join("dlopen.h5");
+    let res = run(strata()
+        .args(["record", "-q", "--layers", "hdf5", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(&exe)
+        .arg(&lib)
+        .arg(&h5)
+        .arg("1000"));
+    assert!(res.status.success(), "{:?}", res.status);
+    let calls = rows(&out, "calls");
+    let seen: Vec<(&str, Option<&str>)> = calls
+        .iter()
+        .map(|c| (c.s("function").unwrap(), c.s("path")))
+        .collect();
+    assert_eq!(
+        seen,
+        [("H5Fcreate", h5.to_str()), ("H5Fclose", None)],
+        "probed once loaded"
+    );
+}

@@ -1,0 +1,414 @@
+//! Which shared objects are builds of a probed library, and which ones a program loads at
+//! start.
+//!
+//! probes.toml names a library as this system's build calls it (`libhdf5_openmpi.so.103`), but
+//! jobs bring their own: `libhdf5.so.310` from a module tree or Spack, `libhdf5_serial.so.103`,
+//! a Python wheel's `libhdf5-9e18f0c6.so.320.0.0`. Those are found by name and confirmed by the
+//! functions they define. A program's libraries are found as the dynamic loader finds them
+//! (ld.so(8)), so that the probed ones are attached before the program's first call rather
+//! than when strata sees them opened.
+use std::{
+    collections::{HashMap, HashSet, VecDeque},
+    fs,
+    path::{Path, PathBuf},
+};
+
+use object::{
+    Endianness, elf,
+    read::elf::{Dyn as _, FileHeader as _},
+};
+
+use crate::{
+    probes::{Probe, Target},
+    symbols::SymbolTable,
+};
+
+/// How a shared object's file name relates to the library a probe names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LibraryMatch {
+    /// The same name, or the same name before `.so` (another version: `libmpi.so.12`).
+    Same,
+    /// Perhaps another build: the library's base name (its name up to the first `_`, `-` or
+    /// `.so`: `libhdf5` of `libhdf5_openmpi.so.103`), then `_`, `-` or `.so`. It is one only
+    /// if it defines functions the probes name: `libhdf5_hl` and `libhdf5_fortran` call
+    /// HDF5's functions without defining them; `libnetcdff` and `libmpiP` do not match.
+    Kin,
+    No,
+}
+
+pub fn library_match(library: &str, file_name: &str) -> LibraryMatch {
+    let library = library.rsplit('/').next().unwrap_or(library);
+    if !is_shared_object(file_name) {
+        return if file_name == library {
+            LibraryMatch::Same
+        } else {
+            LibraryMatch::No
+        };
+    }
+    let stem = |n: &str| n.split(".so").next().unwrap_or(n).to_string();
+    if file_name == library || stem(file_name) == stem(library) {
+        return LibraryMatch::Same;
+    }
+    let base_len = library.find(['_', '-']).unwrap_or(usize::MAX);
+    let base_len = base_len.min(library.find(".so").unwrap_or(library.len()));
+    let base = &library[..base_len];
+    match file_name.strip_prefix(base) {
+        Some(rest) if rest.starts_with(['_', '-']) || rest.starts_with(".so") => LibraryMatch::Kin,
+        _ => LibraryMatch::No,
+    }
+}
+
+/// Whether a file name is a shared object's: `.so`, then nothing or a version
+/// (`libc.so.6`, `libc-2.28.so`; not `ld.so.cache`).
+pub fn is_shared_object(file_name: &str) -> bool {
+    file_name.match_indices(".so").any(|(i, _)| {
+        let rest = &file_name[i + 3..];
+        rest.is_empty()
+            || rest.strip_prefix('.').is_some_and(|v| {
+                v.split('.')
+                    .all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            })
+    })
+}
+
+/// The probes whose library `file_name` may be (see [`library_match`]).
+pub fn named<'a>(probes: &'a [Probe], file_name: &str) -> Vec<(&'a Probe, LibraryMatch)> {
+    probes
+        .iter()
+        .filter(|p| p.enabled)
+        .filter_map(|p| match &p.target {
+            Target::Uprobe { library, .. } => Some((p, library_match(library, file_name))),
+            _ => None,
+        })
+        .filter(|(_, m)| *m != LibraryMatch::No)
+        .collect()
+}
+
+/// Of the probes `named` found, those the file is the library of. A build only by name
+/// (`Kin`) is one if it defines some function of the library's probes; then it is probed for
+/// all of them, as the library itself is (what it lacks is reported, not silently left out).
+pub fn confirmed<'a>(named: &[(&'a Probe, LibraryMatch)], table: &SymbolTable) -> Vec<&'a Probe> {
+    let library = |p: &Probe| match &p.target {
+        Target::Uprobe { library, symbol } => Some((library.clone(), symbol.clone())),
+        _ => None,
+    };
+    let defines = |lib: &str| {
+        named.iter().any(|(p, _)| {
+            library(p).is_some_and(|(l, symbol)| l == lib && table.offset(&symbol).is_some())
+        })
+    };
+    named
+        .iter()
+        .filter(|(p, m)| *m == LibraryMatch::Same || library(p).is_some_and(|(l, _)| defines(&l)))
+        .map(|(p, _)| *p)
+        .collect()
+}
+
+/// What the loader reads from one object.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Dynamic {
+    needed: Vec<String>,
+    rpath: Vec<String>,
+    runpath: Vec<String>,
+}
+
+/// The machine strata runs on: the loader skips objects built for another.
+const MACHINE: u16 = if cfg!(target_arch = "aarch64") {
+    elf::EM_AARCH64
+} else {
+    elf::EM_X86_64
+};
+
+/// The dynamic section of a 64-bit ELF object of this machine; None for anything else (a
+/// script, a static program, another architecture: the loader would skip it too).
+fn read_dynamic(data: &[u8]) -> Option<Dynamic> {
+    let header = elf::FileHeader64::<Endianness>::parse(data).ok()?;
+    let endian = header.endian().ok()?;
+    if header.e_machine(endian) != MACHINE {
+        return None;
+    }
+    let sections = header.sections(endian, data).ok()?;
+    let (entries, link) = sections.dynamic(endian, data).ok()??;
+    let strings = sections.strings(endian, data, link).ok()?;
+    let mut out = Dynamic::default();
+    for d in entries {
+        let tag = d.tag32(endian)?;
+        if tag == elf::DT_NULL {
+            break;
+        }
+        let Ok(value) = d.string(endian, strings) else {
+            continue;
+        };
+        let value = String::from_utf8_lossy(value);
+        let dirs = || {
+            value
+                .split(':')
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+        };
+        match tag {
+            elf::DT_NEEDED => out.needed.push(value.into_owned()),
+            elf::DT_RPATH => out.rpath.extend(dirs()),
+            elf::DT_RUNPATH => out.runpath.extend(dirs()),
+            _ => {}
+        }
+    }
+    Some(out)
+}
+
+/// Where a program runs: its root (a container's, seen through `/proc/<pid>/root`), and the
+/// `LD_LIBRARY_PATH` it starts with.
+pub struct Loader<'a> {
+    pub root: &'a Path,
+    pub ld_library_path: Option<&'a str>,
+    /// ld.so.cache of the root: soname -> path.
+    pub cache: &'a HashMap<String, PathBuf>,
+}
+
+/// At most this many objects are followed: a loader chain beyond it is not a program's.
+const MAX_OBJECTS: usize = 1_000;
+
+/// The default directories, after the cache.
+const DEFAULT_DIRS: &[&str] = &["/lib64", "/usr/lib64", "/lib", "/usr/lib"];
+
+impl Loader<'_> {
+    /// The shared objects `exe` (a path in the program's view) loads at start, breadth first
+    /// as the loader loads them, each as the program sees its path. A name found once is not
+    /// searched again (the loader reuses what it loaded by that name); one not found is left
+    /// out (the program would not start).
+    pub fn closure(&self, exe: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let Some(top) = self.dynamic(exe) else {
+            return out;
+        };
+        let exe_origin = self.origin(exe, true);
+        let exe_rpath: Vec<String> = if top.runpath.is_empty() {
+            expand(&top.rpath, &exe_origin)
+        } else {
+            Vec::new()
+        };
+        let mut seen: HashSet<String> = HashSet::new();
+        let mut todo: VecDeque<(Dynamic, String)> = VecDeque::from([(top, exe_origin)]);
+        while let Some((object, origin)) = todo.pop_front() {
+            for name in &object.needed {
+                if !seen.insert(name.clone()) || out.len() >= MAX_OBJECTS {
+                    continue;
+                }
+                let Some((path, dynamic)) = self.search(name, &object, &origin, &exe_rpath) else {
+                    continue;
+                };
+                let origin = self.origin(&path, false);
+                out.push(path);
+                todo.push_back((dynamic, origin));
+            }
+        }
+        out
+    }
+
+    /// ld.so(8)'s order: a name with a slash as it is; else the object's DT_RPATH and the
+    /// program's (unless the object has a DT_RUNPATH), LD_LIBRARY_PATH, the object's
+    /// DT_RUNPATH, ld.so.cache, the default directories. A file of another architecture is
+    /// passed over, as the loader does.
+    fn search(
+        &self,
+        name: &str,
+        object: &Dynamic,
+        origin: &str,
+        exe_rpath: &[String],
+    ) -> Option<(String, Dynamic)> {
+        if name.contains('/') {
+            return self.dynamic(name).map(|d| (name.to_string(), d));
+        }
+        let mut dirs: Vec<String> = Vec::new();
+        if object.runpath.is_empty() {
+            dirs.extend(expand(&object.rpath, origin));
+            dirs.extend(exe_rpath.iter().cloned());
+        }
+        dirs.extend(
+            self.ld_library_path
+                .into_iter()
+                .flat_map(|p| p.split([':', ';']))
+                .filter(|d| !d.is_empty())
+                .map(str::to_string),
+        );
+        dirs.extend(expand(&object.runpath, origin));
+        let in_dirs = dirs
+            .iter()
+            .map(|d| format!("{}/{name}", d.trim_end_matches('/')));
+        let cached = self.cache.get(name).map(|p| p.display().to_string());
+        let defaults = DEFAULT_DIRS.iter().map(|d| format!("{d}/{name}"));
+        in_dirs
+            .chain(cached)
+            .chain(defaults)
+            .find_map(|path| self.dynamic(&path).map(|d| (path, d)))
+    }
+
+    /// A path in the program's view, as strata can open it.
+    fn file(&self, path: &str) -> PathBuf {
+        if self.root == Path::new("/") {
+            PathBuf::from(path)
+        } else {
+            self.root.join(path.trim_start_matches('/'))
+        }
+    }
+
+    fn dynamic(&self, path: &str) -> Option<Dynamic> {
+        // The dynamic section is near the start of the file, but where exactly is in the
+        // section headers at its end: the whole file is read (a few MB for the largest).
+        read_dynamic(&fs::read(self.file(path)).ok()?)
+    }
+
+    /// `$ORIGIN` of an object: its directory, that of the program's real path.
+    fn origin(&self, path: &str, program: bool) -> String {
+        let dir = |p: &Path| {
+            p.parent()
+                .map(|d| d.display().to_string())
+                .unwrap_or_else(|| "/".into())
+        };
+        if program && self.root == Path::new("/") {
+            if let Ok(real) = fs::canonicalize(path) {
+                return dir(&real);
+            }
+        }
+        dir(Path::new(path))
+    }
+}
+
+/// Substitutes `$ORIGIN` in search directories; a directory naming another dynamic string
+/// token (`$LIB`, `$PLATFORM`) is kept as it is and will not be found.
+fn expand(dirs: &[String], origin: &str) -> Vec<String> {
+    dirs.iter()
+        .map(|d| d.replace("${ORIGIN}", origin).replace("$ORIGIN", origin))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn other_builds_of_a_library_are_kin() {
+        use LibraryMatch::*;
+        let m = |file| library_match("libhdf5_openmpi.so.103", file);
+        assert_eq!(m("libhdf5_openmpi.so.103"), Same);
+        assert_eq!(m("libhdf5_openmpi.so.200"), Same);
+        assert_eq!(m("libhdf5.so.310"), Kin);
+        assert_eq!(m("libhdf5.so"), Kin);
+        assert_eq!(m("libhdf5_serial.so.103"), Kin);
+        assert_eq!(m("libhdf5-9e18f0c6.so.320.0.0"), Kin);
+        // Kin by name, told apart by the functions they define.
+        assert_eq!(m("libhdf5_hl.so.310"), Kin);
+        assert_eq!(m("libhdf5hl_fortran.so.310"), No);
+        assert_eq!(m("libhdf5.a"), No);
+        let nc = |file| library_match("libnetcdf_mpi.so.19", file);
+        assert_eq!(nc("libnetcdf.so.19"), Kin);
+        assert_eq!(nc("libnetcdf-3622e713.so.22"), Kin);
+        assert_eq!(nc("libnetcdff.so.7"), No);
+        let mpi = |file| library_match("libmpi.so.40", file);
+        assert_eq!(mpi("libmpi.so.12"), Same);
+        assert_eq!(mpi("libmpi_cray.so.12"), Kin);
+        assert_eq!(mpi("libmpiP.so"), No);
+        let c = |file| library_match("libc.so.6", file);
+        assert_eq!(c("libc-2.28.so"), Kin);
+        assert_eq!(c("libcrypto.so.3"), No);
+        assert_eq!(c("libc++.so.1"), No);
+        assert_eq!(library_match("/opt/x/libfoo.so.1", "libfoo.so.1"), Same);
+        let ld = |file| library_match("ld-linux-x86-64.so.2", file);
+        assert_eq!(ld("ld-2.28.so"), Kin);
+        assert_eq!(ld("ld.so.cache"), No);
+        assert_eq!(ld("ld.so.preload"), No);
+        assert!(is_shared_object("libhdf5.so") && is_shared_object("libhdf5.so.310.4.0"));
+        assert!(!is_shared_object("libhdf5.so.310.") && !is_shared_object("x.sock"));
+    }
+
+    /// Debian's serial HDF5 and NetCDF are other builds of the MPI ones probes.toml names;
+    /// the high-level HDF5 library and the Fortran bindings only call their functions.
+    #[test]
+    fn builds_are_confirmed_by_the_functions_they_define() {
+        let probes = crate::probes::parse(crate::probes::BUILTIN, "probes.toml").unwrap();
+        let count = |lib: &str| {
+            probes
+                .iter()
+                .filter(|p| matches!(&p.target, Target::Uprobe { library, .. } if library == lib))
+                .count()
+        };
+        let dir = Path::new("/usr/lib/x86_64-linux-gnu");
+        let probed = |file: &str| {
+            let found = named(&probes, file);
+            assert!(!found.is_empty(), "{file} is kin by name");
+            let table = SymbolTable::read(&dir.join(file))
+                .unwrap_or_else(|e| panic!("{e} (run `cargo xtask setup`)"));
+            confirmed(&found, &table).len()
+        };
+        assert_eq!(
+            probed("libhdf5_serial.so.103"),
+            count("libhdf5_openmpi.so.103")
+        );
+        assert_eq!(probed("libnetcdf.so.19"), count("libnetcdf_mpi.so.19"));
+        assert_eq!(probed("libhdf5_openmpi_hl.so.100"), 0);
+        assert_eq!(probed("libmpi_mpifh.so.40"), 0);
+        assert_eq!(probed("libmpi_cxx.so.40"), 0);
+    }
+
+    /// The closure of a program of this system agrees with the loader's own answer (ldd runs
+    /// the loader in list mode).
+    #[test]
+    fn a_programs_libraries_are_those_the_loader_loads() {
+        let cache = crate::symbols::ld_cache(None);
+        let loader = Loader {
+            root: Path::new("/"),
+            ld_library_path: None,
+            cache: &cache,
+        };
+        let mut compared = 0;
+        for exe in ["/usr/bin/python3", "/usr/bin/ssh", "/usr/bin/mpirun"] {
+            if !Path::new(exe).exists() {
+                continue;
+            }
+            compared += 1;
+            let out = std::process::Command::new("ldd")
+                .arg(exe)
+                .env_remove("LD_LIBRARY_PATH")
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            let mut ldd: Vec<String> = text
+                .lines()
+                .filter_map(|l| {
+                    let l = l.trim();
+                    let path = l.split_once(" => ").map_or(l, |(_, p)| p);
+                    path.split(" (").next()
+                })
+                .filter(|p| p.starts_with('/'))
+                .map(|p| fs::canonicalize(p).unwrap().display().to_string())
+                .collect();
+            let mut ours: Vec<String> = loader
+                .closure(exe)
+                .iter()
+                .map(|p| fs::canonicalize(p).unwrap().display().to_string())
+                .collect();
+            ldd.sort();
+            ours.sort();
+            assert!(!ours.is_empty(), "{exe}");
+            assert_eq!(ours, ldd, "{exe}");
+        }
+        assert!(
+            compared > 0,
+            "no program to compare (run `cargo xtask setup`)"
+        );
+    }
+
+    #[test]
+    fn origin_is_substituted() {
+        assert_eq!(
+            expand(&["$ORIGIN/../lib".into(), "${ORIGIN}".into()], "/opt/a/bin"),
+            ["/opt/a/bin/../lib", "/opt/a/bin"]
+        );
+    }
+
+    #[test]
+    fn what_is_not_an_elf_object_has_no_libraries() {
+        assert_eq!(read_dynamic(b"#!/bin/sh\n"), None);
+        assert_eq!(read_dynamic(&[]), None);
+    }
+}
