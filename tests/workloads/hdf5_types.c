@@ -1,6 +1,7 @@
 /* HDF5 transfers of datatypes the program builds, each written whole with one H5Dwrite: N
  * records of a compound (struct rec: 16 bytes on x86-64), N fixed-length strings of 32 bytes
- * (a copy of H5T_C_S1 resized), N arrays of three ints (12 bytes).
+ * (a copy of H5T_C_S1 resized), N arrays of three ints (12 bytes), N doubles in the native
+ * type of a little-endian IEEE double (8 bytes; NetCDF 4.9 moves its data so).
  * Usage: hdf5_types FILE N */
 #include <hdf5.h>
 #include <stdlib.h>
@@ -37,6 +38,10 @@ int main(int argc, char **argv) {
     hid_t triple = H5Tarray_create2(H5T_NATIVE_INT, 1, &three);
     put(f, "triples", triple, n, calloc(n * 3, sizeof(int)));
 
+    hid_t native = H5Tget_native_type(H5T_IEEE_F64LE, H5T_DIR_DEFAULT);
+    put(f, "natives", native, n, calloc(n, sizeof(double)));
+
+    H5Tclose(native);
     H5Tclose(rec);
     H5Tclose(name);
     H5Tclose(triple);

@@ -128,6 +128,9 @@ pub struct Dataspaces {
     datasets: HashMap<(i32, u64), Vec<u64>>,
     /// Per process: type id -> size, for the predefined types and copies of them (H5Tcopy).
     types: HashMap<i32, HashMap<u64, u64>>,
+    /// Types the application built with H5Tcreate (compounds, ...), and copies of them: their
+    /// native types may be laid out otherwise.
+    built: std::collections::HashSet<(i32, u64)>,
     /// Elements selected, as the library itself counted them inside a call (by call id).
     counted: HashMap<u64, u64>,
 }
@@ -189,6 +192,13 @@ impl Dataspaces {
             }
             // Copies of predefined types (NetCDF makes its own) keep their size.
             "H5Tcopy" if ret >= 0 => {
+                if self.built.contains(&(pid, a(0))) {
+                    self.built.insert((pid, id));
+                }
+                let size = self.type_size(pid, a(0))?;
+                self.types.entry(pid).or_default().insert(id, size);
+            }
+            "H5Tget_native_type" if ret >= 0 && !self.built.contains(&(pid, a(0))) => {
                 let size = self.type_size(pid, a(0))?;
                 self.types.entry(pid).or_default().insert(id, size);
             }
@@ -196,6 +206,7 @@ impl Dataspaces {
             // fixed string's set after copying H5T_C_S1 (H5T_VARIABLE: no fixed size).
             "H5Tcreate" if ret >= 0 => {
                 self.types.entry(pid).or_default().insert(id, a(1));
+                self.built.insert((pid, id));
             }
             "H5Tset_size" if ret >= 0 => {
                 let types = self.types.entry(pid).or_default();
@@ -276,6 +287,7 @@ impl Dataspaces {
         self.spaces.retain(|(p, _), _| *p != pid);
         self.datasets.retain(|(p, _), _| *p != pid);
         self.types.remove(&pid);
+        self.built.retain(|(p, _)| *p != pid);
     }
 
     /// The ids of a process's predefined types, as the kernel side read them (once per probed
@@ -383,6 +395,19 @@ mod tests {
         d.observe("H5Tset_size", 1, 0, &[91, u64::MAX], 0, none);
         assert_eq!(
             d.observe("H5Dwrite", 1, 0, &[20, 91, 11, 12], 0, none),
+            None
+        );
+        // The native type of a copy of a predefined type has its size (NetCDF's memory
+        // types); a built compound's native type may be laid out otherwise.
+        d.observe("H5Tget_native_type", 1, 0, &[78, 0], 93, none);
+        assert_eq!(
+            d.observe("H5Dwrite", 1, 0, &[20, 93, 11, 12], 0, none),
+            Some(elems * 8)
+        );
+        d.observe("H5Tcopy", 1, 0, &[90], 94, none);
+        d.observe("H5Tget_native_type", 1, 0, &[94, 0], 95, none);
+        assert_eq!(
+            d.observe("H5Dwrite", 1, 0, &[20, 95, 11, 12], 0, none),
             None
         );
         let three = [3u64];

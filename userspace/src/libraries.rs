@@ -106,10 +106,10 @@ pub fn confirmed<'a>(named: &[(&'a Probe, LibraryMatch)], table: &SymbolTable) -
 
 /// What the loader reads from one object.
 #[derive(Debug, Default, PartialEq, Eq)]
-struct Dynamic {
-    needed: Vec<String>,
-    rpath: Vec<String>,
-    runpath: Vec<String>,
+pub struct Dynamic {
+    pub needed: Vec<String>,
+    pub rpath: Vec<String>,
+    pub runpath: Vec<String>,
 }
 
 /// The machine strata runs on: the loader skips objects built for another.
@@ -121,7 +121,7 @@ const MACHINE: u16 = if cfg!(target_arch = "aarch64") {
 
 /// The dynamic section of a 64-bit ELF object of this machine; None for anything else (a
 /// script, a static program, another architecture: the loader would skip it too).
-fn read_dynamic(data: &[u8]) -> Option<Dynamic> {
+pub fn read_dynamic(data: &[u8]) -> Option<Dynamic> {
     let header = elf::FileHeader64::<Endianness>::parse(data).ok()?;
     let endian = header.endian().ok()?;
     if header.e_machine(endian) != MACHINE {

@@ -1,14 +1,24 @@
 //! What a NetCDF transfer moved: the elements of its `count` (one for `var1`, the whole
-//! variable for `var`) times the size of the C type its name ends with. Dimensions are learnt
-//! from nc_def_dim, each variable's dimensions from nc_def_var.
+//! variable for `var`) times the size of the C type its name ends with, or for the untyped
+//! functions (`nc_put_vara`) of the variable's own type. Dimensions are learnt from
+//! nc_def_dim, each variable's dimensions and type from nc_def_var, or for a file opened
+//! rather than created its rank and type from nc_inq_varndims and nc_inq_vartype.
 use crate::fast::HashMap;
 
 #[derive(Default)]
 pub struct Variables {
-    /// (pid, ncid, varid) -> its dimension ids (None: not copied), one per dimension.
-    vars: HashMap<(i32, u64, u64), Vec<Option<u64>>>,
+    /// (pid, ncid, varid) -> what is known of the variable.
+    vars: HashMap<(i32, u64, u64), Var>,
     /// (pid, ncid, dimid) -> length (0: unlimited).
     dims: HashMap<(i32, u64, u64), u64>,
+}
+
+#[derive(Default)]
+struct Var {
+    /// Its dimension ids (None: not copied), one per dimension; None: rank unknown.
+    dims: Option<Vec<Option<u64>>>,
+    /// Its external type (`nc_type`).
+    xtype: Option<u64>,
 }
 
 /// The C ints of an array copied as 64-bit words (x86_64 is little-endian: low half first).
@@ -19,13 +29,24 @@ pub fn ints(words: &[u64]) -> impl Iterator<Item = i32> + '_ {
 }
 
 /// Size in bytes of the C type named at the end of a put/get function.
-fn type_size(function: &str) -> Option<u64> {
-    let ty = function.rsplit('_').next()?;
+fn type_size(ty: &str) -> Option<u64> {
     Some(match ty {
         "text" | "schar" | "uchar" => 1,
         "short" | "ushort" => 2,
         "int" | "uint" | "float" => 4,
         "long" | "longlong" | "ulonglong" | "double" => 8,
+        _ => return None,
+    })
+}
+
+/// Size in memory of an element of an atomic `nc_type` (NC_BYTE .. NC_UINT64); strings and
+/// user-defined types have none.
+fn xtype_size(xtype: u64) -> Option<u64> {
+    Some(match xtype {
+        1 | 2 | 7 => 1,
+        3 | 8 => 2,
+        4 | 5 | 9 => 4,
+        6 | 10 | 11 => 8,
         _ => return None,
     })
 }
@@ -42,6 +63,7 @@ impl Variables {
         arr: impl Fn(usize) -> Option<&'a [u64]>,
     ) -> Option<i64> {
         let a = |i: usize| args.get(i).copied().unwrap_or(0);
+        let key = |v: u64| (pid, a(0), v);
         match function {
             "nc_def_dim" => {
                 self.dims.insert((pid, a(0), out?), a(2));
@@ -55,7 +77,34 @@ impl Variables {
                     }
                     _ => vec![None; rank],
                 };
-                self.vars.insert((pid, a(0), out?), ids);
+                let var = Var {
+                    dims: Some(ids),
+                    xtype: Some(a(2)),
+                };
+                self.vars.insert(key(out?), var);
+                return None;
+            }
+            // An opened file's variable; what nc_def_var said is not overwritten.
+            "nc_inq_varndims" => {
+                let rank = out? as u32 as usize;
+                let var = self.vars.entry(key(a(1))).or_default();
+                if var.dims.as_ref().is_none_or(|d| d.len() != rank) {
+                    var.dims = Some(vec![None; rank]);
+                }
+                return None;
+            }
+            // The ncid (and its groups', which share its upper half) may be reused for
+            // another file.
+            "nc_close" | "nc_abort" => {
+                let file = a(0) >> 16;
+                self.vars
+                    .retain(|(p, n, _), _| *p != pid || n >> 16 != file);
+                self.dims
+                    .retain(|(p, n, _), _| *p != pid || n >> 16 != file);
+                return None;
+            }
+            "nc_inq_vartype" => {
+                self.vars.entry(key(a(1))).or_default().xtype = Some(u64::from(out? as u32));
                 return None;
             }
             _ => {}
@@ -63,26 +112,30 @@ impl Variables {
         let kind = function
             .strip_prefix("nc_put_")
             .or_else(|| function.strip_prefix("nc_get_"))?;
-        let size = type_size(function)?;
-        let elements: u64 = if kind.starts_with("var1_") {
-            1
-        } else if kind.starts_with("vara_") || kind.starts_with("vars_") {
-            let rank = self.vars.get(&(pid, a(0), a(1)))?.len();
-            arr(3).filter(|c| c.len() >= rank)?[..rank].iter().product()
-        } else if kind.starts_with("var_") {
+        let (shape, ty) = match kind.split_once('_') {
+            Some((shape, ty)) => (shape, Some(ty)),
+            None => (kind, None),
+        };
+        let var = self.vars.get(&key(a(1)));
+        let size = match ty {
+            Some(ty) => type_size(ty)?,
+            None => xtype_size(var?.xtype?)?,
+        };
+        let elements: u64 = match shape {
+            "var1" => 1,
+            "vara" | "vars" => {
+                let rank = var?.dims.as_ref()?.len();
+                arr(3).filter(|c| c.len() >= rank)?[..rank].iter().product()
+            }
             // The whole variable; unknown when a dimension is unlimited (its current length
-            // is not followed).
-            let ids = self.vars.get(&(pid, a(0), a(1)))?;
-            ids.iter()
-                .map(|d| {
-                    self.dims
-                        .get(&(pid, a(0), (*d)?))
-                        .copied()
-                        .filter(|l| *l > 0)
-                })
-                .product::<Option<u64>>()?
-        } else {
-            return None;
+            // is not followed) or was not seen defined.
+            "var" => var?
+                .dims
+                .as_ref()?
+                .iter()
+                .map(|d| self.dims.get(&key((*d)?)).copied().filter(|l| *l > 0))
+                .product::<Option<u64>>()?,
+            _ => return None,
         };
         i64::try_from(elements.checked_mul(size)?).ok()
     }
@@ -143,6 +196,54 @@ mod tests {
         assert_eq!(
             v.observe("nc_put_var_double", 1, &[65536, 3, 0], None, none),
             None
+        );
+        // Untyped transfers move the variable's type (NC_DOUBLE: 6; NC_SHORT: 3).
+        assert_eq!(
+            v.observe("nc_put_vara", 1, &[65536, 3, 0, 0, 0], None, arr),
+            Some(1600)
+        );
+        assert_eq!(
+            v.observe("nc_get_var", 1, &[65536, 6, 0], None, none),
+            Some(800)
+        );
+        assert_eq!(
+            v.observe("nc_put_var1", 1, &[65536, 3, 0, 0], None, none),
+            Some(8)
+        );
+        // A variable of an opened file: its rank and type from the inquiries, not before.
+        assert_eq!(
+            v.observe("nc_get_vara", 1, &[131072, 0, 0, 0, 0], None, arr),
+            None
+        );
+        v.observe("nc_inq_varndims", 1, &[131072, 0, 0], Some(2), none);
+        assert_eq!(
+            v.observe("nc_get_vara_int", 1, &[131072, 0, 0, 0, 0], None, arr),
+            Some(800)
+        );
+        assert_eq!(
+            v.observe("nc_get_vara", 1, &[131072, 0, 0, 0, 0], None, arr),
+            None
+        );
+        v.observe("nc_inq_vartype", 1, &[131072, 0, 0], Some(3), none);
+        assert_eq!(
+            v.observe("nc_get_vara", 1, &[131072, 0, 0, 0, 0], None, arr),
+            Some(400)
+        );
+        // NC_STRING (12): no fixed size.
+        v.observe("nc_inq_vartype", 1, &[131072, 0, 0], Some(12), none);
+        assert_eq!(
+            v.observe("nc_get_vara", 1, &[131072, 0, 0, 0, 0], None, arr),
+            None
+        );
+        // Closed: its ncid may name another file next.
+        v.observe("nc_close", 1, &[131072], None, none);
+        assert_eq!(
+            v.observe("nc_get_vara_int", 1, &[131072, 0, 0, 0, 0], None, arr),
+            None
+        );
+        assert_eq!(
+            v.observe("nc_put_vara", 1, &[65536, 3, 0, 0, 0], None, arr),
+            Some(1600)
         );
         v.forget(1);
         assert_eq!(

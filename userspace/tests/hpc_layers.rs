@@ -332,8 +332,11 @@ fn hdf5_transfers_of_built_types_have_their_sizes() {
         .collect();
     writes.sort_by_key(|c| c.i("ts_begin_ns"));
     let bytes: Vec<Option<i64>> = writes.iter().map(|c| c.i("bytes_result")).collect();
-    // struct rec { double; int; } is 16 bytes with its padding; "%32s"; int[3].
-    assert_eq!(bytes, [Some(N * 16), Some(N * 32), Some(N * 12)]);
+    // struct rec { double; int; } is 16 bytes with its padding; "%32s"; int[3]; a double.
+    assert_eq!(
+        bytes,
+        [Some(N * 16), Some(N * 32), Some(N * 12), Some(N * 8)]
+    );
 }
 
 /// One traced job at a time. Each is 4 ranks, mpirun and a tracer; four at once on a 2-CPU
@@ -357,20 +360,25 @@ fn record_mpi(name: &str, exe: &std::path::Path, args: &[&str]) -> std::path::Pa
     out
 }
 
-#[test]
-fn netcdf_puts_reach_posix_through_hdf5_and_mpi_io() {
-    require_root();
-    let dir = scratch("netcdf_build");
-    let exe = build_c(
+/// A NetCDF workload (`name`.c) built against Debian's parallel NetCDF, in `dir`.
+fn netcdf_workload(dir: &std::path::Path, name: &str) -> std::path::PathBuf {
+    build_c(
         "mpicc",
-        "netcdf_parallel.c",
-        &dir.join("netcdf_parallel"),
+        &format!("{name}.c"),
+        &dir.join(name),
         &[
             "-I/usr/lib/x86_64-linux-gnu/netcdf/mpi/include",
             "-L/usr/lib/x86_64-linux-gnu/netcdf/mpi/lib",
             "-lnetcdf_mpi",
         ],
-    );
+    )
+}
+
+#[test]
+fn netcdf_puts_reach_posix_through_hdf5_and_mpi_io() {
+    require_root();
+    let dir = scratch("netcdf_build");
+    let exe = netcdf_workload(&dir, "netcdf_parallel");
     let nc = dir.join("out.nc");
     const VALUES: i64 = 4096;
     let out = record_mpi("netcdf", &exe, &[nc.to_str().unwrap(), &VALUES.to_string()]);
@@ -754,7 +762,10 @@ fn other_builds_of_hdf5_are_probed_however_they_are_loaded() {
         .filter(|c| c.s("function") == Some("H5Dwrite"))
         .map(|c| c.i("bytes_result"))
         .collect();
-    assert_eq!(bytes, [Some(N * 16), Some(N * 32), Some(N * 12)]);
+    assert_eq!(
+        bytes,
+        [Some(N * 16), Some(N * 32), Some(N * 12), Some(N * 8)]
+    );
 
     // The same build loaded with dlopen, as Python loads h5py's, with no POSIX layer to see
     // it opened: the loader's report finds it. Ground truth: tests/workloads/hdf5_dlopen.c.
@@ -780,4 +791,55 @@ fn other_builds_of_hdf5_are_probed_however_they_are_loaded() {
         [("H5Fcreate", h5.to_str()), ("H5Fclose", None)],
         "probed once loaded"
     );
+}
+
+/// NetCDF's untyped transfers (`nc_put_vara`, as Python's netCDF4 makes them) move the
+/// variable's own type: known from nc_def_var for a file created, from nc_inq_vartype and
+/// nc_inq_varndims for one opened; and the H5Dwrite beneath moves as much (NetCDF passes HDF5 the
+/// native type of the variable's type). Ground truth: tests/workloads/netcdf_untyped.c.
+#[test]
+fn untyped_netcdf_transfers_move_the_variables_type() {
+    require_root();
+    let dir = scratch("netcdf_untyped");
+    let exe = netcdf_workload(&dir, "netcdf_untyped");
+    let out = dir.join("out");
+    let res = run(strata()
+        .args(["record", "-q", "--layers", "netcdf,hdf5", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(&exe)
+        .arg(dir.join("untyped.nc")));
+    assert!(res.status.success(), "{:?}", res.status);
+    let mut calls = rows(&out, "calls");
+    calls.sort_by_key(|c| c.i("call_id"));
+    let transfers: Vec<(&str, Option<i64>)> = calls
+        .iter()
+        .filter(|c| c.s("layer") == Some("netcdf"))
+        .filter(|c| matches!(c.s("op"), Some("read" | "write")))
+        .map(|c| (c.s("function").unwrap(), c.i("bytes_result")))
+        .collect();
+    assert_eq!(
+        transfers,
+        [
+            ("nc_put_vara", Some(1600)),
+            ("nc_put_vars", Some(400)),
+            ("nc_put_var1", Some(8)),
+            ("nc_put_var", Some(20)),
+            ("nc_get_vara", Some(1600)),
+            ("nc_get_var1_double", Some(8)),
+            // An opened file's variable nobody asked about: its type is not known.
+            ("nc_get_vara", None),
+        ]
+    );
+    for put in calls.iter().filter(|c| {
+        c.s("layer") == Some("netcdf") && c.s("op") == Some("write") && c.i("depth") == Some(0)
+    }) {
+        let below = descendants(&calls, put.i("call_id").unwrap());
+        let h5: Vec<Option<i64>> = below
+            .iter()
+            .filter(|c| c.s("function") == Some("H5Dwrite"))
+            .map(|c| c.i("bytes_result"))
+            .collect();
+        assert_eq!(h5, [put.i("bytes_result")], "{:?}", put.s("function"));
+    }
 }

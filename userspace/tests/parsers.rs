@@ -1,9 +1,10 @@
 //! Property tests of every parser that reads data from outside strata: probe files, tracepoint
-//! format files, mountinfo lines, Lustre layout xattrs, ELF symbol tables and ring-buffer
-//! records. Whatever the input, each returns a value or an error, and never panics. Failing
-//! cases proptest finds are kept in `tests/parsers.proptest-regressions` and replayed first.
+//! format files, mountinfo lines, Lustre layout xattrs, ELF symbol tables and dynamic sections,
+//! and ring-buffer records. Whatever the input, each returns a value or an error, and never
+//! panics. Failing cases proptest finds are kept in `tests/parsers.proptest-regressions` and
+//! replayed first.
 use proptest::prelude::*;
-use strata::{events, lustre, probes, symbols::SymbolTable, tracefs};
+use strata::{events, libraries, lustre, probes, symbols::SymbolTable, tracefs};
 
 const FORMAT: &str = "name: block_rq_issue\nID: 1234\nformat:\n\
 \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
@@ -147,6 +148,7 @@ proptest! {
             b[i] = v;
         }
         let _ = SymbolTable::parse(&b);
+        let _ = libraries::read_dynamic(&b);
     }
 }
 
@@ -156,5 +158,8 @@ fn truncated_elf_files_never_panic() {
     let libc = std::fs::read("/lib/x86_64-linux-gnu/libc.so.6").expect("libc");
     for len in (0..libc.len()).step_by(libc.len() / 97 + 1) {
         let _ = SymbolTable::parse(&libc[..len]);
+        let _ = libraries::read_dynamic(&libc[..len]);
     }
+    let whole = libraries::read_dynamic(&libc).expect("libc's dynamic section");
+    assert_eq!(whole.needed, ["ld-linux-x86-64.so.2"]);
 }
