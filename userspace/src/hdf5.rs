@@ -198,6 +198,12 @@ impl Dataspaces {
                 let size = self.type_size(pid, a(0))?;
                 self.types.entry(pid).or_default().insert(id, size);
             }
+            "H5Tclose" if ret >= 0 => {
+                if let Some(types) = self.types.get_mut(&pid) {
+                    types.remove(&a(0));
+                }
+                self.built.remove(&(pid, a(0)));
+            }
             "H5Tget_native_type" if ret >= 0 && !self.built.contains(&(pid, a(0))) => {
                 let size = self.type_size(pid, a(0))?;
                 self.types.entry(pid).or_default().insert(id, size);
@@ -410,6 +416,16 @@ mod tests {
             d.observe("H5Dwrite", 1, 0, &[20, 95, 11, 12], 0, none),
             None
         );
+        // Closed: forgotten (HDF5 never gives its id again).
+        let known = d.types.get(&1).map(HashMap::len);
+        d.observe("H5Tclose", 1, 0, &[93], 0, none);
+        d.observe("H5Tclose", 1, 0, &[94], 0, none);
+        assert_eq!(
+            d.observe("H5Dwrite", 1, 0, &[20, 93, 11, 12], 0, none),
+            None
+        );
+        assert_eq!(d.types.get(&1).map(HashMap::len), known.map(|n| n - 2));
+        assert!(!d.built.contains(&(1, 94)));
         let three = [3u64];
         d.observe("H5Tarray_create2", 1, 0, &[79, 1, 0], 92, |i| {
             (i == 2).then_some(&three[..])

@@ -308,7 +308,6 @@ fn byte_counts_and_ranks_do_not_depend_on_the_tracer_keeping_up() {
 #[test]
 fn hdf5_transfers_of_built_types_have_their_sizes() {
     require_root();
-    const N: i64 = 1000;
     let dir = scratch("hdf5_types");
     let exe = build_c(
         "h5pcc",
@@ -316,27 +315,44 @@ fn hdf5_transfers_of_built_types_have_their_sizes() {
         &dir.join("hdf5_types"),
         &["-shlib"],
     );
+    let (_, calls) = record_types(&exe, &dir);
+    assert_eq!(types_written(&calls), TYPES_WRITTEN);
+}
+
+/// hdf5_types.c's N.
+const N_TYPES: i64 = 1000;
+/// The bytes of its H5Dwrites: struct rec { double; int; } is 16 bytes with its padding;
+/// "%32s"; int[3]; a double.
+const TYPES_WRITTEN: [Option<i64>; 4] = [
+    Some(N_TYPES * 16),
+    Some(N_TYPES * 32),
+    Some(N_TYPES * 12),
+    Some(N_TYPES * 8),
+];
+
+/// hdf5_types (built as `exe`) under `strata record --layers hdf5`: the output directory and
+/// its calls in the order they began.
+fn record_types(exe: &std::path::Path, dir: &std::path::Path) -> (std::path::PathBuf, Vec<Row>) {
     let out = dir.join("out");
     let res = run(strata()
         .args(["record", "-q", "--layers", "hdf5", "-o"])
         .arg(&out)
         .arg("--")
-        .arg(&exe)
+        .arg(exe)
         .arg(dir.join("types.h5"))
-        .arg(N.to_string()));
+        .arg(N_TYPES.to_string()));
     assert!(res.status.success(), "{:?}", res.status);
-    let calls = rows(&out, "calls");
-    let mut writes: Vec<&Row> = calls
+    let mut calls = rows(&out, "calls");
+    calls.sort_by_key(|c| c.i("ts_begin_ns"));
+    (out, calls)
+}
+
+fn types_written(calls: &[Row]) -> Vec<Option<i64>> {
+    calls
         .iter()
         .filter(|c| c.s("function") == Some("H5Dwrite"))
-        .collect();
-    writes.sort_by_key(|c| c.i("ts_begin_ns"));
-    let bytes: Vec<Option<i64>> = writes.iter().map(|c| c.i("bytes_result")).collect();
-    // struct rec { double; int; } is 16 bytes with its padding; "%32s"; int[3]; a double.
-    assert_eq!(
-        bytes,
-        [Some(N * 16), Some(N * 32), Some(N * 12), Some(N * 8)]
-    );
+        .map(|c| c.i("bytes_result"))
+        .collect()
 }
 
 /// One traced job at a time. Each is 4 ranks, mpirun and a tracer; four at once on a 2-CPU
@@ -686,7 +702,6 @@ fn statically_linked_hdf5_is_probed_in_the_executable() {
 #[test]
 fn other_builds_of_hdf5_are_probed_however_they_are_loaded() {
     require_root();
-    const N: i64 = 1000;
     let dir = scratch("hdf5_wheel");
     let libs = dir.join("libs");
     std::fs::create_dir_all(&libs).unwrap();
@@ -727,15 +742,7 @@ fn other_builds_of_hdf5_are_probed_however_they_are_loaded() {
         "the program loads the copy: {ldd}"
     );
 
-    let out = dir.join("out");
-    let res = run(strata()
-        .args(["record", "-q", "--layers", "hdf5", "-o"])
-        .arg(&out)
-        .arg("--")
-        .arg(&exe)
-        .arg(dir.join("types.h5"))
-        .arg(N.to_string()));
-    assert!(res.status.success(), "{:?}", res.status);
+    let (out, calls) = record_types(&exe, &dir);
     let probes = rows(&out, "probes");
     let on_copy = |f: &str| {
         probes.iter().any(|p| {
@@ -748,8 +755,6 @@ fn other_builds_of_hdf5_are_probed_however_they_are_loaded() {
         on_copy("H5Fcreate") && on_copy("H5Dwrite"),
         "probed in the copy"
     );
-    let mut calls = rows(&out, "calls");
-    calls.sort_by_key(|c| c.i("ts_begin_ns"));
     assert_eq!(
         calls.first().and_then(|c| c.s("function")),
         Some("H5Fcreate"),
@@ -757,15 +762,7 @@ fn other_builds_of_hdf5_are_probed_however_they_are_loaded() {
     );
     let count = |f: &str| calls.iter().filter(|c| c.s("function") == Some(f)).count();
     assert_eq!((count("H5Fcreate"), count("H5Fclose")), (1, 1));
-    let bytes: Vec<Option<i64>> = calls
-        .iter()
-        .filter(|c| c.s("function") == Some("H5Dwrite"))
-        .map(|c| c.i("bytes_result"))
-        .collect();
-    assert_eq!(
-        bytes,
-        [Some(N * 16), Some(N * 32), Some(N * 12), Some(N * 8)]
-    );
+    assert_eq!(types_written(&calls), TYPES_WRITTEN);
 
     // The same build loaded with dlopen, as Python loads h5py's, with no POSIX layer to see
     // it opened: the loader's report finds it. Ground truth: tests/workloads/hdf5_dlopen.c.
