@@ -3,9 +3,10 @@
  *
  * Writes: nc_put_vara of v (double, 10 x 20) whole: 1600 bytes; nc_put_vars of 5 x 10 of it
  * with stride 2: 400; nc_put_var1 of one value: 8; nc_put_var of s (short, 10): 20.
- * Reads after nc_open: nc_get_vara of v after nc_inq_varndims and nc_inq_vartype: 1600;
- * nc_get_var1_double of v: 8; nc_get_vara of s with no inquiry first: bytes unknown (the
- * library asks itself for the type of the variable, but not for its rank).
+ * Reads after nc_open: nc_get_vara_double of v, whose rank nobody asked yet: 1600 (the
+ * H5Dread beneath; NetCDF reads the variable's attributes inside this first access); then
+ * nc_get_vara of v after nc_inq_varndims and nc_inq_vartype: 1600; nc_get_var1_double of v:
+ * 8; nc_get_vara and nc_get_vara_short of s, whose rank nobody asked: 20 each.
  * Usage: netcdf_untyped FILE */
 #include <netcdf.h>
 #include <stdio.h>
@@ -36,12 +37,14 @@ int main(int argc, char **argv) {
     CHECK(nc_open(argv[1], NC_NOWRITE, &ncid));
     CHECK(nc_inq_varid(ncid, "v", &var_v));
     CHECK(nc_inq_varid(ncid, "s", &var_s));
+    CHECK(nc_get_vara_double(ncid, var_v, start, count, v));
     CHECK(nc_inq_varndims(ncid, var_v, &ndims));
     CHECK(nc_inq_vartype(ncid, var_v, &type));
     CHECK(nc_get_vara(ncid, var_v, start, count, v));
     CHECK(nc_get_var1_double(ncid, var_v, one, v));
     size_t s_count[1] = {10};
     CHECK(nc_get_vara(ncid, var_s, start, s_count, s));
+    CHECK(nc_get_vara_short(ncid, var_s, start, s_count, s));
     CHECK(nc_close(ncid));
     return 0;
 }

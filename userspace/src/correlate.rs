@@ -533,6 +533,14 @@ impl Correlator {
             }
             _ => None,
         };
+        // A NetCDF-4 transfer strata cannot size (an opened file's variable whose rank was
+        // not asked): what the HDF5 transfers it made beneath moved, when all are known.
+        let h5_bytes = match p.layer {
+            Layer::Netcdf if moves && h5_bytes.is_none() => {
+                self.dataspaces.take_beneath(rec.call_id)
+            }
+            _ => h5_bytes,
+        };
         let bytes_requested = bytes_requested.or(h5_bytes);
         let bytes_result = match p.ret {
             _ if h5_bytes.is_some() => h5_bytes.map(|b| if failed { 0 } else { b }),
@@ -544,6 +552,11 @@ impl Correlator {
             RetKind::MpiStatus => bytes_requested.map(|b| if failed { 0 } else { b }),
             _ => None,
         };
+        // Dataset transfers only: attribute reads inside a NetCDF transfer are its metadata.
+        if p.layer == Layer::Hdf5 && moves && rec.parent_id != 0 && p.function().starts_with("H5D")
+        {
+            self.dataspaces.note_beneath(rec.parent_id, bytes_result);
+        }
 
         // The handle operated on.
         let fd_arg = arg(ArgKind::Fd).map(|v| v as i32);

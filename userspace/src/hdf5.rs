@@ -133,6 +133,9 @@ pub struct Dataspaces {
     built: std::collections::HashSet<(i32, u64)>,
     /// Elements selected, as the library itself counted them inside a call (by call id).
     counted: HashMap<u64, u64>,
+    /// Bytes the transfers made inside a call moved (by the caller's call id); None once one
+    /// of them is not known.
+    beneath: HashMap<u64, Option<i64>>,
 }
 
 /// Bound on `counted`: entries whose caller was not a transfer are never taken.
@@ -203,6 +206,14 @@ impl Dataspaces {
                     types.remove(&a(0));
                 }
                 self.built.remove(&(pid, a(0)));
+            }
+            "H5Tequal" if ret > 0 => {
+                let types = self.types.entry(pid).or_default();
+                match (types.get(&a(0)).copied(), types.get(&a(1)).copied()) {
+                    (Some(size), None) => types.insert(a(1), size),
+                    (None, Some(size)) => types.insert(a(0), size),
+                    _ => None,
+                };
             }
             "H5Tget_native_type" if ret >= 0 && !self.built.contains(&(pid, a(0))) => {
                 let size = self.type_size(pid, a(0))?;
@@ -281,6 +292,20 @@ impl Dataspaces {
             }
             self.counted.entry(parent).or_insert(ret as u64);
         }
+    }
+
+    /// A transfer made inside call `parent` moved `bytes`.
+    pub fn note_beneath(&mut self, parent: u64, bytes: Option<i64>) {
+        if self.beneath.len() >= MAX_COUNTED {
+            self.beneath.clear();
+        }
+        let sum = self.beneath.entry(parent).or_insert(Some(0));
+        *sum = sum.zip(bytes).map(|(s, b)| s.saturating_add(b));
+    }
+
+    /// What the transfers made inside call `call_id` moved, when all are known.
+    pub fn take_beneath(&mut self, call_id: u64) -> Option<i64> {
+        self.beneath.remove(&call_id).flatten()
     }
 
     fn set(&mut self, pid: i32, space: u64, sel: Selection) {
@@ -416,6 +441,25 @@ mod tests {
             d.observe("H5Dwrite", 1, 0, &[20, 95, 11, 12], 0, none),
             None
         );
+        // A type found equal to a known one (NetCDF identifies an opened file's types so).
+        d.observe("H5Tequal", 1, 0, &[96, 77], 0, none);
+        assert_eq!(
+            d.observe("H5Dwrite", 1, 0, &[20, 96, 11, 12], 0, none),
+            None
+        );
+        d.observe("H5Tequal", 1, 0, &[96, 77], 1, none);
+        assert_eq!(
+            d.observe("H5Dwrite", 1, 0, &[20, 96, 11, 12], 0, none),
+            Some(elems * 8)
+        );
+        // What the transfers inside a call moved: known only when all of theirs is.
+        d.note_beneath(7, Some(100));
+        d.note_beneath(7, Some(20));
+        assert_eq!(d.take_beneath(7), Some(120));
+        assert_eq!(d.take_beneath(7), None);
+        d.note_beneath(8, Some(100));
+        d.note_beneath(8, None);
+        assert_eq!(d.take_beneath(8), None);
         // Closed: forgotten (HDF5 never gives its id again).
         let known = d.types.get(&1).map(HashMap::len);
         d.observe("H5Tclose", 1, 0, &[93], 0, none);

@@ -792,8 +792,10 @@ fn other_builds_of_hdf5_are_probed_however_they_are_loaded() {
 
 /// NetCDF's untyped transfers (`nc_put_vara`, as Python's netCDF4 makes them) move the
 /// variable's own type: known from nc_def_var for a file created, from nc_inq_vartype and
-/// nc_inq_varndims for one opened; and the H5Dwrite beneath moves as much (NetCDF passes HDF5 the
-/// native type of the variable's type). Ground truth: tests/workloads/netcdf_untyped.c.
+/// nc_inq_varndims for one opened; the H5Dwrite beneath moves as much. Reads of an opened file's
+/// variable whose rank nobody asked take what the H5Dread beneath moved, which is known
+/// because NetCDF identifies the variable's type with H5Tequal.
+/// Ground truth: tests/workloads/netcdf_untyped.c.
 #[test]
 fn untyped_netcdf_transfers_move_the_variables_type() {
     require_root();
@@ -822,21 +824,26 @@ fn untyped_netcdf_transfers_move_the_variables_type() {
             ("nc_put_vars", Some(400)),
             ("nc_put_var1", Some(8)),
             ("nc_put_var", Some(20)),
+            // An opened file's variable whose rank was not asked yet: the H5Dread beneath.
+            ("nc_get_vara_double", Some(1600)),
             ("nc_get_vara", Some(1600)),
             ("nc_get_var1_double", Some(8)),
-            // An opened file's variable nobody asked about: its type is not known.
-            ("nc_get_vara", None),
+            ("nc_get_vara", Some(20)),
+            ("nc_get_vara_short", Some(20)),
         ]
     );
-    for put in calls.iter().filter(|c| {
-        c.s("layer") == Some("netcdf") && c.s("op") == Some("write") && c.i("depth") == Some(0)
+    // Each moved through one HDF5 transfer of as many bytes.
+    for nc in calls.iter().filter(|c| {
+        c.s("layer") == Some("netcdf")
+            && matches!(c.s("op"), Some("read" | "write"))
+            && c.i("depth") == Some(0)
     }) {
-        let below = descendants(&calls, put.i("call_id").unwrap());
+        let below = descendants(&calls, nc.i("call_id").unwrap());
         let h5: Vec<Option<i64>> = below
             .iter()
-            .filter(|c| c.s("function") == Some("H5Dwrite"))
+            .filter(|c| matches!(c.s("function"), Some("H5Dwrite" | "H5Dread")))
             .map(|c| c.i("bytes_result"))
             .collect();
-        assert_eq!(h5, [put.i("bytes_result")], "{:?}", put.s("function"));
+        assert_eq!(h5, [nc.i("bytes_result")], "{:?}", nc.s("function"));
     }
 }
