@@ -82,6 +82,9 @@ struct Adoption {
     age: u32,
 }
 
+/// Rows of files outside `--paths` kept back at most (see `Correlator::withheld`).
+const WITHHELD_FILES: usize = 65_536;
+
 pub struct Correlator {
     /// Shared, not cloned, per record: the hot path only bumps a count.
     probes: Vec<Rc<Probe>>,
@@ -121,6 +124,10 @@ pub struct Correlator {
     queues_transfers: bool,
     /// Only rows about files under these directories are written (`--paths`).
     pub path_filter: Option<crate::filter::PathFilter>,
+    /// With `--paths`: rows of files outside the paths, kept back in case a kept copy names
+    /// them (its other file); and the files such copies named before their rows came.
+    withheld: HashMap<i64, crate::schema::FileRow>,
+    wanted_files: std::collections::HashSet<i64>,
 }
 
 impl Correlator {
@@ -172,6 +179,8 @@ impl Correlator {
             helpers: Default::default(),
             queues_transfers,
             path_filter: None,
+            withheld: HashMap::default(),
+            wanted_files: Default::default(),
         }
     }
 
@@ -251,6 +260,23 @@ impl Correlator {
             None => self.keep(row.file_id, row.path.as_deref()),
         };
         if keep {
+            if self.path_filter.is_some() && row.file2_id.is_some() {
+                // The file outside the paths gets its row too.
+                for id in [row.file_id, row.file2_id].into_iter().flatten() {
+                    if self.keep(Some(id), None) {
+                        continue;
+                    }
+                    match self.withheld.remove(&id) {
+                        Some(r) => out.files.push(r),
+                        None => {
+                            if self.wanted_files.len() >= WITHHELD_FILES {
+                                self.wanted_files.clear();
+                            }
+                            self.wanted_files.insert(id);
+                        }
+                    }
+                }
+            }
             out.calls.push(row);
         }
     }
@@ -258,8 +284,14 @@ impl Correlator {
     /// Moves finished handle, file and process rows into the dataset.
     fn collect(&mut self, out: &mut Dataset) {
         for r in std::mem::take(&mut self.files.new_rows) {
-            if self.keep(Some(r.file_id), None) {
+            if self.keep(Some(r.file_id), None) || self.wanted_files.remove(&r.file_id) {
                 out.files.push(r);
+            } else if self.path_filter.is_some() {
+                // Bounded like the files themselves (a node sees millions).
+                if self.withheld.len() >= WITHHELD_FILES {
+                    self.withheld.clear();
+                }
+                self.withheld.insert(r.file_id, r);
             }
         }
         for r in std::mem::take(&mut self.handles.done) {

@@ -191,9 +191,14 @@ fn only_rows_about_files_under_the_given_paths_are_written() {
     let files = rows(&out, "files");
     let keep = format!("{d}/keep/");
     assert!(!files.is_empty());
-    for f in &files {
-        assert!(f.s("path").unwrap().starts_with(&keep), "{f:?}");
-    }
+    // Under the paths, or the other file of a copy kept (y copied in, w copied out).
+    let mut outside: Vec<&str> = files
+        .iter()
+        .map(|f| f.s("path").unwrap())
+        .filter(|p| !p.starts_with(&keep))
+        .collect();
+    outside.sort_unstable();
+    assert_eq!(outside, [format!("{d}/other/w"), format!("{d}/other/y")]);
     let x = files
         .iter()
         .find(|f| f.s("path") == Some(format!("{keep}x").as_str()))
@@ -218,6 +223,13 @@ fn only_rows_about_files_under_the_given_paths_are_written() {
         vec![2, 3],
         "the copies into and out of the kept directory"
     );
+    // Every file a written call names has its row.
+    let ids: std::collections::HashSet<i64> = files.iter().filter_map(|f| f.i("file_id")).collect();
+    for c in &calls {
+        for id in [c.i("file_id"), c.i("file2_id")].into_iter().flatten() {
+            assert!(ids.contains(&id), "{c:?}");
+        }
+    }
     // Named paths are under the directory (cp's fstatat(fd, "") names none).
     for c in &calls {
         if let Some(p) = c.s("path").filter(|p| !p.is_empty()) {
