@@ -697,10 +697,10 @@ fn inode(path: &Path) -> Option<(u64, u64)> {
 
 impl Loaded {
     /// Attaches the probes of every library `file` is a version or build of (see
-    /// [`libraries::library_match`]): a library a traced process opened from where the start-up search
-    /// did not look (a module tree, a container, a dlopen'ed Python extension), or one a
-    /// program loads at start. `shown` is the path as the process sees it. Each library file
-    /// is attached once.
+    /// [`libraries::library_match`]): a library a traced process opened or mapped from where
+    /// the start-up search did not look (a module tree, a container, a dlopen'ed Python
+    /// extension), or one a program loads at start. `shown` is the path as the process sees
+    /// it. Each library file is attached once.
     pub fn attach_library(
         &mut self,
         probes: &[Probe],

@@ -14,7 +14,7 @@ use std::{
 };
 
 use object::{
-    Endianness, elf,
+    Endianness, ReadCache, ReadRef, elf,
     read::elf::{Dyn as _, FileHeader as _},
 };
 
@@ -45,7 +45,9 @@ pub fn library_match(library: &str, file_name: &str) -> LibraryMatch {
             LibraryMatch::No
         };
     }
-    let stem = |n: &str| n.split(".so").next().unwrap_or(n).to_string();
+    fn stem(n: &str) -> &str {
+        n.split(".so").next().unwrap_or(n)
+    }
     if file_name == library || stem(file_name) == stem(library) {
         return LibraryMatch::Same;
     }
@@ -88,18 +90,22 @@ pub fn named<'a>(probes: &'a [Probe], file_name: &str) -> Vec<(&'a Probe, Librar
 /// (`Kin`) is one if it defines some function of the library's probes; then it is probed for
 /// all of them, as the library itself is (what it lacks is reported, not silently left out).
 pub fn confirmed<'a>(named: &[(&'a Probe, LibraryMatch)], table: &SymbolTable) -> Vec<&'a Probe> {
-    let library = |p: &Probe| match &p.target {
-        Target::Uprobe { library, symbol } => Some((library.clone(), symbol.clone())),
+    let library_of = |p: &'a Probe| match &p.target {
+        Target::Uprobe { library, symbol } => Some((library.as_str(), symbol.as_str())),
         _ => None,
     };
-    let defines = |lib: &str| {
-        named.iter().any(|(p, _)| {
-            library(p).is_some_and(|(l, symbol)| l == lib && table.offset(&symbol).is_some())
-        })
-    };
+    // The libraries (as probes.toml names them) some of whose functions the file defines.
+    let defined: HashSet<&str> = named
+        .iter()
+        .filter_map(|(p, _)| library_of(p))
+        .filter(|(_, symbol)| table.offset(symbol).is_some())
+        .map(|(library, _)| library)
+        .collect();
     named
         .iter()
-        .filter(|(p, m)| *m == LibraryMatch::Same || library(p).is_some_and(|(l, _)| defines(&l)))
+        .filter(|(p, m)| {
+            *m == LibraryMatch::Same || library_of(p).is_some_and(|(l, _)| defined.contains(l))
+        })
         .map(|(p, _)| *p)
         .collect()
 }
@@ -122,6 +128,12 @@ const MACHINE: u16 = if cfg!(target_arch = "aarch64") {
 /// The dynamic section of a 64-bit ELF object of this machine; None for anything else (a
 /// script, a static program, another architecture: the loader would skip it too).
 pub fn read_dynamic(data: &[u8]) -> Option<Dynamic> {
+    dynamic_of(data)
+}
+
+/// [`read_dynamic`] of data read as needed: a program's libraries may be hundreds of MB, of
+/// which the headers, the dynamic section and its strings are read.
+fn dynamic_of<'data, R: ReadRef<'data>>(data: R) -> Option<Dynamic> {
     let header = elf::FileHeader64::<Endianness>::parse(data).ok()?;
     let endian = header.endian().ok()?;
     if header.e_machine(endian) != MACHINE {
@@ -136,7 +148,13 @@ pub fn read_dynamic(data: &[u8]) -> Option<Dynamic> {
         if tag == elf::DT_NULL {
             break;
         }
-        let Ok(value) = d.string(endian, strings) else {
+        if !matches!(tag, elf::DT_NEEDED | elf::DT_RPATH | elf::DT_RUNPATH) {
+            continue;
+        }
+        let Some(value) = u32::try_from(d.d_val(endian))
+            .ok()
+            .and_then(|at| strings.get(at).ok())
+        else {
             continue;
         };
         let value = String::from_utf8_lossy(value);
@@ -156,12 +174,10 @@ pub fn read_dynamic(data: &[u8]) -> Option<Dynamic> {
     Some(out)
 }
 
-/// Where a program runs: its root (a container's, seen through `/proc/<pid>/root`), and the
-/// `LD_LIBRARY_PATH` it starts with.
+/// What a program is started with: the `LD_LIBRARY_PATH` it inherits, and the loader's cache.
 pub struct Loader<'a> {
-    pub root: &'a Path,
     pub ld_library_path: Option<&'a str>,
-    /// ld.so.cache of the root: soname -> path.
+    /// ld.so.cache: soname -> path.
     pub cache: &'a HashMap<String, PathBuf>,
 }
 
@@ -181,7 +197,9 @@ impl Loader<'_> {
         let Some(top) = self.dynamic(exe) else {
             return out;
         };
-        let exe_origin = self.origin(exe, true);
+        // The program's `$ORIGIN` is the directory of its real path.
+        let exe_origin =
+            fs::canonicalize(exe).map_or_else(|_| origin_of(Path::new(exe)), |p| origin_of(&p));
         let exe_rpath: Vec<String> = if top.runpath.is_empty() {
             expand(&top.rpath, &exe_origin)
         } else {
@@ -197,9 +215,8 @@ impl Loader<'_> {
                 let Some((path, dynamic)) = self.search(name, &object, &origin, &exe_rpath) else {
                     continue;
                 };
-                let origin = self.origin(&path, false);
+                todo.push_back((dynamic, origin_of(Path::new(&path))));
                 out.push(path);
-                todo.push_back((dynamic, origin));
             }
         }
         out
@@ -243,35 +260,15 @@ impl Loader<'_> {
             .find_map(|path| self.dynamic(&path).map(|d| (path, d)))
     }
 
-    /// A path in the program's view, as strata can open it.
-    fn file(&self, path: &str) -> PathBuf {
-        if self.root == Path::new("/") {
-            PathBuf::from(path)
-        } else {
-            self.root.join(path.trim_start_matches('/'))
-        }
-    }
-
     fn dynamic(&self, path: &str) -> Option<Dynamic> {
-        // The dynamic section is near the start of the file, but where exactly is in the
-        // section headers at its end: the whole file is read (a few MB for the largest).
-        read_dynamic(&fs::read(self.file(path)).ok()?)
+        dynamic_of(&ReadCache::new(fs::File::open(path).ok()?))
     }
+}
 
-    /// `$ORIGIN` of an object: its directory, that of the program's real path.
-    fn origin(&self, path: &str, program: bool) -> String {
-        let dir = |p: &Path| {
-            p.parent()
-                .map(|d| d.display().to_string())
-                .unwrap_or_else(|| "/".into())
-        };
-        if program && self.root == Path::new("/") {
-            if let Ok(real) = fs::canonicalize(path) {
-                return dir(&real);
-            }
-        }
-        dir(Path::new(path))
-    }
+/// `$ORIGIN` of an object: its directory.
+fn origin_of(path: &Path) -> String {
+    path.parent()
+        .map_or_else(|| "/".into(), |d| d.display().to_string())
 }
 
 /// Substitutes `$ORIGIN` in search directories; a directory naming another dynamic string
@@ -354,9 +351,8 @@ mod tests {
     /// the loader in list mode).
     #[test]
     fn a_programs_libraries_are_those_the_loader_loads() {
-        let cache = crate::symbols::ld_cache(None);
+        let cache = crate::symbols::ld_cache();
         let loader = Loader {
-            root: Path::new("/"),
             ld_library_path: None,
             cache: &cache,
         };

@@ -95,7 +95,7 @@ impl Variables {
             }
             // The ncid (and its groups', which share its upper half) may be reused for
             // another file.
-            "nc_close" | "nc_abort" => {
+            "nc_close" => {
                 let file = a(0) >> 16;
                 self.vars
                     .retain(|(p, n, _), _| *p != pid || n >> 16 != file);

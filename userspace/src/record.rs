@@ -202,9 +202,8 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
         // The libraries they load at start, found as the loader will find them (a module
         // tree's HDF5 through LD_LIBRARY_PATH or a RUNPATH): probed from the first call.
         let ld_library_path = std::env::var("LD_LIBRARY_PATH").ok();
-        let cache = crate::symbols::ld_cache(None);
+        let cache = crate::symbols::ld_cache();
         let loader = crate::libraries::Loader {
-            root: std::path::Path::new("/"),
             ld_library_path: ld_library_path.as_deref(),
             cache: &cache,
         };

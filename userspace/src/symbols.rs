@@ -207,15 +207,9 @@ fn ldconfig_entries(text: &str) -> impl Iterator<Item = (&str, PathBuf)> {
     })
 }
 
-/// A loader cache (`/etc/ld.so.cache`, or `cache`: another root's) as soname -> path; empty
-/// when it cannot be read.
-pub fn ld_cache(cache: Option<&Path>) -> HashMap<String, PathBuf> {
-    let mut cmd = Command::new("ldconfig");
-    cmd.arg("-p");
-    if let Some(c) = cache {
-        cmd.arg("-C").arg(c);
-    }
-    let Ok(out) = cmd.output() else {
+/// The loader's cache (`/etc/ld.so.cache`) as soname -> path; empty when it cannot be read.
+pub fn ld_cache() -> HashMap<String, PathBuf> {
+    let Ok(out) = Command::new("ldconfig").arg("-p").output() else {
         return HashMap::new();
     };
     let text = String::from_utf8_lossy(&out.stdout);
