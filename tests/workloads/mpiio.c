@@ -2,9 +2,10 @@
  *   MPI_File_write_at      4096 B of MPI_BYTE at r*4096                 (independent)
  *   MPI_File_write_at_all  1024 MPI_DOUBLE (8192 B) at 65536 + r*8192    (collective)
  *   MPI_File_iwrite_at     1000 B at 131072 + r*1000, then MPI_Wait      (non-blocking)
+ *   MPI_File_write_at      10 of a built type of 3 MPI_DOUBLE (240 B) at 196608 + r*240
  *   MPI_File_set_view      disp 262144, filetype: 4 blocks of 256 B, stride 256*N
  *   MPI_File_write_all     1024 B through that view                      (collective)
- * usage: mpirun -np N mpiio FILE */
+ * usage: mpirun -np N mpiio FILE (any MPI: Open MPI's or MPICH's mpicc) */
 #include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,11 @@ int main(int argc, char **argv) {
     MPI_Request req;
     MPI_File_iwrite_at(fh, 131072 + (MPI_Offset)rank * 1000, buf, 1000, MPI_BYTE, &req);
     MPI_Wait(&req, &st);
+    MPI_Datatype triple;
+    MPI_Type_contiguous(3, MPI_DOUBLE, &triple);
+    MPI_Type_commit(&triple);
+    MPI_File_write_at(fh, 196608 + (MPI_Offset)rank * 240, buf, 10, triple, &st);
+    MPI_Type_free(&triple);
 
     MPI_Datatype strided;
     MPI_Type_vector(4, 256, 256 * n, MPI_BYTE, &strided);

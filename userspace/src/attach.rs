@@ -139,7 +139,7 @@ impl Uprobes {
             for (path, offset, cookie) in single {
                 if let Err(e) = self.attach_one(ebpf, &path, offset, cookie) {
                     self.at.remove(&(path.clone(), offset));
-                    failed.push((cookie as u32, e));
+                    failed.push((probe_id(cookie), e));
                 }
             }
         }
@@ -161,7 +161,7 @@ impl Uprobes {
             let offsets: Vec<u64> = part.iter().map(|g| g.1).collect();
             let cookies: Vec<u64> = part.iter().map(|g| g.2).collect();
             links.extend(m.attach(&part[0].0, &offsets, &cookies)?);
-            attached.extend(part.iter().map(|g| g.2 as u32));
+            attached.extend(part.iter().map(|g| probe_id(g.2)));
             Ok::<_, anyhow::Error>(())
         });
         self.multi_links.extend(links);
@@ -1110,6 +1110,11 @@ fn tracepoint_format(root: &Path, event: &str) -> anyhow::Result<tracefs::Format
     tracefs::format(root, "syscalls", event)
 }
 
+/// The probe a uprobe's cookie stands for (its function id, either spec).
+fn probe_id(cookie: u64) -> u32 {
+    (cookie as u32) % strata_common::FUNC_INT_HANDLES
+}
+
 fn attach_uprobe(
     ebpf: &mut Ebpf,
     p: &Probe,
@@ -1132,14 +1137,19 @@ fn attach_uprobe(
         .map_mut(maps::FUNC_SPECS)
         .ok_or_else(|| Failure::Failed("function spec map missing".into()))
         .and_then(|m| Array::try_from(m).map_err(|e| Failure::Failed(e.to_string())))?;
+    // The MPICH ABI's handles are integers: the same probe under its other spec.
+    let spec = match p.int_handles_in(table) {
+        true => p.int_handles_spec(),
+        false => p.spec(),
+    };
     specs
-        .set(p.id, p.spec(), 0)
+        .set(spec.func_id, spec, 0)
         .map_err(|e| Failure::Failed(format!("spec map: {e}")))?;
     let table = match p.arg(ArgKind::H5Type) {
         Some(_) => type_table(ebpf, uprobes, path, table, symbol),
         None => 0,
     };
-    let cookie = u64::from(p.id) | (u64::from(table) << COOKIE_TABLE_SHIFT);
+    let cookie = u64::from(spec.func_id) | (u64::from(table) << COOKIE_TABLE_SHIFT);
     // Attached with the file's other probes by `finish_uprobes`.
     uprobes.pending.push((path.to_owned(), offset, cookie));
     uprobes.at.insert((path.to_owned(), offset), p.id);

@@ -6,9 +6,11 @@
 //! MPI_File opened inside H5Fcreate) becomes that handle's child. Children return before
 //! their parents, so each created handle waits in `adoptions[parent call]` until an
 //! enclosing creator returns, or the top of the stack is reached.
-use std::rc::Rc;
+use std::{rc::Rc, sync::Arc};
 
-use strata_common::{CALL_OUT_VALID, CallRecord, DEREF_FAILED, ProcEvent, ProcRecord};
+use strata_common::{
+    CALL_INT_HANDLES, CALL_OUT_VALID, CallRecord, DEREF_FAILED, ProcEvent, ProcRecord,
+};
 
 use crate::{
     dataset::Dataset,
@@ -95,8 +97,9 @@ pub struct Correlator {
     adoptions: HashMap<u64, Adoption>,
     pub procs: Procs,
     pub handles: Handles,
-    /// Names of the libraries probes.toml probes (for [`Self::library_opens`]).
-    libraries: Vec<String>,
+    /// Names of the libraries probes.toml probes, with their other base names (for
+    /// [`Self::library_opens`]).
+    libraries: Vec<(String, Arc<[String]>)>,
     /// Probed libraries that traced processes opened: (pid, path), for the loader to attach.
     pub library_opens: Vec<(i32, String)>,
     /// Traced processes that executed a new program, for the loader to look at its own
@@ -111,6 +114,8 @@ pub struct Correlator {
     dataspaces: crate::hdf5::Dataspaces,
     /// NetCDF variable ranks, for the bytes of puts and gets.
     nc_vars: crate::netcdf::Variables,
+    /// MPI datatype sizes asked beneath transfers, for MPIs with integer handles.
+    type_sizes: crate::mpi_types::TypeSizes,
     /// Collective opens so far per (pid, file id).
     collective_opens: HashMap<(i32, i64), u32>,
     pub files: Files,
@@ -137,11 +142,11 @@ impl Correlator {
                 && matches!(p.op, Op::Read | Op::Write)
                 && p.arg(ArgKind::OutRequest).is_some()
         });
-        let mut libraries: Vec<String> = probes
+        let mut libraries: Vec<(String, Arc<[String]>)> = probes
             .iter()
             .filter(|p| p.enabled)
             .filter_map(|p| match &p.target {
-                Target::Uprobe { library, .. } => Some(library.clone()),
+                Target::Uprobe { library, .. } => Some((library.clone(), p.other_names.clone())),
                 Target::Syscall(_) | Target::Kernel { .. } | Target::Kfunc { .. } => None,
             })
             .collect();
@@ -173,6 +178,7 @@ impl Correlator {
             collective_opens: HashMap::default(),
             dataspaces: Default::default(),
             nc_vars: Default::default(),
+            type_sizes: Default::default(),
             files: Files::default(),
             summary: Summary::default(),
             kernel: Default::default(),
@@ -469,6 +475,13 @@ impl Correlator {
             self.loader_reports.push(rec.pid as i32);
             return None;
         }
+        let out = (rec.flags & CALL_OUT_VALID != 0).then_some(rec.out);
+        if p.internal && p.layer == Layer::Mpiio {
+            // A datatype's size (MPI_Type_size_x): argument 0, the size behind the out-pointer.
+            let size = out.filter(|_| rec.ret as i32 == 0);
+            self.type_sizes.note(rec.parent_id, rec.args[0], size);
+            return None;
+        }
         if p.internal {
             self.dataspaces
                 .internal(p.function(), rec.parent_id, rec.ret);
@@ -479,7 +492,15 @@ impl Correlator {
         self.procs.ensure(pid, |t| clock.epoch(t));
         let call_id = rec.call_id as i64;
         let ts_end = self.clock.epoch(rec.ts_end);
-        let arg = |k: ArgKind| p.arg(k).map(|i| rec.args[i]);
+        // The MPICH ABI's requests are `int`s: the kernel read 8 bytes behind the pointer.
+        let int_handles = rec.flags & CALL_INT_HANDLES != 0;
+        let arg = |k: ArgKind| {
+            let v = rec.args[p.arg(k)?];
+            Some(match k {
+                ArgKind::RequestRef if int_handles => v & u64::from(u32::MAX),
+                _ => v,
+            })
+        };
         let is_syscall = matches!(p.target, Target::Syscall(_));
         let ret = if p.ret_int {
             i64::from(rec.ret as i32)
@@ -530,11 +551,14 @@ impl Correlator {
         let moves = matches!(p.op, Op::Read | Op::Write | Op::Copy);
         let size = arg(ArgKind::Size).map(|v| v as i64);
         let count = arg(ArgKind::Count).map(|v| v as i64);
-        // MPI: the kernel replaced the datatype handle by the datatype's size (0: unknown).
-        let size = size.or_else(|| {
-            p.datatype_size_offset?;
-            arg(ArgKind::Datatype).filter(|s| *s > 0).map(|s| s as i64)
-        });
+        // MPI: the kernel replaced the datatype handle by the datatype's size (0: unknown),
+        // except where handles are integers: then it was asked beneath the call.
+        let size = match arg(ArgKind::Datatype) {
+            _ if size.is_some() => size,
+            dt if int_handles => self.type_sizes.take(rec.call_id, dt),
+            Some(s) if p.datatype_size_offset.is_some() && s > 0 => Some(s as i64),
+            _ => None,
+        };
         let bytes_requested = match (size, count) {
             (Some(s), Some(c)) => Some(s.saturating_mul(c)),
             (Some(s), None) if moves => Some(s),
@@ -549,7 +573,6 @@ impl Correlator {
                 .find(|(a, _)| *a as usize == i)
                 .map(|(_, w)| w.as_slice())
         };
-        let out = (rec.flags & CALL_OUT_VALID != 0).then_some(rec.out);
         let h5_bytes = match p.layer {
             Layer::Hdf5 => self.dataspaces.observe(
                 p.function(),
@@ -978,8 +1001,9 @@ impl Correlator {
             .or_else(|| src_row.and_then(|r| r.path.clone()));
         if let (Some(a), "fd") = (&abs, kind) {
             let name = a.rsplit('/').next().unwrap_or(a);
-            if self.libraries.iter().any(|l| {
-                crate::libraries::library_match(l, name) != crate::libraries::LibraryMatch::No
+            if self.libraries.iter().any(|(l, other)| {
+                crate::libraries::library_match(l, other, name)
+                    != crate::libraries::LibraryMatch::No
             }) {
                 self.library_opens.push((pid, a.clone()));
             }

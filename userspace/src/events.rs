@@ -2,8 +2,8 @@
 use std::{mem::size_of, ptr};
 
 use strata_common::{
-    CallRecord, ImageHeader, KernelEvent, KernelRecord, MAX_TYPE_REFS, ProcEvent, ProcRecord,
-    RecordKind, STR_FAILED, StrHeader, TypeIdsRecord,
+    CALL_INT_HANDLES, CallRecord, FUNC_INT_HANDLES, ImageHeader, KernelEvent, KernelRecord,
+    MAX_TYPE_REFS, ProcEvent, ProcRecord, RecordKind, STR_FAILED, StrHeader, TypeIdsRecord,
 };
 
 #[derive(Debug)]
@@ -85,7 +85,14 @@ fn read<T: Copy>(bytes: &[u8]) -> Result<T, DecodeError> {
 pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
     let kind: u32 = read(bytes)?;
     match kind {
-        k if k == RecordKind::Call as u32 => Ok(Event::Call(read(bytes)?)),
+        k if k == RecordKind::Call as u32 => {
+            let mut rec: CallRecord = read(bytes)?;
+            if rec.func_id >= FUNC_INT_HANDLES {
+                rec.func_id -= FUNC_INT_HANDLES;
+                rec.flags |= CALL_INT_HANDLES;
+            }
+            Ok(Event::Call(rec))
+        }
         k if k == RecordKind::Str as u32 => {
             let hdr: StrHeader = read(bytes)?;
             let data = &bytes[size_of::<StrHeader>()..];

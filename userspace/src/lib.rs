@@ -21,6 +21,7 @@ pub mod html;
 pub mod kernel;
 pub mod libraries;
 pub mod lustre;
+pub mod mpi_types;
 pub mod netcdf;
 pub mod node;
 pub mod pipeline_bench;

@@ -36,7 +36,16 @@ pub enum LibraryMatch {
     No,
 }
 
-pub fn library_match(library: &str, file_name: &str) -> LibraryMatch {
+/// A library's base name: its file name up to the first `_`, `-` or `.so`.
+pub fn base_name(library: &str) -> &str {
+    let library = library.rsplit('/').next().unwrap_or(library);
+    let end = library.find(['_', '-']).unwrap_or(usize::MAX);
+    &library[..end.min(library.find(".so").unwrap_or(library.len()))]
+}
+
+/// How `file_name` relates to `library`, whose builds may also go by the base names
+/// `other_names` (probes.toml's `[library_names]`: Debian's MPICH is `libmpich.so.12`).
+pub fn library_match(library: &str, other_names: &[String], file_name: &str) -> LibraryMatch {
     let library = library.rsplit('/').next().unwrap_or(library);
     if !is_shared_object(file_name) {
         return if file_name == library {
@@ -51,12 +60,15 @@ pub fn library_match(library: &str, file_name: &str) -> LibraryMatch {
     if file_name == library || stem(file_name) == stem(library) {
         return LibraryMatch::Same;
     }
-    let base_len = library.find(['_', '-']).unwrap_or(usize::MAX);
-    let base_len = base_len.min(library.find(".so").unwrap_or(library.len()));
-    let base = &library[..base_len];
-    match file_name.strip_prefix(base) {
-        Some(rest) if rest.starts_with(['_', '-']) || rest.starts_with(".so") => LibraryMatch::Kin,
-        _ => LibraryMatch::No,
+    let kin = |base: &str| {
+        file_name
+            .strip_prefix(base)
+            .is_some_and(|rest| rest.starts_with(['_', '-']) || rest.starts_with(".so"))
+    };
+    if kin(base_name(library)) || other_names.iter().any(|b| kin(b)) {
+        LibraryMatch::Kin
+    } else {
+        LibraryMatch::No
     }
 }
 
@@ -79,7 +91,9 @@ pub fn named<'a>(probes: &'a [Probe], file_name: &str) -> Vec<(&'a Probe, Librar
         .iter()
         .filter(|p| p.enabled)
         .filter_map(|p| match &p.target {
-            Target::Uprobe { library, .. } => Some((p, library_match(library, file_name))),
+            Target::Uprobe { library, .. } => {
+                Some((p, library_match(library, &p.other_names, file_name)))
+            }
             _ => None,
         })
         .filter(|(_, m)| *m != LibraryMatch::No)
@@ -286,7 +300,7 @@ mod tests {
     #[test]
     fn other_builds_of_a_library_are_kin() {
         use LibraryMatch::*;
-        let m = |file| library_match("libhdf5_openmpi.so.103", file);
+        let m = |file| library_match("libhdf5_openmpi.so.103", &[], file);
         assert_eq!(m("libhdf5_openmpi.so.103"), Same);
         assert_eq!(m("libhdf5_openmpi.so.200"), Same);
         assert_eq!(m("libhdf5.so.310"), Kin);
@@ -297,20 +311,30 @@ mod tests {
         assert_eq!(m("libhdf5_hl.so.310"), Kin);
         assert_eq!(m("libhdf5hl_fortran.so.310"), No);
         assert_eq!(m("libhdf5.a"), No);
-        let nc = |file| library_match("libnetcdf_mpi.so.19", file);
+        let nc = |file| library_match("libnetcdf_mpi.so.19", &[], file);
         assert_eq!(nc("libnetcdf.so.19"), Kin);
         assert_eq!(nc("libnetcdf-3622e713.so.22"), Kin);
         assert_eq!(nc("libnetcdff.so.7"), No);
-        let mpi = |file| library_match("libmpi.so.40", file);
+        let mpi = |file| library_match("libmpi.so.40", &[], file);
         assert_eq!(mpi("libmpi.so.12"), Same);
         assert_eq!(mpi("libmpi_cray.so.12"), Kin);
         assert_eq!(mpi("libmpiP.so"), No);
-        let c = |file| library_match("libc.so.6", file);
+        assert_eq!(mpi("libmpich.so.12"), No);
+        let mpich = ["libmpich".to_string()];
+        let mpi = |file| library_match("libmpi.so.40", &mpich, file);
+        assert_eq!(mpi("libmpich.so.12"), Kin);
+        assert_eq!(mpi("libmpi.so.12"), Same);
+        assert_eq!(mpi("libmpichfort.so.12"), No);
+        assert_eq!(base_name("/usr/lib/libhdf5_openmpi.so.103"), "libhdf5");
+        let c = |file| library_match("libc.so.6", &[], file);
         assert_eq!(c("libc-2.28.so"), Kin);
         assert_eq!(c("libcrypto.so.3"), No);
         assert_eq!(c("libc++.so.1"), No);
-        assert_eq!(library_match("/opt/x/libfoo.so.1", "libfoo.so.1"), Same);
-        let ld = |file| library_match("ld-linux-x86-64.so.2", file);
+        assert_eq!(
+            library_match("/opt/x/libfoo.so.1", &[], "libfoo.so.1"),
+            Same
+        );
+        let ld = |file| library_match("ld-linux-x86-64.so.2", &[], file);
         assert_eq!(ld("ld-2.28.so"), Kin);
         assert_eq!(ld("ld.so.cache"), No);
         assert_eq!(ld("ld.so.preload"), No);

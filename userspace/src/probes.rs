@@ -1,10 +1,11 @@
 //! probes.toml: the declarative list of probed functions and syscalls, parsed and validated
 //! once, then used both to attach (kernel specs) and to decode (user space).
-use std::{collections::HashSet, fmt, ops::Range, path::Path, str::FromStr};
+use std::{collections::HashSet, fmt, ops::Range, path::Path, str::FromStr, sync::Arc};
 
 use serde::Deserialize;
 use strata_common::{
-    FuncSpec, KernelEvent, MAX_ARGS, NO_ARG, SPEC_EMIT_AT_ENTRY, SPEC_ENABLED, SPEC_KERNEL,
+    FUNC_INT_HANDLES, FuncSpec, KernelEvent, MAX_ARGS, NO_ARG, SPEC_EMIT_AT_ENTRY, SPEC_ENABLED,
+    SPEC_KERNEL,
 };
 
 /// The probes shipped with strata (the repository's probes.toml).
@@ -228,6 +229,7 @@ kinds!(
         OutHandle64 = "out_handle64",
         OutRequest = "out_request",
         OutInt32 = "out_int32",
+        OutInt64 = "out_int64",
         RequestRef = "request_ref",
         Datatype = "datatype",
         H5Type = "h5type",
@@ -266,7 +268,7 @@ impl ArgKind {
     fn out_size(self) -> Option<u8> {
         match self {
             Self::OutHandle32 | Self::OutInt32 => Some(4),
-            Self::OutHandle64 | Self::OutRequest => Some(8),
+            Self::OutHandle64 | Self::OutRequest | Self::OutInt64 => Some(8),
             _ => None,
         }
     }
@@ -314,6 +316,12 @@ pub struct Probe {
     pub line: usize,
     /// From the file's `mpi_datatype_size_offset`: where an MPI datatype handle keeps its size.
     pub datatype_size_offset: Option<u64>,
+    /// From the file's `mpi_objects_symbol`: a library defining this variable passes MPI
+    /// handles as pointers to objects (Open MPI); one that does not, as 32-bit integers (the
+    /// MPICH ABI). None: always objects.
+    pub mpi_objects_symbol: Option<Arc<str>>,
+    /// From the file's `[library_names]`: other base names of this probe's library.
+    pub other_names: Arc<[String]>,
 }
 
 impl Probe {
@@ -330,6 +338,40 @@ impl Probe {
     /// Index of the first argument of `kind`.
     pub fn arg(&self, kind: ArgKind) -> Option<usize> {
         self.args.iter().position(|k| *k == kind)
+    }
+
+    /// Whether the probe reads MPI datatypes or requests, whose width and meaning depend on
+    /// the MPI's ABI (see [`Self::int_handles_spec`]).
+    pub fn has_mpi_handles(&self) -> bool {
+        self.args.iter().any(|k| {
+            matches!(
+                k,
+                ArgKind::Datatype | ArgKind::OutRequest | ArgKind::RequestRef
+            )
+        })
+    }
+
+    /// Whether this probe, attached to a library with these symbols, meets the MPICH ABI's
+    /// integer handles.
+    pub fn int_handles_in(&self, symbols: &crate::symbols::SymbolTable) -> bool {
+        self.has_mpi_handles()
+            && self
+                .mpi_objects_symbol
+                .as_deref()
+                .is_some_and(|s| symbols.variable(s).is_none())
+    }
+
+    /// The capture spec for an MPI whose handles are integers, under function id
+    /// `id + FUNC_INT_HANDLES`: the datatype is kept as the handle it is (its size comes from
+    /// the MPI_Type_size_x beneath the call), an `out_request` is 4 bytes.
+    pub fn int_handles_spec(&self) -> FuncSpec {
+        let mut spec = self.spec();
+        spec.func_id = self.id + FUNC_INT_HANDLES;
+        spec.datatype_arg = NO_ARG;
+        if self.arg(ArgKind::OutRequest).is_some() {
+            spec.out_size = 4;
+        }
+        spec
     }
 
     /// The kernel-side capture spec.
@@ -395,6 +437,9 @@ impl Probe {
 #[serde(deny_unknown_fields)]
 struct FileRaw {
     mpi_datatype_size_offset: Option<u64>,
+    mpi_objects_symbol: Option<String>,
+    #[serde(default)]
+    library_names: std::collections::HashMap<String, Vec<String>>,
     #[serde(default)]
     probe: Vec<toml::Spanned<ProbeRaw>>,
 }
@@ -442,6 +487,21 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
         .map_err(|e| err(e.span().unwrap_or(0..0), e.message().trim_end().to_string()))?;
     let mut seen = HashSet::new();
     let mut probes = Vec::with_capacity(raw.probe.len());
+    let mpi_objects: Option<Arc<str>> = raw.mpi_objects_symbol.as_deref().map(Into::into);
+    let no_names: Arc<[String]> = Vec::new().into();
+    if let Some((base, _)) = raw
+        .library_names
+        .iter()
+        .find(|(b, names)| b.contains(['/', '.']) || names.iter().any(|n| n.contains(['/', '.'])))
+    {
+        return Err(err(
+            0..0,
+            format!(
+                "[library_names] {base:?}: base names only (`libmpi = [\"libmpich\"]`), no \
+                 directories or versions"
+            ),
+        ));
+    }
     for (id, spanned) in raw.probe.iter().enumerate() {
         let span = spanned.span();
         let p = spanned.get_ref();
@@ -607,6 +667,13 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
             }
             Some(t) => return Err(bad(format!("unknown ret_type {t:?} (int or long)"))),
         };
+        let other_names = match &target {
+            Target::Uprobe { library, .. } => raw
+                .library_names
+                .get(crate::libraries::base_name(library))
+                .map_or_else(|| no_names.clone(), |n| n.as_slice().into()),
+            _ => no_names.clone(),
+        };
         probes.push(Probe {
             id: id as u32,
             layer,
@@ -620,13 +687,12 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
             internal: p.internal,
             line: line_of(text, span.start),
             datatype_size_offset: raw.mpi_datatype_size_offset,
+            mpi_objects_symbol: mpi_objects.clone(),
+            other_names,
         });
     }
-    if probes.len() > strata_common::MAX_FUNCS as usize {
-        return Err(err(
-            0..0,
-            format!("more than {} probes", strata_common::MAX_FUNCS),
-        ));
+    if probes.len() > FUNC_INT_HANDLES as usize {
+        return Err(err(0..0, format!("more than {FUNC_INT_HANDLES} probes")));
     }
     Ok(probes)
 }
@@ -687,6 +753,27 @@ mod tests {
         for (i, p) in probes.iter().enumerate() {
             assert_eq!(p.id as usize, i);
         }
+    }
+
+    /// The MPICH ABI's spec of a probe differs only where the ABIs do.
+    #[test]
+    fn integer_handles_have_their_own_spec() {
+        let probes = parse(BUILTIN, "probes.toml").unwrap();
+        let find = |f: &str| probes.iter().find(|p| p.function() == f).unwrap();
+        let iwrite = find("MPI_File_iwrite_at");
+        let (objects, ints) = (iwrite.spec(), iwrite.int_handles_spec());
+        assert_eq!(objects.func_id, iwrite.id);
+        assert_eq!(ints.func_id, iwrite.id + FUNC_INT_HANDLES);
+        assert_eq!((objects.datatype_arg, objects.out_size), (4, 8));
+        assert_eq!((ints.datatype_arg, ints.out_size), (NO_ARG, 4));
+        assert_eq!(ints.deref_mask, objects.deref_mask);
+        assert!(iwrite.has_mpi_handles() && find("MPI_Wait").has_mpi_handles());
+        assert!(!find("MPI_File_open").has_mpi_handles());
+        assert_eq!(&*iwrite.other_names, ["libmpich".to_string()]);
+        assert!(find("H5Dwrite").other_names.is_empty());
+        let bad = "[library_names]\nlibmpi = [\"libmpich.so.12\"]\n";
+        let e = parse(bad, "p.toml").unwrap_err().to_string();
+        assert!(e.contains("base names only"), "{e}");
     }
 
     /// The loader's report is on with any library layer, and only then.

@@ -362,12 +362,23 @@ static ONE_JOB: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// `mpirun -np RANKS exe args...` under `strata record`, returning the output directory.
 fn record_mpi(name: &str, exe: &std::path::Path, args: &[&str]) -> std::path::PathBuf {
+    record_job(name, &["mpirun", "--oversubscribe", "-np", "4"], exe, args)
+}
+
+/// `launcher exe args...` under `strata record`, returning the output directory.
+fn record_job(
+    name: &str,
+    launcher: &[&str],
+    exe: &std::path::Path,
+    args: &[&str],
+) -> std::path::PathBuf {
     let out = scratch(name).join("out");
     let _one_job = ONE_JOB.lock().unwrap_or_else(|e| e.into_inner());
     let res = run(strata()
         .args(["record", "-q", "--layers", "posix,mpiio,hdf5,netcdf", "-o"])
         .arg(&out)
-        .args(["--", "mpirun", "--oversubscribe", "-np", &RANKS.to_string()])
+        .arg("--")
+        .args(launcher)
         .arg(exe)
         .args(args)
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
@@ -507,13 +518,36 @@ fn netcdf_puts_reach_posix_through_hdf5_and_mpi_io() {
     );
 }
 
+/// The two ABIs of MPI: Open MPI's handles are pointers to objects (a datatype's size is read
+/// from it), the MPICH family's 32-bit integers (a datatype's size is what ROMIO asks).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Mpi {
+    Open,
+    Mpich,
+}
+
 #[test]
 fn mpi_io_calls_carry_offsets_bytes_requests_and_their_posix_writes() {
+    mpi_io_calls(Mpi::Open);
+}
+
+/// The same job built with Debian's MPICH (`libmpich.so.12`, which probes.toml knows by its
+/// other name), run by its own launcher.
+#[test]
+fn mpi_io_calls_under_the_mpich_abi_have_the_same_bytes_and_requests() {
+    mpi_io_calls(Mpi::Mpich);
+}
+
+fn mpi_io_calls(mpi: Mpi) {
     require_root();
-    let dir = scratch("mpiio_build");
-    let exe = build_c("mpicc", "mpiio.c", &dir.join("mpiio"), &[]);
+    let (name, cc, launcher): (_, _, &[&str]) = match mpi {
+        Mpi::Open => ("mpiio", "mpicc", &["mpirun", "--oversubscribe", "-np", "4"]),
+        Mpi::Mpich => ("mpich_io", "mpicc.mpich", &["mpiexec.mpich", "-n", "4"]),
+    };
+    let dir = scratch(&format!("{name}_build"));
+    let exe = build_c(cc, "mpiio.c", &dir.join(name), &[]);
     let file = dir.join("data.bin");
-    let out = record_mpi("mpiio", &exe, &[file.to_str().unwrap()]);
+    let out = record_job(name, launcher, &exe, &[file.to_str().unwrap()]);
 
     let procs = rows(&out, "processes");
     let mut ranks: Vec<(i64, i64)> = procs
@@ -547,7 +581,15 @@ fn mpi_io_calls_carry_offsets_bytes_requests_and_their_posix_writes() {
     let mut group_keys = Vec::new();
     let mut collective_posix = 0;
     for &(r, pid) in &ranks {
-        match one(pid, "MPI_Info_set").get("strs") {
+        // The program's own (MPICH's MPI_File_open sets its default hints the same way,
+        // beneath it).
+        let info: Vec<_> = calls
+            .iter()
+            .filter(|c| c.i("pid") == Some(pid) && c.s("function") == Some("MPI_Info_set"))
+            .filter(|c| c.i("parent_id").is_none())
+            .collect();
+        assert_eq!(info.len(), 1, "rank {r}: {info:?}");
+        match info[0].get("strs") {
             Some(Val::SL(s)) => assert_eq!(s, &["cb_buffer_size", "1048576"]),
             v => panic!("{v:?}"),
         }
@@ -559,23 +601,35 @@ fn mpi_io_calls_carry_offsets_bytes_requests_and_their_posix_writes() {
         assert_eq!((fh.s("kind"), fh.i("file_id")), (Some("mpi_file"), file_id));
         group_keys.push(fh.s("group_key").unwrap().to_string());
 
-        let w = one(pid, "MPI_File_write_at");
-        assert_eq!(
-            (w.i("offset"), w.i("bytes_requested"), w.i("bytes_result")),
-            (Some(r * 4096), Some(4096), Some(4096))
-        );
-        assert_eq!(w.get("collective"), Some(&Val::B(false)));
-        let px = children(w);
-        let px: Vec<_> = px.iter().filter(|c| c.s("op") == Some("write")).collect();
-        assert_eq!(
-            px.len(),
-            1,
-            "rank {r}: one POSIX write under MPI_File_write_at"
-        );
-        assert_eq!(
-            (px[0].i("offset"), px[0].i("bytes_result")),
-            (Some(r * 4096), Some(4096))
-        );
+        // 4096 MPI_BYTE, then 10 of a built type of 24 bytes (its size read from Open MPI's
+        // object, or asked beneath the call under MPICH).
+        let mut writes: Vec<&Row> = calls
+            .iter()
+            .filter(|c| c.i("pid") == Some(pid) && c.s("function") == Some("MPI_File_write_at"))
+            .collect();
+        writes.sort_by_key(|c| c.i("offset"));
+        assert_eq!(writes.len(), 2, "rank {r}: {writes:?}");
+        for (w, at, bytes) in [
+            (writes[0], r * 4096, 4096),
+            (writes[1], 196608 + r * 240, 240),
+        ] {
+            assert_eq!(
+                (w.i("offset"), w.i("bytes_requested"), w.i("bytes_result")),
+                (Some(at), Some(bytes), Some(bytes))
+            );
+            assert_eq!(w.get("collective"), Some(&Val::B(false)));
+            let px = children(w);
+            let px: Vec<_> = px.iter().filter(|c| c.s("op") == Some("write")).collect();
+            assert_eq!(
+                px.len(),
+                1,
+                "rank {r}: one POSIX write under MPI_File_write_at"
+            );
+            assert_eq!(
+                (px[0].i("offset"), px[0].i("bytes_result")),
+                (Some(at), Some(bytes))
+            );
+        }
 
         // 1024 MPI_DOUBLE: 8192 bytes, the datatype's size read from the process.
         let wa = one(pid, "MPI_File_write_at_all");
@@ -640,7 +694,7 @@ fn mpi_io_calls_carry_offsets_bytes_requests_and_their_posix_writes() {
         .filter(|c| c.i("file_id") == file_id)
         .filter_map(|c| c.i("bytes_result"))
         .sum();
-    assert_eq!(total, RANKS * (4096 + 8192 + 1000 + 1024));
+    assert_eq!(total, RANKS * (4096 + 8192 + 1000 + 240 + 1024));
 }
 
 /// HDF5 linked statically into the program (h5pcc's default): its functions are probed in

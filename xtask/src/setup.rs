@@ -12,6 +12,8 @@ const PACKAGES: &[&str] = &[
     "build-essential",
     "libopenmpi-dev",
     "openmpi-bin",
+    // the MPICH ABI's test (Open MPI stays the default mpicc: its alternative ranks higher)
+    "libmpich-dev",
     "libhdf5-openmpi-dev",
     "hdf5-tools",
     "libnetcdf-mpi-dev",

@@ -15,6 +15,11 @@ pub const MAX_DEPTH: usize = 16;
 pub const STR_CAP: usize = 512;
 /// Entries of the uprobe spec map, indexed by the attach cookie (function id).
 pub const MAX_FUNCS: u32 = 4096;
+/// Function ids from here on are probes (id minus this) attached to an MPI whose datatypes and
+/// requests are 32-bit integers (the MPICH ABI): their spec reads no datatype object and
+/// requests as 4 bytes. User space decodes them as the probe's own id with
+/// [`CALL_INT_HANDLES`].
+pub const FUNC_INT_HANDLES: u32 = MAX_FUNCS / 2;
 /// Entries of the syscall spec map, indexed by syscall number.
 pub const MAX_SYSCALLS: u32 = 1024;
 /// `CLONE_THREAD` from `<linux/sched.h>`: a new task that shares its creator's tgid.
@@ -524,6 +529,8 @@ pub struct CallRecord {
 
 /// `CallRecord::out` holds a value read at return.
 pub const CALL_OUT_VALID: u32 = 1;
+/// Set by user space on decoding a [`FUNC_INT_HANDLES`] function id.
+pub const CALL_INT_HANDLES: u32 = 2;
 
 /// A user string argument of a call, emitted at the call's entry (before its [`CallRecord`]).
 /// Only the header and the string's own bytes travel: `StrHeader` + `len` bytes.

@@ -1,0 +1,66 @@
+//! MPI datatype sizes where a datatype is an integer handle (the MPICH ABI of MPICH, Intel
+//! MPI, MVAPICH and Cray MPICH), with no object in the process to read a size from.
+//!
+//! ROMIO, the MPI-IO of all of them, asks `MPI_Type_size_x` for the size of a transfer's
+//! datatype before it moves anything; that call, probed as internal, is made beneath the
+//! transfer, so the transfer's record (which comes after its children's) finds the size of
+//! its own datatype among the sizes asked beneath it.
+use std::collections::HashMap;
+
+/// Bound on the calls with sizes noted: sizes asked outside a transfer (by the program, or
+/// under a call without a datatype) are never taken and are dropped together.
+const MAX_CALLS: usize = 4096;
+
+#[derive(Debug, Default)]
+pub struct TypeSizes {
+    /// Call id -> (datatype handle, size in bytes) asked beneath it.
+    beneath: HashMap<u64, Vec<(u32, i64)>>,
+}
+
+impl TypeSizes {
+    /// `MPI_Type_size_x(datatype, &size)` returned `size`, inside call `parent`.
+    pub fn note(&mut self, parent: u64, datatype: u64, size: Option<u64>) {
+        let (Some(size), true) = (size, parent != 0) else {
+            return;
+        };
+        if self.beneath.len() >= MAX_CALLS {
+            self.beneath.clear();
+        }
+        let sizes = self.beneath.entry(parent).or_default();
+        if sizes.len() < 16 {
+            sizes.push((datatype as u32, i64::try_from(size).unwrap_or(i64::MAX)));
+        }
+    }
+
+    /// The size of `datatype` as asked beneath call `call_id`; forgets what was asked there.
+    pub fn take(&mut self, call_id: u64, datatype: Option<u64>) -> Option<i64> {
+        let sizes = self.beneath.remove(&call_id)?;
+        let datatype = datatype? as u32;
+        sizes.iter().find(|(t, _)| *t == datatype).map(|(_, s)| *s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_transfer_takes_the_size_of_its_own_datatype() {
+        let mut t = TypeSizes::default();
+        // The upper half of an `int` register is not defined.
+        t.note(7, 0xdead_0000_8c00_0005, Some(24));
+        t.note(7, 0x4c00_080b, Some(8));
+        t.note(0, 0x4c00_080b, Some(8));
+        t.note(8, 0x4c00_080b, None);
+        assert_eq!(t.take(7, Some(0x8c00_0005)), Some(24));
+        assert_eq!(t.take(7, Some(0x4c00_080b)), None, "taken once");
+        assert_eq!(t.take(8, Some(0x4c00_080b)), None);
+        t.note(9, 0x4c00_080b, Some(8));
+        assert_eq!(t.take(9, Some(0x4c00_010d)), None);
+        assert!(t.beneath.is_empty());
+        for call in 1..=MAX_CALLS as u64 + 1 {
+            t.note(call, 1, Some(1));
+        }
+        assert!(t.beneath.len() <= MAX_CALLS);
+    }
+}
