@@ -14,6 +14,10 @@ const RANK_VARS: &[&str] = &[
     "PMIX_RANK",
     "PMI_RANK",
     "MPI_RANKID",
+    // MVAPICH's mpirun_rsh, Cray's PALS and ALPS launchers.
+    "MV2_COMM_WORLD_RANK",
+    "PALS_RANKID",
+    "ALPS_APP_PE",
     "SLURM_PROCID",
 ];
 /// Environment variables that carry the number of MPI ranks.
@@ -22,6 +26,7 @@ const SIZE_VARS: &[&str] = &[
     "PMIX_SIZE",
     "PMI_SIZE",
     "MPI_NRANKS",
+    "MV2_COMM_WORLD_SIZE",
     "SLURM_NTASKS",
 ];
 const JOB_VARS: &[&str] = &["SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "FLUX_JOB_ID"];
