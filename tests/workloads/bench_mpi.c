@@ -3,8 +3,11 @@
  * transfer). Prints the slowest rank's loop time in nanoseconds on rank 0, so start-up and
  * teardown (of the job and of a tracer) are not counted.
  *
- * usage: mpirun -np R bench_mpi mpiio|hdf5 SIZE N DIR */
+ * usage: mpirun -np R bench_mpi mpiio|hdf5 SIZE N DIR
+ * (built with -DBENCH_NO_HDF5, for an MPI without an HDF5 of its own: mpiio only) */
+#ifndef BENCH_NO_HDF5
 #include <hdf5.h>
+#endif
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +38,7 @@ int main(int argc, char **argv) {
                                   MPI_BYTE, MPI_STATUS_IGNORE);
         t1 = MPI_Wtime();
         MPI_File_close(&fh);
+#ifndef BENCH_NO_HDF5
     } else if (!strcmp(mode, "hdf5")) {
         hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
         H5Pset_fapl_mpio(fapl, MPI_COMM_WORLD, MPI_INFO_NULL);
@@ -60,6 +64,7 @@ int main(int argc, char **argv) {
         H5Sclose(space);
         H5Fclose(file);
         H5Pclose(fapl);
+#endif
     } else {
         MPI_Abort(MPI_COMM_WORLD, 2);
     }

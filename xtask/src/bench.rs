@@ -10,7 +10,8 @@ use crate::util::{build_strata, exec, is_root, mpi_env, output, root, target_dir
 
 struct Case {
     name: &'static str,
-    /// bench_io's mode, or bench_mpi's (`mpiio`, `hdf5`) when `mpi_size` is set.
+    /// bench_io's mode, or bench_mpi's (`mpiio`, `hdf5`; `mpich`: its `mpiio` built with
+    /// MPICH) when `mpi_size` is set.
     mode: &'static str,
     /// Bytes per collective write of each of 4 ranks (tests/workloads/bench_mpi.c).
     mpi_size: Option<u64>,
@@ -98,6 +99,16 @@ const CASES: &[Case] = &[
         divisor: 4_000,
         empty: None,
     },
+    // The same under MPICH's ABI: each transfer also has ROMIO's MPI_Type_size_x probed.
+    Case {
+        name: "MPICH MPI-IO 64K x4",
+        mode: "mpich",
+        mpi_size: Some(64 << 10),
+        layers: "posix,mpiio",
+        calls_per_iter: 1,
+        divisor: 400,
+        empty: None,
+    },
     Case {
         name: "HDF5 64K x4",
         mode: "hdf5",
@@ -177,7 +188,7 @@ fn dataset_bytes(out: &Path) -> anyhow::Result<u64> {
 }
 
 /// The workload command of a case (its `mode` and `mpi_size`): bench_io, or bench_mpi on 4
-/// ranks under mpirun.
+/// ranks under mpirun (its MPICH build under MPICH's mpiexec).
 fn workload(
     (mode, mpi_size): (&str, Option<u64>),
     n: u64,
@@ -190,6 +201,14 @@ fn workload(
         None => {
             v.push(io.into());
             v.push(mode.into());
+        }
+        Some(size) if mode == "mpich" => {
+            for a in ["mpiexec.mpich", "-n", "4"] {
+                v.push(a.into());
+            }
+            v.push(mpi.with_file_name("bench_mpich").into());
+            v.push("mpiio".into());
+            v.push(size.to_string().into());
         }
         Some(size) => {
             for a in ["mpirun", "--oversubscribe", "-np", "4"] {
@@ -228,6 +247,12 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
             .current_dir(&dir)
             .args(["-shlib", "-O2", "-o"])
             .arg(&mpi_exe)
+            .arg(root().join("tests/workloads/bench_mpi.c")),
+    )?;
+    exec(
+        Command::new("mpicc.mpich")
+            .args(["-DBENCH_NO_HDF5", "-O2", "-o"])
+            .arg(dir.join("bench_mpich"))
             .arg(root().join("tests/workloads/bench_mpi.c")),
     )?;
 
