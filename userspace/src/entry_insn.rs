@@ -24,9 +24,99 @@ pub fn single_stepped(code: &[u8]) -> bool {
     }
 }
 
+/// Bytes of a function's first instruction a probe can be placed after, so that it lands on
+/// an emulated `push` instead of a single-stepped instruction (0: none). Only an instruction
+/// that writes one scratch register which carries no argument (`%rax`, `%r10`, `%r11`) and
+/// leaves the stack, the flags and memory alone (a register `mov`, a `%rip`-relative `lea`)
+/// is passed over: at the `push` every argument register and the stack pointer are as at
+/// entry, so the arguments read and the return address a return probe takes are the call's.
+/// The `push` opens the prologue, which no jump inside the function comes back to.
+pub fn prologue_skip(code: &[u8]) -> usize {
+    // An optional REX prefix (0x40-0x4f): R extends ModRM.reg, B extends ModRM.rm.
+    let (rex, rest) = match code {
+        [r @ 0x40..=0x4f, rest @ ..] => (*r, rest),
+        _ => (0, code),
+    };
+    let ext = |bit: u8| if rex & bit != 0 { 8 } else { 0 };
+    let scratch = |r: u8| matches!(r, 0 | 10 | 11);
+    let len = match rest {
+        // mov reg, reg: into ModRM.rm (0x89) or ModRM.reg (0x8b).
+        [0x89, m, ..] if m >> 6 == 3 && scratch((m & 7) + ext(1)) => 2,
+        [0x8b, m, ..] if m >> 6 == 3 && scratch(((m >> 3) & 7) + ext(4)) => 2,
+        // lea disp32(%rip), reg.
+        [0x8d, m, ..] if m >> 6 == 0 && m & 7 == 5 && scratch(((m >> 3) & 7) + ext(4)) => 6,
+        _ => return 0,
+    };
+    let len = len + usize::from(rex != 0);
+    match code.get(len..) {
+        Some(next)
+            if !single_stepped(next)
+                && matches!(next, [0x50..=0x57, ..] | [0x41, 0x50..=0x57, ..]) =>
+        {
+            len
+        }
+        _ => 0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::single_stepped;
+    use super::{prologue_skip, single_stepped};
+
+    /// First instructions of MPICH's functions, and where a probe goes.
+    #[test]
+    fn a_probe_passes_over_a_scratch_register_write_to_a_push() {
+        for (code, skip, what) in [
+            (
+                &[0x89, 0xf8, 0x41, 0x54][..],
+                2,
+                "mov %edi,%eax; push %r12 (MPICH's MPI_Type_size_x)",
+            ),
+            (
+                &[0x48, 0x8d, 0x05, 1, 2, 3, 4, 0x53][..],
+                7,
+                "lea (%rip),%rax; push %rbx (MPICH's MPI_File_iwrite)",
+            ),
+            (&[0x4c, 0x89, 0xd8, 0x55], 3, "mov %r11,%rax; push %rbp"),
+            (&[0x49, 0x89, 0xfa, 0x55], 3, "mov %rdi,%r10; push %rbp"),
+            (
+                &[0x89, 0xfe, 0x55],
+                0,
+                "mov %edi,%esi: an argument register",
+            ),
+            (&[0x48, 0x89, 0xe0, 0x55], 3, "mov %rsp,%rax; push %rbp"),
+            (
+                &[0x48, 0x89, 0xc4, 0x55],
+                0,
+                "mov %rax,%rsp: the stack pointer",
+            ),
+            (&[0x89, 0x07, 0x55], 0, "mov %eax,(%rdi): memory"),
+            (&[0x8b, 0x07, 0x55], 0, "mov (%rdi),%eax: a load, then"),
+            (
+                &[0x89, 0xf8, 0x48, 0x83, 0xec, 8],
+                0,
+                "mov %edi,%eax; sub $8,%rsp",
+            ),
+            (
+                &[0x89, 0xf8],
+                0,
+                "mov %edi,%eax at the end of the code read",
+            ),
+            (
+                &[0x48, 0x83, 0xec, 8],
+                0,
+                "sub $8,%rsp (MPICH's MPI_File_write_at)",
+            ),
+            (&[0x41, 0x57], 0, "push %r15: nothing to pass over"),
+            (
+                &[0x48, 0x8d, 0x3d, 1, 2, 3, 4, 0x53],
+                0,
+                "lea (%rip),%rdi: an argument",
+            ),
+        ] {
+            assert_eq!(prologue_skip(code), skip, "{what}");
+        }
+    }
 
     /// First instructions of functions strata probes, as objdump shows them in Debian's
     /// libraries, and the kernel's verdict on each.

@@ -35,6 +35,8 @@ pub struct SymbolTable {
     variables: HashMap<String, Variable>,
 }
 
+/// Where a function is probed: its entry, or past a first instruction the probe can pass over
+/// ([`crate::entry_insn::prologue_skip`]).
 #[derive(Debug, Clone, Copy)]
 struct Function {
     offset: u64,
@@ -104,13 +106,16 @@ impl SymbolTable {
             else {
                 continue;
             };
-            let stepped = cfg!(target_arch = "x86_64")
+            let code = cfg!(target_arch = "x86_64")
                 .then(|| usize::try_from(off).ok().and_then(|o| data.get(o..)))
                 .flatten()
-                .map(|code| crate::entry_insn::single_stepped(&code[..code.len().min(4)]));
+                .map(|code| &code[..code.len().min(16)]);
+            // Probed past a first instruction that would be single-stepped, where it can be.
+            let skip = code.map_or(0, crate::entry_insn::prologue_skip);
+            let stepped = code.map(|c| crate::entry_insn::single_stepped(&c[skip..]));
             functions.entry(name.to_string()).or_insert(Function {
-                offset: off,
-                address: sym.address(),
+                offset: off + skip as u64,
+                address: sym.address() + skip as u64,
                 stepped,
             });
         }
@@ -144,7 +149,7 @@ impl SymbolTable {
         self.functions.get(name).map(|f| f.offset)
     }
 
-    /// The link-time address of function `name`.
+    /// The link-time address where function `name` is probed.
     pub fn address(&self, name: &str) -> Option<u64> {
         self.functions.get(name).map(|f| f.address)
     }
