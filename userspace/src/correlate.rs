@@ -553,9 +553,11 @@ impl Correlator {
         let count = arg(ArgKind::Count).map(|v| v as i64);
         // MPI: the kernel replaced the datatype handle by the datatype's size (0: unknown),
         // except where handles are integers: then it was asked beneath the call.
+        // Sizes asked beneath any call go with its record (HDF5 asks one per H5Dwrite).
+        let asked = self.type_sizes.take(rec.call_id, arg(ArgKind::Datatype));
         let size = match arg(ArgKind::Datatype) {
             _ if size.is_some() => size,
-            dt if int_handles => self.type_sizes.take(rec.call_id, dt),
+            _ if int_handles => asked,
             Some(s) if p.datatype_size_offset.is_some() && s > 0 => Some(s as i64),
             _ => None,
         };

@@ -7,8 +7,8 @@
 //! its own datatype among the sizes asked beneath it.
 use std::collections::HashMap;
 
-/// Bound on the calls with sizes noted: sizes asked outside a transfer (by the program, or
-/// under a call without a datatype) are never taken and are dropped together.
+/// Bound on the calls in flight with sizes noted (their records never came: the process was
+/// killed); beyond it they are dropped together.
 const MAX_CALLS: usize = 4096;
 
 #[derive(Debug, Default)]
@@ -32,8 +32,12 @@ impl TypeSizes {
         }
     }
 
-    /// The size of `datatype` as asked beneath call `call_id`; forgets what was asked there.
+    /// The size of `datatype` as asked beneath call `call_id`; forgets what was asked there
+    /// (called for every call's record, so that nothing outlives the calls in flight).
     pub fn take(&mut self, call_id: u64, datatype: Option<u64>) -> Option<i64> {
+        if self.beneath.is_empty() {
+            return None;
+        }
         let sizes = self.beneath.remove(&call_id)?;
         let datatype = datatype? as u32;
         sizes.iter().find(|(t, _)| *t == datatype).map(|(_, s)| *s)
