@@ -458,6 +458,9 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
             for p in &list {
                 let target = match &p.target {
                     probes::Target::Syscall(s) => format!("syscalls/sys_{{enter,exit}}_{s}"),
+                    probes::Target::Uprobe { library, .. } if !p.other_names.is_empty() => {
+                        format!("uprobe {library} (also {})", p.other_names.join(", "))
+                    }
                     probes::Target::Uprobe { library, .. } => format!("uprobe {library}"),
                     probes::Target::Kernel { attach, .. }
                     | probes::Target::Kfunc { attach, .. } => attach
