@@ -685,6 +685,23 @@ fn mpi_io_calls(mpi: Mpi) {
     }
     group_keys.dedup();
     assert_eq!(group_keys.len(), 1, "{group_keys:?}");
+    if mpi == Mpi::Mpich {
+        // MPICH's MPI_Type_size_x (asked 4 times per collective transfer) opens with
+        // `mov %edi,%eax`, which the kernel would single-step: it is probed at the `push`
+        // after it, and the sizes above show the arguments and return were the call's.
+        let probes = rows(&out, "probes");
+        let tsx = probes
+            .iter()
+            .find(|p| {
+                p.s("function") == Some("MPI_Type_size_x")
+                    && p.s("target").is_some_and(|t| t.contains("libmpich"))
+            })
+            .expect("MPI_Type_size_x of libmpich in the probes table");
+        assert_eq!(
+            (tsx.s("status"), tsx.b("single_step")),
+            (Some("attached"), Some(false))
+        );
+    }
     // Two-phase I/O: the aggregators write all ranks' 8 KiB blocks.
     assert_eq!(collective_posix, RANKS * 8192);
     // Every byte of the job reached the file through POSIX writes.
