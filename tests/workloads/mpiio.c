@@ -3,6 +3,7 @@
  *   MPI_File_write_at_all  1024 MPI_DOUBLE (8192 B) at 65536 + r*8192    (collective)
  *   MPI_File_iwrite_at     1000 B at 131072 + r*1000, then MPI_Wait      (non-blocking)
  *   MPI_File_write_at      10 of a built type of 3 MPI_DOUBLE (240 B) at 196608 + r*240
+ *   MPI_File_iread_at      100 B at r*4096, then MPI_Test until it is done       (polled)
  *   MPI_File_set_view      disp 262144, filetype: 4 blocks of 256 B, stride 256*N
  *   MPI_File_write_all     1024 B through that view                      (collective)
  * usage: mpirun -np N mpiio FILE (any MPI: Open MPI's or MPICH's mpicc) */
@@ -38,6 +39,11 @@ int main(int argc, char **argv) {
     MPI_Type_commit(&triple);
     MPI_File_write_at(fh, 196608 + (MPI_Offset)rank * 240, buf, 10, triple, &st);
     MPI_Type_free(&triple);
+    char back[100];
+    int done = 0;
+    MPI_File_iread_at(fh, (MPI_Offset)rank * 4096, back, 100, MPI_BYTE, &req);
+    while (!done) MPI_Test(&req, &done, &st);
+    if (memcmp(back, buf, 100)) MPI_Abort(MPI_COMM_WORLD, 3);
 
     MPI_Datatype strided;
     MPI_Type_vector(4, 256, 256 * n, MPI_BYTE, &strided);

@@ -27,8 +27,8 @@ pub fn single_stepped(code: &[u8]) -> bool {
 /// Bytes of a function's first instruction a probe can be placed after, so that it lands on
 /// an emulated `push` instead of a single-stepped instruction (0: none). Only an instruction
 /// that writes one scratch register which carries no argument (`%rax`, `%r10`, `%r11`) and
-/// leaves the stack, the flags and memory alone (a register `mov`, a `%rip`-relative `lea`)
-/// is passed over: at the `push` every argument register and the stack pointer are as at
+/// leaves the stack, the flags and memory alone (a register `mov`, a `%rip`-relative load or
+/// `lea`) is passed over: at the `push` every argument register and the stack pointer are as at
 /// entry, so the arguments read and the return address a return probe takes are the call's.
 /// The `push` opens the prologue, which no jump inside the function comes back to.
 pub fn prologue_skip(code: &[u8]) -> usize {
@@ -43,6 +43,8 @@ pub fn prologue_skip(code: &[u8]) -> usize {
         // mov reg, reg: into ModRM.rm (0x89) or ModRM.reg (0x8b).
         [0x89, m, ..] if m >> 6 == 3 && scratch((m & 7) + ext(1)) => 2,
         [0x8b, m, ..] if m >> 6 == 3 && scratch(((m >> 3) & 7) + ext(4)) => 2,
+        // mov disp32(%rip), reg: a load of a global.
+        [0x8b, m, ..] if m >> 6 == 0 && m & 7 == 5 && scratch(((m >> 3) & 7) + ext(4)) => 6,
         // lea disp32(%rip), reg.
         [0x8d, m, ..] if m >> 6 == 0 && m & 7 == 5 && scratch(((m >> 3) & 7) + ext(4)) => 6,
         _ => return 0,
@@ -76,6 +78,16 @@ mod tests {
                 &[0x48, 0x8d, 0x05, 1, 2, 3, 4, 0x53][..],
                 7,
                 "lea (%rip),%rax; push %rbx (MPICH's MPI_File_iwrite)",
+            ),
+            (
+                &[0x48, 0x8b, 0x05, 1, 0xa0, 8, 0, 0x41, 0x54][..],
+                7,
+                "mov (%rip),%rax; push %r12 (Open MPI's MPI_Test)",
+            ),
+            (
+                &[0x48, 0x8b, 0x3d, 1, 0xa0, 8, 0, 0x41, 0x54][..],
+                0,
+                "mov (%rip),%rdi: an argument",
             ),
             (&[0x4c, 0x89, 0xd8, 0x55], 3, "mov %r11,%rax; push %rbp"),
             (&[0x49, 0x89, 0xfa, 0x55], 3, "mov %rdi,%r10; push %rbp"),

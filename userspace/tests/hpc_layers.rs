@@ -677,6 +677,43 @@ fn mpi_io_calls(mpi: Mpi) {
         );
         assert_eq!(aio[0].i("file_id"), file_id);
 
+        // iread, then MPI_Test until done: every MPI_Test names the request, and the one that
+        // found it done completes it.
+        let ir = one(pid, "MPI_File_iread_at");
+        assert_eq!(
+            (ir.i("offset"), ir.i("bytes_requested")),
+            (Some(r * 4096), Some(100))
+        );
+        let rreq = handles
+            .iter()
+            .find(|h| h.i("created_by_call_id") == ir.i("call_id"))
+            .expect("the iread's request");
+        assert_eq!(rreq.s("kind"), Some("request"));
+        let mut polls: Vec<&Row> = calls
+            .iter()
+            .filter(|c| c.i("pid") == Some(pid) && c.s("function") == Some("MPI_Test"))
+            .collect();
+        polls.sort_by_key(|c| c.i("ts_begin_ns"));
+        assert!(
+            polls
+                .iter()
+                .all(|t| t.i("handle_id") == rreq.i("handle_id")),
+            "rank {r}: {polls:?}"
+        );
+        assert_eq!(
+            rreq.i("destroyed_by_call_id"),
+            polls.last().and_then(|t| t.i("call_id"))
+        );
+        let preads: Vec<&Row> = children(ir)
+            .into_iter()
+            .filter(|c| c.s("layer") == Some("posix") && c.s("op") == Some("read"))
+            .collect();
+        assert_eq!(preads.len(), 1, "rank {r}: the POSIX read of the iread");
+        assert_eq!(
+            (preads[0].i("offset"), preads[0].i("bytes_result")),
+            (Some(r * 4096), Some(100))
+        );
+
         let view = one(pid, "MPI_File_set_view");
         assert_eq!(view.i("offset"), Some(262144 + r * 256));
         assert_eq!(view.get("strs"), Some(&Val::SL(vec!["native".into()])));
@@ -685,23 +722,25 @@ fn mpi_io_calls(mpi: Mpi) {
     }
     group_keys.dedup();
     assert_eq!(group_keys.len(), 1, "{group_keys:?}");
-    if mpi == Mpi::Mpich {
-        // MPICH's MPI_Type_size_x (asked 4 times per collective transfer) opens with
-        // `mov %edi,%eax`, which the kernel would single-step: it is probed at the `push`
-        // after it, and the sizes above show the arguments and return were the call's.
-        let probes = rows(&out, "probes");
-        let tsx = probes
-            .iter()
-            .find(|p| {
-                p.s("function") == Some("MPI_Type_size_x")
-                    && p.s("target").is_some_and(|t| t.contains("libmpich"))
-            })
-            .expect("MPI_Type_size_x of libmpich in the probes table");
-        assert_eq!(
-            (tsx.s("status"), tsx.b("single_step")),
-            (Some("attached"), Some(false))
-        );
-    }
+    // Functions whose first instruction the kernel would single-step (MPICH's
+    // MPI_Type_size_x opens with `mov %edi,%eax`, Open MPI's MPI_Test with a load of a global
+    // into %rax) are probed at the `push` after it; the sizes and requests above show that the
+    // arguments and returns seen there are the call's.
+    let (function, library) = match mpi {
+        Mpi::Open => ("MPI_Test", "libmpi.so.40"),
+        Mpi::Mpich => ("MPI_Type_size_x", "libmpich"),
+    };
+    let probes = rows(&out, "probes");
+    let probe = probes
+        .iter()
+        .find(|p| {
+            p.s("function") == Some(function) && p.s("target").is_some_and(|t| t.contains(library))
+        })
+        .unwrap_or_else(|| panic!("{function} of {library} in the probes table"));
+    assert_eq!(
+        (probe.s("status"), probe.b("single_step")),
+        (Some("attached"), Some(false))
+    );
     // Two-phase I/O: the aggregators write all ranks' 8 KiB blocks.
     assert_eq!(collective_posix, RANKS * 8192);
     // Every byte of the job reached the file through POSIX writes.
