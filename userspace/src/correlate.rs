@@ -557,7 +557,7 @@ impl Correlator {
         let asked = self.type_sizes.take(rec.call_id, arg(ArgKind::Datatype));
         let size = match arg(ArgKind::Datatype) {
             _ if size.is_some() => size,
-            _ if int_handles => asked,
+            dt if int_handles => asked.or_else(|| dt.and_then(crate::mpi_types::predefined_size)),
             Some(s) if p.datatype_size_offset.is_some() && s > 0 => Some(s as i64),
             _ => None,
         };

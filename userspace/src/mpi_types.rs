@@ -4,8 +4,18 @@
 //! ROMIO, the MPI-IO of all of them, asks `MPI_Type_size_x` for the size of a transfer's
 //! datatype before it moves anything; that call, probed as internal, is made beneath the
 //! transfer, so the transfer's record (which comes after its children's) finds the size of
-//! its own datatype among the sizes asked beneath it.
+//! its own datatype among the sizes asked beneath it. Where none was asked (an MPI-IO that
+//! sizes types without that call), a predefined type's handle still tells its size.
 use std::collections::HashMap;
+
+/// The size the MPICH ABI encodes in a predefined datatype's handle (`MPI_DOUBLE` is
+/// `0x4c00080b`): kind "builtin" in bits 30-31, object class "datatype" in bits 26-29, the
+/// size in bytes in bits 8-15. None for built types, whose handles index MPICH's own tables.
+pub fn predefined_size(datatype: u64) -> Option<i64> {
+    let h = datatype as u32;
+    let size = i64::from((h >> 8) & 0xff);
+    (h >> 30 == 1 && (h >> 26) & 0xf == 3 && size > 0).then_some(size)
+}
 
 /// Bound on the calls in flight with sizes noted (their records never came: the process was
 /// killed); beyond it they are dropped together.
@@ -47,6 +57,17 @@ impl TypeSizes {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Handles from MPICH's mpi.h; the mpiio tests size real ones.
+    #[test]
+    fn only_predefined_handles_carry_a_size() {
+        assert_eq!(predefined_size(0xdead_0000_4c00_080b), Some(8), "MPI_DOUBLE");
+        assert_eq!(predefined_size(0x4c00_010d), Some(1), "MPI_BYTE");
+        assert_eq!(predefined_size(0x0c00_0000), None, "MPI_DATATYPE_NULL");
+        assert_eq!(predefined_size(0x4c00_0010), None, "MPI_LB: no size");
+        assert_eq!(predefined_size(0x8c00_0005), None, "a built type");
+        assert_eq!(predefined_size(0x4400_0000), None, "MPI_COMM_WORLD: not a datatype");
+    }
 
     #[test]
     fn a_transfer_takes_the_size_of_its_own_datatype() {

@@ -362,12 +362,19 @@ static ONE_JOB: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// `mpirun -np RANKS exe args...` under `strata record`, returning the output directory.
 fn record_mpi(name: &str, exe: &std::path::Path, args: &[&str]) -> std::path::PathBuf {
-    record_job(name, &["mpirun", "--oversubscribe", "-np", "4"], exe, args)
+    record_job(
+        name,
+        &[],
+        &["mpirun", "--oversubscribe", "-np", "4"],
+        exe,
+        args,
+    )
 }
 
-/// `launcher exe args...` under `strata record`, returning the output directory.
+/// `launcher exe args...` under `strata record OPTS`, returning the output directory.
 fn record_job(
     name: &str,
+    opts: &[&str],
     launcher: &[&str],
     exe: &std::path::Path,
     args: &[&str],
@@ -377,6 +384,7 @@ fn record_job(
     let res = run(strata()
         .args(["record", "-q", "--layers", "posix,mpiio,hdf5,netcdf", "-o"])
         .arg(&out)
+        .args(opts)
         .arg("--")
         .args(launcher)
         .arg(exe)
@@ -538,6 +546,57 @@ fn mpi_io_calls_under_the_mpich_abi_have_the_same_bytes_and_requests() {
     mpi_io_calls(Mpi::Mpich);
 }
 
+/// Under the MPICH ABI without the MPI_Type_size_x probe (an MPI-IO that sizes its types
+/// otherwise): a predefined datatype's size still comes from its handle, a built one's is
+/// unknown, never guessed.
+#[test]
+fn mpich_predefined_datatypes_are_sized_from_their_handles() {
+    require_root();
+    let dir = scratch("mpich_handles_build");
+    let exe = build_c("mpicc.mpich", "mpiio.c", &dir.join("mpich_io"), &[]);
+    let text = strata::probes::BUILTIN;
+    let at = text
+        .find("symbol = \"MPI_Type_size_x\"")
+        .expect("probes.toml probes it");
+    let start = text[..at].rfind("[[probe]]").unwrap();
+    let end = at + text[at..].find("[[probe]]").unwrap();
+    let probes = dir.join("probes.toml");
+    std::fs::write(&probes, format!("{}{}", &text[..start], &text[end..])).unwrap();
+    let file = dir.join("data.bin");
+    let out = record_job(
+        "mpich_handles",
+        &["--probes", probes.to_str().unwrap()],
+        &["mpiexec.mpich", "-n", "4"],
+        &exe,
+        &[file.to_str().unwrap()],
+    );
+    let calls = rows(&out, "calls");
+    let requested = |f: &str| -> Vec<Option<i64>> {
+        let mut v: Vec<&Row> = calls
+            .iter()
+            .filter(|c| c.s("function") == Some(f))
+            .collect();
+        v.sort_by_key(|c| (c.i("offset"), c.i("pid")));
+        v.iter().map(|c| c.i("bytes_requested")).collect()
+    };
+    // Per rank: 4096 MPI_BYTE, then 10 of the built 24-byte type.
+    let mut expect = vec![Some(4096); RANKS as usize];
+    expect.extend(vec![None; RANKS as usize]);
+    assert_eq!(requested("MPI_File_write_at"), expect);
+    assert_eq!(
+        requested("MPI_File_write_at_all"),
+        vec![Some(8192); RANKS as usize]
+    );
+    assert_eq!(
+        requested("MPI_File_iread_at"),
+        vec![Some(100); RANKS as usize]
+    );
+    assert_eq!(
+        requested("MPI_File_write_all"),
+        vec![Some(1024); RANKS as usize]
+    );
+}
+
 fn mpi_io_calls(mpi: Mpi) {
     require_root();
     let (name, cc, launcher): (_, _, &[&str]) = match mpi {
@@ -547,7 +606,7 @@ fn mpi_io_calls(mpi: Mpi) {
     let dir = scratch(&format!("{name}_build"));
     let exe = build_c(cc, "mpiio.c", &dir.join(name), &[]);
     let file = dir.join("data.bin");
-    let out = record_job(name, launcher, &exe, &[file.to_str().unwrap()]);
+    let out = record_job(name, &[], launcher, &exe, &[file.to_str().unwrap()]);
 
     let procs = rows(&out, "processes");
     let mut ranks: Vec<(i64, i64)> = procs
