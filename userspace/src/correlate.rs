@@ -554,8 +554,9 @@ impl Correlator {
         // MPI: the kernel replaced the datatype handle by the datatype's size (0: unknown),
         // except where handles are integers: then it was asked beneath the call.
         // Sizes asked beneath any call go with its record (HDF5 asks one per H5Dwrite).
-        let asked = self.type_sizes.take(rec.call_id, arg(ArgKind::Datatype));
-        let size = match arg(ArgKind::Datatype) {
+        let datatype = arg(ArgKind::Datatype);
+        let asked = self.type_sizes.take(rec.call_id, datatype);
+        let size = match datatype {
             _ if size.is_some() => size,
             dt if int_handles => asked.or_else(|| dt.and_then(crate::mpi_types::predefined_size)),
             Some(s) if p.datatype_size_offset.is_some() && s > 0 => Some(s as i64),

@@ -50,13 +50,9 @@ pub fn prologue_skip(code: &[u8]) -> usize {
         _ => return 0,
     };
     let len = len + usize::from(rex != 0);
+    // `push %reg`, which the kernel emulates.
     match code.get(len..) {
-        Some(next)
-            if !single_stepped(next)
-                && matches!(next, [0x50..=0x57, ..] | [0x41, 0x50..=0x57, ..]) =>
-        {
-            len
-        }
+        Some([0x50..=0x57, ..] | [0x41, 0x50..=0x57, ..]) => len,
         _ => 0,
     }
 }

@@ -61,12 +61,20 @@ mod tests {
     /// Handles from MPICH's mpi.h; the mpiio tests size real ones.
     #[test]
     fn only_predefined_handles_carry_a_size() {
-        assert_eq!(predefined_size(0xdead_0000_4c00_080b), Some(8), "MPI_DOUBLE");
+        assert_eq!(
+            predefined_size(0xdead_0000_4c00_080b),
+            Some(8),
+            "MPI_DOUBLE"
+        );
         assert_eq!(predefined_size(0x4c00_010d), Some(1), "MPI_BYTE");
         assert_eq!(predefined_size(0x0c00_0000), None, "MPI_DATATYPE_NULL");
         assert_eq!(predefined_size(0x4c00_0010), None, "MPI_LB: no size");
         assert_eq!(predefined_size(0x8c00_0005), None, "a built type");
-        assert_eq!(predefined_size(0x4400_0000), None, "MPI_COMM_WORLD: not a datatype");
+        assert_eq!(
+            predefined_size(0x4400_0000),
+            None,
+            "MPI_COMM_WORLD: not a datatype"
+        );
     }
 
     #[test]
