@@ -25,34 +25,50 @@ pub fn single_stepped(code: &[u8]) -> bool {
 }
 
 /// Bytes of a function's first instruction a probe can be placed after, so that it lands on
-/// an emulated `push` instead of a single-stepped instruction (0: none). Only an instruction
-/// that writes one scratch register which carries no argument (`%rax`, `%r10`, `%r11`) and
-/// leaves the stack, the flags and memory alone (a register `mov`, a `%rip`-relative load or
-/// `lea`) is passed over: at the `push` every argument register and the stack pointer are as at
-/// entry, so the arguments read and the return address a return probe takes are the call's.
-/// The `push` opens the prologue, which no jump inside the function comes back to.
+/// an emulated `push` or `jmp` instead of a single-stepped instruction (0: none).
+///
+/// Only an instruction that writes one register other than the stack pointer, without reading
+/// it, and leaves the stack and memory alone is passed over: a register `mov`, a `mov` of an
+/// immediate, a `%rip`-relative load or `lea`, or the `xor` that zeroes a register. The
+/// function overwrites that register before anything reads it, so it carries none of the call's
+/// arguments: at the next instruction every register that does is as at entry, and so is the
+/// stack pointer, where a return probe takes the return address. That instruction is either
+/// the `push` that opens the prologue or the `jmp` of a wrapper that sets one argument of the
+/// function it tail-calls (NetCDF's typed functions: `mov $6,%r9d; jmp NC_get_vara`); no jump
+/// inside the function comes back to either. The caller checks that no other function starts
+/// there.
 pub fn prologue_skip(code: &[u8]) -> usize {
-    // An optional REX prefix (0x40-0x4f): R extends ModRM.reg, B extends ModRM.rm.
+    // An optional REX prefix (0x40-0x4f): W widens, R extends ModRM.reg, B extends ModRM.rm.
     let (rex, rest) = match code {
         [r @ 0x40..=0x4f, rest @ ..] => (*r, rest),
         _ => (0, code),
     };
     let ext = |bit: u8| if rex & bit != 0 { 8 } else { 0 };
-    let scratch = |r: u8| matches!(r, 0 | 10 | 11);
-    let len = match rest {
+    let rm = |m: u8| (m & 7) + ext(1);
+    let reg = |m: u8| ((m >> 3) & 7) + ext(4);
+    // (length without REX, register written, register read: none if it is the same one).
+    let (len, dst, src) = match *rest {
         // mov reg, reg: into ModRM.rm (0x89) or ModRM.reg (0x8b).
-        [0x89, m, ..] if m >> 6 == 3 && scratch((m & 7) + ext(1)) => 2,
-        [0x8b, m, ..] if m >> 6 == 3 && scratch(((m >> 3) & 7) + ext(4)) => 2,
-        // mov disp32(%rip), reg: a load of a global.
-        [0x8b, m, ..] if m >> 6 == 0 && m & 7 == 5 && scratch(((m >> 3) & 7) + ext(4)) => 6,
-        // lea disp32(%rip), reg.
-        [0x8d, m, ..] if m >> 6 == 0 && m & 7 == 5 && scratch(((m >> 3) & 7) + ext(4)) => 6,
+        [0x89, m, ..] if m >> 6 == 3 => (2, rm(m), Some(reg(m))),
+        [0x8b, m, ..] if m >> 6 == 3 => (2, reg(m), Some(rm(m))),
+        // mov disp32(%rip), reg (a load of a global), lea disp32(%rip), reg.
+        [0x8b | 0x8d, m, ..] if m >> 6 == 0 && m & 7 == 5 => (6, reg(m), None),
+        // mov $imm, reg: 4 bytes of immediate, 8 with REX.W.
+        [op @ 0xb8..=0xbf, ..] => (if rex & 8 != 0 { 9 } else { 5 }, (op - 0xb8) + ext(1), None),
+        // mov $imm32, reg (sign-extended with REX.W).
+        [0xc7, m, ..] if m >> 6 == 3 && (m >> 3) & 7 == 0 => (6, rm(m), None),
+        // xor of a register with itself: zero, whatever it held.
+        [0x31 | 0x33, m, ..] if m >> 6 == 3 && rm(m) == reg(m) => (2, rm(m), None),
         _ => return 0,
     };
+    const RSP: u8 = 4;
+    if dst == RSP || src == Some(dst) {
+        return 0;
+    }
     let len = len + usize::from(rex != 0);
-    // `push %reg`, which the kernel emulates.
+    // `push %reg` or `jmp rel8/rel32`, which the kernel emulates.
     match code.get(len..) {
-        Some([0x50..=0x57, ..] | [0x41, 0x50..=0x57, ..]) => len,
+        Some([0x50..=0x57 | 0xeb | 0xe9, ..] | [0x41, 0x50..=0x57, ..]) => len,
         _ => 0,
     }
 }
@@ -61,9 +77,10 @@ pub fn prologue_skip(code: &[u8]) -> usize {
 mod tests {
     use super::{prologue_skip, single_stepped};
 
-    /// First instructions of MPICH's functions, and where a probe goes.
+    /// First instructions of MPICH's, Open MPI's and NetCDF's functions and made-up ones, and
+    /// where a probe goes.
     #[test]
-    fn a_probe_passes_over_a_scratch_register_write_to_a_push() {
+    fn a_probe_passes_over_a_dead_register_write_to_a_push_or_jmp() {
         for (code, skip, what) in [
             (
                 &[0x89, 0xf8, 0x41, 0x54][..],
@@ -82,15 +99,62 @@ mod tests {
             ),
             (
                 &[0x48, 0x8b, 0x3d, 1, 0xa0, 8, 0, 0x41, 0x54][..],
-                0,
-                "mov (%rip),%rdi: an argument",
+                7,
+                "mov (%rip),%rdi; push %r12: %rdi carried no argument",
             ),
             (&[0x4c, 0x89, 0xd8, 0x55], 3, "mov %r11,%rax; push %rbp"),
             (&[0x49, 0x89, 0xfa, 0x55], 3, "mov %rdi,%r10; push %rbp"),
             (
                 &[0x89, 0xfe, 0x55],
+                2,
+                "mov %edi,%esi; push %rbp: %rsi carried no argument",
+            ),
+            (
+                &[0x89, 0xff, 0x55],
                 0,
-                "mov %edi,%esi: an argument register",
+                "mov %edi,%edi: reads what it writes",
+            ),
+            (&[0x44, 0x89, 0xc8, 0x55], 3, "mov %r9d,%eax; push %rbp"),
+            (
+                &[0x45, 0x89, 0xc9, 0x55],
+                0,
+                "mov %r9d,%r9d: reads what it writes",
+            ),
+            (
+                &[0x41, 0xb9, 6, 0, 0, 0, 0xe9, 1, 2, 3, 4][..],
+                6,
+                "mov $6,%r9d; jmp (NetCDF's nc_get_vara_double)",
+            ),
+            (
+                &[0xb9, 6, 0, 0, 0, 0xe9, 1, 2, 3, 4][..],
+                5,
+                "mov $6,%ecx; jmp (NetCDF's nc_put_var_double)",
+            ),
+            (&[0x31, 0xc9, 0xe9, 1, 2, 3, 4], 2, "xor %ecx,%ecx; jmp"),
+            (&[0x45, 0x31, 0xc9, 0x55], 3, "xor %r9d,%r9d; push %rbp"),
+            (&[0x31, 0xc8, 0x55], 0, "xor %ecx,%eax: reads %eax"),
+            (&[0x44, 0x31, 0xc9, 0x55], 0, "xor %r9d,%ecx: reads %ecx"),
+            (
+                &[0x48, 0xc7, 0xc0, 0xff, 0xff, 0xff, 0xff, 0x53][..],
+                7,
+                "mov $-1,%rax; push %rbx",
+            ),
+            (
+                &[0x48, 0xb8, 1, 2, 3, 4, 5, 6, 7, 8, 0xeb, 0x10][..],
+                10,
+                "movabs $imm64,%rax; jmp rel8",
+            ),
+            (&[0xbc, 0, 0x10, 0, 0, 0x55], 0, "mov $0x1000,%esp"),
+            (&[0xb8, 1, 0, 0, 0, 0xc3], 0, "mov $1,%eax; ret: stepped"),
+            (
+                &[0xba, 1, 0, 0, 0, 0xe8, 1, 2, 3, 4][..],
+                0,
+                "mov $1,%edx; call: the call pushes",
+            ),
+            (
+                &[0x48, 0x89, 0xd0, 0x48, 0x8b, 0x15, 1, 2, 3, 4][..],
+                0,
+                "mov %rdx,%rax; mov (%rip),%rdx: a second write",
             ),
             (&[0x48, 0x89, 0xe0, 0x55], 3, "mov %rsp,%rax; push %rbp"),
             (
@@ -118,8 +182,13 @@ mod tests {
             (&[0x41, 0x57], 0, "push %r15: nothing to pass over"),
             (
                 &[0x48, 0x8d, 0x3d, 1, 2, 3, 4, 0x53],
+                7,
+                "lea (%rip),%rdi; push %rbx: %rdi carried no argument",
+            ),
+            (
+                &[0x48, 0x8d, 0x25, 1, 2, 3, 4, 0x53],
                 0,
-                "lea (%rip),%rdi: an argument",
+                "lea (%rip),%rsp: the stack pointer",
             ),
         ] {
             assert_eq!(prologue_skip(code), skip, "{what}");

@@ -4,7 +4,7 @@
 //! versioned names (`H5Dwrite@@HDF5_MPI_1.8.7`) match their plain name. Offsets are file
 //! offsets, which is what the kernel's uprobe API takes.
 use std::{
-    collections::HashMap,
+    collections::{HashMap, HashSet},
     fs,
     path::{Path, PathBuf},
     process::Command,
@@ -74,6 +74,13 @@ impl SymbolTable {
         let file = object::File::parse(data)?;
         let mut functions = HashMap::new();
         let mut variables = HashMap::new();
+        // Where functions start: a probe is not moved onto another function's entry.
+        let starts: HashSet<u64> = file
+            .dynamic_symbols()
+            .chain(file.symbols())
+            .filter(|s| s.is_definition() && s.kind() == object::SymbolKind::Text)
+            .map(|s| s.address())
+            .collect();
         for sym in file.dynamic_symbols().chain(file.symbols()) {
             if !sym.is_definition() {
                 continue;
@@ -111,7 +118,10 @@ impl SymbolTable {
                 .flatten()
                 .map(|code| &code[..code.len().min(16)]);
             // Probed past a first instruction that would be single-stepped, where it can be.
-            let skip = code.map_or(0, crate::entry_insn::prologue_skip);
+            let skip = match code.map_or(0, crate::entry_insn::prologue_skip) {
+                n if starts.contains(&(sym.address() + n as u64)) => 0,
+                n => n,
+            };
             let stepped = code.map(|c| crate::entry_insn::single_stepped(&c[skip..]));
             functions.entry(name.to_string()).or_insert(Function {
                 offset: off + skip as u64,
@@ -270,6 +280,56 @@ mod tests {
             t.variable("fopen").is_none(),
             "a function is not a variable"
         );
+    }
+
+    /// A probe passes over a wrapper's argument set-up to its `jmp`, and stays at the entry of
+    /// a function whose second instruction is where another one starts (built by gcc).
+    #[test]
+    fn probes_move_past_a_dead_write_but_not_onto_another_function() {
+        let dir = std::env::temp_dir().join(format!("strata-skip-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let asm = dir.join("f.s");
+        fs::write(
+            &asm,
+            ".text\n.globl wrapper, head, body, tail\n\
+             .type wrapper, @function\n.type head, @function\n\
+             .type body, @function\n.type tail, @function\n\
+             wrapper: mov $6, %r9d\n jmp tail\n\
+             head: mov $1, %eax\n\
+             body: push %rbx\n pop %rbx\n ret\n\
+             tail: ret\n",
+        )
+        .unwrap();
+        let so = dir.join("f.so");
+        let gcc = Command::new("gcc")
+            .args(["-shared", "-nostdlib", "-o"])
+            .arg(&so)
+            .arg(&asm)
+            .status()
+            .expect("gcc");
+        assert!(gcc.success());
+        let data = fs::read(&so).unwrap();
+        fs::remove_dir_all(&dir).unwrap();
+        let file = object::File::parse(&*data).unwrap();
+        let entry = |name: &str| {
+            file.dynamic_symbols()
+                .find(|s| s.name() == Ok(name))
+                .map(|s| s.address())
+                .unwrap()
+        };
+        let t = SymbolTable::parse(&data).unwrap();
+        // mov $6,%r9d is 6 bytes; the jmp is emulated.
+        assert_eq!(t.address("wrapper"), Some(entry("wrapper") + 6));
+        assert_eq!(t.single_stepped("wrapper"), Some(false));
+        assert_eq!(
+            t.offset("wrapper").unwrap() - t.offset("tail").unwrap(),
+            t.address("wrapper").unwrap() - entry("tail")
+        );
+        // head + 5 is body's entry: head's probe stays where it is, single-stepped.
+        assert_eq!(entry("head") + 5, entry("body"));
+        assert_eq!(t.address("head"), Some(entry("head")));
+        assert_eq!(t.single_stepped("head"), Some(true));
+        assert_eq!(t.address("body"), Some(entry("body")));
     }
 
     #[test]

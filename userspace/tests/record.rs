@@ -203,6 +203,13 @@ fn posix_and_stdio_exactly(mode: Option<&str>, pwrite64: (&str, &str)) {
     let stream = handle(fopen.i("handle_id"));
     assert_eq!(stream.s("kind"), Some("stream"));
     assert_eq!(stream.s("mode"), Some("w"));
+    // glibc's fopen is `mov $1,%edx; jmp`: probed at its emulated jmp, where the path and mode
+    // above were read.
+    let fopen_probe = rows(&out, "probes")
+        .into_iter()
+        .find(|p| p.s("function") == Some("fopen") && p.s("status") == Some("attached"))
+        .expect("fopen attached");
+    assert_eq!(fopen_probe.b("single_step"), Some(false));
     assert_eq!(stream.i("created_by_call_id"), fopen.i("call_id"));
     assert_eq!(stream.i("destroyed_by_call_id"), fclose.i("call_id"));
     let fd = handle(openat.i("handle_id"));

@@ -15,6 +15,9 @@ const PACKAGES: &[&str] = &[
     // the MPICH ABI's test (Open MPI stays the default mpicc: its alternative ranks higher)
     "libmpich-dev",
     "libhdf5-openmpi-dev",
+    // HDF5's MPICH build, runtime only: the test compiles against the Open MPI build's headers
+    // (the -dev package would also re-register the mpicc alternative)
+    "libhdf5-mpich-103-1",
     "hdf5-tools",
     "libnetcdf-mpi-dev",
     "netcdf-bin",
