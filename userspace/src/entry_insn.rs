@@ -75,7 +75,31 @@ pub fn prologue_skip(code: &[u8]) -> usize {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::{prologue_skip, single_stepped};
+
+    proptest! {
+        /// Whatever the bytes, a probe moves only within them, and onto an emulated
+        /// instruction.
+        #[test]
+        fn a_moved_probe_lands_on_an_emulated_instruction(
+            rex in prop::sample::select(vec![None, Some(0x41u8), Some(0x44), Some(0x45), Some(0x48), Some(0x4c)]),
+            op in prop::sample::select(vec![0x89u8, 0x8b, 0x8d, 0xb9, 0xbc, 0xc7, 0x31, 0x33, 0x55]),
+            tail in prop::collection::vec(
+                prop_oneof![any::<u8>(), prop::sample::select(vec![0x55u8, 0x41, 0x50, 0xe9, 0xeb, 0xc3])],
+                0..14,
+            ),
+        ) {
+            let code: Vec<u8> = rex.into_iter().chain([op]).chain(tail).collect();
+            let skip = prologue_skip(&code);
+            if skip > 0 {
+                prop_assert!(skip < code.len());
+                prop_assert!(!single_stepped(&code[skip..]));
+                prop_assert!(single_stepped(&code));
+            }
+        }
+    }
 
     /// First instructions of MPICH's, Open MPI's and NetCDF's functions and made-up ones, and
     /// where a probe goes.

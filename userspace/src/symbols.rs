@@ -119,7 +119,13 @@ impl SymbolTable {
                 .map(|code| &code[..code.len().min(16)]);
             // Probed past a first instruction that would be single-stepped, where it can be.
             let skip = match code.map_or(0, crate::entry_insn::prologue_skip) {
-                n if starts.contains(&(sym.address() + n as u64)) => 0,
+                n if sym
+                    .address()
+                    .checked_add(n as u64)
+                    .is_none_or(|a| starts.contains(&a)) =>
+                {
+                    0
+                }
                 n => n,
             };
             let stepped = code.map(|c| crate::entry_insn::single_stepped(&c[skip..]));
