@@ -56,6 +56,7 @@ int main(int argc, char **argv) {
 
     /* stdio: 100 small fwrites, flushed as one write(2) inside fclose. */
     FILE *f = fopen(b, "w");
+    if (fflush(f) != 0) return 21;                /* nothing buffered yet: no write(2) */
     for (int i = 0; i < 100; i++)
         if (fwrite(buf, 16, 1, f) != 1) return 20;
     fclose(f);

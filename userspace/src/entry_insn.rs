@@ -25,18 +25,21 @@ pub fn single_stepped(code: &[u8]) -> bool {
 }
 
 /// Bytes of a function's first instruction a probe can be placed after, so that it lands on
-/// an emulated `push` or `jmp` instead of a single-stepped instruction (0: none).
+/// an emulated `push`, `jmp` or conditional jump instead of a single-stepped instruction
+/// (0: none).
 ///
-/// Only an instruction that writes one register other than the stack pointer, without reading
-/// it, and leaves the stack and memory alone is passed over: a register `mov`, a `mov` of an
-/// immediate, a `%rip`-relative load or `lea`, or the `xor` that zeroes a register. The
-/// function overwrites that register before anything reads it, so it carries none of the call's
-/// arguments: at the next instruction every register that does is as at entry, and so is the
-/// stack pointer, where a return probe takes the return address. That instruction is either
-/// the `push` that opens the prologue or the `jmp` of a wrapper that sets one argument of the
-/// function it tail-calls (NetCDF's typed functions: `mov $6,%r9d; jmp NC_get_vara`); no jump
-/// inside the function comes back to either. The caller checks that no other function starts
-/// there.
+/// Only an instruction that leaves the stack pointer, the stack and memory alone and writes
+/// either the flags alone (a `test` or `cmp` of registers, constants or a global) or one
+/// register without reading it (a register `mov`, a `mov` of an immediate, a `%rip`-relative
+/// load or `lea`, the `xor` that zeroes a register) is passed over. The function overwrites
+/// that register before anything reads it, so it carries none of the call's arguments: at the
+/// next instruction every register that does is as at entry, and so is the stack pointer,
+/// where a return probe takes the return address. That instruction is the `push` that opens
+/// the prologue, the `jmp` of a wrapper that sets one argument of the function it tail-calls
+/// (NetCDF's typed functions: `mov $6,%r9d; jmp NC_get_vara`), or the branch on the test
+/// (glibc's fflush: `test %rdi,%rdi; je`), which the kernel takes on the flags the test set.
+/// No jump inside the function comes back to it (a loop comes back to the test). The caller
+/// checks that no other function starts there.
 pub fn prologue_skip(code: &[u8]) -> usize {
     // An optional REX prefix (0x40-0x4f): W widens, R extends ModRM.reg, B extends ModRM.rm.
     let (rex, rest) = match code {
@@ -46,29 +49,49 @@ pub fn prologue_skip(code: &[u8]) -> usize {
     let ext = |bit: u8| if rex & bit != 0 { 8 } else { 0 };
     let rm = |m: u8| (m & 7) + ext(1);
     let reg = |m: u8| ((m >> 3) & 7) + ext(4);
-    // (length without REX, register written, register read: none if it is the same one).
-    let (len, dst, src) = match *rest {
+    // ModRM of a register operand, or of a `%rip`-relative one (4 bytes of displacement).
+    let register = |m: u8| m >> 6 == 3;
+    let global = |m: u8| m >> 6 == 0 && m & 7 == 5;
+    // `cmp` is /7 of the immediate group (the others write their operand).
+    let cmp = |m: u8| (m >> 3) & 7 == 7;
+    // (length without REX, register written and register read, if any).
+    let (len, write) = match *rest {
         // mov reg, reg: into ModRM.rm (0x89) or ModRM.reg (0x8b).
-        [0x89, m, ..] if m >> 6 == 3 => (2, rm(m), Some(reg(m))),
-        [0x8b, m, ..] if m >> 6 == 3 => (2, reg(m), Some(rm(m))),
+        [0x89, m, ..] if register(m) => (2, Some((rm(m), Some(reg(m))))),
+        [0x8b, m, ..] if register(m) => (2, Some((reg(m), Some(rm(m))))),
         // mov disp32(%rip), reg (a load of a global), lea disp32(%rip), reg.
-        [0x8b | 0x8d, m, ..] if m >> 6 == 0 && m & 7 == 5 => (6, reg(m), None),
+        [0x8b | 0x8d, m, ..] if global(m) => (6, Some((reg(m), None))),
         // mov $imm, reg: 4 bytes of immediate, 8 with REX.W.
-        [op @ 0xb8..=0xbf, ..] => (if rex & 8 != 0 { 9 } else { 5 }, (op - 0xb8) + ext(1), None),
+        [op @ 0xb8..=0xbf, ..] => (
+            if rex & 8 != 0 { 9 } else { 5 },
+            Some(((op - 0xb8) + ext(1), None)),
+        ),
         // mov $imm32, reg (sign-extended with REX.W).
-        [0xc7, m, ..] if m >> 6 == 3 && (m >> 3) & 7 == 0 => (6, rm(m), None),
+        [0xc7, m, ..] if register(m) && (m >> 3) & 7 == 0 => (6, Some((rm(m), None))),
         // xor of a register with itself: zero, whatever it held.
-        [0x31 | 0x33, m, ..] if m >> 6 == 3 && rm(m) == reg(m) => (2, rm(m), None),
+        [0x31 | 0x33, m, ..] if register(m) && rm(m) == reg(m) => (2, Some((rm(m), None))),
+        // test reg, reg; cmp reg, reg: the flags only.
+        [0x85 | 0x39 | 0x3b, m, ..] if register(m) => (2, None),
+        // cmp $imm8, reg; cmp $imm32, reg (0x80: of a byte register).
+        [0x80 | 0x83, m, ..] if register(m) && cmp(m) => (3, None),
+        [0x81, m, ..] if register(m) && cmp(m) => (6, None),
+        // cmp $imm, disp32(%rip): a global compared.
+        [0x80 | 0x83, m, ..] if global(m) && cmp(m) => (7, None),
+        [0x81, m, ..] if global(m) && cmp(m) => (10, None),
         _ => return 0,
     };
     const RSP: u8 = 4;
-    if dst == RSP || src == Some(dst) {
+    if matches!(write, Some((dst, src)) if dst == RSP || src == Some(dst)) {
         return 0;
     }
     let len = len + usize::from(rex != 0);
-    // `push %reg` or `jmp rel8/rel32`, which the kernel emulates.
+    // `push %reg`, `jmp rel8/rel32`, `jcc rel8/rel32`, which the kernel emulates.
     match code.get(len..) {
-        Some([0x50..=0x57 | 0xeb | 0xe9, ..] | [0x41, 0x50..=0x57, ..]) => len,
+        Some(
+            [0x50..=0x57 | 0xeb | 0xe9 | 0x70..=0x7f, ..]
+            | [0x41, 0x50..=0x57, ..]
+            | [0x0f, 0x80..=0x8f, ..],
+        ) => len,
         _ => 0,
     }
 }
@@ -85,9 +108,11 @@ mod tests {
         #[test]
         fn a_moved_probe_lands_on_an_emulated_instruction(
             rex in prop::sample::select(vec![None, Some(0x41u8), Some(0x44), Some(0x45), Some(0x48), Some(0x4c)]),
-            op in prop::sample::select(vec![0x89u8, 0x8b, 0x8d, 0xb9, 0xbc, 0xc7, 0x31, 0x33, 0x55]),
+            op in prop::sample::select(vec![
+                0x89u8, 0x8b, 0x8d, 0xb9, 0xbc, 0xc7, 0x31, 0x33, 0x85, 0x39, 0x80, 0x81, 0x83, 0x55,
+            ]),
             tail in prop::collection::vec(
-                prop_oneof![any::<u8>(), prop::sample::select(vec![0x55u8, 0x41, 0x50, 0xe9, 0xeb, 0xc3])],
+                prop_oneof![any::<u8>(), prop::sample::select(vec![0x55u8, 0x41, 0x50, 0xe9, 0xeb, 0x74, 0x0f, 0x84, 0xc3])],
                 0..14,
             ),
         ) {
@@ -101,10 +126,10 @@ mod tests {
         }
     }
 
-    /// First instructions of MPICH's, Open MPI's and NetCDF's functions and made-up ones, and
-    /// where a probe goes.
+    /// First instructions of MPICH's, Open MPI's, NetCDF's and glibc's functions and made-up
+    /// ones, and where a probe goes.
     #[test]
-    fn a_probe_passes_over_a_dead_register_write_to_a_push_or_jmp() {
+    fn a_probe_passes_over_a_dead_register_write_or_a_test_to_an_emulated_instruction() {
         for (code, skip, what) in [
             (
                 &[0x89, 0xf8, 0x41, 0x54][..],
@@ -213,6 +238,52 @@ mod tests {
                 &[0x48, 0x8d, 0x25, 1, 2, 3, 4, 0x53],
                 0,
                 "lea (%rip),%rsp: the stack pointer",
+            ),
+            (
+                &[0x48, 0x85, 0xff, 0x74, 0x10][..],
+                3,
+                "test %rdi,%rdi; je (glibc's fflush)",
+            ),
+            (
+                &[0x83, 0xff, 0xff, 0x0f, 0x84, 1, 2, 3, 4][..],
+                3,
+                "cmp $-1,%edi; je rel32 (glibc's ungetc)",
+            ),
+            (
+                &[0x80, 0x3d, 1, 2, 3, 4, 0, 0x74, 0x10][..],
+                7,
+                "cmpb $0,(%rip); je (glibc's write)",
+            ),
+            (
+                &[0x81, 0x3d, 1, 2, 3, 4, 0, 1, 0, 0, 0x75, 0x10][..],
+                10,
+                "cmpl $0x100,(%rip); jne",
+            ),
+            (&[0x39, 0xf7, 0x7f, 0x10], 2, "cmp %esi,%edi; jg"),
+            (
+                &[0x48, 0x83, 0xec, 0x08, 0x74, 0x10][..],
+                0,
+                "sub $8,%rsp: /5 of the group writes",
+            ),
+            (
+                &[0x83, 0xe7, 0x0f, 0x74, 0x10][..],
+                0,
+                "and $15,%edi: /4 writes an argument",
+            ),
+            (
+                &[0x80, 0x05, 1, 2, 3, 4, 1, 0x55][..],
+                0,
+                "addb $1,(%rip): writes memory",
+            ),
+            (
+                &[0x85, 0x07, 0x74, 0x10],
+                0,
+                "test %eax,(%rdi): reads memory through an argument",
+            ),
+            (
+                &[0x48, 0x85, 0xff, 0x48, 0x89, 0xf8][..],
+                0,
+                "test %rdi,%rdi; mov: not emulated",
             ),
         ] {
             assert_eq!(prologue_skip(code), skip, "{what}");

@@ -205,11 +205,32 @@ fn posix_and_stdio_exactly(mode: Option<&str>, pwrite64: (&str, &str)) {
     assert_eq!(stream.s("mode"), Some("w"));
     // glibc's fopen is `mov $1,%edx; jmp`: probed at its emulated jmp, where the path and mode
     // above were read.
-    let fopen_probe = rows(&out, "probes")
-        .into_iter()
-        .find(|p| p.s("function") == Some("fopen") && p.s("status") == Some("attached"))
-        .expect("fopen attached");
-    assert_eq!(fopen_probe.b("single_step"), Some(false));
+    // fflush (`test %rdi,%rdi; je`) is probed at its emulated branch: its stream is still the
+    // argument there, and its return is seen.
+    let probes = rows(&out, "probes");
+    let single_step = |f: &str| {
+        probes
+            .iter()
+            .find(|p| p.s("function") == Some(f) && p.s("status") == Some("attached"))
+            .unwrap_or_else(|| panic!("{f} attached"))
+            .b("single_step")
+    };
+    assert_eq!(single_step("fopen"), Some(false));
+    assert_eq!(single_step("fflush"), Some(false));
+    let fflush = stdio
+        .iter()
+        .find(|c| c.s("function") == Some("fflush"))
+        .expect("fflush of the stream");
+    assert_eq!(
+        (fflush.i("handle_id"), fflush.i("ret")),
+        (stream.i("handle_id"), Some(0))
+    );
+    assert!(
+        calls
+            .iter()
+            .all(|c| c.i("parent_id") != fflush.i("call_id")),
+        "nothing buffered: no write beneath the fflush"
+    );
     assert_eq!(stream.i("created_by_call_id"), fopen.i("call_id"));
     assert_eq!(stream.i("destroyed_by_call_id"), fclose.i("call_id"));
     let fd = handle(openat.i("handle_id"));
