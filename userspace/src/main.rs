@@ -1,8 +1,8 @@
 //! strata: a multi-layer I/O tracer for HPC nodes.
-use std::{path::PathBuf, process::ExitCode, time::Duration};
+use std::{collections::HashMap, path::PathBuf, process::ExitCode, time::Duration};
 
 use clap::{Parser, Subcommand};
-use strata::{attach, probes, record};
+use strata::{attach, probes, record, symbols::SymbolTable};
 
 #[derive(Parser)]
 #[command(
@@ -233,6 +233,13 @@ enum Cmd {
         format: ReportFormat,
     },
     /// List the probes of a probes file (default: the built-in one) and check it.
+    ///
+    /// The `entry` column tells how each uprobe will be hit in the library found on this
+    /// machine: `emulated` costs one trap per call (`+N`: probed N bytes past the entry, past an
+    /// instruction the kernel would single-step), `stepped` two (the kernel single-steps the
+    /// function's first instruction out of line), `missing` means the library lacks the symbol
+    /// and `no library` that none was found under the name. Other builds of a library that
+    /// `strata record` also probes (other names, other paths) are not listed here.
     Probes {
         /// Probe list to check instead of the built-in one.
         #[arg(long, value_name = "FILE")]
@@ -450,12 +457,28 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
         }
         Cmd::Probes { probes } => {
             let list = probes::load(probes.as_deref())?;
-            let fw = list.iter().map(|p| p.function().len()).max().unwrap_or(0);
+            let width = |f: &dyn Fn(&probes::Probe) -> usize| list.iter().map(f).max().unwrap_or(0);
+            let fw = width(&|p| p.function().len());
+            let ow = width(&|p| p.op.to_string().len());
+            let rw = width(&|p| p.ret.to_string().len());
             println!(
-                "{:<4} {:<9} {:<3} {:<6} {:<fw$} {:<9} target",
-                "id", "layer", "on", "op", "function", "ret"
+                "{:<4} {:<9} {:<3} {:<ow$} {:<fw$} {:<rw$} {:<12} target",
+                "id", "layer", "on", "op", "function", "ret", "entry"
             );
+            // Each named library read once: how its probes will be hit on this machine.
+            let mut tables: HashMap<String, Option<SymbolTable>> = HashMap::new();
             for p in &list {
+                let entry = match &p.target {
+                    probes::Target::Uprobe { library, symbol } => {
+                        let table = tables.entry(library.clone()).or_insert_with(|| {
+                            strata::symbols::find_library(library)
+                                .ok()
+                                .and_then(|path| SymbolTable::read(&path).ok())
+                        });
+                        strata::symbols::describe_entry(table.as_ref(), symbol)
+                    }
+                    _ => "-".into(),
+                };
                 let target = match &p.target {
                     probes::Target::Syscall(s) => format!("syscalls/sys_{{enter,exit}}_{s}"),
                     probes::Target::Uprobe { library, .. } if !p.other_names.is_empty() => {
@@ -470,7 +493,7 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
                         .join(" | "),
                 };
                 println!(
-                    "{:<4} {:<9} {:<3} {:<6} {:<fw$} {:<9} {target}",
+                    "{:<4} {:<9} {:<3} {:<ow$} {:<fw$} {:<rw$} {entry:<12} {target}",
                     p.id,
                     // Strings: the types' Display ignores the column widths.
                     p.layer.to_string(),

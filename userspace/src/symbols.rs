@@ -44,6 +44,8 @@ struct Function {
     /// Whether the kernel single-steps its first instruction (`None` off x86-64 or past the
     /// end of the file).
     stepped: Option<bool>,
+    /// Bytes past the entry where it is probed.
+    skip: u8,
 }
 
 /// A global variable defined by the file, by link-time (virtual) address.
@@ -133,6 +135,7 @@ impl SymbolTable {
                 offset: off + skip as u64,
                 address: sym.address() + skip as u64,
                 stepped,
+                skip: skip as u8,
             });
         }
         for (slot, reloc) in file.dynamic_relocations().into_iter().flatten() {
@@ -175,8 +178,29 @@ impl SymbolTable {
         self.functions.get(name).and_then(|f| f.stepped)
     }
 
+    /// Bytes past `name`'s entry where it is probed (see [`crate::entry_insn::prologue_skip`]).
+    pub fn probe_skip(&self, name: &str) -> Option<u64> {
+        self.functions.get(name).map(|f| u64::from(f.skip))
+    }
+
     pub fn variable(&self, name: &str) -> Option<Variable> {
         self.variables.get(name).copied()
+    }
+}
+
+/// How a uprobe on `symbol` in a library's `table` (None: the library was not found) will
+/// be hit, for `strata probes`: `emulated` (one trap; `+N`: probed N bytes past the entry),
+/// `stepped` (two traps), `missing` or `no library`.
+pub fn describe_entry(table: Option<&SymbolTable>, symbol: &str) -> String {
+    let Some(table) = table else {
+        return "no library".into();
+    };
+    match (table.single_stepped(symbol), table.probe_skip(symbol)) {
+        (_, None) => "missing".into(),
+        (Some(true), _) => "stepped".into(),
+        (Some(false), Some(0)) => "emulated".into(),
+        (Some(false), Some(n)) => format!("emulated +{n}"),
+        (None, _) => "-".into(),
     }
 }
 
@@ -336,6 +360,11 @@ mod tests {
         assert_eq!(t.address("head"), Some(entry("head")));
         assert_eq!(t.single_stepped("head"), Some(true));
         assert_eq!(t.address("body"), Some(entry("body")));
+        assert_eq!(describe_entry(Some(&t), "wrapper"), "emulated +6");
+        assert_eq!(describe_entry(Some(&t), "head"), "stepped");
+        assert_eq!(describe_entry(Some(&t), "body"), "emulated");
+        assert_eq!(describe_entry(Some(&t), "nowhere"), "missing");
+        assert_eq!(describe_entry(None, "body"), "no library");
     }
 
     #[test]

@@ -39,6 +39,52 @@ fn malformed_probes_file_names_file_and_line() {
     );
 }
 
+/// `strata probes` tells how each uprobe will be hit in the library found here, from the
+/// first instructions of Debian's glibc (objdump): fopen is `mov $1,%edx; jmp` (probed at the
+/// jmp, 5 bytes in), fwrite opens with `push %r15`, printf with `sub $0xd8,%rsp`.
+#[test]
+fn probes_lists_how_each_uprobe_will_be_hit() {
+    let dir = scratch("probes_entry");
+    let probes = dir.join("probes.toml");
+    let uprobe = |library: &str, symbol: &str| {
+        format!(
+            "[[probe]]\nlayer = \"stdio\"\nlibrary = \"{library}\"\nsymbol = \"{symbol}\"\nop = \"write\"\nargs = []\nret = \"status\"\n\n"
+        )
+    };
+    let text = [
+        uprobe("libc.so.6", "fopen"),
+        uprobe("libc.so.6", "fwrite"),
+        uprobe("libc.so.6", "printf"),
+        uprobe("libc.so.6", "no_such_function_here"),
+        uprobe("libnosuchlibrary.so.7", "fwrite"),
+        "[[probe]]\nlayer = \"posix\"\nsyscall = \"write\"\nop = \"write\"\nargs = [\"fd\", \"buf\", \"size\"]\nret = \"bytes\"\n".into(),
+    ]
+    .concat();
+    std::fs::write(&probes, text).unwrap();
+    let out = run(strata().arg("probes").arg("--probes").arg(&probes));
+    assert!(out.status.success(), "{out:?}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    let entry_at = lines[0].find("entry").expect("an entry column");
+    let target_at = lines[0].find("target").unwrap();
+    let entries: Vec<&str> = lines[1..]
+        .iter()
+        .map(|l| l[entry_at..target_at].trim())
+        .collect();
+    assert_eq!(
+        entries,
+        [
+            "emulated +5",
+            "emulated",
+            "stepped",
+            "missing",
+            "no library",
+            "-"
+        ],
+        "{stdout}"
+    );
+}
+
 #[test]
 fn unknown_pid_and_missing_command() {
     require_root();
