@@ -102,6 +102,9 @@ struct Uprobes {
     multi_links: Vec<std::os::fd::OwnedFd>,
     /// Probes checked and waiting for their file's multi link: (file, offset, cookie).
     pending: Vec<(PathBuf, u64, u64)>,
+    /// Calls of a function probed in its place (`calls_in`), waiting: entry programs only,
+    /// since a return probe there would take the caller's stack for a return address.
+    pending_calls: Vec<(PathBuf, u64, u64)>,
     /// Entries of the type-table map in use (index 0 means none).
     type_tables: u32,
 }
@@ -123,6 +126,7 @@ impl Uprobes {
             multi: multi.ok(),
             multi_links: Vec::new(),
             pending: Vec::new(),
+            pending_calls: Vec::new(),
             type_tables: 0,
         }
     }
@@ -137,10 +141,16 @@ impl Uprobes {
         for group in pending.chunk_by(|a, b| a.0 == b.0) {
             let single = self.attach_multi(group, &mut multi);
             for (path, offset, cookie) in single {
-                if let Err(e) = self.attach_one(ebpf, &path, offset, cookie) {
+                if let Err(e) = self.attach_one(ebpf, &path, offset, cookie, true) {
                     self.at.remove(&(path.clone(), offset));
                     failed.push((probe_id(cookie), e));
                 }
+            }
+        }
+        for (path, offset, cookie) in std::mem::take(&mut self.pending_calls) {
+            if let Err(e) = self.attach_one(ebpf, &path, offset, cookie, false) {
+                self.at.remove(&(path.clone(), offset));
+                failed.push((probe_id(cookie), e));
             }
         }
         (failed, multi)
@@ -178,15 +188,22 @@ impl Uprobes {
             .collect()
     }
 
+    /// One perf-event uprobe at `offset`: the return and entry programs (the return first,
+    /// as for syscalls), or the entry alone (`with_return` false).
     fn attach_one(
         &mut self,
         ebpf: &mut Ebpf,
         path: &Path,
         offset: u64,
         cookie: u64,
+        with_return: bool,
     ) -> Result<(), Failure> {
-        // The return first, as for syscalls.
-        for prog in [programs::UPROBE_RETURN, programs::UPROBE_ENTRY] {
+        let progs: &[&str] = if with_return {
+            &[programs::UPROBE_RETURN, programs::UPROBE_ENTRY]
+        } else {
+            &[programs::UPROBE_ENTRY]
+        };
+        for &prog in progs {
             let point = UProbeAttachPoint {
                 location: UProbeAttachLocation::AbsoluteOffset(offset),
                 cookie: Some(cookie),
@@ -523,10 +540,15 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
                         Err(e) => Err(Failure::Failed(e.clone())),
                         Ok((path, table)) => {
                             status.target = path.display().to_string();
-                            let r = attach_uprobe(&mut ebpf, p, path, table, symbol, &mut uprobes);
-                            status.single_step =
-                                r.is_ok().then(|| table.single_stepped(symbol)).flatten();
-                            r
+                            attach_uprobe_status(
+                                &mut ebpf,
+                                p,
+                                path,
+                                table,
+                                symbol,
+                                &mut uprobes,
+                                &mut status,
+                            )
                         }
                     }
                 }
@@ -794,8 +816,15 @@ impl Loaded {
                 reason: None,
                 single_step: None,
             };
-            let r = attach_uprobe(&mut self.ebpf, p, file, table, symbol, &mut self.uprobes);
-            status.single_step = r.is_ok().then(|| table.single_stepped(symbol)).flatten();
+            let r = attach_uprobe_status(
+                &mut self.ebpf,
+                p,
+                file,
+                table,
+                symbol,
+                &mut self.uprobes,
+                &mut status,
+            );
             record_result(&mut status, r, probes);
             out.push(status);
         }
@@ -1115,6 +1144,35 @@ fn probe_id(cookie: u64) -> u32 {
     (cookie as u32) % strata_common::FUNC_INT_HANDLES
 }
 
+/// Attaches library probe `p` to `symbol` in `path` and fills in how in `status`: whether the
+/// kernel single-steps it, and where it is probed at the calls of the function instead.
+fn attach_uprobe_status(
+    ebpf: &mut Ebpf,
+    p: &Probe,
+    path: &Path,
+    table: &SymbolTable,
+    symbol: &str,
+    uprobes: &mut Uprobes,
+    status: &mut ProbeStatus,
+) -> Result<(), Failure> {
+    let r = attach_uprobe(ebpf, p, path, table, symbol, uprobes);
+    status.single_step = match &r {
+        Ok(Some(_)) => Some(false),
+        Ok(None) => table.single_stepped(symbol),
+        Err(_) => None,
+    };
+    if let Ok(Some(calls)) = &r {
+        status.mechanism = "uprobe_calls";
+        status.reason = Some(format!(
+            "at its {calls} calls in {}, its one load done there",
+            p.calls_in.join(", ")
+        ));
+    }
+    r.map(|_| ())
+}
+
+/// Attaches library probe `p` to `symbol` in `path`: at its entry (None), or at its calls in
+/// the functions `calls_in` names (Some: how many), where its body is one load.
 fn attach_uprobe(
     ebpf: &mut Ebpf,
     p: &Probe,
@@ -1122,7 +1180,7 @@ fn attach_uprobe(
     table: &SymbolTable,
     symbol: &str,
     uprobes: &mut Uprobes,
-) -> Result<(), Failure> {
+) -> Result<Option<usize>, Failure> {
     let offset = table.offset(symbol).ok_or_else(|| {
         Failure::Failed(format!(
             "symbol {symbol} not found in this build of the library"
@@ -1149,11 +1207,29 @@ fn attach_uprobe(
         Some(_) => type_table(ebpf, uprobes, path, table, symbol),
         None => 0,
     };
+    // A function that is one load, probed at its calls (each an emulated `call`) with the
+    // load's displacement in the cookie, instead of at its single-stepped entry.
+    let calls = match p.calls_in.is_empty() {
+        true => None,
+        false => std::fs::read(path)
+            .ok()
+            .and_then(|data| crate::symbols::load_calls(&data, symbol, &p.calls_in)),
+    };
+    if let Some((disp, sites)) = calls {
+        let cookie = u64::from(spec.func_id)
+            | (u64::from(disp) << COOKIE_TABLE_SHIFT)
+            | strata_common::COOKIE_LOAD_AT_CALL;
+        for &site in &sites {
+            uprobes.pending_calls.push((path.to_owned(), site, cookie));
+            uprobes.at.insert((path.to_owned(), site), p.id);
+        }
+        return Ok(Some(sites.len()));
+    }
     let cookie = u64::from(spec.func_id) | (u64::from(table) << COOKIE_TABLE_SHIFT);
     // Attached with the file's other probes by `finish_uprobes`.
     uprobes.pending.push((path.to_owned(), offset, cookie));
     uprobes.at.insert((path.to_owned(), offset), p.id);
-    Ok(())
+    Ok(None)
 }
 
 /// Stores where `symbol`'s HDF5 predefined types are (for its `h5type` argument) and returns

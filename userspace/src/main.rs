@@ -237,8 +237,9 @@ enum Cmd {
     /// The `entry` column tells how each uprobe will be hit in the library found on this
     /// machine: `emulated` costs one trap per call (`+N`: probed N bytes past the entry, past an
     /// instruction the kernel would single-step), `stepped` two (the kernel single-steps the
-    /// function's first instruction out of line), `missing` means the library lacks the symbol
-    /// and `no library` that none was found under the name. Other builds of a library that
+    /// function's first instruction out of line), `N calls` one per call where the function
+    /// is probed at its N calls instead (`calls_in`), `missing` means the library lacks the
+    /// symbol and `no library` that none was found under the name. Other builds of a library that
     /// `strata record` also probes (other names, other paths) are not listed here.
     Probes {
         /// Probe list to check instead of the built-in one.
@@ -466,16 +467,28 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
                 "id", "layer", "on", "op", "function", "ret", "entry"
             );
             // Each named library read once: how its probes will be hit on this machine.
-            let mut tables: HashMap<String, Option<SymbolTable>> = HashMap::new();
+            let mut tables: HashMap<String, Option<(PathBuf, SymbolTable)>> = HashMap::new();
             for p in &list {
                 let entry = match &p.target {
                     probes::Target::Uprobe { library, symbol } => {
-                        let table = tables.entry(library.clone()).or_insert_with(|| {
-                            strata::symbols::find_library(library)
-                                .ok()
-                                .and_then(|path| SymbolTable::read(&path).ok())
+                        let lib = tables.entry(library.clone()).or_insert_with(|| {
+                            let path = strata::symbols::find_library(library).ok()?;
+                            SymbolTable::read(&path).ok().map(|t| (path, t))
                         });
-                        strata::symbols::describe_entry(table.as_ref(), symbol)
+                        // Probed at its calls instead (`calls_in`), where it is one load.
+                        let calls = lib.as_ref().filter(|_| !p.calls_in.is_empty()).and_then(
+                            |(path, _)| {
+                                let data = std::fs::read(path).ok()?;
+                                strata::symbols::load_calls(&data, symbol, &p.calls_in)
+                            },
+                        );
+                        match calls {
+                            Some((_, sites)) => format!("{} calls", sites.len()),
+                            None => strata::symbols::describe_entry(
+                                lib.as_ref().map(|(_, t)| t),
+                                symbol,
+                            ),
+                        }
                     }
                     _ => "-".into(),
                 };

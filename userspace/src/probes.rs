@@ -313,6 +313,10 @@ pub struct Probe {
     /// A library-internal function: not a row of its own; its result informs the enclosing
     /// call (the elements an H5Dwrite selected, for example).
     pub internal: bool,
+    /// From `calls_in`: where the function's body is one load from its first argument
+    /// (`mov disp(%rdi),%rax; ret`, which the kernel would single-step), its calls in these
+    /// functions are probed instead (a `call` is emulated) and the value loaded there.
+    pub calls_in: Vec<String>,
     pub line: usize,
     /// From the file's `mpi_datatype_size_offset`: where an MPI datatype handle keeps its size.
     pub datatype_size_offset: Option<u64>,
@@ -466,6 +470,8 @@ struct ProbeRaw {
     enabled: bool,
     #[serde(default)]
     internal: bool,
+    #[serde(default)]
+    calls_in: Vec<String>,
 }
 
 fn yes() -> bool {
@@ -626,6 +632,11 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
         if p.internal && !matches!(target, Target::Uprobe { .. }) {
             return Err(bad("`internal` is for library functions".into()));
         }
+        if !p.calls_in.is_empty() && !p.internal {
+            return Err(bad(
+                "`calls_in` is for internal library functions (`internal = true`)".into(),
+            ));
+        }
         if op == Op::Load && !p.internal {
             return Err(bad(
                 "op = \"load\" (the loader's report of loaded libraries) is not a row: \
@@ -685,6 +696,7 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
             collective: p.collective,
             enabled: p.enabled,
             internal: p.internal,
+            calls_in: p.calls_in.clone(),
             line: line_of(text, span.start),
             datatype_size_offset: raw.mpi_datatype_size_offset,
             mpi_objects_symbol: mpi_objects.clone(),
@@ -797,6 +809,22 @@ mod tests {
             "[[probe]]\nlayer = \"libc\"\nlibrary = \"ld-linux-x86-64.so.2\"\nsymbol = \"_dl_debug_state\"\nop = \"load\"\nargs = []\nret = \"none\"\n",
         );
         assert!(e.to_string().contains("internal = true"), "{e}");
+    }
+
+    /// `calls_in` is read for internal library functions only; the built-in file uses it for
+    /// HDF5's element count.
+    #[test]
+    fn calls_in_is_for_internal_library_functions() {
+        let e = parse_err(
+            "[[probe]]\nlayer = \"hdf5\"\nlibrary = \"libhdf5.so\"\nsymbol = \"H5S_get_select_npoints\"\nop = \"meta\"\nargs = []\nret = \"count\"\ncalls_in = [\"H5D__write\"]\n",
+        );
+        assert!(e.to_string().contains("`calls_in` is for internal"), "{e}");
+        let builtin = parse(BUILTIN, "probes.toml").unwrap();
+        let npoints = builtin
+            .iter()
+            .find(|p| p.function() == "H5S_get_select_npoints")
+            .unwrap();
+        assert_eq!(npoints.calls_in, ["H5D__write", "H5D__read"]);
     }
 
     fn parse_err(text: &str) -> ProbeError {

@@ -188,6 +188,109 @@ impl SymbolTable {
     }
 }
 
+/// x86-64 `R_X86_64_JUMP_SLOT`: a PLT entry's GOT slot, set to a function's address.
+const R_X86_64_JUMP_SLOT: u32 = 7;
+
+/// Where `callee`, a function whose whole body is one load from its first argument
+/// (`mov disp(%rdi),%rax; ret`), is called in the functions `callers`: the displacement, and
+/// the file offsets of the `call` instructions that reach it directly or through its PLT
+/// entry. None where the body is another, or no call was found.
+///
+/// Call sites are the 5-byte `call rel32` whose displacement names exactly that target: bytes
+/// inside another instruction would have to spell the same 32-bit displacement by chance.
+pub fn load_calls(data: &[u8], callee: &str, callers: &[String]) -> Option<(u32, Vec<u64>)> {
+    let file = object::File::parse(data).ok()?;
+    // A defined function by plain name: (address, size, file offset).
+    let function = |name: &str| {
+        file.dynamic_symbols()
+            .chain(file.symbols())
+            .find_map(|sym| {
+                let plain = sym.name().ok()?.split('@').next()?;
+                if plain != name || !sym.is_definition() || sym.kind() != object::SymbolKind::Text {
+                    return None;
+                }
+                let section = file.section_by_index(sym.section_index()?).ok()?;
+                let (sec_off, _) = section.file_range()?;
+                let off = sym.address().checked_sub(section.address())? + sec_off;
+                Some((sym.address(), sym.size(), off))
+            })
+    };
+    let (address, _, off) = function(callee)?;
+    let body = data.get(usize::try_from(off).ok()?..)?;
+    let disp = match body {
+        [0x48, 0x8b, 0x87, a, b, c, d, 0xc3, ..] => u32::from_le_bytes([*a, *b, *c, *d]),
+        [0x48, 0x8b, 0x47, d, 0xc3, ..] => u32::from(*d),
+        _ => return None,
+    };
+    // A negative displacement is not a field of the object the argument points to.
+    if disp >= 0x8000_0000 || (body[2] == 0x47 && disp >= 0x80) {
+        return None;
+    }
+    let mut targets = vec![address];
+    targets.extend(plt_entries(&file, callee));
+    let mut sites = Vec::new();
+    for caller in callers {
+        let Some((start, size, off)) = function(caller) else {
+            continue;
+        };
+        let Some(code) = usize::try_from(off)
+            .ok()
+            .zip(usize::try_from(size).ok())
+            .and_then(|(o, n)| data.get(o..o.checked_add(n)?))
+        else {
+            continue;
+        };
+        for (i, w) in code.windows(5).enumerate() {
+            let [0xe8, r @ ..] = w else { continue };
+            let rel = i64::from(i32::from_le_bytes([r[0], r[1], r[2], r[3]]));
+            let next = start.wrapping_add(i as u64 + 5);
+            if targets.contains(&next.wrapping_add_signed(rel)) {
+                sites.push(off + i as u64);
+            }
+        }
+    }
+    (!sites.is_empty()).then_some((disp, sites))
+}
+
+/// Addresses of the PLT entries that jump to `name` (`jmp *slot(%rip)` through its GOT
+/// slot), in `.plt` and `.plt.sec` (where entries open with `endbr64`, and `bnd`).
+fn plt_entries(file: &object::File, name: &str) -> Vec<u64> {
+    let slots: Vec<u64> = file
+        .dynamic_relocations()
+        .into_iter()
+        .flatten()
+        .filter_map(|(slot, reloc)| {
+            let (object::RelocationFlags::Elf { r_type }, object::RelocationTarget::Symbol(i)) =
+                (reloc.flags(), reloc.target())
+            else {
+                return None;
+            };
+            let sym = file.dynamic_symbol_table()?.symbol_by_index(i).ok()?;
+            (r_type == R_X86_64_JUMP_SLOT && sym.name().ok()?.split('@').next()? == name)
+                .then_some(slot)
+        })
+        .collect();
+    let mut entries = Vec::new();
+    for section in file.sections() {
+        if !matches!(section.name(), Ok(".plt" | ".plt.sec")) {
+            continue;
+        }
+        let Ok(code) = section.data() else { continue };
+        for (k, entry) in code.chunks_exact(16).enumerate() {
+            let at = section.address() + 16 * k as u64;
+            for i in [0, 4, 5] {
+                if let Some([0xff, 0x25, d @ ..]) = entry.get(i..i + 6) {
+                    let disp = i64::from(i32::from_le_bytes([d[0], d[1], d[2], d[3]]));
+                    if slots.contains(&(at + i as u64 + 6).wrapping_add_signed(disp)) {
+                        entries.push(at);
+                    }
+                }
+            }
+        }
+    }
+    entries
+}
+
 /// How a uprobe on `symbol` in a library's `table` (None: the library was not found) will
 /// be hit, for `strata probes`: `emulated` (one trap; `+N`: probed N bytes past the entry),
 /// `stepped` (two traps), `missing` or `no library`.
@@ -365,6 +468,61 @@ mod tests {
         assert_eq!(describe_entry(Some(&t), "body"), "emulated");
         assert_eq!(describe_entry(Some(&t), "nowhere"), "missing");
         assert_eq!(describe_entry(None, "body"), "no library");
+    }
+
+    /// A function that is one load is found at its calls: through its PLT entry (classic, and
+    /// the IBT layout with `endbr64`) and directly, only in the callers named.
+    #[test]
+    fn calls_of_a_one_load_function_are_found_through_the_plt_and_directly() {
+        let dir = std::env::temp_dir().join(format!("strata-calls-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let asm = dir.join("f.s");
+        fs::write(
+            &asm,
+            ".text\n.globl npoints, writer, reader, other\n\
+             .type npoints, @function\nnpoints: mov 0x160(%rdi), %rax\n ret\n.size npoints, .-npoints\n\
+             .set npoints_here, npoints\n\
+             .type writer, @function\nwriter: push %rbx\n call npoints@PLT\n call npoints@PLT\n pop %rbx\n ret\n.size writer, .-writer\n\
+             .type reader, @function\nreader: sub $8, %rsp\n call npoints_here\n add $8, %rsp\n ret\n.size reader, .-reader\n\
+             .type other, @function\nother: call npoints@PLT\n ret\n.size other, .-other\n",
+        )
+        .unwrap();
+        for (i, flags) in [&[][..], &["-Wl,-z,now", "-Wl,-z,ibtplt"][..]]
+            .iter()
+            .enumerate()
+        {
+            let so = dir.join(format!("f{i}.so"));
+            let gcc = Command::new("gcc")
+                .args(["-shared", "-nostdlib", "-o"])
+                .arg(&so)
+                .arg(&asm)
+                .args(*flags)
+                .status()
+                .expect("gcc");
+            assert!(gcc.success());
+            let data = fs::read(&so).unwrap();
+            let t = SymbolTable::parse(&data).unwrap();
+            let at = |name: &str, plus: u64| {
+                let off = t.offset(name).unwrap() - t.probe_skip(name).unwrap();
+                off + plus
+            };
+            let callers = ["writer".to_string(), "reader".to_string()];
+            let (disp, sites) = load_calls(&data, "npoints", &callers).expect("calls found");
+            assert_eq!(disp, 0x160);
+            // push %rbx is 1 byte, a call 5; sub $8,%rsp 4.
+            assert_eq!(
+                sites,
+                [at("writer", 1), at("writer", 6), at("reader", 4)],
+                "{flags:?}"
+            );
+            // Not a one-load body; no caller that calls it.
+            assert_eq!(load_calls(&data, "writer", &callers), None);
+            assert_eq!(
+                load_calls(&data, "npoints", &["no_such_function".to_string()]),
+                None
+            );
+        }
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

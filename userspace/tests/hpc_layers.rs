@@ -196,12 +196,31 @@ fn hdf5_writes_linked(mpi: Mpi) {
             .all(|c| c.s("function") != Some("H5S_get_select_npoints"))
     );
     // Which probes the kernel single-steps, from the first instruction of each function in
-    // Debian's build (objdump): `mov 0x160(%rdi),%rax` in H5S_get_select_npoints, `push %r15`
-    // in H5Dwrite; syscall probes have no instruction of their own.
+    // Debian's build (objdump): `push %r15` in H5Dwrite; syscall probes have no instruction of
+    // their own. H5S_get_select_npoints is `mov 0x160(%rdi),%rax; ret`: it is probed at its
+    // calls in H5D__write and H5D__read (two each, `call` is emulated), where the count above
+    // was loaded.
     let probes = rows(&out, "probes");
-    assert_eq!(single_step(&probes, "H5S_get_select_npoints"), Some(true));
     assert_eq!(single_step(&probes, "H5Dwrite"), Some(false));
     assert_eq!(single_step(&probes, "pwrite64"), None);
+    let npoints = probes
+        .iter()
+        .find(|p| p.s("function") == Some("H5S_get_select_npoints"))
+        .expect("H5S_get_select_npoints in the probes table");
+    assert_eq!(
+        (
+            npoints.s("status"),
+            npoints.s("mechanism"),
+            npoints.b("single_step"),
+            npoints.s("reason"),
+        ),
+        (
+            Some("attached"),
+            Some("uprobe_calls"),
+            Some(false),
+            Some("at its 4 calls in H5D__write, H5D__read, its one load done there"),
+        )
+    );
 
     // The handle tree of each rank: dataset -> HDF5 file -> MPI_File -> fd.
     let handles = rows(&out, "handles");
@@ -249,6 +268,36 @@ fn hdf5_writes_linked(mpi: Mpi) {
     let (n, bytes) = got[0].split_once('\t').unwrap();
     assert_eq!(bytes.parse::<i64>().unwrap(), 3 * RANKS * BLOCK, "{got:?}");
     assert!(n.parse::<i64>().unwrap() > RANKS);
+}
+
+/// Where the calls of H5S_get_select_npoints are not found (here: `calls_in` names a function
+/// the library lacks), the function itself is probed, single-stepped, and rank 0's H5S_ALL
+/// read of the reopened dataset has the same count.
+#[test]
+fn select_npoints_is_probed_in_the_function_where_its_calls_are_not_found() {
+    require_root();
+    let (exe, h5) = hdf5_workload("mpi_hdf5_npoints");
+    let text = strata::probes::BUILTIN.replace(
+        "calls_in = [\"H5D__write\", \"H5D__read\"]",
+        "calls_in = [\"no_such_function_here\"]",
+    );
+    assert_ne!(text, strata::probes::BUILTIN, "probes.toml names the calls");
+    let probes_toml = h5.with_file_name("probes.toml");
+    std::fs::write(&probes_toml, text).unwrap();
+    let out = record_job(
+        "mpi_hdf5_npoints_run",
+        &["--probes", probes_toml.to_str().unwrap()],
+        Mpi::Open.launcher(),
+        &exe,
+        &[h5.to_str().unwrap(), &ROWS.to_string()],
+    );
+    let read = rows(&out, "calls")
+        .into_iter()
+        .find(|c| c.s("function") == Some("H5Dread"))
+        .expect("H5Dread");
+    assert_eq!(read.i("bytes_result"), Some(RANKS * BLOCK));
+    let probes = rows(&out, "probes");
+    assert_eq!(single_step(&probes, "H5S_get_select_npoints"), Some(true));
 }
 
 /// strata kept off the CPU for a whole job (the job stops it first and resumes it once

@@ -379,6 +379,11 @@ pub const SPEC_KERNEL: u16 = 4;
 /// The attach cookie of a uprobe: the function id in the low 32 bits, and above this shift
 /// the index of the attachment's [`TypeTable`] (0: none).
 pub const COOKIE_TABLE_SHIFT: u32 = 32;
+/// Cookie bit of a uprobe on a call of the function rather than in it (probes.toml
+/// `calls_in`): the function's body is one load, so the call's result is the 64-bit value at
+/// its first argument plus the offset in bits 32-62, read and recorded at the call, with no
+/// return probe.
+pub const COOKIE_LOAD_AT_CALL: u64 = 1 << 63;
 /// Entries of [`maps::TYPE_TABLES`]; index 0 is never used.
 pub const MAX_TYPE_TABLES: u32 = 256;
 /// Predefined types per [`TypeTable`].

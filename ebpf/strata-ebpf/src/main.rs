@@ -28,12 +28,13 @@ use aya_ebpf::{
     programs::{BtfTracePointContext, ProbeContext, RetProbeContext, TracePointContext},
 };
 use strata_common::{
-    BLOB_WORDS, CALL_OUT_VALID, CLONE_THREAD, COOKIE_TABLE_SHIFT, COUNTER_SLOTS, CallRecord,
-    Config, Counter, DEREF_FAILED, FRAME_KERNEL, FRAME_STR_RETRY, FuncSpec, IMAGE_ARGS,
-    IMAGE_ARGS_PARTS, IMAGE_ENV, IMAGE_ENV_PARTS, IMAGE_PART, ImageHeader, ImageRecord, MAX_ARGS,
-    MAX_CGROUP_LEVEL, MAX_DEPTH, MAX_FUNCS, MAX_SYSCALLS, MAX_TYPE_REFS, MAX_TYPE_TABLES, NO_ARG,
-    ProcEvent, ProcRecord, RecordKind, SPEC_EMIT_AT_ENTRY, SPEC_ENABLED, STR_CAP, STR_FAILED,
-    StrHeader, StrRecord, ThreadStack, TypeId, TypeIdsRecord, TypeTable, WAKEUP_BYTES,
+    BLOB_WORDS, CALL_OUT_VALID, CLONE_THREAD, COOKIE_LOAD_AT_CALL, COOKIE_TABLE_SHIFT,
+    COUNTER_SLOTS, CallRecord, Config, Counter, DEREF_FAILED, FRAME_KERNEL, FRAME_STR_RETRY,
+    FuncSpec, IMAGE_ARGS, IMAGE_ARGS_PARTS, IMAGE_ENV, IMAGE_ENV_PARTS, IMAGE_PART, ImageHeader,
+    ImageRecord, MAX_ARGS, MAX_CGROUP_LEVEL, MAX_DEPTH, MAX_FUNCS, MAX_SYSCALLS, MAX_TYPE_REFS,
+    MAX_TYPE_TABLES, NO_ARG, ProcEvent, ProcRecord, RecordKind, SPEC_EMIT_AT_ENTRY, SPEC_ENABLED,
+    STR_CAP, STR_FAILED, StrHeader, StrRecord, ThreadStack, TypeId, TypeIdsRecord, TypeTable,
+    WAKEUP_BYTES,
 };
 
 #[map]
@@ -355,18 +356,23 @@ fn emit_blobs(mask: u8, call_id: u64, args: &[u64; MAX_ARGS]) {
 }
 
 /// Where a uprobe hit: the probed address, the user stack pointer, and the index of its
-/// attachment's type table (0: none; and for every other kind of probe).
+/// attachment's type table (0: none; and for every other kind of probe). `loaded`: on a call
+/// of a function that is one load (`COOKIE_LOAD_AT_CALL`), the call's result, recorded at once.
 #[derive(Clone, Copy)]
 struct Site {
     ip: u64,
     sp: u64,
     table: u32,
+    at_call: bool,
+    loaded: i64,
 }
 
 const NO_SITE: Site = Site {
     ip: 0,
     sp: 0,
     table: 0,
+    at_call: false,
+    loaded: 0,
 };
 
 /// Sends the ids of the predefined datatypes of the attachment's table, once per process
@@ -587,7 +593,7 @@ fn on_entry<const CAPTURE: u8>(spec: &FuncSpec, args: &mut [u64; MAX_ARGS], site
         Some(p) if (p as usize) < MAX_DEPTH => unsafe { (*st).frames[slot(p as usize)].call_id },
         _ => 0,
     };
-    let at_entry = spec.flags & SPEC_EMIT_AT_ENTRY != 0;
+    let at_entry = spec.flags & SPEC_EMIT_AT_ENTRY != 0 || site.at_call;
     let str_retry = if CAPTURE & CAPTURE_STRINGS != 0 {
         emit_strings(spec.str_mask, call_id, args, !at_entry)
     } else {
@@ -601,7 +607,15 @@ fn on_entry<const CAPTURE: u8>(spec: &FuncSpec, args: &mut [u64; MAX_ARGS], site
     }
     if at_entry {
         emit_call(
-            pid_tgid, false, spec, call_id, parent_id, ts, args, depth, 0,
+            pid_tgid,
+            false,
+            spec,
+            call_id,
+            parent_id,
+            ts,
+            args,
+            depth,
+            site.loaded,
         );
         return Ok(());
     }
@@ -869,14 +883,26 @@ fn try_uprobe_entry(ctx: &ProbeContext) -> Res<()> {
     let cookie = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) };
     let spec = spec_of_func(cookie as u32)?;
     let mut args = load_args(spec.nargs, |i| ctx.arg(i).unwrap_or(0));
-    let site = Site {
+    let mut site = Site {
         // The kernel points the saved ip at the probed instruction while handlers run.
         // SAFETY: the program's context is the user registers.
         ip: unsafe { (*ctx.regs).rip },
         // SAFETY: as above.
         sp: unsafe { (*ctx.regs).rsp },
         table: (cookie >> COOKIE_TABLE_SHIFT) as u32,
+        at_call: false,
+        loaded: 0,
     };
+    if cookie & COOKIE_LOAD_AT_CALL != 0 {
+        // On the call: the callee would load its result from its first argument plus the
+        // offset; the same load here, on the same thread, reads the same value.
+        let base: u64 = ctx.arg(0).unwrap_or(0);
+        let at = base.wrapping_add((cookie & !COOKIE_LOAD_AT_CALL) >> COOKIE_TABLE_SHIFT);
+        // SAFETY: the helper tolerates bad user pointers (-1: not a count).
+        site.loaded = unsafe { bpf_probe_read_user(at as *const i64) }.unwrap_or(-1);
+        site.at_call = true;
+        site.table = 0;
+    }
     on_entry::<{ CAPTURE_STRINGS | CAPTURE_LIBRARY }>(spec, &mut args, site)
 }
 
