@@ -147,10 +147,27 @@ impl Uprobes {
                 }
             }
         }
-        for (path, offset, cookie) in std::mem::take(&mut self.pending_calls) {
-            if let Err(e) = self.attach_one(ebpf, &path, offset, cookie, false) {
-                self.at.remove(&(path.clone(), offset));
-                failed.push((probe_id(cookie), e));
+        let mut calls = std::mem::take(&mut self.pending_calls);
+        calls.sort();
+        for group in calls.chunk_by(|a, b| a.0 == b.0) {
+            // One entry-only multi link per file where the kernel has them (released at once at
+            // stop, where perf-event uprobes take tens of ms each here), else one by one.
+            let linked = self.multi.as_ref().and_then(|m| {
+                let offsets: Vec<u64> = group.iter().map(|g| g.1).collect();
+                let cookies: Vec<u64> = group.iter().map(|g| g.2).collect();
+                m.attach_entry(&group[0].0, &offsets, &cookies)
+                    .map_err(|e| log::debug!("entry-only multi-uprobe link: {e}"))
+                    .ok()
+            });
+            if let Some(link) = linked {
+                self.multi_links.push(link);
+                continue;
+            }
+            for (path, offset, cookie) in group.iter().cloned() {
+                if let Err(e) = self.attach_one(ebpf, &path, offset, cookie, false) {
+                    self.at.remove(&(path.clone(), offset));
+                    failed.push((probe_id(cookie), e));
+                }
             }
         }
         (failed, multi)

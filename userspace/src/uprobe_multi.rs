@@ -87,6 +87,19 @@ impl Programs {
         Ok([entry, ret])
     }
 
+    /// Attaches the entry program alone at `offsets` (probes placed on calls of a function,
+    /// where a return probe would take the caller's stack for a return address).
+    pub fn attach_entry(
+        &self,
+        path: &Path,
+        offsets: &[u64],
+        cookies: &[u64],
+    ) -> io::Result<OwnedFd> {
+        let path = CString::new(path.as_os_str().as_bytes())
+            .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        link_create(self.entry.as_raw_fd(), &path, offsets, cookies, 0)
+    }
+
     /// The two programs (for their run statistics).
     pub fn fds(&self) -> [RawFd; 2] {
         [self.entry.as_raw_fd(), self.ret.as_raw_fd()]
