@@ -41,7 +41,8 @@ fn malformed_probes_file_names_file_and_line() {
 
 /// `strata probes` tells how each uprobe will be hit in the library found here, from the
 /// first instructions of Debian's glibc (objdump): fopen is `mov $1,%edx; jmp` (probed at the
-/// jmp, 5 bytes in), fwrite opens with `push %r15`, printf with `sub $0xd8,%rsp`.
+/// jmp, 5 bytes in), fwrite opens with `push %r15`, printf with `sub $0xd8,%rsp`; and HDF5's
+/// H5S_get_select_npoints, one load, is called twice in each of H5D__write and H5D__read.
 #[test]
 fn probes_lists_how_each_uprobe_will_be_hit() {
     let dir = scratch("probes_entry");
@@ -57,6 +58,7 @@ fn probes_lists_how_each_uprobe_will_be_hit() {
         uprobe("libc.so.6", "printf"),
         uprobe("libc.so.6", "no_such_function_here"),
         uprobe("libnosuchlibrary.so.7", "fwrite"),
+        "[[probe]]\nlayer = \"hdf5\"\nlibrary = \"libhdf5_openmpi.so.103\"\nsymbol = \"H5S_get_select_npoints\"\nop = \"meta\"\nargs = []\nret = \"count\"\ninternal = true\ncalls_in = [\"H5D__write\", \"H5D__read\"]\n\n".into(),
         "[[probe]]\nlayer = \"posix\"\nsyscall = \"write\"\nop = \"write\"\nargs = [\"fd\", \"buf\", \"size\"]\nret = \"bytes\"\n".into(),
     ]
     .concat();
@@ -79,6 +81,7 @@ fn probes_lists_how_each_uprobe_will_be_hit() {
             "stepped",
             "missing",
             "no library",
+            "4 calls",
             "-"
         ],
         "{stdout}"
