@@ -99,20 +99,7 @@ impl SymbolTable {
             if sym.kind() != object::SymbolKind::Text {
                 continue;
             }
-            let Some(section) = sym
-                .section_index()
-                .and_then(|i| file.section_by_index(i).ok())
-            else {
-                continue;
-            };
-            let Some((sec_off, _)) = section.file_range() else {
-                continue;
-            };
-            let Some(off) = sym
-                .address()
-                .checked_sub(section.address())
-                .and_then(|rel| rel.checked_add(sec_off))
-            else {
+            let Some(off) = file_offset(&file, &sym) else {
                 continue;
             };
             let code = cfg!(target_arch = "x86_64")
@@ -138,23 +125,8 @@ impl SymbolTable {
                 skip: skip as u8,
             });
         }
-        for (slot, reloc) in file.dynamic_relocations().into_iter().flatten() {
-            let (object::RelocationFlags::Elf { r_type }, object::RelocationTarget::Symbol(i)) =
-                (reloc.flags(), reloc.target())
-            else {
-                continue;
-            };
-            if r_type != R_X86_64_GLOB_DAT {
-                continue;
-            }
-            let Some(name) = file
-                .dynamic_symbol_table()
-                .and_then(|t| t.symbol_by_index(i).ok())
-                .and_then(|s| s.name().ok())
-            else {
-                continue;
-            };
-            if let Some(v) = variables.get_mut(name.split('@').next().unwrap_or(name)) {
+        for (slot, name) in slots(&file, R_X86_64_GLOB_DAT) {
+            if let Some(v) = variables.get_mut(name) {
                 v.got = Some(slot);
             }
         }
@@ -191,6 +163,37 @@ impl SymbolTable {
 /// x86-64 `R_X86_64_JUMP_SLOT`: a PLT entry's GOT slot, set to a function's address.
 const R_X86_64_JUMP_SLOT: u32 = 7;
 
+/// Where symbol `sym`'s bytes are in the file.
+fn file_offset(file: &object::File, sym: &object::Symbol) -> Option<u64> {
+    let section = file.section_by_index(sym.section_index()?).ok()?;
+    let (sec_off, _) = section.file_range()?;
+    sym.address()
+        .checked_sub(section.address())?
+        .checked_add(sec_off)
+}
+
+/// The GOT slots the dynamic relocations of type `r_type` fill, with the plain name of the
+/// symbol each is set to.
+fn slots<'a>(file: &'a object::File, r_type: u32) -> impl Iterator<Item = (u64, &'a str)> {
+    file.dynamic_relocations()
+        .into_iter()
+        .flatten()
+        .filter_map(move |(slot, reloc)| {
+            let (object::RelocationFlags::Elf { r_type: t }, object::RelocationTarget::Symbol(i)) =
+                (reloc.flags(), reloc.target())
+            else {
+                return None;
+            };
+            let name = file
+                .dynamic_symbol_table()?
+                .symbol_by_index(i)
+                .ok()?
+                .name()
+                .ok()?;
+            (t == r_type).then(|| (slot, name.split('@').next().unwrap_or(name)))
+        })
+}
+
 /// Where `callee`, a function whose whole body is one load from its first argument
 /// (`mov disp(%rdi),%rax; ret`), is called in the functions `callers`: the displacement, and
 /// the file offsets of the `call` instructions that reach it directly or through its PLT
@@ -209,10 +212,7 @@ pub fn load_calls(data: &[u8], callee: &str, callers: &[String]) -> Option<(u32,
                 if plain != name || !sym.is_definition() || sym.kind() != object::SymbolKind::Text {
                     return None;
                 }
-                let section = file.section_by_index(sym.section_index()?).ok()?;
-                let (sec_off, _) = section.file_range()?;
-                let off = sym.address().checked_sub(section.address())? + sec_off;
-                Some((sym.address(), sym.size(), off))
+                Some((sym.address(), sym.size(), file_offset(&file, &sym)?))
             })
     };
     let (address, _, off) = function(callee)?;
@@ -255,20 +255,9 @@ pub fn load_calls(data: &[u8], callee: &str, callers: &[String]) -> Option<(u32,
 /// Addresses of the PLT entries that jump to `name` (`jmp *slot(%rip)` through its GOT
 /// slot), in `.plt` and `.plt.sec` (where entries open with `endbr64`, and `bnd`).
 fn plt_entries(file: &object::File, name: &str) -> Vec<u64> {
-    let slots: Vec<u64> = file
-        .dynamic_relocations()
-        .into_iter()
-        .flatten()
-        .filter_map(|(slot, reloc)| {
-            let (object::RelocationFlags::Elf { r_type }, object::RelocationTarget::Symbol(i)) =
-                (reloc.flags(), reloc.target())
-            else {
-                return None;
-            };
-            let sym = file.dynamic_symbol_table()?.symbol_by_index(i).ok()?;
-            (r_type == R_X86_64_JUMP_SLOT && sym.name().ok()?.split('@').next()? == name)
-                .then_some(slot)
-        })
+    let slots: Vec<u64> = slots(file, R_X86_64_JUMP_SLOT)
+        .filter(|&(_, n)| n == name)
+        .map(|(slot, _)| slot)
         .collect();
     let mut entries = Vec::new();
     for section in file.sections() {
