@@ -1,9 +1,10 @@
 /* Benchmark workload: a tight loop of one kind of I/O call. Prints the loop's own wall time in
  * nanoseconds on stdout, so tracer start-up and teardown are not counted.
  *
- * usage: bench_io syscall|stdio|meta|pagewrite N DIR
+ * usage: bench_io syscall|stdio|meta|pagewrite|ioctl N DIR
  *        bench_io rate:R N DIR
  *   pagewrite: N buffered 4 KiB writes to a new file, then fsync (the loop time includes it)
+ *   ioctl: N TCGETS on /dev/null (ENOTTY), a command probes.toml does not name
  *   rate:R: N 1-byte writes to /dev/null paced at R per second (a sustained event rate)
  *   random: N preads and pwrites, each chosen at random, of 1 B to 64 KiB at random offsets
  *     in a 64 MiB file (an irregular access pattern; the sequence is the same every run) */
@@ -11,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,6 +36,14 @@ int main(int argc, char **argv) {
         t0 = now();
         for (long i = 0; i < n; i++)
             if (write(fd, buf, 1) != 1) return 3;
+        t1 = now();
+        close(fd);
+    } else if (strcmp(argv[1], "ioctl") == 0) {
+        int fd = open("/dev/null", O_RDONLY);
+        struct termios t;
+        t0 = now();
+        for (long i = 0; i < n; i++)
+            if (ioctl(fd, TCGETS, &t) != -1) return 11;
         t1 = now();
         close(fd);
     } else if (strcmp(argv[1], "stdio") == 0) {

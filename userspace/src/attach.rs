@@ -18,8 +18,8 @@ use aya::{
     },
 };
 use strata_common::{
-    COOKIE_TABLE_SHIFT, Config, FIELD_NONE, FuncSpec, KernelEvent, KernelFields, TypeTable,
-    globals, maps, programs,
+    COOKIE_TABLE_SHIFT, Config, FIELD_NONE, FuncSpec, KernelEvent, KernelFields, OnlyKey,
+    TypeTable, globals, maps, programs,
 };
 
 use crate::{
@@ -487,6 +487,20 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
     }
     let mut cfg_map: Array<_, Config> = Array::try_from(map(&mut ebpf, maps::CONFIG)?)?;
     cfg_map.set(0, config, 0)?;
+    // Before any probe attaches: a probe with `only` records nothing until its values are in.
+    let mut only: BpfHashMap<_, OnlyKey, u8> =
+        BpfHashMap::try_from(map(&mut ebpf, maps::ONLY_VALUES)?)?;
+    for p in probes {
+        for (name, value) in p.only.iter().flat_map(|o| &o.values) {
+            let key = OnlyKey {
+                func_id: p.id,
+                value: *value,
+            };
+            only.insert(key, 1, 0).with_context(|| {
+                format!("cannot add {name} to the values {} records", p.function())
+            })?;
+        }
+    }
 
     for name in [
         programs::SYS_ENTER,
@@ -1535,6 +1549,7 @@ mod tests {
             maps::CGROUPS,
             maps::USERS,
             maps::LAST_WAKE,
+            maps::ONLY_VALUES,
         ] {
             assert!(object_maps.contains(m), "map {m} missing from the object");
         }

@@ -526,7 +526,7 @@ impl Correlator {
         let path = str_of(ArgKind::Path, 0).or_else(|| str_of(ArgKind::Name, 0));
         let path2 = str_of(ArgKind::Path, 1);
         let modestr = str_of(ArgKind::ModeStr, 0);
-        let strs_out: Vec<String> = p
+        let mut strs_out: Vec<String> = p
             .args
             .iter()
             .enumerate()
@@ -534,6 +534,10 @@ impl Correlator {
             .filter_map(|(i, _)| strs.iter().find(|(a, _)| *a as usize == i))
             .map(|(_, s)| s.clone().unwrap_or_default())
             .collect();
+        // The name probes.toml gives the value that let the call be recorded (`FICLONE`).
+        if let Some(name) = p.only.as_ref().and_then(|o| o.name_of(rec.args[o.arg])) {
+            strs_out.push(name.to_string());
+        }
 
         let failed = match p.ret {
             RetKind::Fd | RetKind::Bytes | RetKind::Status | RetKind::Position | RetKind::Count => {

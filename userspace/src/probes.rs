@@ -4,8 +4,8 @@ use std::{collections::HashSet, fmt, ops::Range, path::Path, str::FromStr, sync:
 
 use serde::Deserialize;
 use strata_common::{
-    FUNC_INT_HANDLES, FuncSpec, KernelEvent, MAX_ARGS, NO_ARG, SPEC_EMIT_AT_ENTRY, SPEC_ENABLED,
-    SPEC_KERNEL,
+    FUNC_INT_HANDLES, FuncSpec, KernelEvent, MAX_ARGS, MAX_ONLY_VALUES, NO_ARG, SPEC_EMIT_AT_ENTRY,
+    SPEC_ENABLED, SPEC_KERNEL,
 };
 
 /// The probes shipped with strata (the repository's probes.toml).
@@ -326,6 +326,27 @@ pub struct Probe {
     pub mpi_objects_symbol: Option<Arc<str>>,
     /// From the file's `[library_names]`: other base names of this probe's library.
     pub other_names: Arc<[String]>,
+    /// From `only`: the call is recorded only when this argument has one of these values.
+    pub only: Option<Only>,
+}
+
+/// probes.toml `only`: one argument and the named values it must have for the call to be
+/// recorded (ioctl's commands). The kernel compares the argument's low 32 bits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Only {
+    pub arg: usize,
+    /// Names and values, by name.
+    pub values: Vec<(String, u32)>,
+}
+
+impl Only {
+    /// The name the probes file gives the value `v` (its low 32 bits).
+    pub fn name_of(&self, v: u64) -> Option<&str> {
+        self.values
+            .iter()
+            .find(|(_, x)| *x == v as u32)
+            .map(|(n, _)| n.as_str())
+    }
 }
 
 impl Probe {
@@ -433,6 +454,8 @@ impl Probe {
                 .enumerate()
                 .filter(|(_, k)| k.is_ret_deref())
                 .fold(0u8, |m, (i, _)| m | (1 << i)),
+            only_arg: self.only.as_ref().map_or(NO_ARG, |o| o.arg as u8),
+            _pad: [0; 3],
         }
     }
 }
@@ -472,6 +495,9 @@ struct ProbeRaw {
     internal: bool,
     #[serde(default)]
     calls_in: Vec<String>,
+    /// `only.<argument kind> = { NAME = value, ... }`
+    #[serde(default)]
+    only: std::collections::BTreeMap<String, toml::Table>,
 }
 
 fn yes() -> bool {
@@ -678,6 +704,7 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
             }
             Some(t) => return Err(bad(format!("unknown ret_type {t:?} (int or long)"))),
         };
+        let only = parse_only(&p.only, &args).map_err(bad)?;
         let other_names = match &target {
             Target::Uprobe { library, .. } => raw
                 .library_names
@@ -701,12 +728,65 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
             datatype_size_offset: raw.mpi_datatype_size_offset,
             mpi_objects_symbol: mpi_objects.clone(),
             other_names,
+            only,
         });
     }
     if probes.len() > FUNC_INT_HANDLES as usize {
         return Err(err(0..0, format!("more than {FUNC_INT_HANDLES} probes")));
     }
+    let values: usize = probes
+        .iter()
+        .filter_map(|p| p.only.as_ref())
+        .map(|o| o.values.len())
+        .sum();
+    if values > MAX_ONLY_VALUES as usize {
+        return Err(err(
+            0..0,
+            format!("{values} `only` values in all; at most {MAX_ONLY_VALUES}"),
+        ));
+    }
     Ok(probes)
+}
+
+/// Validates a probe's `only` table: one argument it declares, each value named once and
+/// within 32 bits.
+fn parse_only(
+    raw: &std::collections::BTreeMap<String, toml::Table>,
+    args: &[ArgKind],
+) -> Result<Option<Only>, String> {
+    let mut entries = raw.iter();
+    let Some((kind, table)) = entries.next() else {
+        return Ok(None);
+    };
+    if entries.next().is_some() {
+        return Err("`only` names one argument (`only.cmd = { ... }`)".into());
+    }
+    let k: ArgKind = kind.parse()?;
+    let arg = args
+        .iter()
+        .position(|a| *a == k)
+        .ok_or_else(|| format!("`only.{kind}`: the probe declares no `{kind}` argument"))?;
+    if table.is_empty() {
+        return Err(format!(
+            "`only.{kind}` is empty: name the values to record (`NAME = 0x...`), or remove it"
+        ));
+    }
+    let mut values: Vec<(String, u32)> = Vec::with_capacity(table.len());
+    for (name, v) in table {
+        let v = v
+            .as_integer()
+            .and_then(|v| u32::try_from(v).ok())
+            .ok_or_else(|| {
+                format!("`only.{kind}.{name}` = {v}: expected an integer from 0 to 0xffffffff")
+            })?;
+        if let Some((other, _)) = values.iter().find(|(_, x)| *x == v) {
+            return Err(format!(
+                "`only.{kind}`: {name} and {other} are the same value {v:#x}"
+            ));
+        }
+        values.push((name.clone(), v));
+    }
+    Ok(Some(Only { arg, values }))
 }
 
 /// Reads probes from `path`, or the built-in list when `None`.
@@ -813,6 +893,68 @@ mod tests {
 
     /// `calls_in` is read for internal library functions only; the built-in file uses it for
     /// HDF5's element count.
+    const IOCTL: &str = "[[probe]]\nlayer = \"posix\"\nsyscall = \"ioctl\"\nop = \"meta\"\nargs = [\"fd\", \"cmd\", \"ptr\"]\nret = \"status\"\n";
+
+    #[test]
+    fn only_keeps_named_values_of_one_declared_argument() {
+        let p = &parse(
+            &format!("{IOCTL}[probe.only.cmd]\nFICLONE = 0x40049409\nGETSTRIPE_NEW = 0x8020669b\n"),
+            "t.toml",
+        )
+        .unwrap()[0];
+        let only = p.only.as_ref().unwrap();
+        assert_eq!(only.arg, 1);
+        assert_eq!(p.spec().only_arg, 1);
+        // The kernel compares the low 32 bits: a sign-extended command keeps its name.
+        assert_eq!(only.name_of(0xffff_ffff_8020_669b), Some("GETSTRIPE_NEW"));
+        assert_eq!(only.name_of(0x4004_9409), Some("FICLONE"));
+        assert_eq!(only.name_of(0x5401), None);
+        // Without `only`, every call is recorded.
+        assert_eq!(parse(IOCTL, "t.toml").unwrap()[0].spec().only_arg, NO_ARG);
+        let builtin = parse(BUILTIN, "probes.toml").unwrap();
+        let ioctl = builtin.iter().find(|p| p.function() == "ioctl").unwrap();
+        assert_eq!(ioctl.spec().only_arg, 1);
+    }
+
+    #[test]
+    fn only_tables_that_cannot_be_meant_are_refused() {
+        for (table, needle) in [
+            ("[probe.only.cmd]\nA = -1\n", "from 0 to 0xffffffff"),
+            (
+                "[probe.only.cmd]\nA = 0x100000000\n",
+                "from 0 to 0xffffffff",
+            ),
+            (
+                "[probe.only.cmd]\nA = \"FICLONE\"\n",
+                "from 0 to 0xffffffff",
+            ),
+            (
+                "[probe.only.cmd]\nA = 1\nB = 1\n",
+                "B and A are the same value 0x1",
+            ),
+            ("[probe.only.cmd]\n", "`only.cmd` is empty"),
+            (
+                "[probe.only.flags]\nA = 1\n",
+                "declares no `flags` argument",
+            ),
+            ("[probe.only.bogus]\nA = 1\n", "unknown argkind \"bogus\""),
+            (
+                "[probe.only.cmd]\nA = 1\n[probe.only.fd]\nB = 1\n",
+                "`only` names one argument",
+            ),
+        ] {
+            let e = parse_err(&format!("{IOCTL}{table}"));
+            assert!(e.to_string().contains(needle), "{table}: {e}");
+            assert_eq!(e.line, 1, "{table}: {e}");
+        }
+        // More values than the kernel map holds, over all probes.
+        let many: String = (0..=MAX_ONLY_VALUES)
+            .map(|i| format!("V{i} = {i}\n"))
+            .collect();
+        let e = parse_err(&format!("{IOCTL}[probe.only.cmd]\n{many}"));
+        assert!(e.to_string().contains("at most 1024"), "{e}");
+    }
+
     #[test]
     fn calls_in_is_for_internal_library_functions() {
         let e = parse_err(

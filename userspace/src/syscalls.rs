@@ -32,6 +32,7 @@ pub fn number(name: &str) -> Option<u32> {
         "dup" => SYS_dup,
         "dup3" => SYS_dup3,
         "fcntl" => SYS_fcntl,
+        "ioctl" => SYS_ioctl,
         "ftruncate" => SYS_ftruncate,
         "truncate" => SYS_truncate,
         "fallocate" => SYS_fallocate,

@@ -67,6 +67,35 @@ proptest! {
     }
 
     #[test]
+    fn only_tables_with_any_entries_never_panic(
+        kind in "[a-z_]{0,8}|cmd|fd|flags",
+        entries in prop::collection::vec(("[A-Za-z_]{1,8}", any::<i64>()), 0..6),
+        string_value in any::<bool>(),
+    ) {
+        let mut text = format!(
+            "[[probe]]\nlayer = \"posix\"\nsyscall = \"ioctl\"\nop = \"meta\"\n\
+             args = [\"fd\", \"cmd\", \"ptr\"]\nret = \"status\"\n[probe.only.{kind}]\n"
+        );
+        for (name, v) in &entries {
+            match string_value {
+                true => text.push_str(&format!("{name} = \"{v}\"\n")),
+                false => text.push_str(&format!("{name} = {v}\n")),
+            }
+        }
+        match probes::parse(&text, "fuzz.toml") {
+            Ok(p) => {
+                // Kept only when every value fits the kernel's 32 bits, and named back.
+                let only = p[0].only.as_ref().expect("an `only` table parsed");
+                for (name, v) in &only.values {
+                    prop_assert_eq!(only.name_of(u64::from(*v)), Some(name.as_str()));
+                }
+                prop_assert!(entries.iter().all(|(_, v)| u32::try_from(*v).is_ok()));
+            }
+            Err(e) => prop_assert!(e.line >= 1 && e.line <= 7 + entries.len(), "{e}"),
+        }
+    }
+
+    #[test]
     fn tracepoint_formats_never_panic(text in mangled(FORMAT)) {
         let _ = tracefs::parse_format(&text);
     }

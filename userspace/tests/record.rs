@@ -3,8 +3,8 @@ mod common;
 
 use std::{
     collections::HashSet,
-    path::Path,
-    process::{Command, Stdio},
+    path::{Path, PathBuf},
+    process::{Command, Output, Stdio},
     thread::sleep,
     time::{Duration, Instant},
 };
@@ -925,6 +925,26 @@ fn relative_names_follow_the_working_directory() {
     }
 }
 
+/// Every way strata attaches to syscalls (`--syscall-mode`).
+const SYSCALL_MODES: [&str; 3] = ["btf", "raw", "per-syscall"];
+
+/// `strata record --layers posix --syscall-mode MODE -- EXE WD` with a new working directory
+/// WD and output OUT under `dir`; returns them and what the run printed.
+fn record_posix_in(dir: &Path, mode: &str, exe: &Path) -> (PathBuf, PathBuf, Output) {
+    let wd = dir.join(format!("wd-{mode}"));
+    std::fs::create_dir(&wd).unwrap();
+    let out = dir.join(format!("out-{mode}"));
+    let res = run(strata()
+        .args(["record", "--layers", "posix", "--syscall-mode", mode])
+        .arg("-o")
+        .arg(&out)
+        .arg("--")
+        .arg(exe)
+        .arg(&wd));
+    assert!(res.status.success(), "{mode}: {:?}", res.status);
+    (wd, out, res)
+}
+
 /// Copies inside the kernel (copy_file_range, sendfile) read one file and write another,
 /// at offsets given or at the fds' positions, which they move; close_range closes (or marks
 /// close-on-exec) every fd of its range; F_SETFD and dups decide which fds an exec closes.
@@ -934,17 +954,8 @@ fn copies_and_fd_ranges_are_followed() {
     require_root();
     let dir = std::fs::canonicalize(scratch("copy")).unwrap();
     let exe = build_c("cc", "copy.c", &dir.join("copy"), &[]);
-    for mode in ["btf", "raw", "per-syscall"] {
-        let wd = dir.join(format!("wd-{mode}"));
-        std::fs::create_dir(&wd).unwrap();
-        let out = dir.join(format!("out-{mode}"));
-        let res = run(strata()
-            .args(["record", "--layers", "posix", "--syscall-mode", mode, "-o"])
-            .arg(&out)
-            .arg("--")
-            .arg(&exe)
-            .arg(&wd));
-        assert!(res.status.success(), "{mode}: {:?}", res.status);
+    for mode in SYSCALL_MODES {
+        let (wd, out, res) = record_posix_in(&dir, mode, &exe);
         let calls = rows(&out, "calls");
         let handles = rows(&out, "handles");
         let files = rows(&out, "files");
@@ -1199,6 +1210,85 @@ fn copies_and_fd_ranges_are_followed() {
                 (f("g"), 0, 1),
             ],
             "{mode}"
+        );
+    }
+}
+
+/// ioctl is recorded for the commands probes.toml names (reflinks, the extent map, Lustre
+/// striping and group locks), each row naming its command and file, and every other command
+/// (a thousand TCGETS, isatty, FIONREAD, FS_IOC_GETFLAGS) is dropped in the kernel: in all
+/// three syscall modes, against what tests/workloads/ioctl.c saw itself.
+#[test]
+fn ioctls_are_recorded_for_the_commands_named_and_no_others() {
+    require_root();
+    let dir = std::fs::canonicalize(scratch("ioctl")).unwrap();
+    let exe = build_c("cc", "ioctl.c", &dir.join("ioctl"), &[]);
+    for mode in SYSCALL_MODES {
+        let (wd, out, res) = record_posix_in(&dir, mode, &exe);
+        let seen: Vec<String> = String::from_utf8(res.stdout)
+            .unwrap()
+            .lines()
+            .map(String::from)
+            .collect();
+        assert_eq!(seen.len(), 11, "{mode}: the workload printed {seen:?}");
+
+        let calls = rows(&out, "calls");
+        let handles = rows(&out, "handles");
+        let mut ioctls: Vec<&Row> = calls
+            .iter()
+            .filter(|c| c.s("function") == Some("ioctl"))
+            .collect();
+        ioctls.sort_by_key(|c| c.i("ts_begin_ns"));
+        let file = |c: &Row| {
+            let h = handles
+                .iter()
+                .find(|h| c.i("handle_id").is_some() && h.i("handle_id") == c.i("handle_id"));
+            h.and_then(|h| h.s("path"))
+                .and_then(|p| p.strip_prefix(&format!("{}/", wd.display())))
+                .unwrap_or("-")
+                .to_string()
+        };
+        let got: Vec<String> = ioctls
+            .iter()
+            .map(|c| {
+                let strs = match c.get("strs") {
+                    Some(Val::SL(v)) => v.clone(),
+                    v => panic!("strs is {v:?}"),
+                };
+                let args = c.list_i("args");
+                let ret = c.i("ret").unwrap();
+                format!(
+                    "{} {:#x} {} {} {}",
+                    strs.join(","),
+                    args[1] as u32,
+                    file(c),
+                    ret.max(-1),
+                    c.i("errno").unwrap_or(0),
+                )
+            })
+            .collect();
+        let others: Vec<&String> = got.iter().filter(|g| !seen.contains(g)).take(5).collect();
+        assert_eq!(
+            got.len(),
+            seen.len(),
+            "{mode}: {} ioctl rows for {} calls of the commands named; rows not among them: {others:?}",
+            got.len(),
+            seen.len(),
+        );
+        assert_eq!(got, seen, "{mode}");
+        for c in &ioctls {
+            assert_eq!(c.s("layer"), Some("posix"));
+            assert_eq!(c.s("op"), Some("meta"));
+            // The file behind the fd, not only the handle, except on the closed fd.
+            assert_eq!(
+                c.i("file_id").is_some(),
+                c.i("handle_id").is_some(),
+                "{mode}"
+            );
+        }
+        assert!(
+            ioctls.last().unwrap().i("handle_id").is_none(),
+            "{mode}: the closed fd has no handle"
         );
     }
 }

@@ -39,6 +39,20 @@ const CASES: &[Case] = &[
             &["--mechanism", "floor-tracepoint"],
         ]),
     },
+    // A call the kernel program drops at entry: an ioctl command probes.toml does not name.
+    // What strata adds here beyond the empty probe is its filter alone.
+    Case {
+        name: "ioctl, not named",
+        mode: "ioctl",
+        mpi_size: None,
+        layers: "posix",
+        calls_per_iter: 1,
+        divisor: 1,
+        empty: Some([
+            &["--mechanism", "tracepoint"],
+            &["--mechanism", "floor-tracepoint"],
+        ]),
+    },
     Case {
         name: "stdio fwrite(16 B)",
         mode: "stdio",

@@ -51,6 +51,8 @@ pub mod maps {
     /// Processes whose predefined type ids were sent (tgid -> type table index).
     pub const TYPES_SENT: &str = "STRATA_TYPES_SENT";
     pub const IMAGE_SCRATCH: &str = "STRATA_IMAGE_SCRATCH";
+    /// The values a probe's `only_arg` may have ([`super::OnlyKey`] -> unused `u8`).
+    pub const ONLY_VALUES: &str = "STRATA_ONLY_VALUES";
 }
 
 /// Read-only globals of the programs, set by the loader.
@@ -359,7 +361,23 @@ pub struct FuncSpec {
     /// moves (copy_file_range's `loff_t *`); the value behind it is captured at return,
     /// [`DEREF_FAILED`] when the pointer was null or unreadable.
     pub ret_deref_mask: u8,
+    /// Index of the argument whose low 32 bits must be one of the probe's values in
+    /// [`maps::ONLY_VALUES`] for the call to be recorded, or [`NO_ARG`] (probes.toml `only`:
+    /// ioctl's commands). The others are dropped at entry, before any work.
+    pub only_arg: u8,
+    pub _pad: [u8; 3],
 }
+
+/// Key of [`maps::ONLY_VALUES`]: a probe's function id and one value its `only_arg` may have.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct OnlyKey {
+    pub func_id: u32,
+    pub value: u32,
+}
+
+/// Values of `only` arguments, all probes together.
+pub const MAX_ONLY_VALUES: u32 = 1024;
 
 /// 64-bit words copied per array argument.
 pub const BLOB_WORDS: usize = 8;
@@ -637,6 +655,7 @@ mod pod {
     // SAFETY: all are repr(C), Copy, and have no implicit padding.
     unsafe impl aya::Pod for super::Config {}
     unsafe impl aya::Pod for super::FuncSpec {}
+    unsafe impl aya::Pod for super::OnlyKey {}
     unsafe impl aya::Pod for super::TypeTable {}
     unsafe impl aya::Pod for super::ThreadStack {}
     unsafe impl aya::Pod for super::KernelFields {}
@@ -646,7 +665,8 @@ mod pod {
 const _: () = {
     assert!(core::mem::size_of::<Config>() == 112);
     assert!(core::mem::size_of::<ImageHeader>() == 24);
-    assert!(core::mem::size_of::<FuncSpec>() == 16);
+    assert!(core::mem::size_of::<FuncSpec>() == 20);
+    assert!(core::mem::size_of::<OnlyKey>() == 8);
     assert!(core::mem::size_of::<TypeTable>() == 8 + 16 * MAX_TYPE_REFS);
     assert!(core::mem::size_of::<TypeIdsRecord>() == 16 + 16 * MAX_TYPE_REFS);
     assert!(core::mem::size_of::<Frame>() == 80);

@@ -30,11 +30,11 @@ use aya_ebpf::{
 use strata_common::{
     BLOB_WORDS, CALL_OUT_VALID, CLONE_THREAD, COOKIE_LOAD_AT_CALL, COOKIE_TABLE_SHIFT,
     COUNTER_SLOTS, CallRecord, Config, Counter, DEREF_FAILED, FRAME_KERNEL, FRAME_STR_RETRY,
-    FuncSpec, IMAGE_ARGS, IMAGE_ARGS_PARTS, IMAGE_ENV, IMAGE_ENV_PARTS, IMAGE_PART, ImageHeader,
-    ImageRecord, MAX_ARGS, MAX_CGROUP_LEVEL, MAX_DEPTH, MAX_FUNCS, MAX_SYSCALLS, MAX_TYPE_REFS,
-    MAX_TYPE_TABLES, NO_ARG, ProcEvent, ProcRecord, RecordKind, SPEC_EMIT_AT_ENTRY, SPEC_ENABLED,
-    STR_CAP, STR_FAILED, StrHeader, StrRecord, ThreadStack, TypeId, TypeIdsRecord, TypeTable,
-    WAKEUP_BYTES,
+    FUNC_INT_HANDLES, FuncSpec, IMAGE_ARGS, IMAGE_ARGS_PARTS, IMAGE_ENV, IMAGE_ENV_PARTS,
+    IMAGE_PART, ImageHeader, ImageRecord, MAX_ARGS, MAX_CGROUP_LEVEL, MAX_DEPTH, MAX_FUNCS,
+    MAX_ONLY_VALUES, MAX_SYSCALLS, MAX_TYPE_REFS, MAX_TYPE_TABLES, NO_ARG, OnlyKey, ProcEvent,
+    ProcRecord, RecordKind, SPEC_EMIT_AT_ENTRY, SPEC_ENABLED, STR_CAP, STR_FAILED, StrHeader,
+    StrRecord, ThreadStack, TypeId, TypeIdsRecord, TypeTable, WAKEUP_BYTES,
 };
 
 #[map]
@@ -51,6 +51,10 @@ static STRATA_CGROUPS: HashMap<u64, u32> = HashMap::with_max_entries(4096, 0);
 /// The uids traced when `Config::user_filter` is set (the value is unused).
 #[map]
 static STRATA_USERS: HashMap<u32, u8> = HashMap::with_max_entries(1024, 0);
+
+/// The values a probe's `only_arg` may have (the value is unused).
+#[map]
+static STRATA_ONLY_VALUES: HashMap<OnlyKey, u8> = HashMap::with_max_entries(MAX_ONLY_VALUES, 0);
 
 #[map]
 static STRATA_FUNC_SPECS: Array<FuncSpec> = Array::with_max_entries(MAX_FUNCS, 0);
@@ -542,6 +546,22 @@ unsafe fn drop_stale_frames(st: *mut ThreadStack, sp: u64) {
     }
 }
 
+/// Whether the spec's `only_arg` holds one of the values its probe records (ioctl commands:
+/// a terminal's or a GPU driver's thousands per second cost this one lookup).
+#[inline(always)]
+fn only_value(spec: &FuncSpec, args: &[u64; MAX_ARGS]) -> bool {
+    let Some(v) = args.get(spec.only_arg as usize) else {
+        return false;
+    };
+    let key = OnlyKey {
+        // The MPICH-ABI spec of a probe shares its values.
+        func_id: spec.func_id % FUNC_INT_HANDLES,
+        value: *v as u32,
+    };
+    // SAFETY: a plain lookup; the value is not read.
+    unsafe { STRATA_ONLY_VALUES.get(&key) }.is_some()
+}
+
 /// Entry half shared by syscalls, uprobes and kernel functions: filter, push a frame, copy
 /// what the spec asks for among `CAPTURE`. Each program is built with only the captures its
 /// probes can use: older kernels' verifiers walk every loop of every capture on every path,
@@ -561,6 +581,9 @@ fn on_entry<const CAPTURE: u8>(spec: &FuncSpec, args: &mut [u64; MAX_ARGS], site
     // verifier's paths few enough for older kernels.)
     let known = cfg.cgroup_mode == 0 && cfg.user_filter == 0 && thread::stack(tid).is_some();
     if !known && !traced(cfg, (pid_tgid >> 32) as u32) {
+        return Ok(());
+    }
+    if spec.only_arg != NO_ARG && !only_value(spec, args) {
         return Ok(());
     }
     if CAPTURE & CAPTURE_LIBRARY != 0 && spec.deref_mask != 0 {
