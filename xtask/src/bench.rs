@@ -377,9 +377,13 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
             let _on = BpfStats::on()?;
             loop_ns(true)?.1.context("no traced run")?
         };
-        let prog_ns_per_call = (prog.bpf_run_ns as f64 - empty_run_ns * prog.bpf_runs as f64)
-            / prog.calls.max(1) as f64;
-        let runs_per_call = prog.bpf_runs as f64 / prog.calls.max(1) as f64;
+        // Per call the loop made or strata recorded, whichever more: a loop of calls the
+        // kernel drops (the ioctl case) records next to none.
+        let loop_calls = n * case.calls_per_iter;
+        let dropped = st.calls < loop_calls / 2;
+        let per = prog.calls.max(loop_calls).max(1) as f64;
+        let prog_ns_per_call = (prog.bpf_run_ns as f64 - empty_run_ns * prog.bpf_runs as f64) / per;
+        let runs_per_call = prog.bpf_runs as f64 / per;
         let events_per_s = st.calls as f64 / (traced / 1e9);
         let bytes_per_event = st.parquet_bytes as f64 / st.calls.max(1) as f64;
         println!(
@@ -417,7 +421,14 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
             "{:<20} strata's kernel programs: {prog_ns_per_call:.0} ns per call ({runs_per_call:.1} runs)",
             ""
         );
-        if let (Some(e), Some(f)) = (empty_per_call, floor_per_call) {
+        if let (Some(e), true) = (empty_per_call, dropped) {
+            println!(
+                "{:<20} not recorded: an empty probe adds {e:.0} ns per call, strata {per_call:.0} ns ({:.1}x the empty probe): its filter is {:.0} ns",
+                "",
+                per_call / e.max(1.0),
+                per_call - e,
+            );
+        } else if let (Some(e), Some(f)) = (empty_per_call, floor_per_call) {
             println!(
                 "{:<20} an empty probe adds {e:.0} ns per call, strata {per_call:.0} ns ({:.1}x the empty probe): its own work is {:.0} ns",
                 "",
