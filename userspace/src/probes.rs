@@ -705,6 +705,12 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
             Some(t) => return Err(bad(format!("unknown ret_type {t:?} (int or long)"))),
         };
         let only = parse_only(&p.only, &args).map_err(bad)?;
+        // A return finds its call by the thread's frames: a library function's unrecorded
+        // call nested in a recorded one of the same function would end the outer call.
+        // Syscalls do not nest.
+        if only.is_some() && !is_syscall {
+            return Err(bad("`only` is for syscalls".into()));
+        }
         let other_names = match &target {
             Target::Uprobe { library, .. } => raw
                 .library_names
@@ -947,6 +953,10 @@ mod tests {
             assert!(e.to_string().contains(needle), "{table}: {e}");
             assert_eq!(e.line, 1, "{table}: {e}");
         }
+        let e = parse_err(
+            "[[probe]]\nlayer = \"stdio\"\nlibrary = \"libc.so.6\"\nsymbol = \"fputc\"\nop = \"write\"\nargs = [\"int\", \"handle\"]\nret = \"char\"\n[probe.only.int]\nA = 1\n",
+        );
+        assert!(e.to_string().contains("`only` is for syscalls"), "{e}");
         // More values than the kernel map holds, over all probes.
         let many: String = (0..=MAX_ONLY_VALUES)
             .map(|i| format!("V{i} = {i}\n"))

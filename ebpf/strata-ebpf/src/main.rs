@@ -30,11 +30,11 @@ use aya_ebpf::{
 use strata_common::{
     BLOB_WORDS, CALL_OUT_VALID, CLONE_THREAD, COOKIE_LOAD_AT_CALL, COOKIE_TABLE_SHIFT,
     COUNTER_SLOTS, CallRecord, Config, Counter, DEREF_FAILED, FRAME_KERNEL, FRAME_STR_RETRY,
-    FUNC_INT_HANDLES, FuncSpec, IMAGE_ARGS, IMAGE_ARGS_PARTS, IMAGE_ENV, IMAGE_ENV_PARTS,
-    IMAGE_PART, ImageHeader, ImageRecord, MAX_ARGS, MAX_CGROUP_LEVEL, MAX_DEPTH, MAX_FUNCS,
-    MAX_ONLY_VALUES, MAX_SYSCALLS, MAX_TYPE_REFS, MAX_TYPE_TABLES, NO_ARG, OnlyKey, ProcEvent,
-    ProcRecord, RecordKind, SPEC_EMIT_AT_ENTRY, SPEC_ENABLED, STR_CAP, STR_FAILED, StrHeader,
-    StrRecord, ThreadStack, TypeId, TypeIdsRecord, TypeTable, WAKEUP_BYTES,
+    FuncSpec, IMAGE_ARGS, IMAGE_ARGS_PARTS, IMAGE_ENV, IMAGE_ENV_PARTS, IMAGE_PART, ImageHeader,
+    ImageRecord, MAX_ARGS, MAX_CGROUP_LEVEL, MAX_DEPTH, MAX_FUNCS, MAX_ONLY_VALUES, MAX_SYSCALLS,
+    MAX_TYPE_REFS, MAX_TYPE_TABLES, NO_ARG, OnlyKey, ProcEvent, ProcRecord, RecordKind,
+    SPEC_EMIT_AT_ENTRY, SPEC_ENABLED, STR_CAP, STR_FAILED, StrHeader, StrRecord, ThreadStack,
+    TypeId, TypeIdsRecord, TypeTable, WAKEUP_BYTES,
 };
 
 #[map]
@@ -554,8 +554,7 @@ fn only_value(spec: &FuncSpec, args: &[u64; MAX_ARGS]) -> bool {
         return false;
     };
     let key = OnlyKey {
-        // The MPICH-ABI spec of a probe shares its values.
-        func_id: spec.func_id % FUNC_INT_HANDLES,
+        func_id: spec.func_id,
         value: *v as u32,
     };
     // SAFETY: a plain lookup; the value is not read.
