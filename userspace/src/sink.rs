@@ -343,6 +343,15 @@ const DELTA_COLUMNS: &[&str] = &[
     "last_page",
 ];
 
+/// Columns of sizes and results: a few distinct values in regular I/O, which a dictionary
+/// stores in a few bits a row; as many as the calls in irregular I/O (random sizes), where
+/// once the dictionary outgrows `SMALL_DICTIONARY` the rest of the column chunk is stored
+/// as differences instead.
+const DICTIONARY_THEN_DELTA_COLUMNS: &[&str] = &["ret", "bytes_result", "bytes_requested"];
+
+/// Bytes of dictionary (of 8-byte values) after which those columns fall back to deltas.
+const SMALL_DICTIONARY: usize = 4096;
+
 fn props() -> WriterProperties {
     let mut b = WriterProperties::builder()
         .set_compression(Compression::ZSTD(
@@ -356,6 +365,12 @@ fn props() -> WriterProperties {
         let col = ColumnPath::from(*name);
         b = b
             .set_column_dictionary_enabled(col.clone(), false)
+            .set_column_encoding(col, Encoding::DELTA_BINARY_PACKED);
+    }
+    for name in DICTIONARY_THEN_DELTA_COLUMNS {
+        let col = ColumnPath::from(*name);
+        b = b
+            .set_column_dictionary_page_size_limit(col.clone(), SMALL_DICTIONARY)
             .set_column_encoding(col, Encoding::DELTA_BINARY_PACKED);
     }
     // The calls' raw arguments: within a thread's rows a call's arguments repeat with a
@@ -543,6 +558,96 @@ mod tests {
         }
         w.flush().unwrap();
         assert_eq!(read_back(&root, "plain"), rows);
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    table!(Sizes, SizesRow, "sizes", { ret: I64, bytes_result: OptI64 });
+
+    /// Sizes of regular I/O stay in the dictionary; random ones outgrow it and go on as
+    /// deltas, and every value reads back.
+    #[test]
+    fn size_columns_go_from_dictionary_to_deltas_when_their_values_scatter() {
+        use parquet::file::reader::{FileReader as _, SerializedFileReader};
+        let root = scratch("sizes");
+        let mut w = TableWriter::<Sizes>::new((&root, "h", "r", 0o600)).unwrap();
+        // 5,000 rows of 3 sizes, then 15,000 of pseudo-random sizes up to 64 KiB.
+        let mut x = 88_172_645_463_325_252u64;
+        let want: Vec<i64> = (0..20_000)
+            .map(|i| match i {
+                0..5_000 => [4096, 65536, -1][i % 3],
+                _ => {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    1 + (x & 0xffff) as i64
+                }
+            })
+            .collect();
+        for &v in &want {
+            w.push(SizesRow {
+                ret: v,
+                bytes_result: (v >= 0).then_some(v),
+            });
+        }
+        w.flush().unwrap();
+        let mut got = Vec::new();
+        for b in read_table(&root, "sizes").unwrap() {
+            let ret = b.column_by_name("ret").unwrap().as_primitive::<Int64Type>();
+            let bytes = b
+                .column_by_name("bytes_result")
+                .unwrap()
+                .as_primitive::<Int64Type>();
+            for i in 0..b.num_rows() {
+                assert_eq!(bytes.is_valid(i), ret.value(i) >= 0, "row {}", got.len());
+                if bytes.is_valid(i) {
+                    assert_eq!(bytes.value(i), ret.value(i));
+                }
+                got.push(ret.value(i));
+            }
+        }
+        assert_eq!(got, want);
+        let file = fs::read_dir(root.join("sizes/host=h"))
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let reader = SerializedFileReader::new(fs::File::open(&file).unwrap()).unwrap();
+        let ret = reader
+            .metadata()
+            .row_group(0)
+            .column(0)
+            .encodings()
+            .collect::<Vec<_>>();
+        assert!(
+            ret.contains(&Encoding::RLE_DICTIONARY) && ret.contains(&Encoding::DELTA_BINARY_PACKED),
+            "{ret:?}"
+        );
+        fs::remove_dir_all(&root).unwrap();
+
+        // Regular sizes alone never leave the dictionary.
+        let mut w = TableWriter::<Sizes>::new((&root, "h", "r", 0o600)).unwrap();
+        for &v in &want[..5_000] {
+            w.push(SizesRow {
+                ret: v,
+                bytes_result: None,
+            });
+        }
+        w.flush().unwrap();
+        let file = fs::read_dir(root.join("sizes/host=h"))
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let reader = SerializedFileReader::new(fs::File::open(&file).unwrap()).unwrap();
+        let ret = reader
+            .metadata()
+            .row_group(0)
+            .column(0)
+            .encodings()
+            .collect::<Vec<_>>();
+        assert!(!ret.contains(&Encoding::DELTA_BINARY_PACKED), "{ret:?}");
         fs::remove_dir_all(&root).unwrap();
     }
 }
