@@ -563,11 +563,28 @@ mod tests {
 
     table!(Sizes, SizesRow, "sizes", { ret: I64, bytes_result: OptI64 });
 
+    /// The encodings of the `ret` column of the one file of the `sizes` table.
+    fn ret_encodings(root: &Path) -> Vec<Encoding> {
+        use parquet::file::reader::{FileReader as _, SerializedFileReader};
+        let file = fs::read_dir(root.join("sizes/host=h"))
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let reader = SerializedFileReader::new(fs::File::open(&file).unwrap()).unwrap();
+        reader
+            .metadata()
+            .row_group(0)
+            .column(0)
+            .encodings()
+            .collect()
+    }
+
     /// Sizes of regular I/O stay in the dictionary; random ones outgrow it and go on as
     /// deltas, and every value reads back.
     #[test]
     fn size_columns_go_from_dictionary_to_deltas_when_their_values_scatter() {
-        use parquet::file::reader::{FileReader as _, SerializedFileReader};
         let root = scratch("sizes");
         let mut w = TableWriter::<Sizes>::new((&root, "h", "r", 0o600)).unwrap();
         // 5,000 rows of 3 sizes, then 15,000 of pseudo-random sizes up to 64 KiB.
@@ -606,19 +623,7 @@ mod tests {
             }
         }
         assert_eq!(got, want);
-        let file = fs::read_dir(root.join("sizes/host=h"))
-            .unwrap()
-            .next()
-            .unwrap()
-            .unwrap()
-            .path();
-        let reader = SerializedFileReader::new(fs::File::open(&file).unwrap()).unwrap();
-        let ret = reader
-            .metadata()
-            .row_group(0)
-            .column(0)
-            .encodings()
-            .collect::<Vec<_>>();
+        let ret = ret_encodings(&root);
         assert!(
             ret.contains(&Encoding::RLE_DICTIONARY) && ret.contains(&Encoding::DELTA_BINARY_PACKED),
             "{ret:?}"
@@ -634,19 +639,7 @@ mod tests {
             });
         }
         w.flush().unwrap();
-        let file = fs::read_dir(root.join("sizes/host=h"))
-            .unwrap()
-            .next()
-            .unwrap()
-            .unwrap()
-            .path();
-        let reader = SerializedFileReader::new(fs::File::open(&file).unwrap()).unwrap();
-        let ret = reader
-            .metadata()
-            .row_group(0)
-            .column(0)
-            .encodings()
-            .collect::<Vec<_>>();
+        let ret = ret_encodings(&root);
         assert!(!ret.contains(&Encoding::DELTA_BINARY_PACKED), "{ret:?}");
         fs::remove_dir_all(&root).unwrap();
     }
