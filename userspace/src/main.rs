@@ -493,7 +493,19 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
                     _ => "-".into(),
                 };
                 let target = match &p.target {
-                    probes::Target::Syscall(s) => format!("syscalls/sys_{{enter,exit}}_{s}"),
+                    probes::Target::Syscall(s) => match &p.only {
+                        // What the kernel program keeps; it drops every other call.
+                        Some(only) => format!(
+                            "syscalls/sys_{{enter,exit}}_{s}, only {} {}",
+                            p.args[only.arg],
+                            only.values
+                                .iter()
+                                .map(|(n, _)| n.as_str())
+                                .collect::<Vec<_>>()
+                                .join(" ")
+                        ),
+                        None => format!("syscalls/sys_{{enter,exit}}_{s}"),
+                    },
                     probes::Target::Uprobe { library, .. } if !p.other_names.is_empty() => {
                         format!("uprobe {library} (also {})", p.other_names.join(", "))
                     }

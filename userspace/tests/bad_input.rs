@@ -59,7 +59,8 @@ fn probes_lists_how_each_uprobe_will_be_hit() {
         uprobe("libc.so.6", "no_such_function_here"),
         uprobe("libnosuchlibrary.so.7", "fwrite"),
         "[[probe]]\nlayer = \"hdf5\"\nlibrary = \"libhdf5_openmpi.so.103\"\nsymbol = \"H5S_get_select_npoints\"\nop = \"meta\"\nargs = []\nret = \"count\"\ninternal = true\ncalls_in = [\"H5D__write\", \"H5D__read\"]\n\n".into(),
-        "[[probe]]\nlayer = \"posix\"\nsyscall = \"write\"\nop = \"write\"\nargs = [\"fd\", \"buf\", \"size\"]\nret = \"bytes\"\n".into(),
+        "[[probe]]\nlayer = \"posix\"\nsyscall = \"write\"\nop = \"write\"\nargs = [\"fd\", \"buf\", \"size\"]\nret = \"bytes\"\n\n".into(),
+        "[[probe]]\nlayer = \"posix\"\nsyscall = \"ioctl\"\nop = \"meta\"\nargs = [\"fd\", \"cmd\", \"ptr\"]\nret = \"status\"\n[probe.only.cmd]\nFICLONE = 0x40049409\nFIDEDUPERANGE = 0xc0189436\n".into(),
     ]
     .concat();
     std::fs::write(&probes, text).unwrap();
@@ -82,7 +83,21 @@ fn probes_lists_how_each_uprobe_will_be_hit() {
             "missing",
             "no library",
             "4 calls",
+            "-",
             "-"
+        ],
+        "{stdout}"
+    );
+    // Where a syscall records only some values of an argument, which.
+    let targets: Vec<&str> = lines[lines.len() - 2..]
+        .iter()
+        .map(|l| l[target_at..].trim())
+        .collect();
+    assert_eq!(
+        targets,
+        [
+            "syscalls/sys_{enter,exit}_write",
+            "syscalls/sys_{enter,exit}_ioctl, only cmd FICLONE FIDEDUPERANGE"
         ],
         "{stdout}"
     );
