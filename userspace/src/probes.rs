@@ -897,8 +897,6 @@ mod tests {
         assert!(e.to_string().contains("internal = true"), "{e}");
     }
 
-    /// `calls_in` is read for internal library functions only; the built-in file uses it for
-    /// HDF5's element count.
     const IOCTL: &str = "[[probe]]\nlayer = \"posix\"\nsyscall = \"ioctl\"\nop = \"meta\"\nargs = [\"fd\", \"cmd\", \"ptr\"]\nret = \"status\"\n";
 
     #[test]
@@ -965,6 +963,8 @@ mod tests {
         assert!(e.to_string().contains("at most 1024"), "{e}");
     }
 
+    /// `calls_in` is read for internal library functions only; the built-in file uses it for
+    /// HDF5's element count.
     #[test]
     fn calls_in_is_for_internal_library_functions() {
         let e = parse_err(

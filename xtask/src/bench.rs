@@ -26,6 +26,12 @@ struct Case {
     empty: Option<[&'static [&'static str]; 2]>,
 }
 
+/// The empty probe and the floor on the syscall tracepoints strata attaches by default.
+const SYSCALL_BASELINES: [&[&str]; 2] = [
+    &["--mechanism", "tracepoint"],
+    &["--mechanism", "floor-tracepoint"],
+];
+
 const CASES: &[Case] = &[
     Case {
         name: "syscall write(1 B)",
@@ -34,10 +40,7 @@ const CASES: &[Case] = &[
         layers: "posix",
         calls_per_iter: 1,
         divisor: 1,
-        empty: Some([
-            &["--mechanism", "tracepoint"],
-            &["--mechanism", "floor-tracepoint"],
-        ]),
+        empty: Some(SYSCALL_BASELINES),
     },
     // A call the kernel program drops at entry: an ioctl command probes.toml does not name.
     // What strata adds here beyond the empty probe is its filter alone.
@@ -48,10 +51,7 @@ const CASES: &[Case] = &[
         layers: "posix",
         calls_per_iter: 1,
         divisor: 1,
-        empty: Some([
-            &["--mechanism", "tracepoint"],
-            &["--mechanism", "floor-tracepoint"],
-        ]),
+        empty: Some(SYSCALL_BASELINES),
     },
     Case {
         name: "stdio fwrite(16 B)",
