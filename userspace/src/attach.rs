@@ -9,7 +9,7 @@ use std::{
 use anyhow::{Context as _, anyhow};
 use aya::{
     Ebpf, EbpfLoader,
-    maps::{Array, HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf},
+    maps::{Array, HashMap as BpfHashMap, MapData, PerCpuArray},
     programs::{
         BtfTracePoint, KProbe, TracePoint, UProbe,
         tp_btf::BtfTracePointLinkId,
@@ -57,7 +57,7 @@ pub struct Loaded {
     pub ebpf: Ebpf,
     pub traced: BpfHashMap<MapData, u32, u32>,
     pub counters: PerCpuArray<MapData, u64>,
-    pub events: RingBuf<MapData>,
+    pub events: crate::ring::EventRing,
     pub statuses: Vec<ProbeStatus>,
     /// Inode numbers of files of interest to the kernel-layer programs.
     watched: BpfHashMap<MapData, u64, u8>,
@@ -616,7 +616,7 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
     attach_lifecycle(&mut ebpf)?;
     let traced = BpfHashMap::try_from(map(&mut ebpf, maps::TRACED)?)?;
     let counters = PerCpuArray::try_from(map(&mut ebpf, maps::COUNTERS)?)?;
-    let events = RingBuf::try_from(map(&mut ebpf, maps::EVENTS)?)?;
+    let events = crate::ring::EventRing::new(map(&mut ebpf, maps::EVENTS)?, maps::EVENTS)?;
     let watched = BpfHashMap::try_from(map(&mut ebpf, maps::WATCHED_INODES)?)?;
     let cgroups = BpfHashMap::try_from(map(&mut ebpf, maps::CGROUPS)?)?;
     let mut users: BpfHashMap<_, u32, u8> = BpfHashMap::try_from(map(&mut ebpf, maps::USERS)?)?;

@@ -407,12 +407,8 @@ impl Daemon {
 
     /// Decodes and routes everything in the ring buffer.
     fn drain(&mut self) {
-        loop {
-            let decoded = match self.loaded.events.next() {
-                Some(item) => events::decode(&item),
-                None => break,
-            };
-            match decoded {
+        while let Some(item) = self.loaded.events.next_record() {
+            match events::decode(item) {
                 Ok(ev) => self.route(ev),
                 Err(e) => log::warn!("undecodable record: {e}"),
             }

@@ -17,7 +17,7 @@ use std::{
 
 use anyhow::Context as _;
 use aya::{
-    maps::{Array, RingBuf},
+    maps::Array,
     programs::{
         BtfTracePoint, TracePoint, UProbe,
         uprobe::{UProbeAttachLocation, UProbeAttachPoint, UProbeScope},
@@ -25,7 +25,10 @@ use aya::{
 };
 use strata_common::{Config, maps, programs};
 
-use crate::attach::{load_object, program};
+use crate::{
+    attach::{load_object, program},
+    ring::EventRing,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Mechanism {
@@ -69,7 +72,7 @@ pub fn run(
         };
         cfg.set(0, config, 0)?;
         let events = ebpf.take_map(maps::EVENTS).context("no ring buffer")?;
-        Some(Drain::start(RingBuf::try_from(events)?))
+        Some(Drain::start(EventRing::new(events, maps::EVENTS)?))
     } else {
         None
     };
@@ -141,14 +144,14 @@ struct Drain {
 }
 
 impl Drain {
-    fn start(mut ring: RingBuf<aya::maps::MapData>) -> Self {
+    fn start(mut ring: EventRing) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let thread = std::thread::spawn(move || {
             let mut n = 0u64;
             loop {
                 let done = flag.load(Ordering::Relaxed);
-                while ring.next().is_some() {
+                while ring.next_record().is_some() {
                     n += 1;
                 }
                 if done {

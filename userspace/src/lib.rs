@@ -29,6 +29,7 @@ pub mod probes;
 pub mod procs;
 pub mod record;
 pub mod report;
+pub mod ring;
 pub mod schema;
 pub mod sink;
 pub mod summary;

@@ -247,9 +247,9 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
     let mut tree_ended = false;
     loop {
         poll_readable(fd, Duration::from_millis(100));
-        while let Some(item) = loaded.events.next() {
+        while let Some(item) = loaded.events.next_record() {
             recorded += 1;
-            match events::decode(&item) {
+            match events::decode(item) {
                 Ok(ev) => corr.handle(ev, &mut out),
                 Err(e) => log::warn!("undecodable record: {e}"),
             }
@@ -308,9 +308,9 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
 
     // Stop recording, then take what is still in the ring buffer.
     attach::stop(&mut loaded)?;
-    while let Some(item) = loaded.events.next() {
+    while let Some(item) = loaded.events.next_record() {
         recorded += 1;
-        if let Ok(ev) = events::decode(&item) {
+        if let Ok(ev) = events::decode(item) {
             corr.handle(ev, &mut out);
         }
     }

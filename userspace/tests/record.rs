@@ -678,6 +678,62 @@ fn a_busy_process_is_recorded_from_the_attach_on() {
     assert_eq!(run_row.i("stack_overflow"), Some(0));
 }
 
+/// Records cross the end of a 1 MiB ring buffer dozens of times (about 7,700 call records
+/// fit), and the reader hands their space back to the kernel in batches: every call of
+/// bench_io's random loop arrives once, with its own function, size and offset, in the order
+/// the workload made them (the same xorshift sequence, computed here), and none is lost.
+#[test]
+fn every_call_arrives_once_through_a_small_ring_buffer() {
+    require_root();
+    const N: u64 = 60_000;
+    let dir = scratch("small_ring");
+    let exe = build_c("cc", "bench_io.c", &dir.join("bench_io"), &[]);
+    let out = dir.join("out");
+    let res = run(strata()
+        .args([
+            "record",
+            "-q",
+            "--layers",
+            "posix",
+            "--ring-buffer-mib",
+            "1",
+            "-o",
+        ])
+        .arg(&out)
+        .arg("--")
+        .arg(&exe)
+        .args(["random", &N.to_string()])
+        .arg(&dir));
+    assert!(res.status.success());
+    let run_row = &rows(&out, "run")[0];
+    assert_eq!(run_row.i("events_lost"), Some(0));
+    let got = duckdb(&format!(
+        "SELECT c.function || ' ' || c.\"offset\" || ' ' || c.bytes_requested || ' ' || c.ret \
+         FROM read_parquet('{o}/calls/**/*.parquet') c \
+         JOIN read_parquet('{o}/files/**/*.parquet') f USING (file_id) \
+         WHERE f.path = '{d}/bench.dat' AND c.function IN ('pread64', 'pwrite64') \
+         ORDER BY c.ts_begin_ns",
+        o = out.display(),
+        d = dir.canonicalize().unwrap().display(),
+    ));
+    // tests/workloads/bench_io.c, mode `random`.
+    let mut x: u64 = 88172645463325252;
+    let mut want = Vec::new();
+    for _ in 0..N {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let len = 1 + (x & 0xffff);
+        let off = (x >> 16) % ((64 << 20) - len);
+        let f = if x >> 63 != 0 { "pwrite64" } else { "pread64" };
+        want.push(format!("{f} {off} {len} {len}"));
+    }
+    assert_eq!(got.len(), want.len());
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(g, w, "call {i}");
+    }
+}
+
 #[test]
 fn libraries_opened_at_run_time_are_probed() {
     require_root();
