@@ -207,8 +207,11 @@ impl Daemon {
     fn serve(&mut self, listener: &UnixListener, stop: &AtomicBool) -> anyhow::Result<()> {
         let ring_fd = self.loaded.events.as_raw_fd();
         let mut last_tick = Instant::now();
+        let mut pending = false;
         while !stop.load(Ordering::Relaxed) {
-            poll2(ring_fd, listener.as_raw_fd(), Duration::from_millis(100));
+            if !pending {
+                poll2(ring_fd, listener.as_raw_fd(), Duration::from_millis(100));
+            }
             // Requests first: a stopped job's last events are drained below before it closes.
             let mut closing = Vec::new();
             while let Ok((stream, _)) = listener.accept() {
@@ -216,7 +219,14 @@ impl Daemon {
                     closing.push(job);
                 }
             }
-            self.drain();
+            pending = self.drain();
+            // A job closes once the records queued before its stop are handled (bounded: the
+            // ring and a full backlog are some 20 passes, and other jobs keep adding to them).
+            let mut passes = 0;
+            while pending && !closing.is_empty() && passes < 128 {
+                pending = self.drain();
+                passes += 1;
+            }
             if last_tick.elapsed() >= self.args.flush_interval {
                 last_tick = Instant::now();
                 closing.extend(self.tick());
@@ -239,7 +249,7 @@ impl Daemon {
             );
         }
         attach::stop(&mut self.loaded)?;
-        self.drain();
+        while self.drain() {}
         Ok(())
     }
 
@@ -405,14 +415,21 @@ impl Daemon {
         Ok(())
     }
 
-    /// Decodes and routes everything in the ring buffer.
-    fn drain(&mut self) {
+    /// Decodes and routes what the ring buffer holds, up to one pass
+    /// ([`crate::ring::RECORDS_PER_PASS`]); true if records were left for the next.
+    fn drain(&mut self) -> bool {
+        let mut handled = 0;
         while let Some(item) = self.loaded.events.next_record() {
             match events::decode(item) {
                 Ok(ev) => self.route(ev),
                 Err(e) => log::warn!("undecodable record: {e}"),
             }
+            handled += 1;
+            if handled == crate::ring::RECORDS_PER_PASS {
+                return true;
+            }
         }
+        false
     }
 
     fn route(&mut self, ev: Event) {

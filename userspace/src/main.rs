@@ -46,8 +46,9 @@ struct TraceOpts {
     /// Default: the probes enabled in the file (all but libc).
     #[arg(long, value_delimiter = ',')]
     layers: Option<Vec<String>>,
-    /// Ring buffer size in MiB (rounded up to a power of two). Raise it if events are lost.
-    /// [default: 16]
+    /// Ring buffer size in MiB (rounded up to a power of two). strata copies records out of it
+    /// into its own memory, up to 8 times this much, while it catches up with a burst; events
+    /// are lost only when both are full. Raise it if events are lost. [default: 16]
     #[arg(long, value_name = "MIB")]
     ring_buffer_mib: Option<u32>,
     /// How syscall probes attach: `btf` (two BTF raw tracepoints, the cheapest per call;

@@ -245,13 +245,24 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
     let fd = loaded.events.as_raw_fd();
     let mut last_alive_check = Instant::now();
     let mut tree_ended = false;
+    // Records were left for the next pass: no waiting for more.
+    let mut pending = false;
     loop {
-        poll_readable(fd, Duration::from_millis(100));
+        if !pending {
+            poll_readable(fd, Duration::from_millis(100));
+        }
+        pending = false;
+        let mut handled = 0;
         while let Some(item) = loaded.events.next_record() {
             recorded += 1;
             match events::decode(item) {
                 Ok(ev) => corr.handle(ev, &mut out),
                 Err(e) => log::warn!("undecodable record: {e}"),
+            }
+            handled += 1;
+            if handled == crate::ring::RECORDS_PER_PASS {
+                pending = true;
+                break;
             }
         }
         attach_opened_libraries(&mut loaded, &mut corr, &probes, &mut out, &run_id);

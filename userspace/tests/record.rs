@@ -734,6 +734,44 @@ fn every_call_arrives_once_through_a_small_ring_buffer() {
     }
 }
 
+/// A burst of calls faster than strata writes them (bench_io's open+fstat+close loop: some
+/// 500,000 records, over twice what the default 16 MiB ring buffer holds, in a fraction of a
+/// second) waits in strata's memory, not in the ring: nothing is lost, and every call is
+/// there. (Read straight from the ring, a third of them were lost.)
+#[test]
+fn a_burst_larger_than_the_ring_buffer_is_kept_whole() {
+    require_root();
+    const N: u64 = 100_000;
+    let dir = scratch("burst");
+    let exe = build_c("cc", "bench_io.c", &dir.join("bench_io"), &[]);
+    let out = dir.join("out");
+    let res = run(strata()
+        .args(["record", "-q", "--layers", "posix", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(&exe)
+        .args(["meta", &N.to_string()])
+        .arg(&dir));
+    assert!(res.status.success());
+    assert_eq!(rows(&out, "run")[0].i("events_lost"), Some(0));
+    let got = duckdb(&format!(
+        "SELECT c.function || ' ' || count(*) FROM read_parquet('{o}/calls/**/*.parquet') c \
+         LEFT JOIN read_parquet('{o}/files/**/*.parquet') f USING (file_id) \
+         WHERE f.path = '{d}/bench.dat' GROUP BY c.function ORDER BY c.function",
+        o = out.display(),
+        d = dir.canonicalize().unwrap().display(),
+    ));
+    // One open to create the file, then N times open, fstat and close.
+    assert_eq!(
+        got,
+        [
+            format!("close {}", N + 1),
+            format!("newfstatat {N}"),
+            format!("openat {}", N + 1),
+        ]
+    );
+}
+
 #[test]
 fn libraries_opened_at_run_time_are_probed() {
     require_root();
