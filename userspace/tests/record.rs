@@ -686,27 +686,7 @@ fn a_busy_process_is_recorded_from_the_attach_on() {
 fn every_call_arrives_once_through_a_small_ring_buffer() {
     require_root();
     const N: u64 = 60_000;
-    let dir = scratch("small_ring");
-    let exe = build_c("cc", "bench_io.c", &dir.join("bench_io"), &[]);
-    let out = dir.join("out");
-    let res = run(strata()
-        .args([
-            "record",
-            "-q",
-            "--layers",
-            "posix",
-            "--ring-buffer-mib",
-            "1",
-            "-o",
-        ])
-        .arg(&out)
-        .arg("--")
-        .arg(&exe)
-        .args(["random", &N.to_string()])
-        .arg(&dir));
-    assert!(res.status.success());
-    let run_row = &rows(&out, "run")[0];
-    assert_eq!(run_row.i("events_lost"), Some(0));
+    let (dir, out) = record_bench_io("small_ring", &["--ring-buffer-mib", "1"], "random", N);
     let got = duckdb(&format!(
         "SELECT c.function || ' ' || c.\"offset\" || ' ' || c.bytes_requested || ' ' || c.ret \
          FROM read_parquet('{o}/calls/**/*.parquet') c \
@@ -734,6 +714,26 @@ fn every_call_arrives_once_through_a_small_ring_buffer() {
     }
 }
 
+/// `strata record --layers posix OPTIONS -- bench_io MODE N DIR` in a new scratch directory
+/// DIR; checks that it succeeded and lost no event, and returns DIR and the output.
+fn record_bench_io(name: &str, options: &[&str], mode: &str, n: u64) -> (PathBuf, PathBuf) {
+    let dir = scratch(name);
+    let exe = build_c("cc", "bench_io.c", &dir.join("bench_io"), &[]);
+    let out = dir.join("out");
+    let res = run(strata()
+        .args(["record", "-q", "--layers", "posix"])
+        .args(options)
+        .arg("-o")
+        .arg(&out)
+        .arg("--")
+        .arg(&exe)
+        .args([mode, &n.to_string()])
+        .arg(&dir));
+    assert!(res.status.success());
+    assert_eq!(rows(&out, "run")[0].i("events_lost"), Some(0));
+    (dir, out)
+}
+
 /// A burst of calls faster than strata writes them (bench_io's open+fstat+close loop: some
 /// 500,000 records, over twice what the default 16 MiB ring buffer holds, in a fraction of a
 /// second) waits in strata's memory, not in the ring: nothing is lost, and every call is
@@ -742,18 +742,7 @@ fn every_call_arrives_once_through_a_small_ring_buffer() {
 fn a_burst_larger_than_the_ring_buffer_is_kept_whole() {
     require_root();
     const N: u64 = 100_000;
-    let dir = scratch("burst");
-    let exe = build_c("cc", "bench_io.c", &dir.join("bench_io"), &[]);
-    let out = dir.join("out");
-    let res = run(strata()
-        .args(["record", "-q", "--layers", "posix", "-o"])
-        .arg(&out)
-        .arg("--")
-        .arg(&exe)
-        .args(["meta", &N.to_string()])
-        .arg(&dir));
-    assert!(res.status.success());
-    assert_eq!(rows(&out, "run")[0].i("events_lost"), Some(0));
+    let (dir, out) = record_bench_io("burst", &[], "meta", N);
     let got = duckdb(&format!(
         "SELECT c.function || ' ' || count(*) FROM read_parquet('{o}/calls/**/*.parquet') c \
          LEFT JOIN read_parquet('{o}/files/**/*.parquet') f USING (file_id) \
