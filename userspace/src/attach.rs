@@ -427,7 +427,13 @@ impl SyscallMode {
 /// Loads strata's eBPF object (maps created, programs not yet loaded): `ring_bytes` sizes
 /// the ring buffer (default: the object's), `task_storage` keeps thread stacks in
 /// task-local storage (kernels with BTF) instead of a hash map.
-pub fn load_object(ring_bytes: Option<u32>, task_storage: bool) -> anyhow::Result<Ebpf> {
+/// Loads strata's object; `floor_ring`: the benchmark's floor programs send their records
+/// through the ring buffer (else they only build them: the stamp).
+pub fn load_object(
+    ring_bytes: Option<u32>,
+    task_storage: bool,
+    floor_ring: bool,
+) -> anyhow::Result<Ebpf> {
     // The map is created either way.
     if !aya::sys::is_map_supported(aya::maps::MapType::TaskStorage).unwrap_or(true) {
         anyhow::bail!(
@@ -436,12 +442,14 @@ pub fn load_object(ring_bytes: Option<u32>, task_storage: bool) -> anyhow::Resul
         );
     }
     let flag = u8::from(task_storage);
+    let floor_ring = u8::from(floor_ring);
     let mut loader = EbpfLoader::new();
     if let Some(bytes) = ring_bytes {
         loader.map_max_entries(maps::EVENTS, bytes);
     }
     loader
         .override_global(globals::USE_TASK_STORAGE, &flag, true)
+        .override_global(globals::FLOOR_RING, &floor_ring, true)
         // aya has no wrapper for task storage; only the programs use it.
         .allow_unsupported_maps()
         .load(EBPF)
@@ -454,7 +462,7 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
     // with the reason, nothing else does.
     let kernel_btf = crate::btf::kernel().map_err(|e| e.to_string());
     // Thread stacks in task-local storage need the kernel's BTF (the task pointer's type).
-    let mut ebpf = load_object(Some(opts.ring_bytes), kernel_btf.is_ok())?;
+    let mut ebpf = load_object(Some(opts.ring_bytes), kernel_btf.is_ok(), true)?;
     // While every map is still in `ebpf`: the multi-uprobe programs use them all.
     let mut uprobes = Uprobes::new(&ebpf);
 
@@ -1302,7 +1310,10 @@ fn type_table(
 }
 
 /// Reads and sums a per-CPU counter slot.
-pub fn counter_total(counters: &PerCpuArray<MapData, u64>, slot: strata_common::Counter) -> u64 {
+pub fn counter_total<T: std::borrow::Borrow<MapData>>(
+    counters: &PerCpuArray<T, u64>,
+    slot: strata_common::Counter,
+) -> u64 {
     counters
         .get(&(slot as u32), 0)
         .map(|v| v.iter().sum())
@@ -1550,12 +1561,16 @@ mod tests {
             maps::USERS,
             maps::LAST_WAKE,
             maps::ONLY_VALUES,
+            maps::STAMP_SCRATCH,
         ] {
             assert!(object_maps.contains(m), "map {m} missing from the object");
         }
         assert_eq!(
             object_globals,
-            BTreeSet::from([globals::USE_TASK_STORAGE.to_string()]),
+            BTreeSet::from([
+                globals::USE_TASK_STORAGE.to_string(),
+                globals::FLOOR_RING.to_string()
+            ]),
             "read-only globals of the object vs strata_common::globals"
         );
     }

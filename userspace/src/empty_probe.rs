@@ -17,7 +17,7 @@ use std::{
 
 use anyhow::Context as _;
 use aya::{
-    maps::Array,
+    maps::{Array, PerCpuArray},
     programs::{
         BtfTracePoint, TracePoint, UProbe,
         uprobe::{UProbeAttachLocation, UProbeAttachPoint, UProbeScope},
@@ -46,6 +46,12 @@ pub enum Mechanism {
     FloorTracepoint,
     /// Not empty: the same least work on a uprobe and a uretprobe.
     FloorUprobe,
+    /// The floor's programs on the BTF raw tracepoints without the ring buffer: each record
+    /// is built in per-CPU memory and not sent. What it adds to the empty probe is time
+    /// stamps and frames; what the floor adds to it, the transport.
+    StampTracepoint,
+    /// The same on a uprobe and a uretprobe.
+    StampUprobe,
 }
 
 /// Runs `command` under empty probes (or the floor's); returns its exit code.
@@ -59,8 +65,12 @@ pub fn run(
     let (exe, args) = command
         .split_first()
         .context("give the command to run after --")?;
-    let floor = matches!(mechanism, FloorTracepoint | FloorUprobe);
-    let mut ebpf = load_object(None, floor)?;
+    let floor = matches!(
+        mechanism,
+        FloorTracepoint | FloorUprobe | StampTracepoint | StampUprobe
+    );
+    let stamp = matches!(mechanism, StampTracepoint | StampUprobe);
+    let mut ebpf = load_object(None, floor, !stamp)?;
     let drain = if floor {
         // Borrowed, not taken: a map taken out and dropped would close its descriptor
         // before the programs that use it are loaded.
@@ -85,7 +95,7 @@ pub fn run(
                     .with_context(|| format!("attaching to raw_syscalls/{event}"))?;
             }
         }
-        Tracepoint | FloorTracepoint => {
+        Tracepoint | FloorTracepoint | StampTracepoint => {
             let pair = if floor {
                 [programs::FLOOR_BTF_SYS_ENTER, programs::FLOOR_BTF_SYS_EXIT]
             } else {
@@ -99,7 +109,7 @@ pub fn run(
                     .with_context(|| format!("attaching to BTF raw tracepoint {event}"))?;
             }
         }
-        Uprobe | FloorUprobe => {
+        Uprobe | FloorUprobe | StampUprobe => {
             let pair = if floor {
                 [programs::FLOOR_UPROBE, programs::FLOOR_URETPROBE]
             } else {
@@ -126,7 +136,17 @@ pub fn run(
         .status()
         .with_context(|| format!("cannot run {exe}"))?;
     if let Some(d) = drain {
-        eprintln!("records {}", d.stop());
+        let sent = d.stop();
+        if stamp {
+            let counters: PerCpuArray<_, u64> =
+                PerCpuArray::try_from(ebpf.map(maps::COUNTERS).context("no counters map")?)?;
+            eprintln!(
+                "records {}",
+                crate::attach::counter_total(&counters, strata_common::Counter::Stamped)
+            );
+        } else {
+            eprintln!("records {sent}");
+        }
     }
     // With kernel BPF statistics on, what the empty programs cost themselves (the benchmark
     // subtracts it from strata's programs: the statistics add their own clock reads).

@@ -424,6 +424,8 @@ fn empty_probes_of_every_kind_load_and_run_the_command() {
         &["--mechanism", "uprobe", "--function", "fwrite"],
         &["--mechanism", "floor-tracepoint"],
         &["--mechanism", "floor-uprobe", "--function", "fwrite"],
+        &["--mechanism", "stamp-tracepoint"],
+        &["--mechanism", "stamp-uprobe", "--function", "fwrite"],
     ] {
         let res = run(strata()
             .arg("bench-empty")
@@ -434,13 +436,19 @@ fn empty_probes_of_every_kind_load_and_run_the_command() {
 }
 
 /// The benchmark's floors keep a record of every call they see: at least the workload's
-/// own `write`s and `fwrite`s reach user space (other processes' calls may add to them).
+/// own `write`s and `fwrite`s reach user space (other processes' calls may add to them). The
+/// stamps build as many, counted in the kernel, and send none.
 #[test]
 fn floors_record_every_call() {
     require_root();
     let dir = scratch("floors");
     let exe = build_c("cc", "bench_io.c", &dir.join("bench_io"), &["-O2"]);
-    for (mechanism, mode) in [("floor-tracepoint", "syscall"), ("floor-uprobe", "stdio")] {
+    for (mechanism, mode) in [
+        ("floor-tracepoint", "syscall"),
+        ("floor-uprobe", "stdio"),
+        ("stamp-tracepoint", "syscall"),
+        ("stamp-uprobe", "stdio"),
+    ] {
         let res = run(strata()
             .args([
                 "bench-empty",

@@ -21,14 +21,17 @@ struct Case {
     /// The workload runs `calls / divisor` iterations (slow calls get fewer).
     divisor: u64,
     /// An empty probe of the same kind, to separate the machine's trap cost from strata's
-    /// own work, and the floor of the same kind (the least a per-call recorder does):
-    /// `strata bench-empty` arguments of each.
-    empty: Option<[&'static [&'static str]; 2]>,
+    /// own work; the stamp (the floor's time stamps and record, not sent); and the floor of
+    /// the same kind (the least a per-call recorder does): `strata bench-empty` arguments of
+    /// each.
+    empty: Option<[&'static [&'static str]; 3]>,
 }
 
-/// The empty probe and the floor on the syscall tracepoints strata attaches by default.
-const SYSCALL_BASELINES: [&[&str]; 2] = [
+/// The empty probe, the stamp and the floor on the syscall tracepoints strata attaches by
+/// default.
+const SYSCALL_BASELINES: [&[&str]; 3] = [
     &["--mechanism", "tracepoint"],
+    &["--mechanism", "stamp-tracepoint"],
     &["--mechanism", "floor-tracepoint"],
 ];
 
@@ -62,6 +65,7 @@ const CASES: &[Case] = &[
         divisor: 1,
         empty: Some([
             &["--mechanism", "uprobe", "--function", "fwrite"],
+            &["--mechanism", "stamp-uprobe", "--function", "fwrite"],
             &["--mechanism", "floor-uprobe", "--function", "fwrite"],
         ]),
     },
@@ -368,9 +372,13 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
             }
             Ok((best - base) / (n * case.calls_per_iter) as f64)
         };
-        let (empty_per_call, floor_per_call) = match case.empty {
-            None => (None, None),
-            Some([empty, floor]) => (Some(under(empty)?), Some(under(floor)?)),
+        let (empty_per_call, stamp_per_call, floor_per_call) = match case.empty {
+            None => (None, None, None),
+            Some([empty, stamp, floor]) => (
+                Some(under(empty)?),
+                Some(under(stamp)?),
+                Some(under(floor)?),
+            ),
         };
         // strata's kernel programs, from one more traced run with BPF statistics on.
         let prog = {
@@ -412,6 +420,7 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
             "peak_rss_kib": st.peak_rss_kib,
             "empty_probe_ns_per_call": empty_per_call,
             "strata_own_ns_per_call": empty_per_call.map(|e| per_call - e),
+            "stamp_ns_per_call": stamp_per_call,
             "floor_ns_per_call": floor_per_call,
             "strata_above_floor_ns_per_call": floor_per_call.map(|f| per_call - f),
             "kernel_program_ns_per_call": prog_ns_per_call,
@@ -428,7 +437,8 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
                 per_call / e.max(1.0),
                 per_call - e,
             );
-        } else if let (Some(e), Some(f)) = (empty_per_call, floor_per_call) {
+        } else if let (Some(e), Some(s), Some(f)) = (empty_per_call, stamp_per_call, floor_per_call)
+        {
             println!(
                 "{:<20} an empty probe adds {e:.0} ns per call, strata {per_call:.0} ns ({:.1}x the empty probe): its own work is {:.0} ns",
                 "",
@@ -441,6 +451,12 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
                 f / e.max(1.0),
                 per_call / f.max(1.0),
                 per_call - f,
+            );
+            println!(
+                "{:<20} of the floor: time stamps and the record built, unsent, {s:.0} ns ({:.1}x the empty probe); sending it through the ring buffer {:.0} ns",
+                "",
+                s / e.max(1.0),
+                f - s,
             );
         }
     }

@@ -51,6 +51,8 @@ pub mod maps {
     /// Processes whose predefined type ids were sent (tgid -> type table index).
     pub const TYPES_SENT: &str = "STRATA_TYPES_SENT";
     pub const IMAGE_SCRATCH: &str = "STRATA_IMAGE_SCRATCH";
+    /// Where the benchmark's stamp programs build their records.
+    pub const STAMP_SCRATCH: &str = "STRATA_STAMP_SCRATCH";
     /// The values a probe's `only_arg` may have ([`super::OnlyKey`] -> unused `u8`).
     pub const ONLY_VALUES: &str = "STRATA_ONLY_VALUES";
 }
@@ -59,6 +61,9 @@ pub mod maps {
 pub mod globals {
     /// `u8`: 1 to keep thread stacks in task-local storage (needs the kernel's BTF).
     pub const USE_TASK_STORAGE: &str = "STRATA_USE_TASK_STORAGE";
+    /// `u8`: 1 (the default) for the benchmark's floor programs to send their records
+    /// through the ring buffer; 0 to build each in per-CPU memory only (the stamp baseline).
+    pub const FLOOR_RING: &str = "STRATA_FLOOR_RING";
 }
 
 /// Program names (the eBPF function names).
@@ -501,8 +506,10 @@ pub enum Counter {
     /// A thread could get no call stack (no memory for its task storage, or the hash map
     /// of kernels without BTF was full): its call is not recorded.
     StackAllocFailed = 4,
-    /// Per-CPU call id sequence (not a drop counter). Slot 5 is unused: records are counted
-    /// where they arrive, in user space, not with a map update per record.
+    /// Records the benchmark's stamp programs built without sending them (strata's own
+    /// records are counted where they arrive, in user space, not with a map update each).
+    Stamped = 5,
+    /// Per-CPU call id sequence (not a drop counter).
     CallSeq = 6,
 }
 

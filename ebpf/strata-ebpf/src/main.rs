@@ -29,7 +29,7 @@ use aya_ebpf::{
 };
 use strata_common::{
     BLOB_WORDS, CALL_OUT_VALID, CLONE_THREAD, COOKIE_LOAD_AT_CALL, COOKIE_TABLE_SHIFT,
-    COUNTER_SLOTS, CallRecord, Config, Counter, DEREF_FAILED, FRAME_KERNEL, FRAME_STR_RETRY,
+    COUNTER_SLOTS, CallRecord, Config, Counter, DEREF_FAILED, FRAME_KERNEL, FRAME_STR_RETRY, Frame,
     FuncSpec, IMAGE_ARGS, IMAGE_ARGS_PARTS, IMAGE_ENV, IMAGE_ENV_PARTS, IMAGE_PART, ImageHeader,
     ImageRecord, MAX_ARGS, MAX_CGROUP_LEVEL, MAX_DEPTH, MAX_FUNCS, MAX_ONLY_VALUES, MAX_SYSCALLS,
     MAX_TYPE_REFS, MAX_TYPE_TABLES, NO_ARG, OnlyKey, ProcEvent, ProcRecord, RecordKind,
@@ -1182,7 +1182,17 @@ pub fn strata_empty_uretprobe(_ctx: RetProbeContext) -> u32 {
 // one record (the arguments and a clock read at entry, into the thread's frame; a clock read
 // and a record of strata's size at return), on syscalls or on a uprobe pair. The benchmark
 // puts strata's programs beside it, to separate what recording costs on this machine from
-// what strata adds ----
+// what strata adds. Loaded with `STRATA_FLOOR_RING` 0, the same programs build the record in
+// per-CPU memory instead of the ring buffer (the stamp), which splits the floor into time
+// stamps and transport ----
+
+/// Set by user space at load time (read-only data: the verifier drops the branch not taken).
+#[unsafe(no_mangle)]
+static STRATA_FLOOR_RING: u8 = 1;
+
+/// Where the stamp builds its records.
+#[map]
+static STRATA_STAMP_SCRATCH: PerCpuArray<CallRecord> = PerCpuArray::with_max_entries(1, 0);
 
 #[inline(always)]
 fn floor_entry(args: [u64; MAX_ARGS]) -> Res<()> {
@@ -1212,14 +1222,31 @@ fn floor_return(func_id: u32, ret: i64) -> Res<()> {
         }
         (*st).depth = 0;
     }
+    // SAFETY: a read of a plain global (volatile: its value is set at load time).
+    if unsafe { core::ptr::read_volatile(&STRATA_FLOOR_RING) } == 0 {
+        let rec = STRATA_STAMP_SCRATCH.get_ptr_mut(0).ok_or(0)?;
+        // SAFETY: per-CPU scratch of the record's type; `st` as in `floor_entry`.
+        unsafe { floor_record(rec, &(*st).frames[0], pid_tgid, func_id, ret) };
+        count(Counter::Stamped);
+        return Ok(());
+    }
     let Some(mut entry) = STRATA_EVENTS.reserve::<CallRecord>(0) else {
         count(Counter::RingbufFull);
         return Ok(());
     };
-    let rec = entry.as_mut_ptr();
-    // SAFETY: reserved ring-buffer memory of the right size; every field is written.
+    // SAFETY: reserved ring-buffer memory of the right size; `st` as in `floor_entry`.
+    unsafe { floor_record(entry.as_mut_ptr(), &(*st).frames[0], pid_tgid, func_id, ret) };
+    entry.submit(wakeup(core::mem::size_of::<CallRecord>(), true));
+    Ok(())
+}
+
+/// Writes every field of the floor's record of the call in frame `f`.
+///
+/// # Safety
+/// `rec` points to writable memory of a `CallRecord`.
+#[inline(always)]
+unsafe fn floor_record(rec: *mut CallRecord, f: &Frame, pid_tgid: u64, func_id: u32, ret: i64) {
     unsafe {
-        let f = &(*st).frames[0];
         (*rec).kind = RecordKind::Call as u32;
         (*rec).func_id = func_id;
         (*rec).call_id = 0;
@@ -1234,8 +1261,6 @@ fn floor_return(func_id: u32, ret: i64) -> Res<()> {
         (*rec).out = 0;
         (*rec).args = f.args;
     }
-    entry.submit(wakeup(core::mem::size_of::<CallRecord>(), true));
-    Ok(())
 }
 
 #[btf_tracepoint(function = "sys_enter")]
