@@ -286,8 +286,13 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
                 let rate =
                     (recorded - last_status.1) as f64 / last_status.0.elapsed().as_secs_f64();
                 last_status = (Instant::now(), recorded);
+                // Records copied out of the ring and waiting: a burst strata is catching up on.
+                let backlog = match loaded.events.backlog_bytes() {
+                    0 => String::new(),
+                    b => format!(", {} waiting", human(b as i64)),
+                };
                 pb.set_message(format!(
-                    "{recorded} events ({rate:.0}/s), lost {}, {} rows in {} written",
+                    "{recorded} events ({rate:.0}/s){backlog}, lost {}, {} rows in {} written",
                     counter_total(&loaded.counters, Counter::RingbufFull),
                     out.rows_written(),
                     human(out.bytes_written() as i64),
