@@ -2,10 +2,12 @@
  * nanoseconds on stdout, so tracer start-up and teardown are not counted.
  *
  * usage: bench_io syscall|stdio|meta|pagewrite|ioctl N DIR
- *        bench_io rate:R N DIR
+ *        bench_io rate:R|paths:R N DIR
  *   pagewrite: N buffered 4 KiB writes to a new file, then fsync (the loop time includes it)
  *   ioctl: N TCGETS on /dev/null (ENOTTY), a command probes.toml does not name
  *   rate:R: N 1-byte writes to /dev/null paced at R per second (a sustained event rate)
+ *   paths:R: N opens and closes of DIR/bench.dat paced at R per second, open i naming it
+ *     DIR/ + (i % 16) times "./" + bench.dat (records of many sizes)
  *   random: N preads and pwrites, each chosen at random, of 1 B to 64 KiB at random offsets
  *     in a 64 MiB file (an irregular access pattern; the sequence is the same every run) */
 #include <fcntl.h>
@@ -91,6 +93,25 @@ int main(int argc, char **argv) {
         }
         t1 = now();
         close(fd);
+    } else if (strncmp(argv[1], "paths:", 6) == 0) {
+        long rate = atol(argv[1] + 6);
+        if (rate <= 0) return 2;
+        close(open(path, O_WRONLY | O_CREAT, 0600));
+        char name[4096];
+        t0 = now();
+        for (long i = 0; i < n; i++) {
+            long long due = t0 + (long long)((double)i * 1e9 / rate);
+            while (now() < due) {
+            }
+            int len = snprintf(name, sizeof name, "%s/", argv[3]);
+            for (long k = 0; k < i % 16; k++) len += snprintf(name + len, sizeof name - len, "./");
+            snprintf(name + len, sizeof name - len, "bench.dat");
+            int fd = open(name, O_RDONLY);
+            if (fd < 0) return 12;
+            close(fd);
+        }
+        t1 = now();
+        unlink(path);
     } else if (strcmp(argv[1], "random") == 0) {
         static char block[65536];
         int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);

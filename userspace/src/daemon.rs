@@ -205,12 +205,15 @@ fn bind(socket: &Path) -> anyhow::Result<UnixListener> {
 
 impl Daemon {
     fn serve(&mut self, listener: &UnixListener, stop: &AtomicBool) -> anyhow::Result<()> {
-        let ring_fd = self.loaded.events.as_raw_fd();
+        let [ring_fd, copied_fd] = self.loaded.events.wait_fds();
         let mut last_tick = Instant::now();
         let mut pending = false;
         while !stop.load(Ordering::Relaxed) {
             if !pending {
-                poll2(ring_fd, listener.as_raw_fd(), Duration::from_millis(100));
+                crate::record::poll_any(
+                    &[ring_fd, copied_fd, listener.as_raw_fd()],
+                    Duration::from_millis(100),
+                );
             }
             // Requests first: a stopped job's last events are drained below before it closes.
             let mut closing = Vec::new();
@@ -218,6 +221,9 @@ impl Daemon {
                 if let Some(job) = self.request(stream) {
                     closing.push(job);
                 }
+            }
+            if !closing.is_empty() {
+                self.loaded.events.catch_up();
             }
             pending = self.drain();
             // A job closes once the records queued before its stop are handled (bounded: the
@@ -249,6 +255,7 @@ impl Daemon {
             );
         }
         attach::stop(&mut self.loaded)?;
+        self.loaded.events.finish();
         while self.drain() {}
         Ok(())
     }
@@ -606,22 +613,4 @@ impl Daemon {
             ),
         }
     }
-}
-
-/// Waits until the ring buffer or the control socket has something, or the timeout.
-fn poll2(a: i32, b: i32, timeout: Duration) {
-    let mut fds = [
-        libc::pollfd {
-            fd: a,
-            events: libc::POLLIN,
-            revents: 0,
-        },
-        libc::pollfd {
-            fd: b,
-            events: libc::POLLIN,
-            revents: 0,
-        },
-    ];
-    // SAFETY: two valid pollfds; EINTR (a signal) just returns early.
-    unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout.as_millis() as i32) };
 }

@@ -171,6 +171,9 @@ impl Drain {
             let mut n = 0u64;
             loop {
                 let done = flag.load(Ordering::Relaxed);
+                if done {
+                    ring.finish();
+                }
                 while ring.next_record().is_some() {
                     n += 1;
                 }

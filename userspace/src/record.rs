@@ -2,7 +2,6 @@
 //! duration), draining the ring buffer and writing Parquet as it goes.
 use std::{
     io::IsTerminal as _,
-    os::fd::AsRawFd as _,
     path::PathBuf,
     sync::{
         Arc,
@@ -242,14 +241,14 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
     let mut recorded: u64 = 0;
     let mut last_status = (Instant::now(), 0u64);
     let mut write_error = None;
-    let fd = loaded.events.as_raw_fd();
+    let fds = loaded.events.wait_fds();
     let mut last_alive_check = Instant::now();
     let mut tree_ended = false;
     // Records were left for the next pass: no waiting for more.
     let mut pending = false;
     loop {
         if !pending {
-            poll_readable(fd, Duration::from_millis(100));
+            poll_any(&fds, Duration::from_millis(100));
         }
         pending = false;
         let mut handled = 0;
@@ -324,6 +323,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
 
     // Stop recording, then take what is still in the ring buffer.
     attach::stop(&mut loaded)?;
+    loaded.events.finish();
     while let Some(item) = loaded.events.next_record() {
         recorded += 1;
         if let Ok(ev) = events::decode(item) {
@@ -560,14 +560,24 @@ fn preflight(args: &RecordArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub(crate) fn poll_readable(fd: i32, timeout: Duration) {
-    let mut pfd = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
+/// Waits until one of `fds` is readable, or `timeout`.
+pub(crate) fn poll_any(fds: &[i32], timeout: Duration) {
+    let mut pfds: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    // SAFETY: valid pollfds, as many as passed; EINTR (a signal) just returns early.
+    unsafe {
+        libc::poll(
+            pfds.as_mut_ptr(),
+            pfds.len() as _,
+            timeout.as_millis() as i32,
+        )
     };
-    // SAFETY: one valid pollfd; EINTR (a signal) just returns early.
-    unsafe { libc::poll(&mut pfd, 1, timeout.as_millis() as i32) };
 }
 
 pub(crate) fn progress_bar() -> indicatif::ProgressBar {

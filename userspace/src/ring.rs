@@ -8,16 +8,27 @@
 //! - A burst faster than strata writes Parquet (open+fstat+close at some 3M records/s, against
 //!   ~1.4M/s handled) waits in the backlog instead of overflowing the ring: 500,000 such
 //!   records through the default 16 MiB ring lost 187,000 read in place, none with the backlog.
+//!   The reading loop copies them itself between records; a copier thread steps in once the
+//!   ring is an eighth full, so that it is emptied also while the loop writes a file or waits
+//!   for a CPU (copied only between records, 11,000 were lost that way on a busy machine).
 use std::{
     collections::VecDeque,
     num::NonZeroUsize,
-    os::fd::{AsFd, AsRawFd, RawFd},
+    os::fd::{AsFd, AsRawFd as _, RawFd},
     ptr::NonNull,
-    sync::atomic::{AtomicU32, AtomicUsize, Ordering},
+    sync::{
+        Arc, Mutex, MutexGuard,
+        atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering},
+    },
+    thread::JoinHandle,
+    time::Duration,
 };
 
 use aya::maps::{Map, MapData};
-use nix::sys::mman::{MapFlags, ProtFlags, mmap, munmap};
+use nix::sys::{
+    eventfd::{EfdFlags, EventFd},
+    mman::{MapFlags, ProtFlags, mmap, munmap},
+};
 
 /// The kernel's record header (`BPF_RINGBUF_HDR_SZ`): the length with two flag bits, and the
 /// page offset the kernel uses to find the ring from a record.
@@ -35,6 +46,8 @@ pub enum RingError {
     Size(u32),
     #[error("mapping the ring buffer: {0}")]
     Mmap(#[from] nix::Error),
+    #[error("starting the ring buffer's copier thread: {0}")]
+    Thread(#[from] std::io::Error),
 }
 
 /// One mapping of the ring buffer's pages, unmapped on drop.
@@ -52,6 +65,10 @@ impl Mapping {
     }
 }
 
+// SAFETY: the mapping is plain shared memory; its owner decides who touches it (the ring's
+// state sits behind a mutex).
+unsafe impl Send for Mapping {}
+
 impl Drop for Mapping {
     fn drop(&mut self) {
         // SAFETY: the mapping made in `new`, no longer referenced.
@@ -59,86 +76,96 @@ impl Drop for Mapping {
     }
 }
 
-/// strata's event ring buffer, read record by record; see the module doc.
-pub struct EventRing {
-    map: MapData,
+/// The ring's pages and how far they are read: used under the [`Shared`] mutex.
+struct Ring {
     /// The consumer page (read-write): the consumer position at offset 0.
     consumer: Mapping,
-    /// The producer page (the producer position at offset 0), then the data pages twice, so
-    /// that a record that wraps around the end reads as one slice.
+    /// The producer page (the producer position at offset 0), then the data pages. The kernel
+    /// offers them twice in a row, so that a record wrapping around the end reads as one
+    /// slice; the reader copies records anyway, maps them once and copies a wrapped one in
+    /// two parts (each mapping counts in strata's resident memory: a 16 MiB ring counted 32).
     producer: Mapping,
     page: usize,
     mask: usize,
     /// Where the next record in the ring starts (the ones before it are copied out).
     pos: usize,
-    /// The producer position last read: records up to it are committed or busy.
-    producer_pos: usize,
-    /// Records copied out of the ring and not yet returned, oldest first, in batches (each
-    /// record: its length in [`BACKLOG_HDR`] bytes, then its bytes padded to 8).
+}
+
+/// The ring and the records copied out of it, shared by the copier thread and the reader.
+struct Shared {
+    ring: Ring,
+    /// Records copied out and not yet taken, oldest first, in batches (each record: its
+    /// length in [`BACKLOG_HDR`] bytes, then its bytes padded to 8).
     backlog: VecDeque<Vec<u8>>,
-    /// Where the next record starts in the oldest batch.
-    front: usize,
     backlog_bytes: usize,
     /// The most the backlog may hold; beyond it records stay in the ring (and once that is
     /// full, the kernel drops and counts them).
     backlog_cap: usize,
-    /// Records returned since the ring was last emptied into the backlog.
-    since_refill: u32,
+    /// Batches read to the end, kept for the next copies: fresh memory would cost a page
+    /// fault per 4 KiB copied.
+    spare: Vec<Vec<u8>>,
 }
 
-/// How often the ring is emptied into the backlog, in records returned: often enough that a
-/// burst far faster than strata's processing fills the backlog, not the ring (at the
-/// pipeline's ~1.4M records/s, every ~0.2 ms), seldom enough that reading the producer
-/// position, a cache line the traced CPUs write, costs nothing per record.
-const REFILL_EVERY: u32 = 256;
+/// At most this many read batches are kept for reuse.
+const SPARE_BATCHES: usize = 4;
 
-/// Records a reading loop handles in one pass before it looks at its other work (signals,
-/// flushes, the end of the run): about 50 ms' worth. While a traced job makes records faster
-/// than strata handles them, the ring never runs empty, and a loop that waited for that would
-/// never stop.
-pub const RECORDS_PER_PASS: usize = 65_536;
+/// strata's event ring buffer, read record by record; see the module doc.
+pub struct EventRing {
+    /// Keeps the map's descriptor open for the copier's poll (it is joined before this drops).
+    _map: MapData,
+    shared: Arc<Mutex<Shared>>,
+    /// The batch being read, taken whole from the backlog, and where its next record starts.
+    current: Vec<u8>,
+    front: usize,
+    /// Records taken since the last refill.
+    since_refill: u32,
+    /// Signalled by the copier when it adds a batch: what the reading loop polls.
+    ready: Arc<EventFd>,
+    stop: Arc<AtomicBool>,
+    copier: Option<JoinHandle<()>>,
+}
 
 /// The backlog holds at most this many times the ring's size.
 pub const BACKLOG_RINGS: usize = 8;
 
+/// Records a reading loop handles in one pass before it looks at its other work (signals,
+/// flushes, the end of the run): about 50 ms' worth. While a traced job makes records faster
+/// than strata handles them, the backlog never runs empty, and a loop that waited for that
+/// would never stop.
+pub const RECORDS_PER_PASS: usize = 65_536;
+
 /// A record in a backlog batch: its length, then its bytes padded to 8.
 const BACKLOG_HDR: usize = 8;
 
-impl EventRing {
-    /// The reader of ring-buffer map `name`, taken from the loaded object.
-    pub fn new(map: Map, name: &'static str) -> Result<Self, RingError> {
-        let Map::RingBuf(map) = map else {
-            return Err(RingError::NotRingBuf(name));
-        };
-        let size = map.info()?.max_entries();
-        if !size.is_power_of_two() {
-            return Err(RingError::Size(size));
-        }
-        let size = size as usize;
-        // SAFETY: sysconf has no preconditions.
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
-        let fd = map.fd().as_fd();
-        let consumer = Mapping::new(fd, page, ProtFlags::PROT_READ | ProtFlags::PROT_WRITE, 0)?;
-        let producer = Mapping::new(fd, page + 2 * size, ProtFlags::PROT_READ, page)?;
-        let mut ring = Self {
-            map,
-            consumer,
-            producer,
-            page,
-            mask: size - 1,
-            pos: 0,
-            producer_pos: 0,
-            backlog: VecDeque::new(),
-            front: 0,
-            backlog_bytes: 0,
-            backlog_cap: BACKLOG_RINGS * size,
-            since_refill: 0,
-        };
-        ring.pos = ring.consumer_pos().load(Ordering::Acquire);
-        ring.producer_pos = ring.load_producer_pos();
-        Ok(ring)
-    }
+/// How long the copier waits for the kernel's wakeup (which comes per 256 KiB of records, or
+/// at once for library calls) before it looks anyway.
+const COPIER_WAIT: Duration = Duration::from_millis(20);
 
+/// How often the copier looks at the ring while records come.
+const COPIER_TICK: Duration = Duration::from_millis(5);
+
+/// The copier copies only once the ring is this full (a fraction of its size): until then
+/// the reading loop takes the records itself, between records it handles, on its own CPU. A
+/// second thread copying right behind the traced calls would take CPU time from them on a
+/// node whose cores are all busy, and pull their cache lines to its own CPU.
+const COPIER_FILL: usize = 8;
+
+/// How often the reading loop moves the ring's records into the backlog, in records it
+/// takes: often enough that a burst far faster than the pipeline fills the backlog, not the
+/// ring (at ~1.4M records/s, every ~0.2 ms).
+const REFILL_EVERY: u32 = 256;
+
+/// What a refill found.
+#[derive(PartialEq)]
+enum Refill {
+    Copied,
+    /// The ring is empty.
+    Empty,
+    /// The ring's next record is still being written, or the backlog is full.
+    Blocked,
+}
+
+impl Ring {
     fn consumer_pos(&self) -> &AtomicUsize {
         // SAFETY: the consumer page starts with the kernel's `unsigned long consumer_pos`.
         unsafe { self.consumer.ptr.cast::<AtomicUsize>().as_ref() }
@@ -150,31 +177,18 @@ impl EventRing {
         unsafe { self.producer.ptr.cast::<AtomicUsize>().as_ref() }.load(Ordering::Acquire)
     }
 
-    /// Bytes waiting in the backlog (copied out of the ring, not yet returned).
-    pub fn backlog_bytes(&self) -> usize {
-        self.backlog_bytes
-    }
-
-    /// Copies every committed record of the ring into a new backlog batch (as far as the
-    /// backlog's cap allows) and hands their space back to the kernel at once.
-    fn refill(&mut self) {
-        self.producer_pos = self.load_producer_pos();
+    /// Copies the committed records (at most about `room` bytes) into `batch` and hands
+    /// their space back to the kernel at once.
+    fn copy_out(&mut self, room: usize, batch: &mut Vec<u8>) {
+        let producer_pos = self.load_producer_pos();
         // A backlog record takes what it took in the ring (a header of 8 bytes, padding to 8).
-        let room = self.backlog_cap.saturating_sub(self.backlog_bytes);
-        let mut batch = Vec::with_capacity((self.producer_pos - self.pos).min(room));
-        loop {
-            if self.backlog_bytes + batch.len() >= self.backlog_cap {
-                break;
-            }
-            if self.pos == self.producer_pos {
-                self.producer_pos = self.load_producer_pos();
-                if self.pos == self.producer_pos {
-                    break;
-                }
-            }
-            let at = self.page + (self.pos & self.mask);
-            // SAFETY: `at` is inside the first copy of the data pages, and a header is 8-byte
-            // aligned; the kernel commits it with a fully ordered exchange.
+        batch.clear();
+        batch.reserve((producer_pos - self.pos).min(room));
+        while self.pos != producer_pos && batch.len() < room {
+            let off = self.pos & self.mask;
+            let at = self.page + off;
+            // SAFETY: `at` is inside the data pages, and a header is 8-byte aligned (so it
+            // never wraps); the kernel commits it with a fully ordered exchange.
             let header = unsafe {
                 self.producer
                     .ptr
@@ -190,16 +204,19 @@ impl EventRing {
             }
             let len = (header & !(BUSY | DISCARD)) as usize;
             if header & DISCARD == 0 {
-                // SAFETY: a record is at most the ring's size, and the data pages are mapped
-                // twice, so the record lies inside the mapping even when it wraps around.
-                let data = unsafe {
-                    std::slice::from_raw_parts(
-                        self.producer.ptr.cast::<u8>().add(at + HDR).as_ptr(),
-                        len,
-                    )
-                };
+                // Where the data starts in the ring, and how much of it fits before the end.
+                let start = (off + HDR) & self.mask;
+                let first = len.min(self.mask + 1 - start);
+                let data = self.producer.ptr.cast::<u8>();
                 batch.extend_from_slice(&(len as u64).to_ne_bytes());
-                batch.extend_from_slice(data);
+                // SAFETY: both parts lie inside the data pages (a record is at most the
+                // ring's size); the committed record is not written until it is handed back.
+                unsafe {
+                    let head = data.add(self.page + start).as_ptr();
+                    batch.extend_from_slice(std::slice::from_raw_parts(head, first));
+                    let tail = data.add(self.page).as_ptr();
+                    batch.extend_from_slice(std::slice::from_raw_parts(tail, len - first));
+                }
                 batch.resize(batch.len().next_multiple_of(8), 0);
             }
             self.pos += (HDR + len).next_multiple_of(8);
@@ -207,42 +224,176 @@ impl EventRing {
         if self.consumer_pos().load(Ordering::Relaxed) != self.pos {
             self.consumer_pos().store(self.pos, Ordering::Release);
         }
-        if !batch.is_empty() {
-            self.backlog_bytes += batch.len();
-            self.backlog.push_back(batch);
+    }
+}
+
+impl Shared {
+    /// Moves what the ring holds into the backlog, as far as its cap allows.
+    fn refill(&mut self) -> Refill {
+        if self.ring.pos == self.ring.load_producer_pos() {
+            return Refill::Empty;
+        }
+        let room = self.backlog_cap.saturating_sub(self.backlog_bytes);
+        if room == 0 {
+            return Refill::Blocked;
+        }
+        let mut batch = self.spare.pop().unwrap_or_default();
+        self.ring.copy_out(room, &mut batch);
+        if batch.is_empty() {
+            self.spare.push(batch);
+            return Refill::Blocked;
+        }
+        self.backlog_bytes += batch.len();
+        self.backlog.push_back(batch);
+        Refill::Copied
+    }
+}
+
+fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
+    // A panic elsewhere cannot leave the ring half-read: positions change after each copy.
+    shared.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl EventRing {
+    /// The reader of ring-buffer map `name`, taken from the loaded object; starts its copier.
+    pub fn new(map: Map, name: &'static str) -> Result<Self, RingError> {
+        let Map::RingBuf(map) = map else {
+            return Err(RingError::NotRingBuf(name));
+        };
+        let size = map.info()?.max_entries();
+        if !size.is_power_of_two() {
+            return Err(RingError::Size(size));
+        }
+        let size = size as usize;
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+        let fd = map.fd().as_fd();
+        let consumer = Mapping::new(fd, page, ProtFlags::PROT_READ | ProtFlags::PROT_WRITE, 0)?;
+        let producer = Mapping::new(fd, page + size, ProtFlags::PROT_READ, page)?;
+        let mut ring = Ring {
+            consumer,
+            producer,
+            page,
+            mask: size - 1,
+            pos: 0,
+        };
+        ring.pos = ring.consumer_pos().load(Ordering::Acquire);
+        let shared = Arc::new(Mutex::new(Shared {
+            ring,
+            backlog: VecDeque::new(),
+            backlog_bytes: 0,
+            backlog_cap: BACKLOG_RINGS * size,
+            spare: Vec::new(),
+        }));
+        let ready = Arc::new(EventFd::from_value_and_flags(
+            0,
+            EfdFlags::EFD_NONBLOCK | EfdFlags::EFD_CLOEXEC,
+        )?);
+        let stop = Arc::new(AtomicBool::new(false));
+        let ring_fd = fd.as_raw_fd();
+        let copier = {
+            let (shared, ready, stop) = (shared.clone(), ready.clone(), stop.clone());
+            std::thread::Builder::new()
+                .name("strata-ring".into())
+                .spawn(move || copy_loop(ring_fd, &shared, &ready, &stop))?
+        };
+        Ok(Self {
+            _map: map,
+            shared,
+            current: Vec::new(),
+            front: 0,
+            since_refill: 0,
+            ready,
+            stop,
+            copier: Some(copier),
+        })
+    }
+
+    /// Bytes waiting in the backlog (copied out of the ring, not yet taken).
+    pub fn backlog_bytes(&self) -> usize {
+        lock(&self.shared).backlog_bytes
+    }
+
+    /// Copies what the ring holds into the backlog now, not at the copier's next turn (a job
+    /// about to close wants the records made before its stop).
+    pub fn catch_up(&mut self) {
+        lock(&self.shared).refill();
+    }
+
+    /// Stops the copier (the reading loop's last pass, after the programs stopped, takes the
+    /// rest).
+    pub fn finish(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(copier) = self.copier.take() {
+            let _ = copier.join();
         }
     }
 
-    /// The next record, or None when none is ready. A record stays valid until the next call.
+    /// The descriptors a reading loop waits on when `next_record` has nothing: the ring's
+    /// (the kernel's wakeups) and the copier's signal.
+    pub fn wait_fds(&self) -> [RawFd; 2] {
+        [self._map.fd().as_fd().as_raw_fd(), self.ready.as_raw_fd()]
+    }
+
+    /// The next record, or None when none is ready (the backlog and the ring are empty, or
+    /// the ring's next record is still being written). A record stays valid until the next
+    /// call.
     pub fn next_record(&mut self) -> Option<&[u8]> {
-        while let Some(b) = self.backlog.front() {
-            if self.front < b.len() {
-                break;
+        self.since_refill += 1;
+        if self.since_refill >= REFILL_EVERY && self.front < self.current.len() {
+            self.since_refill = 0;
+            lock(&self.shared).refill();
+        }
+        if self.front >= self.current.len() {
+            // Cleared before looking: a batch added after this signals again.
+            let _ = self.ready.read();
+            let mut shared = lock(&self.shared);
+            if shared.backlog.is_empty() {
+                shared.refill();
+                self.since_refill = 0;
             }
-            self.backlog_bytes -= b.len();
-            self.backlog.pop_front();
+            let batch = shared.backlog.pop_front()?;
+            shared.backlog_bytes -= batch.len();
+            let done = std::mem::replace(&mut self.current, batch);
+            if shared.spare.len() < SPARE_BATCHES && done.capacity() > 0 {
+                shared.spare.push(done);
+            }
+            drop(shared);
             self.front = 0;
         }
-        if self.backlog.is_empty() || self.since_refill >= REFILL_EVERY {
-            self.refill();
-            self.since_refill = 0;
-        }
-        self.since_refill += 1;
-        let batch = self.backlog.front()?;
         let at = self.front;
-        let len = u64::from_ne_bytes(batch[at..at + BACKLOG_HDR].try_into().ok()?) as usize;
+        let len_bytes = self.current.get(at..at + BACKLOG_HDR)?;
+        let len = u64::from_ne_bytes(len_bytes.try_into().ok()?) as usize;
         let data = at + BACKLOG_HDR;
         self.front = (data + len).next_multiple_of(8);
-        batch.get(data..data + len)
+        self.current.get(data..data + len)
     }
 }
 
-impl AsRawFd for EventRing {
-    fn as_raw_fd(&self) -> RawFd {
-        self.map.fd().as_fd().as_raw_fd()
+/// The copier: moves records from the ring to the backlog while the reading loop does not
+/// (it writes a file, or waits for a CPU) and the ring fills.
+fn copy_loop(ring_fd: RawFd, shared: &Mutex<Shared>, ready: &EventFd, stop: &AtomicBool) {
+    while !stop.load(Ordering::Relaxed) {
+        let (waiting, size) = {
+            let s = lock(shared);
+            (s.ring.load_producer_pos() - s.ring.pos, s.ring.mask + 1)
+        };
+        if waiting == 0 {
+            crate::record::poll_any(&[ring_fd], COPIER_WAIT);
+        } else if waiting >= size / COPIER_FILL {
+            if lock(shared).refill() == Refill::Copied {
+                let _ = ready.write(1);
+            } else {
+                std::thread::sleep(COPIER_TICK);
+            }
+        } else {
+            std::thread::sleep(COPIER_TICK);
+        }
     }
 }
 
-// SAFETY: the mappings are owned by the reader and used only through `&mut self` (the
-// consumer position is atomic); moving the reader to another thread is sound.
-unsafe impl Send for EventRing {}
+impl Drop for EventRing {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}

@@ -742,6 +742,52 @@ fn record_bench_io(name: &str, options: &[&str], mode: &str, n: u64) -> (PathBuf
     (dir, out)
 }
 
+/// Records of many sizes (open i names its file with i % 16 times "./", so its path record
+/// grows by 8 bytes a step) wrap around the end of a 1 MiB ring buffer at ever other places,
+/// a record's first part at the end of the ring and the rest at its start: every open
+/// arrives once, in order, with its own path, and every close with it.
+#[test]
+fn records_split_by_the_end_of_the_ring_buffer_arrive_whole() {
+    require_root();
+    const N: u64 = 40_000;
+    let (dir, out) = record_bench_io(
+        "split_records",
+        &["--ring-buffer-mib", "1"],
+        "paths:50000",
+        N,
+    );
+    let dir = dir.canonicalize().unwrap();
+    let got = duckdb(&format!(
+        "SELECT c.path FROM read_parquet('{o}/calls/**/*.parquet') c \
+         WHERE c.function = 'openat' AND c.path LIKE '{d}/%bench.dat' AND c.flags = 0 \
+         AND c.ret >= 0 ORDER BY c.ts_begin_ns",
+        o = out.display(),
+        d = dir.display(),
+    ));
+    let want: Vec<String> = (0..N)
+        .map(|i| {
+            format!(
+                "{}/{}bench.dat",
+                dir.display(),
+                "./".repeat(i as usize % 16)
+            )
+        })
+        .collect();
+    assert_eq!(got.len(), want.len());
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(g, w, "open {i}");
+    }
+    // Each open's fd is closed once, by a close on its handle.
+    let closes = duckdb(&format!(
+        "SELECT count(*) FROM read_parquet('{o}/calls/**/*.parquet') c \
+         JOIN read_parquet('{o}/handles/**/*.parquet') h USING (handle_id) \
+         WHERE c.function = 'close' AND h.path = '{d}/bench.dat' AND h.flags = 0",
+        o = out.display(),
+        d = dir.display(),
+    ));
+    assert_eq!(closes, [N.to_string()]);
+}
+
 /// A burst of calls faster than strata writes them (bench_io's open+fstat+close loop: some
 /// 500,000 records, over twice what the default 16 MiB ring buffer holds, in a fraction of a
 /// second) waits in strata's memory, not in the ring: nothing is lost, and every call is
