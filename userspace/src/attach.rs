@@ -426,9 +426,9 @@ impl SyscallMode {
 
 /// Loads strata's eBPF object (maps created, programs not yet loaded): `ring_bytes` sizes
 /// the ring buffer (default: the object's), `task_storage` keeps thread stacks in
-/// task-local storage (kernels with BTF) instead of a hash map.
-/// Loads strata's object; `floor_ring`: the benchmark's floor programs send their records
-/// through the ring buffer (else they only build them: the stamp).
+/// task-local storage (kernels with BTF) instead of a hash map, and `floor_ring` has the
+/// benchmark's floor programs send their records through the ring buffer (else they only
+/// build them: the stamp).
 pub fn load_object(
     ring_bytes: Option<u32>,
     task_storage: bool,

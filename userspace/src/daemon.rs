@@ -210,7 +210,7 @@ impl Daemon {
         let mut pending = false;
         while !stop.load(Ordering::Relaxed) {
             if !pending {
-                crate::record::poll_any(
+                crate::ring::poll_any(
                     &[ring_fd, copied_fd, listener.as_raw_fd()],
                     Duration::from_millis(100),
                 );

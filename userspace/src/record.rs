@@ -248,7 +248,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
     let mut pending = false;
     loop {
         if !pending {
-            poll_any(&fds, Duration::from_millis(100));
+            crate::ring::poll_any(&fds, Duration::from_millis(100));
         }
         pending = false;
         let mut handled = 0;
@@ -558,26 +558,6 @@ fn preflight(args: &RecordArgs) -> anyhow::Result<()> {
         .with_context(|| format!("output directory {} is not writable", args.output.display()))?;
     let _ = std::fs::remove_file(probe);
     Ok(())
-}
-
-/// Waits until one of `fds` is readable, or `timeout`.
-pub(crate) fn poll_any(fds: &[i32], timeout: Duration) {
-    let mut pfds: Vec<libc::pollfd> = fds
-        .iter()
-        .map(|&fd| libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .collect();
-    // SAFETY: valid pollfds, as many as passed; EINTR (a signal) just returns early.
-    unsafe {
-        libc::poll(
-            pfds.as_mut_ptr(),
-            pfds.len() as _,
-            timeout.as_millis() as i32,
-        )
-    };
 }
 
 pub(crate) fn progress_bar() -> indicatif::ProgressBar {

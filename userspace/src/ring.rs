@@ -112,7 +112,7 @@ const SPARE_BATCHES: usize = 4;
 /// strata's event ring buffer, read record by record; see the module doc.
 pub struct EventRing {
     /// Keeps the map's descriptor open for the copier's poll (it is joined before this drops).
-    _map: MapData,
+    map: MapData,
     shared: Arc<Mutex<Shared>>,
     /// The batch being read, taken whole from the backlog, and where its next record starts.
     current: Vec<u8>,
@@ -126,7 +126,7 @@ pub struct EventRing {
 }
 
 /// The backlog holds at most this many times the ring's size.
-pub const BACKLOG_RINGS: usize = 8;
+const BACKLOG_RINGS: usize = 8;
 
 /// Records a reading loop handles in one pass before it looks at its other work (signals,
 /// flushes, the end of the run): about 50 ms' worth. While a traced job makes records faster
@@ -298,7 +298,7 @@ impl EventRing {
                 .spawn(move || copy_loop(ring_fd, &shared, &ready, &stop))?
         };
         Ok(Self {
-            _map: map,
+            map,
             shared,
             current: Vec::new(),
             front: 0,
@@ -332,7 +332,7 @@ impl EventRing {
     /// The descriptors a reading loop waits on when `next_record` has nothing: the ring's
     /// (the kernel's wakeups) and the copier's signal.
     pub fn wait_fds(&self) -> [RawFd; 2] {
-        [self._map.fd().as_fd().as_raw_fd(), self.ready.as_raw_fd()]
+        [self.map.fd().as_fd().as_raw_fd(), self.ready.as_raw_fd()]
     }
 
     /// The next record, or None when none is ready (the backlog and the ring are empty, or
@@ -379,7 +379,7 @@ fn copy_loop(ring_fd: RawFd, shared: &Mutex<Shared>, ready: &EventFd, stop: &Ato
             (s.ring.load_producer_pos() - s.ring.pos, s.ring.mask + 1)
         };
         if waiting == 0 {
-            crate::record::poll_any(&[ring_fd], COPIER_WAIT);
+            poll_any(&[ring_fd], COPIER_WAIT);
         } else if waiting >= size / COPIER_FILL {
             if lock(shared).refill() == Refill::Copied {
                 let _ = ready.write(1);
@@ -390,6 +390,26 @@ fn copy_loop(ring_fd: RawFd, shared: &Mutex<Shared>, ready: &EventFd, stop: &Ato
             std::thread::sleep(COPIER_TICK);
         }
     }
+}
+
+/// Waits until one of `fds` is readable, or `timeout`.
+pub(crate) fn poll_any(fds: &[i32], timeout: Duration) {
+    let mut pfds: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    // SAFETY: valid pollfds, as many as passed; EINTR (a signal) just returns early.
+    unsafe {
+        libc::poll(
+            pfds.as_mut_ptr(),
+            pfds.len() as _,
+            timeout.as_millis() as i32,
+        )
+    };
 }
 
 impl Drop for EventRing {
