@@ -287,6 +287,8 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
          strata's programs are reported beyond that"
     );
     let mut results = Vec::new();
+    // The write(1 B) case's kernel programs and empty probe, per call, for the own-work sum.
+    let mut write_kernel = None;
     println!(
         "{:<20} {:>12} {:>12} {:>8} {:>12} {:>10} {:>8} {:>6} {:>8}",
         "workload",
@@ -430,6 +432,9 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
             "{:<20} strata's kernel programs: {prog_ns_per_call:.0} ns per call ({runs_per_call:.1} runs)",
             ""
         );
+        if case.mode == "syscall" {
+            write_kernel = empty_per_call.map(|e| (prog_ns_per_call, e));
+        }
         if let (Some(e), true) = (empty_per_call, dropped) {
             println!(
                 "{:<20} not recorded: an empty probe adds {e:.0} ns per call, strata {per_call:.0} ns ({:.1}x the empty probe): its filter is {:.0} ns",
@@ -508,13 +513,16 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
     // 3n iterations differ by 2n iterations' events and bytes, start-up cancelled. Files are
     // cut by row count only (no flush timer), but the time stamps' deltas still make the size
     // of the same calls vary from run to run (by a third for the write loop): the median of
-    // three pairs, and their range.
+    // three pairs, and their range. strata's CPU time per event comes from the same pairs
+    // (its start-up, reading BTF and loading programs, cancelled the same way).
     println!(
-        "\n{:<32} {:>10} {:>10} {:>8} {:>15}",
-        "trace size, steady state", "events", "bytes", "B/event", "range"
+        "\n{:<32} {:>10} {:>10} {:>8} {:>15} {:>12}",
+        "trace size, steady state", "events", "bytes", "B/event", "range", "CPU ns/event"
     );
+    let mut user_ns = None;
     for sc in SIZE_CASES {
         let mut pairs = Vec::new();
+        let mut cpu = Vec::new();
         for _ in 0..3 {
             let mut runs = Vec::new();
             for n in [sc.iterations, 3 * sc.iterations] {
@@ -542,18 +550,20 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
                 output(mpi_env(&mut cmd))?;
                 let st = stats(&out_dir)?;
                 anyhow::ensure!(st.lost == 0, "{}: {} events lost", sc.name, st.lost);
-                runs.push((st.calls, dataset_bytes(&out_dir)?));
+                runs.push((st.calls, dataset_bytes(&out_dir)?, st.cpu_ns));
             }
             let events = runs[1].0.saturating_sub(runs[0].0);
             let bytes = runs[1].1.saturating_sub(runs[0].1);
             pairs.push((bytes as f64 / events.max(1) as f64, events, bytes));
+            cpu.push(runs[1].2.saturating_sub(runs[0].2) as f64 / events.max(1) as f64);
         }
         pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
+        cpu.sort_by(f64::total_cmp);
         let (per_event, events, bytes) = pairs[1];
         let range = format!("{:.2}-{:.2}", pairs[0].0, pairs[2].0);
         println!(
-            "{:<32} {:>10} {:>10} {:>8.2} {:>15}",
-            sc.name, events, bytes, per_event, range
+            "{:<32} {:>10} {:>10} {:>8.2} {:>15} {:>12.0}",
+            sc.name, events, bytes, per_event, range, cpu[1]
         );
         results.push(json!({
             "workload": format!("trace size, steady state: {}", sc.name),
@@ -562,6 +572,31 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
             "dataset_bytes_per_event": per_event,
             "dataset_bytes_per_event_min": pairs[0].0,
             "dataset_bytes_per_event_max": pairs[2].0,
+            "strata_cpu_ns_per_event": cpu[1],
+            "strata_cpu_ns_per_event_min": cpu[0],
+            "strata_cpu_ns_per_event_max": cpu[2],
+        }));
+        if sc.mode == "syscall" {
+            user_ns = Some(cpu[1]);
+        }
+    }
+
+    // The target's measure: strata's own work per event, kernel programs and user space
+    // together, against an empty probe. User space runs beside the job (another core here),
+    // so the loop's wall time above hides it; on a node whose cores all run ranks it is
+    // taken from them.
+    if let (Some((kernel, empty)), Some(user)) = (write_kernel, user_ns) {
+        let own = kernel + user;
+        println!(
+            "\nstrata's own work per write(1 B) event: kernel programs {kernel:.0} ns + user space {user:.0} ns CPU = {own:.0} ns, {:.1}x the {empty:.0} ns an empty probe adds",
+            own / empty.max(1.0)
+        );
+        results.push(json!({
+            "workload": "own work per event: write(1 B)",
+            "kernel_program_ns_per_event": kernel,
+            "user_space_cpu_ns_per_event": user,
+            "own_ns_per_event": own,
+            "empty_probe_ns_per_call": empty,
         }));
     }
 
@@ -675,6 +710,8 @@ struct Stats {
     /// Time in strata's kernel programs and their runs (0 unless BPF statistics were on).
     bpf_run_ns: u64,
     bpf_runs: u64,
+    /// strata's own CPU time (user and system, all its threads).
+    cpu_ns: u64,
 }
 
 /// The kernel's BPF run-time statistics, on while this lives (they cost a clock read or two
@@ -703,7 +740,7 @@ impl Drop for BpfStats {
 /// Calls recorded, events lost and Parquet bytes of the calls table, from the dataset itself.
 fn stats(out: &Path) -> anyhow::Result<Stats> {
     let q = format!(
-        "import duckdb\nr = duckdb.sql(\"SELECT calls_written, events_lost, peak_rss_kib, coalesce(bpf_run_ns, 0), coalesce(bpf_runs, 0) FROM read_parquet('{0}/run/**/*.parquet')\").fetchall()[0]\nprint(*r)",
+        "import duckdb\nr = duckdb.sql(\"SELECT calls_written, events_lost, peak_rss_kib, coalesce(bpf_run_ns, 0), coalesce(bpf_runs, 0), coalesce(cpu_ns, 0) FROM read_parquet('{0}/run/**/*.parquet')\").fetchall()[0]\nprint(*r)",
         out.display()
     );
     let text = output(Command::new("python3").args(["-c", &q]))?;
@@ -713,6 +750,7 @@ fn stats(out: &Path) -> anyhow::Result<Stats> {
     let peak_rss_kib = it.next().context("no peak_rss_kib")??;
     let bpf_run_ns = it.next().context("no bpf_run_ns")??;
     let bpf_runs = it.next().context("no bpf_runs")??;
+    let cpu_ns = it.next().context("no cpu_ns")??;
     let mut parquet_bytes = 0;
     for host in fs::read_dir(out.join("calls"))? {
         for f in fs::read_dir(host?.path())? {
@@ -726,5 +764,6 @@ fn stats(out: &Path) -> anyhow::Result<Stats> {
         peak_rss_kib,
         bpf_run_ns,
         bpf_runs,
+        cpu_ns,
     })
 }
