@@ -223,15 +223,15 @@ impl Correlator {
                 let transfer = self.queues_transfers && matches!(p.op, Op::Read | Op::Write);
                 if transfer && p.arg(ArgKind::OutRequest).is_some() {
                     for t in self.helpers.request(&row) {
-                        self.push_call(out, t);
+                        self.push_call(out, &t);
                     }
-                    self.push_call(out, row);
+                    self.push_call(out, &row);
                 } else if transfer && p.layer == Layer::Posix && p.arg(ArgKind::Offset).is_some() {
                     if let Some(row) = self.helpers.transfer(row) {
-                        self.push_call(out, row);
+                        self.push_call(out, &row);
                     }
                 } else {
-                    self.push_call(out, row);
+                    self.push_call(out, &row);
                 }
             }
             Event::Proc { event, rec } => self.proc_event(event, &rec),
@@ -257,7 +257,7 @@ impl Correlator {
         }
     }
 
-    fn push_call(&mut self, out: &mut Dataset, row: CallRow) {
+    fn push_call(&mut self, out: &mut Dataset, row: &CallRow) {
         let keep = match row.file2_id {
             // A copy concerns both its files.
             Some(to) => {
@@ -289,6 +289,15 @@ impl Correlator {
 
     /// Moves finished handle, file and process rows into the dataset.
     fn collect(&mut self, out: &mut Dataset) {
+        // Most calls finish nothing: skip taking and dropping five empty lists.
+        if self.files.new_rows.is_empty()
+            && self.handles.done.is_empty()
+            && !self.procs.has_done()
+            && self.kernel.block_rows.is_empty()
+            && self.kernel.page_rows.is_empty()
+        {
+            return;
+        }
         for r in std::mem::take(&mut self.files.new_rows) {
             if self.keep(Some(r.file_id), None) || self.wanted_files.remove(&r.file_id) {
                 out.files.push(r);
@@ -334,7 +343,7 @@ impl Correlator {
         });
         self.kernel.tick(&self.files);
         for row in self.helpers.tick() {
-            self.push_call(out, row);
+            self.push_call(out, &row);
         }
         self.collect(out);
     }
@@ -346,7 +355,7 @@ impl Correlator {
         self.procs.drain_all();
         self.kernel.finish(&self.files);
         for row in self.helpers.tick() {
-            self.push_call(out, row);
+            self.push_call(out, &row);
         }
         self.collect(out);
     }
@@ -802,7 +811,7 @@ impl Correlator {
                     .zip(writes)
                 {
                     if let (Some(h), None) = (h, *at) {
-                        *at = self.implicit_position(h, bytes_result, failed, write);
+                        *at = self.handles.advance(h, bytes_result, failed, write);
                     }
                 }
             }
@@ -922,32 +931,6 @@ impl Correlator {
                 .collect(),
             dims,
         })
-    }
-
-    /// The position a transfer without an explicit offset used; moves it past the bytes moved.
-    /// A write under O_APPEND went to the end of the file, which strata does not know, and
-    /// left the position there.
-    fn implicit_position(
-        &mut self,
-        h: HandleId,
-        moved: Option<i64>,
-        failed: bool,
-        write: bool,
-    ) -> Option<i64> {
-        if write && self.handles.appends(h) {
-            if !failed {
-                self.handles.set_pos(h, None);
-            }
-            return None;
-        }
-        let at = self.handles.pos(h);
-        let next = match (at, moved) {
-            (Some(o), Some(b)) if !failed => Some(o + b),
-            (Some(o), _) if failed => Some(o),
-            _ => None,
-        };
-        self.handles.set_pos(h, next);
-        at
     }
 
     /// Creates the handle returned by an open-like call.

@@ -231,6 +231,34 @@ impl Handles {
         self.ofds.get(&h.ofd)?.pos
     }
 
+    /// A transfer without an explicit offset through `id`: the position it used, and the
+    /// position moved past the bytes `moved` (a failed call leaves it). A write under
+    /// O_APPEND went to the end of the file, which strata does not know, and left the
+    /// position there. One lookup of the open file description, on every read and write.
+    pub fn advance(
+        &mut self,
+        id: HandleId,
+        moved: Option<i64>,
+        failed: bool,
+        write: bool,
+    ) -> Option<i64> {
+        let h = self.live.get(&id)?;
+        let o = self.ofds.get_mut(&h.ofd)?;
+        if write && o.append {
+            if !failed {
+                o.pos = None;
+            }
+            return None;
+        }
+        let at = o.pos;
+        o.pos = match (at, moved) {
+            (Some(p), Some(b)) if !failed => Some(p + b),
+            (Some(p), _) if failed => Some(p),
+            _ => None,
+        };
+        at
+    }
+
     /// Writes through this handle go to the end of the file (O_APPEND).
     pub fn appends(&self, id: HandleId) -> bool {
         self.live

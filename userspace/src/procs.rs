@@ -218,6 +218,11 @@ impl Procs {
     }
 
     /// Rows of processes that ended, except one still waiting for its wait status.
+    /// Whether rows of ended processes wait for [`Self::take_done`].
+    pub fn has_done(&self) -> bool {
+        !self.done.is_empty()
+    }
+
     pub fn take_done(&mut self) -> Vec<ProcessRow> {
         if self.done.is_empty() {
             return Vec::new();
