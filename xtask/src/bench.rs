@@ -159,6 +159,10 @@ struct SizeCase {
     iterations: u64,
 }
 
+/// A sustained rate at which strata must lose nothing, and at which its own CPU time per
+/// event is measured.
+const PACED_RATE: u64 = 200_000;
+
 const SIZE_CASES: &[SizeCase] = &[
     SizeCase {
         name: "regular: MPI-IO 64K x4",
@@ -471,10 +475,10 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
         "\n{:<20} {:>12} {:>12} {:>10} {:>8}",
         "sustained rate", "achieved/s", "recorded", "lost", "RSS MiB"
     );
-    for rate in [50_000u64, 100_000, 200_000, 400_000, 800_000] {
+    // A paced run of bench_io's write loop: its achieved rate and strata's figures.
+    let paced = |rate: u64, n: u64| -> anyhow::Result<(f64, Stats)> {
         let out_dir = dir.join("out-rate");
         let _ = fs::remove_dir_all(&out_dir);
-        let n = rate * 2;
         let text = output(
             Command::new(&strata)
                 .args(["record", "-q", "--layers", "posix", "-o"])
@@ -488,8 +492,10 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
             .trim()
             .parse()
             .with_context(|| format!("bench_io printed {text:?}"))?;
-        let st = stats(&out_dir)?;
-        let achieved = n as f64 / (ns / 1e9);
+        Ok((n as f64 / (ns / 1e9), stats(&out_dir)?))
+    };
+    for rate in [50_000u64, 100_000, PACED_RATE, 400_000, 800_000] {
+        let (achieved, st) = paced(rate, rate * 2)?;
         println!(
             "{:<20} {:>12.0} {:>12} {:>10} {:>8.1}",
             format!("{rate} writes/s"),
@@ -507,22 +513,42 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
             "peak_rss_kib": st.peak_rss_kib,
         }));
     }
+    // strata's CPU time per event while it keeps up with a job: runs of 0.5 and 3 s at the
+    // same rate differ by 2.5 s of events, start-up (reading BTF, loading programs)
+    // cancelled; the median of three pairs. A loop at full speed would not do: strata is
+    // busy for as long as records come faster than it waits for them, whatever its work.
+    let mut cpu = Vec::new();
+    for _ in 0..3 {
+        let (_, short) = paced(PACED_RATE, PACED_RATE / 2)?;
+        let (_, long) = paced(PACED_RATE, PACED_RATE * 3)?;
+        let events = long.calls.saturating_sub(short.calls).max(1);
+        cpu.push(long.cpu_ns.saturating_sub(short.cpu_ns) as f64 / events as f64);
+    }
+    cpu.sort_by(f64::total_cmp);
+    let paced_cpu = Some(cpu[1]);
+    println!(
+        "strata's CPU time per event at {PACED_RATE} writes/s: {:.0} ns (range {:.0}-{:.0})",
+        cpu[1], cpu[0], cpu[2]
+    );
+    results.push(json!({
+        "workload": format!("strata CPU per event at {PACED_RATE} writes/s"),
+        "cpu_ns_per_event": cpu[1],
+        "cpu_ns_per_event_min": cpu[0],
+        "cpu_ns_per_event_max": cpu[2],
+    }));
 
     // Trace size in steady state. A traced job's start-up (an MPI job opens ~2,000 files of
     // its component libraries) weighs on the bytes per event of short runs; two runs of n and
     // 3n iterations differ by 2n iterations' events and bytes, start-up cancelled. Files are
     // cut by row count only (no flush timer), but the time stamps' deltas still make the size
     // of the same calls vary from run to run (by a third for the write loop): the median of
-    // three pairs, and their range. strata's CPU time per event comes from the same pairs
-    // (its start-up, reading BTF and loading programs, cancelled the same way).
+    // three pairs, and their range.
     println!(
-        "\n{:<32} {:>10} {:>10} {:>8} {:>15} {:>12}",
-        "trace size, steady state", "events", "bytes", "B/event", "range", "CPU ns/event"
+        "\n{:<32} {:>10} {:>10} {:>8} {:>15}",
+        "trace size, steady state", "events", "bytes", "B/event", "range"
     );
-    let mut user_ns = None;
     for sc in SIZE_CASES {
         let mut pairs = Vec::new();
-        let mut cpu = Vec::new();
         for _ in 0..3 {
             let mut runs = Vec::new();
             for n in [sc.iterations, 3 * sc.iterations] {
@@ -550,20 +576,18 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
                 output(mpi_env(&mut cmd))?;
                 let st = stats(&out_dir)?;
                 anyhow::ensure!(st.lost == 0, "{}: {} events lost", sc.name, st.lost);
-                runs.push((st.calls, dataset_bytes(&out_dir)?, st.cpu_ns));
+                runs.push((st.calls, dataset_bytes(&out_dir)?));
             }
             let events = runs[1].0.saturating_sub(runs[0].0);
             let bytes = runs[1].1.saturating_sub(runs[0].1);
             pairs.push((bytes as f64 / events.max(1) as f64, events, bytes));
-            cpu.push(runs[1].2.saturating_sub(runs[0].2) as f64 / events.max(1) as f64);
         }
         pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
-        cpu.sort_by(f64::total_cmp);
         let (per_event, events, bytes) = pairs[1];
         let range = format!("{:.2}-{:.2}", pairs[0].0, pairs[2].0);
         println!(
-            "{:<32} {:>10} {:>10} {:>8.2} {:>15} {:>12.0}",
-            sc.name, events, bytes, per_event, range, cpu[1]
+            "{:<32} {:>10} {:>10} {:>8.2} {:>15}",
+            sc.name, events, bytes, per_event, range
         );
         results.push(json!({
             "workload": format!("trace size, steady state: {}", sc.name),
@@ -572,23 +596,17 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
             "dataset_bytes_per_event": per_event,
             "dataset_bytes_per_event_min": pairs[0].0,
             "dataset_bytes_per_event_max": pairs[2].0,
-            "strata_cpu_ns_per_event": cpu[1],
-            "strata_cpu_ns_per_event_min": cpu[0],
-            "strata_cpu_ns_per_event_max": cpu[2],
         }));
-        if sc.mode == "syscall" {
-            user_ns = Some(cpu[1]);
-        }
     }
 
     // The target's measure: strata's own work per event, kernel programs and user space
     // together, against an empty probe. User space runs beside the job (another core here),
     // so the loop's wall time above hides it; on a node whose cores all run ranks it is
     // taken from them.
-    if let (Some((kernel, empty)), Some(user)) = (write_kernel, user_ns) {
+    if let (Some((kernel, empty)), Some(user)) = (write_kernel, paced_cpu) {
         let own = kernel + user;
         println!(
-            "\nstrata's own work per write(1 B) event: kernel programs {kernel:.0} ns + user space {user:.0} ns CPU = {own:.0} ns, {:.1}x the {empty:.0} ns an empty probe adds",
+            "\nstrata's own work per write(1 B) event: kernel programs {kernel:.0} ns + user space {user:.0} ns CPU (at {PACED_RATE} writes/s) = {own:.0} ns, {:.1}x the {empty:.0} ns an empty probe adds",
             own / empty.max(1.0)
         );
         results.push(json!({
