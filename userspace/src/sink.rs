@@ -42,118 +42,91 @@ pub trait Col {
     fn finish(b: &mut Self::Builder) -> ArrayRef;
 }
 
-/// Fixed-width values gathered in plain vectors and handed to Arrow without a copy when a
+/// Null flags, one per value, kept only once a value has been null.
+#[derive(Default)]
+struct Validity(Vec<bool>);
+
+impl Validity {
+    /// Notes whether the value after the `before` ones is valid; `rows`: how many are
+    /// expected in all.
+    #[inline(always)]
+    fn push(&mut self, valid: bool, before: usize, rows: usize) {
+        if self.0.is_empty() {
+            if valid {
+                return;
+            }
+            self.0.reserve(rows);
+            self.0.resize(before, true);
+        }
+        self.0.push(valid);
+    }
+
+    fn take(&mut self) -> Option<NullBuffer> {
+        let valid = std::mem::take(&mut self.0);
+        (!valid.is_empty()).then(|| NullBuffer::from(valid))
+    }
+}
+
+/// Fixed-width values gathered in a plain vector and handed to Arrow without a copy when a
 /// file is written. Arrow's builders check capacity and keep null state through calls per
-/// value (about 55 instructions a value, a sixth of the pipeline's work per call with the
+/// value (about 55 instructions a value: a sixth of the pipeline's work per call, with the
 /// calls table's 27 columns); a push here is a few.
 pub struct Values<T> {
     values: Vec<T>,
-    /// One flag per value, empty while no value has been null.
-    valid: Vec<bool>,
+    valid: Validity,
 }
 
-impl<T: Default> Values<T> {
+/// A fixed-width value type of a column and the Arrow array it becomes.
+pub trait Native: Copy + Default {
+    fn array(values: Vec<Self>, nulls: Option<NullBuffer>) -> ArrayRef;
+}
+
+impl Native for i64 {
+    fn array(values: Vec<Self>, nulls: Option<NullBuffer>) -> ArrayRef {
+        Arc::new(Int64Array::new(values.into(), nulls))
+    }
+}
+
+impl Native for i32 {
+    fn array(values: Vec<Self>, nulls: Option<NullBuffer>) -> ArrayRef {
+        Arc::new(Int32Array::new(values.into(), nulls))
+    }
+}
+
+impl Native for bool {
+    fn array(values: Vec<Self>, nulls: Option<NullBuffer>) -> ArrayRef {
+        Arc::new(BooleanArray::new(BooleanBuffer::from(values), nulls))
+    }
+}
+
+impl<T: Native> Values<T> {
     fn with_capacity(rows: usize) -> Self {
         Self {
             values: Vec::with_capacity(rows),
-            valid: Vec::new(),
+            valid: Validity::default(),
         }
     }
 
     #[inline(always)]
-    fn push(&mut self, v: T) {
-        self.values.push(v);
-        if !self.valid.is_empty() {
-            self.valid.push(true);
-        }
+    fn push(&mut self, v: Option<&T>) {
+        let (len, cap) = (self.values.len(), self.values.capacity());
+        self.valid.push(v.is_some(), len, cap);
+        self.values.push(v.copied().unwrap_or_default());
     }
 
-    #[inline(always)]
-    fn push_opt(&mut self, v: Option<T>) {
-        match v {
-            Some(v) => self.push(v),
-            None => {
-                if self.valid.is_empty() {
-                    self.valid.reserve(self.values.capacity());
-                    self.valid.resize(self.values.len(), true);
-                }
-                self.values.push(T::default());
-                self.valid.push(false);
-            }
-        }
-    }
-
-    /// The values and their nulls (none when all are valid), leaving this empty.
-    fn take(&mut self) -> (Vec<T>, Option<NullBuffer>) {
-        let valid = std::mem::take(&mut self.valid);
-        (
-            std::mem::take(&mut self.values),
-            (!valid.is_empty()).then(|| NullBuffer::from(valid)),
-        )
+    /// The values appended so far, as an array; leaves this empty.
+    fn finish(&mut self) -> ArrayRef {
+        let nulls = self.valid.take();
+        T::array(std::mem::take(&mut self.values), nulls)
     }
 }
-
-macro_rules! values_col {
-    ($name:ident, $opt:ident, $t:ty, $dt:expr, $array:expr) => {
-        pub struct $name;
-        impl Col for $name {
-            type Value = $t;
-            type Builder = Values<$t>;
-            const NULLABLE: bool = false;
-            fn data_type() -> DataType {
-                $dt
-            }
-            fn builder(rows: usize) -> Self::Builder {
-                Values::with_capacity(rows)
-            }
-            #[inline]
-            fn append(b: &mut Self::Builder, v: &$t) {
-                b.push(*v);
-            }
-            fn finish(b: &mut Self::Builder) -> ArrayRef {
-                let (values, nulls) = b.take();
-                Arc::new($array(values, nulls))
-            }
-        }
-        pub struct $opt;
-        impl Col for $opt {
-            type Value = Option<$t>;
-            type Builder = Values<$t>;
-            const NULLABLE: bool = true;
-            fn data_type() -> DataType {
-                $dt
-            }
-            fn builder(rows: usize) -> Self::Builder {
-                Values::with_capacity(rows)
-            }
-            #[inline]
-            fn append(b: &mut Self::Builder, v: &Option<$t>) {
-                b.push_opt(*v);
-            }
-            fn finish(b: &mut Self::Builder) -> ArrayRef {
-                let (values, nulls) = b.take();
-                Arc::new($array(values, nulls))
-            }
-        }
-    };
-}
-
-values_col!(I64, OptI64, i64, DataType::Int64, |v: Vec<i64>, n| {
-    Int64Array::new(v.into(), n)
-});
-values_col!(I32, OptI32, i32, DataType::Int32, |v: Vec<i32>, n| {
-    Int32Array::new(v.into(), n)
-});
-values_col!(Bool, OptBool, bool, DataType::Boolean, |v: Vec<bool>, n| {
-    BooleanArray::new(BooleanBuffer::from(v), n)
-});
 
 /// Strings gathered like [`Values`]: their bytes end to end and where each ends.
 pub struct Strings {
     bytes: Vec<u8>,
     /// Where each string ends in `bytes`, after a leading 0.
     ends: Vec<i32>,
-    valid: Vec<bool>,
+    valid: Validity,
 }
 
 impl Strings {
@@ -163,35 +136,25 @@ impl Strings {
         Self {
             bytes: Vec::new(),
             ends,
-            valid: Vec::new(),
+            valid: Validity::default(),
         }
     }
 
     #[inline(always)]
-    fn push(&mut self, v: Option<&str>) {
-        match v {
-            Some(v) => {
-                self.bytes.extend_from_slice(v.as_bytes());
-                if !self.valid.is_empty() {
-                    self.valid.push(true);
-                }
-            }
-            None => {
-                if self.valid.is_empty() {
-                    self.valid.reserve(self.ends.capacity());
-                    self.valid.resize(self.ends.len() - 1, true);
-                }
-                self.valid.push(false);
-            }
+    fn push(&mut self, v: Option<&impl AsRef<str>>) {
+        let (len, cap) = (self.ends.len() - 1, self.ends.capacity());
+        self.valid.push(v.is_some(), len, cap);
+        if let Some(v) = v {
+            self.bytes.extend_from_slice(v.as_ref().as_bytes());
         }
         let end = i32::try_from(self.bytes.len()).expect("under 2 GiB of strings per file");
         self.ends.push(end);
     }
 
+    /// The strings appended so far, as an array; leaves this empty.
     fn finish(&mut self) -> ArrayRef {
         let ends = std::mem::replace(&mut self.ends, vec![0]);
-        let valid = std::mem::take(&mut self.valid);
-        let nulls = (!valid.is_empty()).then(|| NullBuffer::from(valid));
+        let nulls = self.valid.take();
         // SAFETY: the ends start at 0 and never decrease, the last is the length of the
         // bytes, and the bytes are `str`s end to end, so valid UTF-8 between any two ends.
         Arc::new(unsafe {
@@ -204,53 +167,57 @@ impl Strings {
     }
 }
 
-macro_rules! string_col {
-    ($name:ident, $opt:ident, $t:ty) => {
+/// A column of values (`$name`) and one of values or nulls (`$opt`), gathered in `$builder`.
+macro_rules! col {
+    ($name:ident, $opt:ident, $t:ty, $builder:ty, $dt:expr) => {
         pub struct $name;
         impl Col for $name {
             type Value = $t;
-            type Builder = Strings;
+            type Builder = $builder;
             const NULLABLE: bool = false;
             fn data_type() -> DataType {
-                DataType::Utf8
+                $dt
             }
-            fn builder(rows: usize) -> Strings {
-                Strings::with_capacity(rows)
+            fn builder(rows: usize) -> $builder {
+                <$builder>::with_capacity(rows)
             }
             #[inline]
-            fn append(b: &mut Strings, v: &$t) {
+            fn append(b: &mut $builder, v: &$t) {
                 b.push(Some(v));
             }
-            fn finish(b: &mut Strings) -> ArrayRef {
+            fn finish(b: &mut $builder) -> ArrayRef {
                 b.finish()
             }
         }
         pub struct $opt;
         impl Col for $opt {
             type Value = Option<$t>;
-            type Builder = Strings;
+            type Builder = $builder;
             const NULLABLE: bool = true;
             fn data_type() -> DataType {
-                DataType::Utf8
+                $dt
             }
-            fn builder(rows: usize) -> Strings {
-                Strings::with_capacity(rows)
+            fn builder(rows: usize) -> $builder {
+                <$builder>::with_capacity(rows)
             }
             #[inline]
-            fn append(b: &mut Strings, v: &Option<$t>) {
-                b.push(v.as_deref());
+            fn append(b: &mut $builder, v: &Option<$t>) {
+                b.push(v.as_ref());
             }
-            fn finish(b: &mut Strings) -> ArrayRef {
+            fn finish(b: &mut $builder) -> ArrayRef {
                 b.finish()
             }
         }
     };
 }
 
-string_col!(Str, OptStr, String);
+col!(I64, OptI64, i64, Values<i64>, DataType::Int64);
+col!(I32, OptI32, i32, Values<i32>, DataType::Int32);
+col!(Bool, OptBool, bool, Values<bool>, DataType::Boolean);
+col!(Str, OptStr, String, Strings, DataType::Utf8);
 // Names shared by many rows (a call's layer, function, op): one allocation per probe, not
 // per row.
-string_col!(Name, OptName, std::rc::Rc<str>);
+col!(Name, OptName, std::rc::Rc<str>, Strings, DataType::Utf8);
 
 fn list_field(item: DataType) -> DataType {
     DataType::List(Arc::new(Field::new("item", item, true)))
