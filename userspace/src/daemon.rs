@@ -5,10 +5,7 @@
 use std::{
     collections::HashMap,
     io::{BufRead as _, BufReader, Write as _},
-    os::{
-        fd::AsRawFd as _,
-        unix::{fs::PermissionsExt as _, net::UnixListener},
-    },
+    os::unix::{fs::PermissionsExt as _, net::UnixListener},
     path::{Path, PathBuf},
     sync::{
         Arc,
@@ -205,15 +202,15 @@ fn bind(socket: &Path) -> anyhow::Result<UnixListener> {
 
 impl Daemon {
     fn serve(&mut self, listener: &UnixListener, stop: &AtomicBool) -> anyhow::Result<()> {
-        let [ring_fd, copied_fd] = self.loaded.events.wait_fds();
+        self.loaded
+            .events
+            .watch(listener)
+            .context("cannot wait on the control socket")?;
         let mut last_tick = Instant::now();
         let mut pending = false;
         while !stop.load(Ordering::Relaxed) {
             if !pending {
-                crate::ring::poll_any(
-                    &[ring_fd, copied_fd, listener.as_raw_fd()],
-                    Duration::from_millis(100),
-                );
+                self.loaded.events.wait(Duration::from_millis(100));
             }
             // Requests first: a stopped job's last events are drained below before it closes.
             let mut closing = Vec::new();

@@ -241,14 +241,13 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
     let mut recorded: u64 = 0;
     let mut last_status = (Instant::now(), 0u64);
     let mut write_error = None;
-    let fds = loaded.events.wait_fds();
     let mut last_alive_check = Instant::now();
     let mut tree_ended = false;
     // Records were left for the next pass: no waiting for more.
     let mut pending = false;
     loop {
         if !pending {
-            crate::ring::poll_any(&fds, Duration::from_millis(100));
+            loaded.events.wait(Duration::from_millis(100));
         }
         pending = false;
         let mut handled = 0;

@@ -26,6 +26,7 @@ use std::{
 
 use aya::maps::{Map, MapData};
 use nix::sys::{
+    epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout},
     eventfd::{EfdFlags, EventFd},
     mman::{MapFlags, ProtFlags, mmap, munmap},
 };
@@ -46,6 +47,8 @@ pub enum RingError {
     Size(u32),
     #[error("mapping the ring buffer: {0}")]
     Mmap(#[from] nix::Error),
+    #[error("setting up the wait on the ring buffer: {0}")]
+    Epoll(nix::Error),
     #[error("starting the ring buffer's copier thread: {0}")]
     Thread(#[from] std::io::Error),
 }
@@ -111,16 +114,19 @@ const SPARE_BATCHES: usize = 4;
 
 /// strata's event ring buffer, read record by record; see the module doc.
 pub struct EventRing {
-    /// Keeps the map's descriptor open for the copier's poll (it is joined before this drops).
-    map: MapData,
+    /// Keeps the map's descriptor open for the copier's poll (it is joined before this drops)
+    /// and the reading loop's wait.
+    _map: MapData,
     shared: Arc<Mutex<Shared>>,
     /// The batch being read, taken whole from the backlog, and where its next record starts.
     current: Vec<u8>,
     front: usize,
     /// Records taken since the last refill.
     since_refill: u32,
-    /// Signalled by the copier when it adds a batch: what the reading loop polls.
+    /// Signalled by the copier when it adds a batch.
     ready: Arc<EventFd>,
+    /// What a reading loop waits on (see [`Self::wait`]).
+    epoll: Epoll,
     stop: Arc<AtomicBool>,
     copier: Option<JoinHandle<()>>,
 }
@@ -289,6 +295,22 @@ impl EventRing {
             0,
             EfdFlags::EFD_NONBLOCK | EfdFlags::EFD_CLOEXEC,
         )?);
+        // The ring edge-triggered: its descriptor is readable while it holds a record, so a
+        // level-triggered wait returns at once whenever one came during the last pass, and a
+        // reader that keeps up takes records a few at a time (at 800,000 writes/s, a poll per
+        // 10 records and strata's CPU time per record doubled). Edge-triggered, the loop
+        // wakes when the kernel signals: per 256 KiB of records, at once for library calls
+        // and process events.
+        let epoll = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC).map_err(RingError::Epoll)?;
+        epoll
+            .add(
+                fd,
+                EpollEvent::new(EpollFlags::EPOLLIN | EpollFlags::EPOLLET, 0),
+            )
+            .map_err(RingError::Epoll)?;
+        epoll
+            .add(&*ready, EpollEvent::new(EpollFlags::EPOLLIN, 0))
+            .map_err(RingError::Epoll)?;
         let stop = Arc::new(AtomicBool::new(false));
         let ring_fd = fd.as_raw_fd();
         let copier = {
@@ -298,12 +320,13 @@ impl EventRing {
                 .spawn(move || copy_loop(ring_fd, &shared, &ready, &stop))?
         };
         Ok(Self {
-            map,
+            _map: map,
             shared,
             current: Vec::new(),
             front: 0,
             since_refill: 0,
             ready,
+            epoll,
             stop,
             copier: Some(copier),
         })
@@ -329,10 +352,20 @@ impl EventRing {
         }
     }
 
-    /// The descriptors a reading loop waits on when `next_record` has nothing: the ring's
-    /// (the kernel's wakeups) and the copier's signal.
-    pub fn wait_fds(&self) -> [RawFd; 2] {
-        [self.map.fd().as_fd().as_raw_fd(), self.ready.as_raw_fd()]
+    /// Waits, after `next_record` had nothing, for the kernel's next wakeup, a batch from the
+    /// copier, a descriptor given to [`Self::watch`], or `timeout`.
+    pub fn wait(&self, timeout: Duration) {
+        let ms = u16::try_from(timeout.as_millis()).unwrap_or(u16::MAX);
+        let mut events = [EpollEvent::empty(); 4];
+        // EINTR (a signal) just returns early.
+        let _ = self.epoll.wait(&mut events, EpollTimeout::from(ms));
+    }
+
+    /// Makes [`Self::wait`] also return while `fd` is readable (the daemon's socket).
+    pub fn watch(&self, fd: impl AsFd) -> Result<(), RingError> {
+        self.epoll
+            .add(fd, EpollEvent::new(EpollFlags::EPOLLIN, 0))
+            .map_err(RingError::Epoll)
     }
 
     /// The next record, or None when none is ready (the backlog and the ring are empty, or
