@@ -517,25 +517,32 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
     // same rate differ by 2.5 s of events, start-up (reading BTF, loading programs)
     // cancelled; the median of three pairs. A loop at full speed would not do: strata is
     // busy for as long as records come faster than it waits for them, whatever its work.
-    let mut cpu = Vec::new();
-    for _ in 0..3 {
-        let (_, short) = paced(PACED_RATE, PACED_RATE / 2)?;
-        let (_, long) = paced(PACED_RATE, PACED_RATE * 3)?;
-        let events = long.calls.saturating_sub(short.calls).max(1);
-        cpu.push(long.cpu_ns.saturating_sub(short.cpu_ns) as f64 / events as f64);
+    // At a rate and four times that: the cost per event should not grow with the rate.
+    let mut paced_cpu = None;
+    for rate in [PACED_RATE, 4 * PACED_RATE] {
+        let mut cpu = Vec::new();
+        for _ in 0..3 {
+            let (_, short) = paced(rate, rate / 2)?;
+            let (_, long) = paced(rate, rate * 3)?;
+            let events = long.calls.saturating_sub(short.calls).max(1);
+            cpu.push(long.cpu_ns.saturating_sub(short.cpu_ns) as f64 / events as f64);
+        }
+        cpu.sort_by(f64::total_cmp);
+        paced_cpu = paced_cpu.or(Some(cpu[1]));
+        println!(
+            "strata's CPU time per event at {rate} writes/s: {:.0} ns (range {:.0}-{:.0}), {:.0}% of a core",
+            cpu[1],
+            cpu[0],
+            cpu[2],
+            cpu[1] * rate as f64 / 1e7
+        );
+        results.push(json!({
+            "workload": format!("strata CPU per event at {rate} writes/s"),
+            "cpu_ns_per_event": cpu[1],
+            "cpu_ns_per_event_min": cpu[0],
+            "cpu_ns_per_event_max": cpu[2],
+        }));
     }
-    cpu.sort_by(f64::total_cmp);
-    let paced_cpu = Some(cpu[1]);
-    println!(
-        "strata's CPU time per event at {PACED_RATE} writes/s: {:.0} ns (range {:.0}-{:.0})",
-        cpu[1], cpu[0], cpu[2]
-    );
-    results.push(json!({
-        "workload": format!("strata CPU per event at {PACED_RATE} writes/s"),
-        "cpu_ns_per_event": cpu[1],
-        "cpu_ns_per_event_min": cpu[0],
-        "cpu_ns_per_event_max": cpu[2],
-    }));
 
     // Trace size in steady state. A traced job's start-up (an MPI job opens ~2,000 files of
     // its component libraries) weighs on the bytes per event of short runs; two runs of n and
