@@ -518,7 +518,12 @@ impl Correlator {
         };
 
         // Strings and arrays, in argument order.
-        let pending = self.pending_args.remove(&rec.call_id).unwrap_or_default();
+        // Most calls have no strings or arrays: no lookup for them.
+        let pending = if self.pending_args.is_empty() {
+            PendingArgs::default()
+        } else {
+            self.pending_args.remove(&rec.call_id).unwrap_or_default()
+        };
         let mut strs = pending.strs;
         let blobs = pending.blobs;
         strs.sort_by_key(|(a, _)| *a);

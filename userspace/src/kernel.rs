@@ -365,6 +365,10 @@ impl Kernel {
 
     /// A call's record is in: requests it submitted learn its file.
     pub fn call_done(&mut self, call: &CallRow) {
+        // Without the block layer (or before its first bio) there is nothing to look up.
+        if self.awaiting.is_empty() && self.calls_with_bios.is_empty() {
+            return;
+        }
         let id = call.call_id as u64;
         if let Some((rows, _)) = self.awaiting.remove(&id) {
             for mut r in rows {
