@@ -298,7 +298,7 @@ impl EventRing {
         // The ring edge-triggered: its descriptor is readable while it holds a record, so a
         // level-triggered wait returns at once whenever one came during the last pass, and a
         // reader that keeps up takes records a few at a time (at 800,000 writes/s, a poll per
-        // 10 records and strata's CPU time per record doubled). Edge-triggered, the loop
+        // 10 records and strata's CPU time per record tripled). Edge-triggered, the loop
         // wakes when the kernel signals: per 256 KiB of records, at once for library calls
         // and process events.
         let epoll = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC).map_err(RingError::Epoll)?;
