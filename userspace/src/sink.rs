@@ -17,7 +17,7 @@ use arrow::{
         StringBuilder,
     },
     buffer::{BooleanBuffer, NullBuffer, OffsetBuffer},
-    datatypes::{DataType, Field, SchemaRef},
+    datatypes::{DataType, Field, FieldRef, SchemaRef},
     record_batch::RecordBatch,
 };
 use parquet::{
@@ -219,8 +219,9 @@ col!(Str, OptStr, String, Strings, DataType::Utf8);
 // per row.
 col!(Name, OptName, std::rc::Rc<str>, Strings, DataType::Utf8);
 
-fn list_field(item: DataType) -> DataType {
-    DataType::List(Arc::new(Field::new("item", item, true)))
+/// The items of a list column.
+fn list_items(item: DataType) -> FieldRef {
+    Arc::new(Field::new("item", item, true))
 }
 
 /// Lists of integers (a call's raw arguments, a selection's dimensions): their items and
@@ -231,7 +232,7 @@ impl Col for ListI64 {
     type Builder = (Vec<i64>, Vec<i32>);
     const NULLABLE: bool = false;
     fn data_type() -> DataType {
-        list_field(DataType::Int64)
+        DataType::List(list_items(DataType::Int64))
     }
     fn builder(rows: usize) -> Self::Builder {
         let mut offsets = Vec::with_capacity(rows + 1);
@@ -246,11 +247,8 @@ impl Col for ListI64 {
     fn finish((items, offsets): &mut Self::Builder) -> ArrayRef {
         let items = Int64Array::new(std::mem::take(items).into(), None);
         let offsets = std::mem::replace(offsets, vec![0]);
-        let DataType::List(field) = Self::data_type() else {
-            unreachable!("a list type")
-        };
         Arc::new(ListArray::new(
-            field,
+            list_items(DataType::Int64),
             OffsetBuffer::new(offsets.into()),
             Arc::new(items),
             None,
@@ -264,7 +262,7 @@ impl Col for ListStr {
     type Builder = ListBuilder<StringBuilder>;
     const NULLABLE: bool = false;
     fn data_type() -> DataType {
-        list_field(DataType::Utf8)
+        DataType::List(list_items(DataType::Utf8))
     }
     fn builder(rows: usize) -> Self::Builder {
         ListBuilder::with_capacity(StringBuilder::new(), rows)

@@ -528,7 +528,9 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
             cpu.push(long.cpu_ns.saturating_sub(short.cpu_ns) as f64 / events as f64);
         }
         cpu.sort_by(f64::total_cmp);
-        paced_cpu = paced_cpu.or(Some(cpu[1]));
+        if rate == PACED_RATE {
+            paced_cpu = Some(cpu[1]);
+        }
         println!(
             "strata's CPU time per event at {rate} writes/s: {:.0} ns (range {:.0}-{:.0}), {:.0}% of a core",
             cpu[1],
