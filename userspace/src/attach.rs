@@ -18,8 +18,8 @@ use aya::{
     },
 };
 use strata_common::{
-    COOKIE_TABLE_SHIFT, Config, FIELD_NONE, FuncSpec, KernelEvent, KernelFields, OnlyKey,
-    TypeTable, globals, maps, programs,
+    COOKIE_TABLE_SHIFT, Config, FIELD_NONE, FuncSpec, KERNEL_WINDOW, KernelEvent, KernelFields,
+    OnlyKey, TypeTable, globals, maps, programs,
 };
 
 use crate::{
@@ -1112,26 +1112,40 @@ fn attach_kernel_tracepoint(
     name: &str,
 ) -> anyhow::Result<()> {
     let format = tracefs::format(root, category, name)?;
-    let off = |names: &[&str]| {
-        names
-            .iter()
-            .find_map(|n| format.field(n))
-            .map_or(FIELD_NONE, |f| f.offset)
+    // The program copies the record's first `len` bytes once and takes each field from them,
+    // reading `T` (the byte string `tag`: its first 8 bytes) at an offset aligned for it.
+    let mut len = 0;
+    let mut off = |names: &[&str], size: usize, align: usize| -> anyhow::Result<u32> {
+        let Some(f) = names.iter().find_map(|n| format.field(n)) else {
+            return Ok(FIELD_NONE);
+        };
+        let end = f.offset as usize + size;
+        anyhow::ensure!(
+            (f.offset as usize).is_multiple_of(align) && end <= KERNEL_WINDOW,
+            "field {} of {category}/{name} is at offset {}: strata reads it only {align}-byte \
+             aligned within the record's first {KERNEL_WINDOW} bytes",
+            f.name,
+            f.offset
+        );
+        len = len.max(end as u32);
+        Ok(f.offset)
     };
-    let fields = KernelFields {
-        dev: off(&["dev", "s_dev"]),
-        sector: off(&["sector"]),
-        nr_sector: off(&["nr_sector"]),
-        error: off(&["error"]),
-        tag: off(&["rwbs", "name"]),
-        ino: off(&["ino", "i_ino"]),
-        index: off(&["index", "writeback_index"]),
-        order: off(&["order"]),
-        old_dev: off(&["old_dev"]),
-        old_sector: off(&["old_sector"]),
-        wrote: off(&["wrote"]),
-        new_sector: off(&["new_sector"]),
+    let mut fields = KernelFields {
+        len: 0,
+        dev: off(&["dev", "s_dev"], 4, 4)?,
+        sector: off(&["sector"], 8, 8)?,
+        nr_sector: off(&["nr_sector"], 4, 4)?,
+        error: off(&["error"], 4, 4)?,
+        tag: off(&["rwbs", "name"], 8, 1)?,
+        ino: off(&["ino", "i_ino"], 8, 8)?,
+        index: off(&["index", "writeback_index"], 8, 8)?,
+        order: off(&["order"], 1, 1)?,
+        old_dev: off(&["old_dev"], 4, 4)?,
+        old_sector: off(&["old_sector"], 8, 8)?,
+        wrote: off(&["wrote"], 8, 8)?,
+        new_sector: off(&["new_sector"], 8, 8)?,
     };
+    fields.len = len;
     let required: &[(&str, u32)] = match event {
         KernelEvent::BioQueue => &[("dev", fields.dev), ("sector", fields.sector)],
         KernelEvent::BioSplit => &[
@@ -1553,6 +1567,7 @@ mod tests {
             maps::EVENTS,
             maps::STR_SCRATCH,
             maps::KERNEL_FIELDS,
+            maps::KERNEL_WINDOW,
             maps::WATCHED_INODES,
             maps::WRITEBACK_THREADS,
             maps::PENDING_BIOS,

@@ -232,6 +232,9 @@ impl Kernel {
                 // The dirty event does not say how large its folio is: its range grows with
                 // every later folio, and its page count stays unknown.
                 let pages = (event != KernelEvent::PageDirty).then_some(i64::from(rec.nr));
+                // A record is a range already: a syscall's events on consecutive pages, merged
+                // in the kernel by the rule below.
+                let (last, ts_end) = (rec.old_pos as i64, clock.epoch(rec.ts_end));
                 let rkey = (event, tid);
                 if let Some((row, rdev, _)) = self.ranges.get_mut(&rkey) {
                     let index = rec.pos as i64;
@@ -245,8 +248,8 @@ impl Kernel {
                         && follows
                     {
                         row.pages = row.pages.zip(pages).map(|(a, b)| a + b);
-                        row.last_page = index;
-                        row.ts_end_ns = ts;
+                        row.last_page = last;
+                        row.ts_end_ns = ts_end;
                         return;
                     }
                 }
@@ -264,10 +267,10 @@ impl Kernel {
                     ino: rec.ino as i64,
                     file_id: None,
                     first_page: rec.pos as i64,
-                    last_page: rec.pos as i64,
+                    last_page: last,
                     pages,
                     ts_begin_ns: ts,
-                    ts_end_ns: ts,
+                    ts_end_ns: ts_end,
                 };
                 if let Some((old, odev, _)) = self.ranges.insert(rkey, (row, dev, self.tick)) {
                     self.close_range(old, odev, files);

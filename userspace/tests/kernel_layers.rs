@@ -235,22 +235,40 @@ fn fsync_carries_the_buffered_writes_of_the_file() {
     let writes = t.calls_of("write");
     assert_eq!(writes.len(), 4);
     // Each 64 KiB write puts 16 new pages into the cache and dirties them; nothing reaches
-    // the disk yet.
-    for w in &writes {
-        let added: i64 = t
-            .pages_under(w, "add")
-            .map(|p| {
-                assert_eq!(
-                    (p.i("ino"), p.i("file_id")),
-                    (Some(t.file.1), Some(t.file.0))
-                );
-                p.i("pages").unwrap()
-            })
-            .sum();
-        assert_eq!(added, 16);
+    // the disk yet. Its ranges (one per folio, or fewer where consecutive ones were merged)
+    // cover exactly the write's pages, at times inside the call.
+    for (i, w) in writes.iter().enumerate() {
+        let (first, last) = (16 * i as i64, 16 * i as i64 + 15);
+        let during = w.i("ts_begin_ns").unwrap()..=w.i("ts_end_ns").unwrap();
+        let mut added: Vec<&Row> = t.pages_under(w, "add").collect();
+        added.sort_by_key(|p| p.i("first_page"));
+        let mut next = first;
+        for p in &added {
+            assert_eq!(
+                (p.i("ino"), p.i("file_id")),
+                (Some(t.file.1), Some(t.file.0))
+            );
+            let (a, z, n) = (p.i("first_page"), p.i("last_page"), p.i("pages"));
+            let (a, z, n) = (a.unwrap(), z.unwrap(), n.unwrap());
+            assert_eq!((a, z), (next, a + n - 1), "write {i}: {added:?}");
+            next = a + n;
+            assert!(during.contains(&p.i("ts_begin_ns").unwrap()), "{p:?} {w:?}");
+            assert!(during.contains(&p.i("ts_end_ns").unwrap()), "{p:?} {w:?}");
+        }
+        assert_eq!(next, last + 1, "write {i}: {added:?}");
         let dirty: Vec<&Row> = t.pages_under(w, "dirty").collect();
-        assert!(!dirty.is_empty());
-        assert!(dirty.iter().all(|p| p.i("ino") == Some(t.file.1)));
+        assert_eq!(
+            dirty.iter().map(|p| p.i("first_page").unwrap()).min(),
+            Some(first),
+            "{dirty:?}"
+        );
+        for p in &dirty {
+            assert_eq!(p.i("ino"), Some(t.file.1));
+            let (a, z) = (p.i("first_page").unwrap(), p.i("last_page").unwrap());
+            assert!(first <= a && a <= z && z <= last, "write {i}: {p:?}");
+            assert!(during.contains(&p.i("ts_begin_ns").unwrap()), "{p:?} {w:?}");
+            assert!(during.contains(&p.i("ts_end_ns").unwrap()), "{p:?} {w:?}");
+        }
         assert_eq!(t.block_under(w, "write").count(), 0);
     }
     let fsync = t.calls_of("fsync");

@@ -40,6 +40,8 @@ pub mod maps {
     pub const EVENTS: &str = "STRATA_EVENTS";
     pub const STR_SCRATCH: &str = "STRATA_STR_SCRATCH";
     pub const KERNEL_FIELDS: &str = "STRATA_KERNEL_FIELDS";
+    /// Per CPU: the start of the kernel tracepoint record being read.
+    pub const KERNEL_WINDOW: &str = "STRATA_KERNEL_WINDOW";
     pub const WATCHED_INODES: &str = "STRATA_WATCHED_INODES";
     pub const WRITEBACK_THREADS: &str = "STRATA_WRITEBACK_THREADS";
     pub const PENDING_BIOS: &str = "STRATA_PENDING_BIOS";
@@ -178,11 +180,18 @@ impl KernelEvent {
     }
 }
 
+/// Bytes at the start of a kernel tracepoint's record a program copies, in one read, before it
+/// takes fields from them: every field strata reads lies in the first 96 on Linux 5.11-6.x.
+pub const KERNEL_WINDOW: usize = 128;
+
 /// Where a kernel tracepoint's record keeps each field strata reads: byte offsets from the
 /// running kernel's `format` file, [`FIELD_NONE`] where the tracepoint has no such field.
+/// Every field lies inside the first `len` bytes, at an offset aligned for its type.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct KernelFields {
+    /// Bytes of the record to copy (at most [`KERNEL_WINDOW`]): where the last field ends.
+    pub len: u32,
     /// `dev_t` (u32): `dev`, or `s_dev` of the page-cache events.
     pub dev: u32,
     /// u64: `sector`.
@@ -214,6 +223,7 @@ pub const FIELD_NONE: u32 = u32::MAX;
 impl Default for KernelFields {
     fn default() -> Self {
         Self {
+            len: 0,
             dev: FIELD_NONE,
             sector: FIELD_NONE,
             nr_sector: FIELD_NONE,
@@ -258,15 +268,19 @@ pub struct KernelRecord {
     pub nr: u32,
     /// Inode number (page-cache and writeback events; block events of writeback workers).
     pub ino: u64,
-    /// Sector (block events) or page index.
+    /// Sector (block events) or page index (page-cache events: of the range's first page).
     pub pos: u64,
     /// bio_remap: the bio's dev before remapping.
     pub old_dev: u32,
     /// rq_complete: the request's error (negative errno).
     pub error: i32,
-    /// bio_remap: the bio's sector before remapping; bio_split: the remainder's sector.
+    /// bio_remap: the bio's sector before remapping; bio_split: the remainder's sector;
+    /// page-cache events: the index of the range's last page (page_dirty, which does not
+    /// say how large a folio is: of its last folio's first page).
     pub old_pos: u64,
-    pub _pad: u64,
+    /// Page-cache events: when the range's last event happened (`ts`: its first). A call's
+    /// events on consecutive pages come as one record (see [`ThreadStack::runs`]).
+    pub ts_end: u64,
     /// Block: the `rwbs` flags (R, W, F, D, S, M...); writeback and page_dirty: the first 8
     /// bytes of the backing device's name ("major:minor" for block devices).
     pub tag: [u8; 8],
@@ -486,9 +500,22 @@ pub const FRAME_KERNEL: u32 = 1 << 8;
 pub struct ThreadStack {
     /// Number of calls in progress; may exceed [`MAX_DEPTH`] (frames above it are not kept).
     pub depth: u32,
-    pub _pad: u32,
+    /// Bit `i`: `runs[i]` holds a range not sent yet.
+    pub runs_pending: u32,
     pub frames: [Frame; MAX_DEPTH],
+    /// The syscall in progress's page-cache events, one range per event (added, dirtied,
+    /// deleted; [`PAGE_RUN_EVENTS`]), grown while each event follows the last on the next
+    /// page of the same file, and sent when one does not or a call returns: a 4 MiB write
+    /// sends two records, not 2,048.
+    pub runs: [KernelRecord; PAGE_RUN_EVENTS.len()],
 }
+
+/// The page-cache events merged per thread, in [`ThreadStack::runs`] order.
+pub const PAGE_RUN_EVENTS: [KernelEvent; 3] = [
+    KernelEvent::CacheAdd,
+    KernelEvent::PageDirty,
+    KernelEvent::CacheDelete,
+];
 
 /// Drop and bookkeeping counters, one slot each in the per-CPU [`maps::COUNTERS`] array.
 #[repr(u32)]
@@ -681,7 +708,7 @@ const _: () = {
     assert!(core::mem::size_of::<StrHeader>() == 24);
     assert!(core::mem::size_of::<StrRecord>() == 24 + STR_CAP);
     assert!(core::mem::size_of::<ProcRecord>() == 48 + FILENAME_CAP);
-    assert!(core::mem::size_of::<KernelFields>() == 48);
+    assert!(core::mem::size_of::<KernelFields>() == 52);
     assert!(core::mem::size_of::<BioKey>() == 16);
     assert!(core::mem::size_of::<KernelRecord>() == 88);
 };

@@ -6,16 +6,22 @@
 //! files traced processes opened). Block requests are emitted from issue to completion when
 //! a kept bio may be in them: user space matches bios to requests by device and sector range.
 use aya_ebpf::{
-    helpers::{bpf_get_current_pid_tgid, bpf_ktime_get_ns, bpf_probe_read_kernel},
+    EbpfContext as _,
+    helpers::{bpf_get_current_pid_tgid, bpf_ktime_get_ns, bpf_probe_read_kernel, generated},
     macros::{btf_tracepoint, map, tracepoint},
-    maps::{Array, HashMap, LruHashMap},
+    maps::{Array, HashMap, LruHashMap, PerCpuArray},
     programs::{BtfTracePointContext, TracePointContext},
 };
 use strata_common::{
-    BioKey, Counter, FIELD_NONE, KERNEL_EVENTS, KernelEvent, KernelFields, KernelRecord, RecordKind,
+    BioKey, Counter, FIELD_NONE, FRAME_KERNEL, KERNEL_EVENTS, KERNEL_WINDOW, KernelEvent,
+    KernelFields, KernelRecord, PAGE_RUN_EVENTS, RecordKind, ThreadStack,
 };
 
-use crate::{Res, STRATA_EVENTS, config, count, thread::current_call, traced, wakeup};
+use crate::{
+    Res, STRATA_EVENTS, bounded, config, count, masked,
+    thread::{self, current_call},
+    traced, wakeup,
+};
 
 #[map]
 static STRATA_KERNEL_FIELDS: Array<KernelFields> = Array::with_max_entries(KERNEL_EVENTS as u32, 0);
@@ -64,13 +70,42 @@ kernel_tracepoint!(strata_k_cache_add, KernelEvent::CacheAdd);
 kernel_tracepoint!(strata_k_cache_delete, KernelEvent::CacheDelete);
 kernel_tracepoint!(strata_k_bio_split, KernelEvent::BioSplit);
 
+/// Per CPU: the first bytes of the record being read (8-aligned, as the record is). One copy
+/// takes the place of a helper call per field, which cost some 100 ns per page-cache event.
+#[map]
+static STRATA_KERNEL_WINDOW: PerCpuArray<[u64; KERNEL_WINDOW / 8]> =
+    PerCpuArray::with_max_entries(1, 0);
+
+/// The first `f.len` bytes of the tracepoint's record, copied into this CPU's window.
 #[inline(always)]
-fn field<T: Copy + Default>(ctx: &TracePointContext, off: u32) -> T {
+fn window(ctx: &TracePointContext, f: &KernelFields) -> Res<&'static [u64; KERNEL_WINDOW / 8]> {
+    let w = STRATA_KERNEL_WINDOW.get_ptr_mut(0).ok_or(-1)?;
+    let len = masked(f.len as usize, KERNEL_WINDOW);
+    // SAFETY: `len` is at most the window's size; the record is as long as its format says.
+    let r = unsafe { generated::bpf_probe_read_kernel(w.cast(), len as u32, ctx.as_ptr()) };
+    if r != 0 {
+        return Err(r);
+    }
+    // SAFETY: per-CPU memory; trace-event programs do not nest on a CPU.
+    Ok(unsafe { &*w })
+}
+
+/// The `T` at byte `off` of the window (user space checked that it is inside and aligned for
+/// `T`); the default when the tracepoint has no such field.
+#[inline(always)]
+fn field<T: Copy + Default>(w: &[u64; KERNEL_WINDOW / 8], off: u32) -> T {
     if off == FIELD_NONE {
         return T::default();
     }
-    // SAFETY: the offset comes from this kernel's format file for this tracepoint.
-    unsafe { ctx.read_at::<T>(off as usize) }.unwrap_or_default()
+    let align = core::mem::align_of::<T>();
+    // The mask keeps the read aligned whatever the map holds; the bound keeps it inside.
+    let off = bounded(
+        off as usize & !(align - 1),
+        KERNEL_WINDOW - core::mem::size_of::<T>(),
+    );
+    // SAFETY: inside the window and aligned for `T`; every byte was written by the copy or
+    // is a stale byte of an earlier record (plain integers either way).
+    unsafe { core::ptr::read(w.as_ptr().cast::<u8>().add(off).cast::<T>()) }
 }
 
 #[inline(always)]
@@ -85,18 +120,21 @@ fn try_kernel_event(ctx: &TracePointContext, event: KernelEvent) -> Res<()> {
         return Ok(());
     }
     let f = STRATA_KERNEL_FIELDS.get(event as u32).ok_or(-1)?;
+    let w = window(ctx, f)?;
     let pid_tgid = bpf_get_current_pid_tgid();
     let (tgid, tid) = ((pid_tgid >> 32) as u32, pid_tgid as u32);
     let mine = traced(cfg, tgid);
-    let dev: u32 = field(ctx, f.dev);
-    let sector: u64 = field(ctx, f.sector);
-    let mut ino: u64 = field(ctx, f.ino);
+    let dev: u32 = field(w, f.dev);
+    let sector: u64 = field(w, f.sector);
+    let mut ino: u64 = field(w, f.ino);
     let key = BioKey {
         dev,
         _pad: 0,
         sector,
     };
     let mut call_id = 0;
+    // A traced thread's page event inside a syscall: merged into the thread's run.
+    let mut run = None;
     match event {
         KernelEvent::BioQueue => {
             if mine {
@@ -111,9 +149,9 @@ fn try_kernel_event(ctx: &TracePointContext, event: KernelEvent) -> Res<()> {
         }
         KernelEvent::BioRemap => {
             let old = BioKey {
-                dev: field(ctx, f.old_dev),
+                dev: field(w, f.old_dev),
                 _pad: 0,
-                sector: field(ctx, f.old_sector),
+                sector: field(w, f.old_sector),
             };
             unsafe { STRATA_PENDING_BIOS.get(old) }.ok_or(0)?;
             let _ = STRATA_PENDING_BIOS.remove(old);
@@ -125,7 +163,7 @@ fn try_kernel_event(ctx: &TracePointContext, event: KernelEvent) -> Res<()> {
             let rest = BioKey {
                 dev,
                 _pad: 0,
-                sector: field(ctx, f.new_sector),
+                sector: field(w, f.new_sector),
             };
             let _ = STRATA_PENDING_BIOS.insert(rest, 1, 0);
         }
@@ -144,7 +182,14 @@ fn try_kernel_event(ctx: &TracePointContext, event: KernelEvent) -> Res<()> {
         }
         KernelEvent::PageDirty | KernelEvent::CacheAdd | KernelEvent::CacheDelete => {
             if mine {
-                call_id = current_call(tid);
+                if let Some((st, frame)) = thread::current_frame(tid) {
+                    // SAFETY: the current thread's top frame.
+                    let frame = unsafe { &*frame };
+                    call_id = frame.call_id;
+                    if frame.flags & FRAME_KERNEL != 0 {
+                        run = run_index(event).map(|k| (st, k));
+                    }
+                }
                 // A file a traced process dirtied or read is watched from now on: its
                 // writeback by a worker, seconds later, is kept. User space also watches the
                 // files traced processes open, but only once it has read their events.
@@ -157,15 +202,20 @@ fn try_kernel_event(ctx: &TracePointContext, event: KernelEvent) -> Res<()> {
         }
     }
 
-    let order: u8 = field(ctx, f.order);
+    let order: u8 = field(w, f.order);
     let nr = match event {
-        KernelEvent::WritebackEnd => field::<u64>(ctx, f.wrote) as u32,
+        KernelEvent::WritebackEnd => field::<u64>(w, f.wrote) as u32,
         KernelEvent::PageDirty | KernelEvent::CacheAdd | KernelEvent::CacheDelete => {
             1u32 << (order & 31)
         }
-        _ => field(ctx, f.nr_sector),
+        _ => field(w, f.nr_sector),
     };
-    submit(KernelRecord {
+    let pos = if f.index != FIELD_NONE {
+        field(w, f.index)
+    } else {
+        sector
+    };
+    let rec = KernelRecord {
         kind: RecordKind::Kernel as u32,
         event: event as u32,
         ts: 0,
@@ -175,22 +225,103 @@ fn try_kernel_event(ctx: &TracePointContext, event: KernelEvent) -> Res<()> {
         dev,
         nr,
         ino,
-        pos: if f.index != FIELD_NONE {
-            field(ctx, f.index)
-        } else {
-            sector
+        pos,
+        old_dev: field(w, f.old_dev),
+        error: field(w, f.error),
+        old_pos: match event {
+            KernelEvent::BioSplit => field(w, f.new_sector),
+            KernelEvent::CacheAdd | KernelEvent::CacheDelete => pos + u64::from(nr) - 1,
+            KernelEvent::PageDirty => pos,
+            _ => field(w, f.old_sector),
         },
-        old_dev: field(ctx, f.old_dev),
-        error: field(ctx, f.error),
-        old_pos: if event == KernelEvent::BioSplit {
-            field(ctx, f.new_sector)
-        } else {
-            field(ctx, f.old_sector)
-        },
-        _pad: 0,
-        tag: field(ctx, f.tag),
-    });
+        ts_end: 0,
+        tag: field(w, f.tag),
+    };
+    match run {
+        // SAFETY: the current thread's stack.
+        Some((st, k)) => unsafe { grow_run(st, k, &rec) },
+        None => submit(rec),
+    }
     Ok(())
+}
+
+/// Where `event` is merged in [`ThreadStack::runs`], if it is.
+#[inline(always)]
+fn run_index(event: KernelEvent) -> Option<usize> {
+    PAGE_RUN_EVENTS.iter().position(|e| *e == event)
+}
+
+/// Adds a page event of the syscall in progress to the thread's range of that event: the
+/// range grows when the event follows it (same call, file and device; the next page, or for
+/// dirtied pages, whose events do not say how many a folio has, a later one: the rule user
+/// space merges records by), else the range is sent and the event starts a new one.
+///
+/// # Safety
+/// `st` points to the current thread's stack.
+#[inline(always)]
+unsafe fn grow_run(st: *mut ThreadStack, k: usize, rec: &KernelRecord) {
+    let now = unsafe { bpf_ktime_get_ns() };
+    let k = bounded(k, PAGE_RUN_EVENTS.len() - 1);
+    let bit = 1u32 << k;
+    // SAFETY: the caller's; `k` is inside the runs.
+    unsafe {
+        let run = &mut (*st).runs[k];
+        if (*st).runs_pending & bit != 0 {
+            let follows = if rec.event == KernelEvent::PageDirty as u32 {
+                rec.pos > run.old_pos
+            } else {
+                run.pos.wrapping_add(u64::from(run.nr)) == rec.pos
+            };
+            if follows
+                && run.call_id == rec.call_id
+                && run.ino == rec.ino
+                && run.dev == rec.dev
+                && u64::from_ne_bytes(run.tag) == u64::from_ne_bytes(rec.tag)
+            {
+                run.nr = run.nr.saturating_add(rec.nr);
+                run.old_pos = rec.old_pos;
+                run.ts_end = now;
+                return;
+            }
+            send_run(run);
+        }
+        *run = *rec;
+        run.ts = now;
+        run.ts_end = now;
+        (*st).runs_pending |= bit;
+    }
+}
+
+/// Sends the current thread's unsent page ranges: when a call of it returns (they belong to
+/// the syscall on top, or to one whose return was missed), and when it exits.
+///
+/// # Safety
+/// `st` points to the current thread's stack.
+#[inline(always)]
+pub unsafe fn flush_runs(st: *mut ThreadStack) {
+    // SAFETY: the caller's.
+    unsafe {
+        let pending = (*st).runs_pending;
+        if pending == 0 {
+            return;
+        }
+        for k in 0..PAGE_RUN_EVENTS.len() {
+            if pending & (1 << k) != 0 {
+                send_run(&(*st).runs[k]);
+            }
+        }
+        (*st).runs_pending = 0;
+    }
+}
+
+#[inline(always)]
+fn send_run(run: &KernelRecord) {
+    if STRATA_EVENTS
+        .output::<KernelRecord>(run, wakeup(core::mem::size_of::<KernelRecord>(), false))
+        .is_err()
+    {
+        count(Counter::RingbufFull);
+    }
 }
 
 /// Requests are emitted while their device has had kept bios lately.
@@ -213,6 +344,7 @@ fn submit(mut rec: KernelRecord) {
         return;
     };
     rec.ts = unsafe { bpf_ktime_get_ns() };
+    rec.ts_end = rec.ts;
     entry.write(rec);
     entry.submit(wakeup(core::mem::size_of::<KernelRecord>(), true));
 }
@@ -269,7 +401,7 @@ fn try_btf_rq_complete(ctx: &BtfTracePointContext) -> Res<()> {
         old_dev: 0,
         error: errno_of(status as u8),
         old_pos: 0,
-        _pad: 0,
+        ts_end: 0,
         tag: op_tag(flags),
     });
     Ok(())

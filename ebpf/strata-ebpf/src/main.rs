@@ -558,7 +558,7 @@ fn only_value(spec: &FuncSpec, args: &[u64; MAX_ARGS]) -> bool {
         value: *v as u32,
     };
     // SAFETY: a plain lookup; the value is not read.
-    unsafe { STRATA_ONLY_VALUES.get(&key) }.is_some()
+    unsafe { STRATA_ONLY_VALUES.get(key) }.is_some()
 }
 
 /// Entry half shared by syscalls, uprobes and kernel functions: filter, push a frame, copy
@@ -676,6 +676,8 @@ fn on_return(spec: &FuncSpec, ret: i64, wake: bool) -> Res<()> {
     };
     // SAFETY: as in `on_entry`.
     unsafe {
+        // Before the call's own record, as the events happened.
+        kernel::flush_runs(st);
         let depth = (*st).depth;
         if depth == 0 {
             return Ok(());
@@ -1127,6 +1129,11 @@ fn try_process_exit(ctx: &TracePointContext) -> Res<()> {
     let pid_tgid = bpf_get_current_pid_tgid();
     let tgid = (pid_tgid >> 32) as u32;
     let tid = pid_tgid as u32;
+    if let Some(st) = thread::stack(tid) {
+        // SAFETY: the current thread's stack. Page events in its exit (files closed) or in
+        // a call whose return never came.
+        unsafe { kernel::flush_runs(st) };
+    }
     // Unconditionally: the thread may have been traced before its cgroup stopped being.
     thread::forget(tid);
     if !in_target(cfg, tgid) {

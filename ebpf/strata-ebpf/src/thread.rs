@@ -8,7 +8,7 @@ use aya_ebpf::{
     macros::{btf_map, map},
     maps::{Array, HashMap},
 };
-use strata_common::{Counter, MAX_DEPTH, ThreadStack};
+use strata_common::{Counter, Frame, MAX_DEPTH, ThreadStack};
 
 use crate::{Res, count, slot};
 
@@ -124,19 +124,25 @@ pub fn forget(tid: u32) {
     }
 }
 
-/// The traced call in progress on the current thread, 0 if none.
+/// The current thread's stack and the frame of the traced call in progress on it (the
+/// deepest kept, past [`MAX_DEPTH`]), if any.
 #[inline(always)]
-pub fn current_call(tid: u32) -> u64 {
-    let Some(st) = stack(tid) else {
-        return 0;
-    };
+pub fn current_frame(tid: u32) -> Option<(*mut ThreadStack, *const Frame)> {
+    let st = stack(tid)?;
     // SAFETY: the current thread's own stack; programs run with migration disabled.
     unsafe {
         let depth = (*st).depth as usize;
         if depth == 0 {
-            return 0;
+            return None;
         }
         let d = if depth > MAX_DEPTH { MAX_DEPTH } else { depth };
-        (*st).frames[slot(d - 1)].call_id
+        Some((st, &raw const (*st).frames[slot(d - 1)]))
     }
+}
+
+/// The traced call in progress on the current thread, 0 if none.
+#[inline(always)]
+pub fn current_call(tid: u32) -> u64 {
+    // SAFETY: as in `current_frame`.
+    current_frame(tid).map_or(0, |(_, f)| unsafe { (*f).call_id })
 }
