@@ -11,7 +11,7 @@ use aya::{
     Ebpf, EbpfLoader,
     maps::{Array, HashMap as BpfHashMap, MapData, PerCpuArray},
     programs::{
-        BtfTracePoint, KProbe, TracePoint, UProbe,
+        BtfTracePoint, KProbe, Program, TracePoint, UProbe,
         tp_btf::BtfTracePointLinkId,
         trace_point::TracePointLinkId,
         uprobe::{UProbeAttachLocation, UProbeAttachPoint, UProbeScope},
@@ -82,11 +82,32 @@ pub fn stop(loaded: &mut Loaded) -> anyhow::Result<()> {
 
 /// Detaches every probe and unloads the programs.
 ///
-/// Releasing a perf-event uprobe waits for RCU grace periods under a kernel-wide lock, one
-/// probe after another (~90 ms each on a loaded VM here; 50 s for strata's 278 default
-/// probes), so libraries are probed through multi-uprobe links where the kernel has them
-/// (Linux 6.6+): one wait per link. Callers finish their output first.
-pub fn detach(loaded: Loaded) {
+/// Releasing an attachment waits for RCU grace periods: a perf-event uprobe one after
+/// another under a kernel-wide lock (~90 ms each on a loaded VM here; 50 s for strata's 278
+/// default probes), so libraries are probed through multi-uprobe links where the kernel has
+/// them (Linux 6.6+), one wait per link. The links and programs are released from a thread
+/// each, so that their waits overlap: measured, a default `strata record -- true` took 2.0 s
+/// with them released in turn and 1.05 s so (trace events still wait in turn: the kernel
+/// holds its event lock through theirs). Callers finish their output first.
+pub fn detach(mut loaded: Loaded) {
+    let links = std::mem::take(&mut loaded.uprobes.multi_links);
+    std::thread::scope(|s| {
+        for link in links {
+            s.spawn(move || drop(link));
+        }
+        for (_, p) in loaded.ebpf.programs_mut() {
+            s.spawn(move || {
+                // Programs never loaded or attached have nothing to release.
+                let _ = match p {
+                    Program::TracePoint(p) => p.unload(),
+                    Program::BtfTracePoint(p) => p.unload(),
+                    Program::UProbe(p) => p.unload(),
+                    Program::KProbe(p) => p.unload(),
+                    _ => Ok(()),
+                };
+            });
+        }
+    });
     drop(loaded);
 }
 
