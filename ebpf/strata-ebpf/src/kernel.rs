@@ -26,9 +26,11 @@ use crate::{
 #[map]
 static STRATA_KERNEL_FIELDS: Array<KernelFields> = Array::with_max_entries(KERNEL_EVENTS as u32, 0);
 
-/// Inode numbers of files traced processes opened (filled by user space).
+/// Inode numbers of files traced processes opened (filled by user space) or dirtied or read.
+/// LRU: a node daemon or an `--all` run meets more files over days than any table holds, and
+/// the files used longest ago are the ones to forget.
 #[map]
-static STRATA_WATCHED_INODES: HashMap<u64, u8> = HashMap::with_max_entries(65536, 0);
+static STRATA_WATCHED_INODES: LruHashMap<u64, u8> = LruHashMap::with_max_entries(65536, 0);
 
 /// Writeback worker tid -> the watched inode it is writing.
 #[map]
