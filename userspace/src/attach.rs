@@ -1133,6 +1133,28 @@ fn attach_kernel_tracepoint(
     name: &str,
 ) -> anyhow::Result<()> {
     let format = tracefs::format(root, category, name)?;
+    let fields = kernel_fields(&format, event, &format!("{category}/{name}"))?;
+    let mut table: Array<_, KernelFields> = Array::try_from(
+        ebpf.map_mut(maps::KERNEL_FIELDS)
+            .ok_or_else(|| anyhow!("map {} missing", maps::KERNEL_FIELDS))?,
+    )?;
+    table.set(event as u32, fields, 0)?;
+    let prog = program::<TracePoint>(ebpf, programs::KERNEL_TRACEPOINT[event as usize])?;
+    if prog.fd().is_err() {
+        prog.load().context("the kernel rejected the program")?;
+    }
+    prog.attach(category, name)?;
+    Ok(())
+}
+
+/// Where `event`'s record (`format`, of trace event `event_name`) keeps the fields its
+/// program reads; an error names a required field the record lacks, or one the program could
+/// not read.
+fn kernel_fields(
+    format: &tracefs::Format,
+    event: KernelEvent,
+    event_name: &str,
+) -> anyhow::Result<KernelFields> {
     // The program copies the record's first `len` bytes once and takes each field from them,
     // reading `T` (the byte string `tag`: its first 8 bytes) at an offset aligned for it.
     let mut len = 0;
@@ -1143,7 +1165,7 @@ fn attach_kernel_tracepoint(
         let end = f.offset as usize + size;
         anyhow::ensure!(
             (f.offset as usize).is_multiple_of(align) && end <= KERNEL_WINDOW,
-            "field {} of {category}/{name} is at offset {}: strata reads it only {align}-byte \
+            "field {} of {event_name} is at offset {}: strata reads it only {align}-byte \
              aligned within the record's first {KERNEL_WINDOW} bytes",
             f.name,
             f.offset
@@ -1194,19 +1216,9 @@ fn attach_kernel_tracepoint(
         ],
     };
     if let Some((missing, _)) = required.iter().find(|(_, off)| *off == FIELD_NONE) {
-        anyhow::bail!("field {missing} missing from {category}/{name} on this kernel");
+        anyhow::bail!("field {missing} missing from {event_name} on this kernel");
     }
-    let mut table: Array<_, KernelFields> = Array::try_from(
-        ebpf.map_mut(maps::KERNEL_FIELDS)
-            .ok_or_else(|| anyhow!("map {} missing", maps::KERNEL_FIELDS))?,
-    )?;
-    table.set(event as u32, fields, 0)?;
-    let prog = program::<TracePoint>(ebpf, programs::KERNEL_TRACEPOINT[event as usize])?;
-    if prog.fd().is_err() {
-        prog.load().context("the kernel rejected the program")?;
-    }
-    prog.attach(category, name)?;
-    Ok(())
+    Ok(fields)
 }
 
 fn tracepoint_format(root: &Path, event: &str) -> anyhow::Result<tracefs::Format> {
@@ -1457,9 +1469,10 @@ mod tests {
     use std::collections::BTreeSet;
 
     use object::{Object as _, ObjectSection as _, ObjectSymbol as _, SymbolKind};
-    use strata_common::{globals, maps, programs};
+    use strata_common::{FIELD_NONE, KernelEvent, globals, maps, programs};
 
-    use super::{EBPF, fdinfo_field, link_halving};
+    use super::{EBPF, fdinfo_field, kernel_fields, link_halving};
+    use crate::tracefs::parse_format;
 
     /// A kernel that refuses any multi link holding one of `bad`: every other offset ends up
     /// linked exactly once, the bad ones are handed back alone, and the attempts stay few.
@@ -1609,5 +1622,74 @@ mod tests {
             ]),
             "read-only globals of the object vs strata_common::globals"
         );
+    }
+
+    /// A trace event's format with `fields` (declaration, offset, size) after the common ones.
+    fn format(fields: &[(&str, u32, u32)]) -> crate::tracefs::Format {
+        let mut text = String::from(
+            "name: e\nID: 7\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\n",
+        );
+        for (decl, off, size) in fields {
+            text += &format!("\tfield:{decl};\toffset:{off};\tsize:{size};\tsigned:0;\n");
+        }
+        parse_format(&text).unwrap()
+    }
+
+    /// The page-cache insertion event as Linux 6.18 lays it out: the program copies up to the
+    /// end of its last field read (`order`, one byte at 36).
+    #[test]
+    fn kernel_fields_give_offsets_and_the_bytes_to_copy() {
+        let f = format(&[
+            ("unsigned long pfn", 8, 8),
+            ("unsigned long i_ino", 16, 8),
+            ("unsigned long index", 24, 8),
+            ("dev_t s_dev", 32, 4),
+            ("unsigned char order", 36, 1),
+        ]);
+        let k = kernel_fields(&f, KernelEvent::CacheAdd, "filemap/e").unwrap();
+        assert_eq!(
+            (k.ino, k.index, k.dev, k.order, k.len),
+            (16, 24, 32, 36, 37)
+        );
+        assert_eq!(
+            (k.sector, k.tag, k.wrote),
+            (FIELD_NONE, FIELD_NONE, FIELD_NONE)
+        );
+        // `rwbs` is read as its first 8 bytes, at any offset.
+        let f = format(&[
+            ("dev_t dev", 8, 4),
+            ("sector_t sector", 16, 8),
+            ("unsigned int nr_sector", 24, 4),
+            ("char rwbs[10]", 34, 10),
+        ]);
+        let k = kernel_fields(&f, KernelEvent::RqIssue, "block/e").unwrap();
+        assert_eq!((k.tag, k.len), (34, 42));
+    }
+
+    #[test]
+    fn kernel_fields_the_program_cannot_read_are_refused() {
+        let missing = format(&[("unsigned long i_ino", 16, 8), ("dev_t s_dev", 32, 4)]);
+        let e = kernel_fields(&missing, KernelEvent::CacheAdd, "filemap/e").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "field index missing from filemap/e on this kernel"
+        );
+        let misaligned = format(&[
+            ("unsigned long i_ino", 12, 8),
+            ("unsigned long index", 24, 8),
+            ("dev_t s_dev", 32, 4),
+        ]);
+        let e = kernel_fields(&misaligned, KernelEvent::CacheAdd, "filemap/e").unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("field i_ino of filemap/e is at offset 12"),
+            "{e}"
+        );
+        let far = format(&[
+            ("unsigned long ino", 16, 8),
+            ("unsigned long wrote", 128, 8),
+        ]);
+        let e = kernel_fields(&far, KernelEvent::WritebackEnd, "writeback/e").unwrap_err();
+        assert!(e.to_string().contains("offset 128"), "{e}");
     }
 }
