@@ -32,7 +32,7 @@ table!(Calls, CallRow, "calls", grouped_by [tid], {
     path: OptStr,
     path2: OptStr,
     strs: ListStr,
-    args: ListI64,
+    args: ArgList,
     dims: ListI64,
 });
 

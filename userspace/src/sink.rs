@@ -26,6 +26,7 @@ use parquet::{
     file::properties::{EnabledStatistics, WriterProperties},
     schema::types::ColumnPath,
 };
+use strata_common::MAX_ARGS;
 
 use crate::fast::HashMap;
 
@@ -224,11 +225,15 @@ fn list_items(item: DataType) -> FieldRef {
     Arc::new(Field::new("item", item, true))
 }
 
-/// Lists of integers (a call's raw arguments, a selection's dimensions): their items and
-/// offsets in plain vectors, as for [`Values`].
-pub struct ListI64;
-impl Col for ListI64 {
-    type Value = Vec<i64>;
+/// Lists of integers (a call's raw arguments, a selection's dimensions), values of type `V`:
+/// their items and offsets in plain vectors, as for [`Values`].
+pub struct IntList<V>(std::marker::PhantomData<V>);
+pub type ListI64 = IntList<Vec<i64>>;
+/// A call's raw arguments, which fit a row without an allocation.
+pub type ArgList = IntList<Args>;
+
+impl<V: AsRef<[i64]>> Col for IntList<V> {
+    type Value = V;
     type Builder = (Vec<i64>, Vec<i32>);
     const NULLABLE: bool = false;
     fn data_type() -> DataType {
@@ -240,8 +245,8 @@ impl Col for ListI64 {
         (Vec::new(), offsets)
     }
     #[inline]
-    fn append((items, offsets): &mut Self::Builder, v: &Vec<i64>) {
-        items.extend_from_slice(v);
+    fn append((items, offsets): &mut Self::Builder, v: &V) {
+        items.extend_from_slice(v.as_ref());
         offsets.push(i32::try_from(items.len()).expect("under 2^31 list items per file"));
     }
     fn finish((items, offsets): &mut Self::Builder) -> ArrayRef {
@@ -253,6 +258,39 @@ impl Col for ListI64 {
             Arc::new(items),
             None,
         ))
+    }
+}
+
+/// Up to [`MAX_ARGS`] integers, kept in place: a call's raw arguments (a vector allocated
+/// and freed for every call cost some 3% of the pipeline's instructions).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Args {
+    len: u8,
+    values: [i64; MAX_ARGS],
+}
+
+impl AsRef<[i64]> for Args {
+    fn as_ref(&self) -> &[i64] {
+        &self.values[..usize::from(self.len)]
+    }
+}
+
+impl std::ops::Deref for Args {
+    type Target = [i64];
+    fn deref(&self) -> &[i64] {
+        self.as_ref()
+    }
+}
+
+/// The first [`MAX_ARGS`] values (a record carries no more).
+impl FromIterator<i64> for Args {
+    fn from_iter<I: IntoIterator<Item = i64>>(iter: I) -> Self {
+        let mut a = Self::default();
+        for (slot, v) in a.values.iter_mut().zip(iter) {
+            *slot = v;
+            a.len += 1;
+        }
+        a
     }
 }
 
@@ -647,6 +685,16 @@ mod tests {
             out.extend((0..b.num_rows()).map(|i| (tids.value(i), seqs.value(i))));
         }
         out
+    }
+
+    /// Arguments keep the first MAX_ARGS values given, in order.
+    #[test]
+    fn args_hold_what_a_record_carries() {
+        let a: Args = [3, -1, 7].into_iter().collect();
+        assert_eq!(&*a, &[3, -1, 7]);
+        let all: Args = (0..10).collect();
+        assert_eq!(all.as_ref(), (0..MAX_ARGS as i64).collect::<Vec<_>>());
+        assert!(Args::default().is_empty());
     }
 
     fn scratch(name: &str) -> PathBuf {
