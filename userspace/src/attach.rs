@@ -25,7 +25,7 @@ use strata_common::{
 use crate::{
     libraries,
     probes::{ArgKind, Mechanism, Probe, Target},
-    symbols::{SymbolTable, find_library},
+    symbols::{SymbolTable, find_library_in},
     tracefs,
 };
 
@@ -69,6 +69,8 @@ pub struct Loaded {
     uprobes: Uprobes,
     /// (dev, inode) of every library file probes are attached to.
     lib_inodes: std::collections::HashSet<(u64, u64)>,
+    /// The loader's cache as read at load (soname -> path).
+    pub ld_cache: HashMap<String, PathBuf>,
 }
 
 /// Stops the programs from recording (they return at once), so the ring buffer can be
@@ -246,8 +248,17 @@ impl Uprobes {
                 location: UProbeAttachLocation::AbsoluteOffset(offset),
                 cookie: Some(cookie),
             };
-            program::<UProbe>(ebpf, prog)
-                .map_err(|e| Failure::Failed(format!("{e:#}")))?
+            let program =
+                program::<UProbe>(ebpf, prog).map_err(|e| Failure::Failed(format!("{e:#}")))?;
+            // Loaded at first use: with multi-uprobe links (Linux 6.6+) these perf-event
+            // programs serve only probes a link refused, and verifying the entry program
+            // takes some 100 ms.
+            if program.fd().is_err() {
+                program
+                    .load()
+                    .map_err(|e| Failure::Failed(format!("the kernel rejected {prog}: {e:#}")))?;
+            }
+            program
                 .attach(point, path, UProbeScope::AllProcesses)
                 .map_err(|e| {
                     Failure::Failed(format!("uprobe at {offset:#x} in {}: {e}", path.display()))
@@ -547,13 +558,10 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
             .inspect_err(|e| log::info!("syscall probes use raw_syscalls trace events: {e}")),
         SyscallMode::Raw | SyscallMode::PerSyscall => Err("not asked for".into()),
     };
-    for name in [programs::UPROBE_ENTRY, programs::UPROBE_RETURN] {
-        program::<UProbe>(&mut ebpf, name)?.load()?;
-    }
-
     let mut statuses = Vec::with_capacity(probes.len());
     let mut any_syscall = false;
     let mut libs: HashMap<String, Result<(PathBuf, SymbolTable), String>> = HashMap::new();
+    let ld_cache = crate::symbols::ld_cache();
     for p in probes {
         let (mechanism, target) = match &p.target {
             Target::Syscall(s) => ("tracepoint", format!("syscalls/sys_{{enter,exit}}_{s}")),
@@ -592,7 +600,8 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
                 }
                 Target::Uprobe { library, symbol } => {
                     let lib = libs.entry(library.clone()).or_insert_with(|| {
-                        let path = find_library(library).map_err(|e| e.to_string())?;
+                        let path =
+                            find_library_in(&ld_cache, library).map_err(|e| e.to_string())?;
                         let table = SymbolTable::read(&path).map_err(|e| e.to_string())?;
                         Ok((path, table))
                     });
@@ -655,14 +664,20 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
             .with_context(|| format!("cannot add uid {uid} to the user filter"))?;
     }
     // How close each program came to the verifier's budget (older kernels prune less).
-    for (name, prog) in ebpf.programs() {
-        if let Some(n) = prog
-            .info()
-            .ok()
-            .and_then(|i| i.verified_instruction_count())
-        {
-            log::debug!("program {name}: the verifier processed {n} instructions");
-        }
+    let multi_counts = uprobes.multi.iter().flat_map(|m| {
+        let names = [programs::UPROBE_ENTRY, programs::UPROBE_RETURN];
+        names
+            .into_iter()
+            .zip(m.fds())
+            .filter_map(|(name, fd)| Some((name, fdinfo_field(&fdinfo(fd)?, "verified_insns")?)))
+    });
+    for (name, n) in ebpf
+        .programs()
+        .filter_map(|(name, p)| Some((name, p.info().ok()?.verified_instruction_count()?)))
+        .map(|(name, n)| (name, u64::from(n)))
+        .chain(multi_counts)
+    {
+        log::debug!("program {name}: the verifier processed {n} instructions");
     }
     Ok(Loaded {
         raw_syscalls,
@@ -680,6 +695,7 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
         config_value: config,
         uprobes,
         lib_inodes,
+        ld_cache,
     })
 }
 

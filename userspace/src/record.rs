@@ -201,7 +201,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
         // The libraries they load at start, found as the loader will find them (a module
         // tree's HDF5 through LD_LIBRARY_PATH or a RUNPATH): probed from the first call.
         let ld_library_path = std::env::var("LD_LIBRARY_PATH").ok();
-        let cache = crate::symbols::ld_cache();
+        let cache = loaded.ld_cache.clone();
         let loader = crate::libraries::Loader {
             ld_library_path: ld_library_path.as_deref(),
             cache: &cache,

@@ -308,6 +308,15 @@ const LIB_DIRS: &[&str] = &[
 
 /// Resolves a soname or path to a file, through `ldconfig -p` and then the standard dirs.
 pub fn find_library(name: &str) -> Result<PathBuf, SymbolError> {
+    find_library_in(&ld_cache(), name)
+}
+
+/// Resolves a soname or path to a file, through the loader's cache (from [`ld_cache`]: one
+/// `ldconfig -p`, some 25 ms, for every library looked up) and then the standard dirs.
+pub fn find_library_in(
+    cache: &HashMap<String, PathBuf>,
+    name: &str,
+) -> Result<PathBuf, SymbolError> {
     if name.contains('/') {
         let p = PathBuf::from(name);
         return if p.exists() {
@@ -316,22 +325,14 @@ pub fn find_library(name: &str) -> Result<PathBuf, SymbolError> {
             Err(SymbolError::LibraryNotFound(name.to_string()))
         };
     }
-    if let Ok(out) = Command::new("ldconfig").arg("-p").output() {
-        let text = String::from_utf8_lossy(&out.stdout);
-        if let Some(p) = parse_ldconfig(&text, name) {
-            return Ok(p);
-        }
+    if let Some(p) = cache.get(name) {
+        return Ok(p.clone());
     }
     LIB_DIRS
         .iter()
         .map(|d| Path::new(d).join(name))
         .find(|p| p.exists())
         .ok_or_else(|| SymbolError::LibraryNotFound(name.to_string()))
-}
-
-/// Picks `name`'s x86-64 entry from `ldconfig -p` output.
-fn parse_ldconfig(text: &str, name: &str) -> Option<PathBuf> {
-    ldconfig_entries(text).find_map(|(soname, path)| (soname == name).then_some(path))
 }
 
 /// The x86-64 entries of `ldconfig -p` output, in its order (the loader's preference).
@@ -344,14 +345,19 @@ fn ldconfig_entries(text: &str) -> impl Iterator<Item = (&str, PathBuf)> {
     })
 }
 
-/// The loader's cache (`/etc/ld.so.cache`) as soname -> path; empty when it cannot be read.
+/// The loader's cache (`/etc/ld.so.cache`) as soname -> path, the first x86-64 entry of each
+/// (the loader's preference); empty when it cannot be read.
 pub fn ld_cache() -> HashMap<String, PathBuf> {
     let Ok(out) = Command::new("ldconfig").arg("-p").output() else {
         return HashMap::new();
     };
-    let text = String::from_utf8_lossy(&out.stdout);
+    ld_cache_of(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// The cache of [`ld_cache`] from `ldconfig -p`'s output.
+fn ld_cache_of(text: &str) -> HashMap<String, PathBuf> {
     let mut map = HashMap::new();
-    for (soname, path) in ldconfig_entries(&text) {
+    for (soname, path) in ldconfig_entries(text) {
         map.entry(soname.to_string()).or_insert(path);
     }
     map
@@ -364,11 +370,12 @@ mod tests {
     #[test]
     fn ldconfig_line() {
         let text = "\t1024 libs found in cache `/etc/ld.so.cache'\n\tlibc.so.6 (libc6,x86-64) => /lib/x86_64-linux-gnu/libc.so.6\n\tlibc.so.6 (libc6) => /lib32/libc.so.6\n";
+        let cache = ld_cache_of(text);
         assert_eq!(
-            parse_ldconfig(text, "libc.so.6").unwrap(),
+            find_library_in(&cache, "libc.so.6").unwrap(),
             Path::new("/lib/x86_64-linux-gnu/libc.so.6")
         );
-        assert!(parse_ldconfig(text, "libm.so.6").is_none());
+        assert!(!cache.contains_key("libm.so.6"));
     }
 
     #[test]
