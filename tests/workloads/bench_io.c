@@ -9,7 +9,8 @@
  *   paths:R: N opens and closes of DIR/bench.dat paced at R per second, open i naming it
  *     DIR/ + (i % 16) times "./" + bench.dat (records of many sizes)
  *   random: N preads and pwrites, each chosen at random, of 1 B to 64 KiB at random offsets
- *     in a 64 MiB file (an irregular access pattern; the sequence is the same every run) */
+ *     in a 64 MiB file (an irregular access pattern; the sequence is the same every run)
+ *   clock: nothing; prints CLOCK_MONOTONIC at its start instead (when a tracer let it run) */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,10 @@ int main(int argc, char **argv) {
     snprintf(path, sizeof path, "%s/bench.dat", argv[3]);
     char buf[16] = "0123456789abcde";
     long long t0 = 0, t1 = 0;
+    if (strcmp(argv[1], "clock") == 0) {
+        printf("%lld\n", now());
+        return 0;
+    }
     if (strcmp(argv[1], "syscall") == 0) {
         int fd = open("/dev/null", O_WRONLY);
         t0 = now();

@@ -653,6 +653,40 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
         "events_per_second_median": median,
         "parquet_bytes_per_call": bytes,
     }));
+    // A run's fixed cost, with the default layers: from strata's start to the command's
+    // (loading, verifying and attaching), and from the command's exit to strata's (draining,
+    // writing the last files, detaching). The command prints the time it starts at.
+    let mut fixed = Vec::new();
+    for _ in 0..3 {
+        let out_dir = dir.join("out-fixed");
+        let _ = fs::remove_dir_all(&out_dir);
+        let t0 = monotonic_ns();
+        let text = output(
+            Command::new(&strata)
+                .args(["record", "-q", "-o"])
+                .arg(&out_dir)
+                .arg("--")
+                .arg(&exe)
+                .args(["clock", "0"])
+                .arg(scratch.dir(None)),
+        )?;
+        let t2 = monotonic_ns();
+        let t1: f64 = text
+            .trim()
+            .parse()
+            .with_context(|| format!("bench_io clock printed {text:?}"))?;
+        fixed.push(((t1 - t0) / 1e6, (t2 - t1) / 1e6));
+    }
+    fixed.sort_by(|a, b| (a.0 + a.1).total_cmp(&(b.0 + b.1)));
+    let (start_ms, stop_ms) = fixed[1];
+    println!(
+        "a run's fixed cost (default layers, median of 3): {start_ms:.0} ms before the command runs, {stop_ms:.0} ms after it exits"
+    );
+    results.push(json!({
+        "workload": "fixed cost of a run (default layers)",
+        "start_ms": start_ms,
+        "stop_ms": stop_ms,
+    }));
     if let Some(parent) = json_path.parent() {
         fs::create_dir_all(parent)?;
     }
@@ -662,6 +696,17 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
     )?;
     println!("results written to {}", json_path.display());
     Ok(())
+}
+
+/// CLOCK_MONOTONIC in ns, the clock bench_io prints.
+fn monotonic_ns() -> f64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    t.tv_sec as f64 * 1e9 + t.tv_nsec as f64
 }
 
 /// The number after the word `name` in `name value` text printed by strata's bench commands.
