@@ -311,8 +311,9 @@ pub fn find_library(name: &str) -> Result<PathBuf, SymbolError> {
     find_library_in(&ld_cache(), name)
 }
 
-/// Resolves a soname or path to a file, through the loader's cache (from [`ld_cache`]: one
-/// `ldconfig -p`, some 25 ms, for every library looked up) and then the standard dirs.
+/// Resolves a soname or path to a file, through the loader's cache (from [`ld_cache`], read
+/// once for all the libraries looked up: an `ldconfig -p` takes some 25 ms) and then the
+/// standard dirs.
 pub fn find_library_in(
     cache: &HashMap<String, PathBuf>,
     name: &str,
