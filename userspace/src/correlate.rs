@@ -17,7 +17,7 @@ use crate::{
     events::{Event, comm},
     fast::HashMap,
     files::{self, Files},
-    handles::{HandleId, Handles, NewHandle, Raw},
+    handles::{HandleId, Handles, MAPPING, NewHandle, Raw},
     probes::{ArgKind, Layer, Op, Probe, RetKind, Target},
     procs::Procs,
     schema::CallRow,
@@ -557,7 +557,8 @@ impl Correlator {
             RetKind::Fd | RetKind::Bytes | RetKind::Status | RetKind::Position | RetKind::Count => {
                 ret < 0
             }
-            RetKind::Handle | RetKind::Ptr => ret == 0,
+            // A syscall's pointer (mmap's address) or its negative errno.
+            RetKind::Handle | RetKind::Ptr => ret == 0 || (is_syscall && ret < 0),
             RetKind::Char => ret == -1,
             RetKind::MpiStatus => ret != 0,
             RetKind::Hid => ret < 0,
@@ -582,7 +583,9 @@ impl Correlator {
         };
         let bytes_requested = match (size, count) {
             (Some(s), Some(c)) => Some(s.saturating_mul(c)),
-            (Some(s), None) if moves => Some(s),
+            (Some(s), None) if moves || p.op == Op::Map || p.arg(ArgKind::Addr).is_some() => {
+                Some(s)
+            }
             _ if p.ret == RetKind::Char && moves => Some(1),
             _ => None,
         };
@@ -642,8 +645,12 @@ impl Correlator {
             .or_else(|| arg(ArgKind::RequestRef));
         // close_range names a range of fds: its handles are found below.
         let range_last = arg(ArgKind::FdLast).map(|v| v as u32);
+        // An address inside a file mapping (msync, munmap): the mapping and the file offset.
+        let addr = arg(ArgKind::Addr);
+        let mapping = addr.and_then(|a| self.handles.mapping_at(pid, a));
         let mut handle = match (fd_arg, lib_arg) {
             _ if range_last.is_some() => None,
+            _ if addr.is_some() => mapping.map(|m| m.id),
             (Some(fd), _) if errno != Some(EBADF as i32) => self.fd_handle(pid, fd),
             (None, Some(h)) => self.handles.lookup(pid, lib_raw(h)),
             _ => None,
@@ -686,7 +693,8 @@ impl Correlator {
         let mut offset = arg(ArgKind::Offset)
             .or_else(|| arg(ArgKind::KPos))
             .map(|v| v as i64)
-            .or_else(|| by_ref(ArgKind::OffsetRef));
+            .or_else(|| by_ref(ArgKind::OffsetRef))
+            .or_else(|| Some(mapping?.offset_of(addr?)));
         let mut offset2 = by_ref(ArgKind::Offset2Ref);
         // A kernel `struct file *`: the kernel side read its inode number, and its file
         // system's device into the slot after the last argument.
@@ -839,6 +847,39 @@ impl Correlator {
                     offset = new;
                 }
             }
+            Op::Map if !failed => {
+                let (file_id, path) = handle
+                    .and_then(|h| self.handles.get(h))
+                    .map(|h| (h.row.file_id, h.row.path.clone()))
+                    .unwrap_or_default();
+                explicit_parent = handle.is_some();
+                let id = self.handles.create(NewHandle {
+                    pid,
+                    raw: Raw::Lib(p.layer.as_str(), ret as u64),
+                    layer: p.layer.as_str(),
+                    kind: MAPPING,
+                    parent: handle,
+                    file_id,
+                    path,
+                    mode: None,
+                    flags: arg(ArgKind::Flags).map(|v| v as i64),
+                    call_id: Some(call_id),
+                    ts: Some(ts_begin),
+                    share_with: None,
+                    pos: None,
+                });
+                let span = (ret as u64, size.unwrap_or(0) as u64, offset.unwrap_or(0));
+                self.handles
+                    .set_mapping(id, span, Some(call_id), Some(ts_end));
+                created = Some(id);
+                handle = created;
+            }
+            Op::Unmap if !failed => {
+                if let (Some(a), Some(len)) = (addr, size) {
+                    self.handles
+                        .unmap(pid, a, len as u64, Some(call_id), Some(ts_end));
+                }
+            }
             Op::Exit => self.procs.set_exit_code(pid, rec.args[0] as i32),
             Op::Chdir if !failed => self.chdir(pid, path.as_deref(), handle),
             // MPI_Wait completes a request; MPI_Test only when its flag came back true.
@@ -967,7 +1008,7 @@ impl Correlator {
         let fs_path = path.filter(|_| p.arg(ArgKind::Path).is_some());
         let fd = match raw {
             Raw::Fd(fd) => Some(fd),
-            Raw::Lib(..) => None,
+            Raw::Lib(..) | Raw::Map(_) => None,
         };
         // Opens of a name are remembered by the fd they returned, except names relative to
         // another directory's fd (that fd may change).

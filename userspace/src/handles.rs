@@ -4,7 +4,7 @@
 //!
 //! File positions live in "open file descriptions" shared by dup'ed and inherited fds, as in
 //! the kernel, so `read`/`write` without an explicit offset get the position they used.
-use std::collections::hash_map::Entry;
+use std::collections::{BTreeMap, hash_map::Entry};
 
 use crate::{fast::HashMap, schema::HandleRow};
 
@@ -16,6 +16,9 @@ pub enum Raw {
     Fd(i32),
     /// A library pointer or integer handle (FILE*, MPI_File, hid_t, ncid), per layer.
     Lib(&'static str, u64),
+    /// A file mapping, by its handle id: several may share the address mmap returned (one
+    /// mapped over another's start), and they are found by address in [`Handles::maps`].
+    Map(HandleId),
 }
 
 #[derive(Debug)]
@@ -40,6 +43,31 @@ struct Ofd {
     append: bool,
 }
 
+/// A file mapping (mmap): the handle whose raw name is the address mmap returned, the
+/// range it covers now and the file offset at its start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mapping {
+    pub id: HandleId,
+    pub start: u64,
+    pub len: u64,
+    pub offset: i64,
+}
+
+impl Mapping {
+    fn end(&self) -> u64 {
+        self.start.saturating_add(self.len)
+    }
+
+    /// The file offset an address inside the mapping maps.
+    pub fn offset_of(&self, addr: u64) -> i64 {
+        self.offset
+            .wrapping_add(addr.wrapping_sub(self.start) as i64)
+    }
+}
+
+/// Handle kind of a file mapping.
+pub const MAPPING: &str = "mapping";
+
 #[derive(Default)]
 pub struct Handles {
     next_id: HandleId,
@@ -47,6 +75,9 @@ pub struct Handles {
     live: HashMap<HandleId, Handle>,
     by_raw: HashMap<(i32, Raw), HandleId>,
     ofds: HashMap<u64, Ofd>,
+    /// Each process's file mappings by start address, for calls that name an address inside
+    /// one (msync, munmap).
+    maps: HashMap<i32, BTreeMap<u64, Mapping>>,
     /// Rows ready to write (closed and adopted).
     pub done: Vec<HandleRow>,
 }
@@ -109,6 +140,12 @@ impl Handles {
         let raw_value = match h.raw {
             Raw::Fd(fd) => i64::from(fd),
             Raw::Lib(_, v) => v as i64,
+            Raw::Map(_) => 0,
+        };
+        let key = if h.kind == MAPPING {
+            Raw::Map(id)
+        } else {
+            h.raw
         };
         let row = HandleRow {
             handle_id: id,
@@ -130,7 +167,7 @@ impl Handles {
         let cloexec = matches!(h.raw, Raw::Fd(_))
             && h.flags.is_some_and(|f| f & i64::from(libc::O_CLOEXEC) != 0);
         // A raw name still mapped belongs to a handle whose close we missed: retire it.
-        if let Some(old) = self.by_raw.insert((h.pid, h.raw), id) {
+        if let Some(old) = self.by_raw.insert((h.pid, key), id) {
             self.retire(old, None, h.ts);
         }
         self.live.insert(
@@ -167,6 +204,20 @@ impl Handles {
         h.closed = true;
         h.row.destroyed_by_call_id = call_id;
         h.row.ts_destroyed_ns = ts;
+        if h.row.kind == MAPPING {
+            let (pid, start) = (h.row.pid, h.row.raw_handle as u64);
+            if let Some(m) = self.maps.get_mut(&pid) {
+                // Under the address mmap returned, unless munmap cut its head.
+                if m.get(&start).is_some_and(|m| m.id == id) {
+                    m.remove(&start);
+                } else {
+                    m.retain(|_, m| m.id != id);
+                }
+                if m.is_empty() {
+                    self.maps.remove(&pid);
+                }
+            }
+        }
         if let Entry::Occupied(mut o) = self.ofds.entry(h.ofd) {
             o.get_mut().refs = o.get().refs.saturating_sub(1);
             if o.get().refs == 0 {
@@ -196,6 +247,108 @@ impl Handles {
                 self.done.push(h.row);
             }
         }
+    }
+
+    /// Makes `id`, just created for a mapping of `len` bytes at `start`, a file mapping from
+    /// `offset` in its file. Mappings it covers end there (`call_id` at `ts`).
+    pub fn set_mapping(
+        &mut self,
+        id: HandleId,
+        (start, len, offset): (u64, u64, i64),
+        call_id: Option<i64>,
+        ts: Option<i64>,
+    ) {
+        let Some(h) = self.live.get(&id) else {
+            return;
+        };
+        let m = Mapping {
+            id,
+            start,
+            len,
+            offset,
+        };
+        let maps = self.maps.entry(h.row.pid).or_default();
+        // What the new mapping covers is no longer mapped as before (MAP_FIXED over another
+        // mapping, or unmaps strata did not see).
+        let covered: Vec<Mapping> = overlapping(maps, start, m.end())
+            .filter(|o| o.id != id)
+            .collect();
+        maps.insert(start, m);
+        for o in covered {
+            self.unmap_part(o, start, len, call_id, ts);
+        }
+    }
+
+    /// The file mapping of process `pid` that `addr` lies in.
+    pub fn mapping_at(&self, pid: i32, addr: u64) -> Option<Mapping> {
+        let (_, m) = self.maps.get(&pid)?.range(..=addr).next_back()?;
+        (addr < m.end()).then_some(*m)
+    }
+
+    /// munmap of `len` bytes at `addr`: mappings wholly inside are closed by `call_id`, those
+    /// cut at one end shrink to what is left. A hole punched inside a mapping leaves its part
+    /// before the hole. Returns the mapping `addr` was in, if any.
+    pub fn unmap(
+        &mut self,
+        pid: i32,
+        addr: u64,
+        len: u64,
+        call_id: Option<i64>,
+        ts: Option<i64>,
+    ) -> Option<Mapping> {
+        let at = self.mapping_at(pid, addr);
+        let end = addr.saturating_add(len);
+        let hit: Vec<Mapping> = self
+            .maps
+            .get(&pid)
+            .map(|m| overlapping(m, addr, end).collect())
+            .unwrap_or_default();
+        for m in hit {
+            self.unmap_part(m, addr, len, call_id, ts);
+        }
+        at
+    }
+
+    /// Takes `addr..addr + len` out of mapping `m`.
+    fn unmap_part(
+        &mut self,
+        m: Mapping,
+        addr: u64,
+        len: u64,
+        call_id: Option<i64>,
+        ts: Option<i64>,
+    ) {
+        let end = addr.saturating_add(len);
+        let pid = match self.live.get(&m.id) {
+            Some(h) => h.row.pid,
+            None => return,
+        };
+        if addr <= m.start && end >= m.end() {
+            self.destroy(m.id, call_id, ts);
+            return;
+        }
+        let Some(maps) = self.maps.get_mut(&pid) else {
+            return;
+        };
+        if maps.get(&m.start).is_some_and(|o| o.id == m.id) {
+            maps.remove(&m.start);
+        }
+        let kept = if addr > m.start {
+            // The part before the range (a hole also ends what follows it, for strata).
+            Mapping {
+                len: addr - m.start,
+                ..m
+            }
+        } else {
+            // The part after the range: it starts later, at a later file offset.
+            Mapping {
+                start: end,
+                len: m.end() - end,
+                offset: m.offset_of(end),
+                ..m
+            }
+        };
+        maps.insert(kept.start, kept);
     }
 
     pub fn set_cloexec(&mut self, id: HandleId, on: bool) {
@@ -287,6 +440,11 @@ impl Handles {
     /// A new process inherits its creator's handles: new ids, parented to the originals,
     /// sharing their positions (fork shares open file descriptions).
     pub fn fork(&mut self, parent: i32, child: i32, ts: Option<i64>) {
+        let mapped: HashMap<HandleId, Mapping> = self
+            .maps
+            .get(&parent)
+            .map(|m| m.values().map(|m| (m.id, *m)).collect())
+            .unwrap_or_default();
         let inherited: Vec<(Raw, HandleId)> = self
             .by_raw
             .iter()
@@ -299,6 +457,10 @@ impl Handles {
             };
             let cloexec = h.cloexec;
             let row = &h.row;
+            let raw = match raw {
+                Raw::Map(_) => Raw::Lib(static_str(&row.layer), row.raw_handle as u64),
+                r => r,
+            };
             let new = NewHandle {
                 pid: child,
                 raw,
@@ -316,6 +478,9 @@ impl Handles {
             };
             let new = self.create(new);
             self.set_cloexec(new, cloexec);
+            if let Some(m) = mapped.get(&id) {
+                self.set_mapping(new, (m.start, m.len, m.offset), None, ts);
+            }
         }
     }
 
@@ -327,7 +492,7 @@ impl Handles {
             .filter(|((p, raw), id)| {
                 *p == pid
                     && match raw {
-                        Raw::Lib(..) => true,
+                        Raw::Lib(..) | Raw::Map(_) => true,
                         Raw::Fd(_) => self.live.get(id).is_some_and(|h| h.cloexec),
                     }
             })
@@ -361,12 +526,29 @@ impl Handles {
         }
         self.by_raw.clear();
         self.ofds.clear();
+        self.maps.clear();
     }
+}
+
+/// The mappings of one process that overlap `start..end`. They never overlap each other, so
+/// only the last one starting before `start` can reach into the range.
+fn overlapping(
+    maps: &BTreeMap<u64, Mapping>,
+    start: u64,
+    end: u64,
+) -> impl Iterator<Item = Mapping> + '_ {
+    let before = maps.range(..start).next_back().map(|(_, m)| *m);
+    before
+        .into_iter()
+        .chain(maps.range(start..end).map(|(_, m)| *m))
+        .filter(move |m| m.end() > start && m.start < end)
 }
 
 fn raw_of(h: &Handle) -> Raw {
     if h.row.kind == "fd" {
         Raw::Fd(h.row.raw_handle as i32)
+    } else if h.row.kind == MAPPING {
+        Raw::Map(h.row.handle_id)
     } else {
         Raw::Lib(static_str(&h.row.layer), h.row.raw_handle as u64)
     }
@@ -380,10 +562,12 @@ fn static_str(s: &str) -> &'static str {
             return l;
         }
     }
-    ["fd", "stream", "mpi_file", "hid", "ncid", "request"]
-        .into_iter()
-        .find(|k| *k == s)
-        .unwrap_or("other")
+    [
+        "fd", "stream", "mpi_file", "hid", "ncid", "request", MAPPING,
+    ]
+    .into_iter()
+    .find(|k| *k == s)
+    .unwrap_or("other")
 }
 
 #[cfg(test)]
@@ -485,6 +669,131 @@ mod tests {
         for pid in [1, 2] {
             assert!(h.lookup(pid, Raw::Fd(4)).is_some());
             assert!(h.lookup(pid, Raw::Fd(6)).is_some());
+        }
+    }
+
+    fn mapping(h: &mut Handles, pid: i32, start: u64, len: u64, offset: i64) -> HandleId {
+        let id = h.create(NewHandle {
+            raw: Raw::Lib("posix", start),
+            kind: MAPPING,
+            ..fd(pid, 0, None, None)
+        });
+        h.set_mapping(id, (start, len, offset), Some(1), Some(10));
+        id
+    }
+
+    /// munmap cuts mappings at either end, closes those it covers, and a mapping made over
+    /// another replaces what it covers; a fork's child has its own copy.
+    #[test]
+    fn mappings_follow_munmap_and_map_fixed() {
+        const K: u64 = 1024;
+        let mut h = Handles::default();
+        let a = mapping(&mut h, 1, 1000 * K, 100 * K, 40 * K as i64);
+        let at = |h: &Handles, addr: u64| h.mapping_at(1, addr).map(|m| (m.id, m.offset_of(addr)));
+        assert_eq!(at(&h, 1000 * K), Some((a, 40 * K as i64)));
+        assert_eq!(at(&h, 1099 * K), Some((a, 139 * K as i64)));
+        assert_eq!(at(&h, 1100 * K), None);
+        assert_eq!(at(&h, 999 * K), None);
+        // The tail, then the head: what is left keeps its file offsets.
+        assert_eq!(
+            h.unmap(1, 1080 * K, 40 * K, Some(2), Some(20))
+                .map(|m| m.id),
+            Some(a)
+        );
+        assert_eq!(at(&h, 1079 * K), Some((a, 119 * K as i64)));
+        assert_eq!(at(&h, 1080 * K), None);
+        h.unmap(1, 990 * K, 20 * K, Some(3), Some(30));
+        assert_eq!(at(&h, 1009 * K), None);
+        assert_eq!(at(&h, 1010 * K), Some((a, 50 * K as i64)));
+        assert!(h.get(a).is_some_and(|m| !m.closed));
+        // A hole leaves the part before it.
+        h.unmap(1, 1040 * K, 10 * K, Some(4), Some(40));
+        assert_eq!(at(&h, 1039 * K), Some((a, 79 * K as i64)));
+        assert_eq!(at(&h, 1060 * K), None);
+        // A child's copy, under the original.
+        h.fork(1, 2, Some(45));
+        let c = h.mapping_at(2, 1020 * K).expect("the child's mapping");
+        assert_ne!(c.id, a);
+        assert_eq!(h.get(c.id).unwrap().row.parent_handle_id, Some(a));
+        // A mapping made over the rest replaces it: closed by that call.
+        let b = mapping(&mut h, 1, 1000 * K, 200 * K, 0);
+        assert_eq!(at(&h, 1020 * K), Some((b, 20 * K as i64)));
+        let done = |h: &Handles, id| h.done.iter().find(|r| r.handle_id == id).cloned();
+        assert_eq!(done(&h, a).and_then(|r| r.destroyed_by_call_id), Some(1));
+        // An unmap of all of it closes it; the child's copy is untouched.
+        assert_eq!(h.unmap(1, 0, 4096 * K, Some(5), Some(50)), None);
+        assert_eq!(done(&h, b).and_then(|r| r.destroyed_by_call_id), Some(5));
+        assert_eq!(at(&h, 1020 * K), None);
+        assert_eq!(h.mapping_at(2, 1020 * K).map(|m| m.id), Some(c.id));
+        // The child's exit ends it and forgets the process's mappings.
+        h.exit(2, Some(60));
+        assert!(h.mapping_at(2, 1020 * K).is_none());
+        assert!(h.maps.is_empty());
+    }
+
+    proptest::proptest! {
+        /// Against the kernel's page-by-page view of any sequence of maps (over whatever was
+        /// there) and unmaps: where strata names a mapping for an address, it is the one there
+        /// with the right file offset; it names every mapped page of a mapping no call split
+        /// in two; and it closes a mapping exactly when its last page goes.
+        #[test]
+        fn mappings_agree_with_the_pages_mapped(
+            ops in proptest::collection::vec((proptest::bool::ANY, 0u64..32, 1u64..12, 0i64..8), 1..24),
+        ) {
+            const PAGE: u64 = 4096;
+            let mut h = Handles::default();
+            // The truth: per page, the mapping (index into `ids`) and its file offset.
+            let mut truth: [Option<(usize, i64)>; 48] = [None; 48];
+            let mut ids: Vec<HandleId> = Vec::new();
+            let mut holed: Vec<bool> = Vec::new();
+            for (call, (map, first, pages, file_page)) in ops.into_iter().enumerate() {
+                let end = first + pages;
+                // A call inside a mapping's span, with pages of it on both sides, splits it.
+                for (k, hole) in holed.iter_mut().enumerate() {
+                    let mine = |p: &u64| truth[*p as usize].is_some_and(|(i, _)| i == k);
+                    if (0..first).any(|p| mine(&p)) && (end..48).any(|p| mine(&p)) {
+                        *hole = true;
+                    }
+                }
+                let ts = Some(call as i64);
+                if map {
+                    let id = h.create(NewHandle {
+                        raw: Raw::Lib("posix", first * PAGE),
+                        kind: MAPPING,
+                        ..fd(1, 0, None, None)
+                    });
+                    let span = (first * PAGE, pages * PAGE, file_page * PAGE as i64);
+                    h.set_mapping(id, span, ts, ts);
+                    ids.push(id);
+                    holed.push(false);
+                    for (n, p) in (first..end).enumerate() {
+                        truth[p as usize] = Some((ids.len() - 1, (file_page + n as i64) * PAGE as i64));
+                    }
+                } else {
+                    h.unmap(1, first * PAGE, pages * PAGE, ts, ts);
+                    for p in first..end {
+                        truth[p as usize] = None;
+                    }
+                }
+                for (p, t) in truth.iter().enumerate() {
+                    let got = h
+                        .mapping_at(1, p as u64 * PAGE + 100)
+                        .map(|m| (m.id, m.offset_of(p as u64 * PAGE + 100)));
+                    let want = t.map(|(k, off)| (ids[k], off + 100));
+                    match got {
+                        None => proptest::prop_assert!(t.is_none_or(|(k, _)| holed[k]), "page {p}: {want:?} not found"),
+                        Some(g) => proptest::prop_assert_eq!(Some(g), want, "page {}", p),
+                    }
+                }
+                for (k, id) in ids.iter().enumerate() {
+                    let mapped = truth.iter().any(|t| t.is_some_and(|(i, _)| i == k));
+                    let open = h.get(*id).is_some_and(|x| !x.closed);
+                    // A split one may be closed early (strata lost the part after the split).
+                    if !holed[k] {
+                        proptest::prop_assert_eq!(open, mapped, "mapping {}", k);
+                    }
+                }
+            }
         }
     }
 

@@ -191,6 +191,8 @@ kinds!(
         Access = "access",
         Chdir = "chdir",
         Copy = "copy",
+        Map = "map",
+        Unmap = "unmap",
         Exit = "exit",
         Wait = "wait",
         Meta = "meta",
@@ -241,6 +243,7 @@ kinds!(
         Rank = "rank",
         KFile = "kfile",
         KPos = "kpos",
+        Addr = "addr",
         XferMode = "xfer_mode",
     }
 );
@@ -329,6 +332,8 @@ pub struct Probe {
     pub other_names: Arc<[String]>,
     /// From `only`: the call is recorded only when this argument has one of these values.
     pub only: Option<Only>,
+    /// From `only_files`: the call is recorded only when its `fd` argument is a descriptor.
+    pub only_files: bool,
     /// The index of each kind's first argument (`NO_ARG`: none), for [`Self::arg`], which
     /// correlation asks some twenty times per call.
     first_arg: [u8; ArgKind::COUNT],
@@ -463,7 +468,11 @@ impl Probe {
                 .filter(|(_, k)| k.is_ret_deref())
                 .fold(0u8, |m, (i, _)| m | (1 << i)),
             only_arg: self.only.as_ref().map_or(NO_ARG, |o| o.arg as u8),
-            _pad: [0; 3],
+            files_arg: self
+                .arg(ArgKind::Fd)
+                .filter(|_| self.only_files)
+                .map_or(NO_ARG, |i| i as u8),
+            _pad: [0; 2],
         }
     }
 }
@@ -506,6 +515,8 @@ struct ProbeRaw {
     /// `only.<argument kind> = { NAME = value, ... }`
     #[serde(default)]
     only: std::collections::BTreeMap<String, toml::Table>,
+    #[serde(default)]
+    only_files: bool,
 }
 
 fn yes() -> bool {
@@ -752,6 +763,14 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
         if only.is_some() && !is_syscall {
             return Err(bad("`only` is for syscalls".into()));
         }
+        if p.only_files && !is_syscall {
+            return Err(bad("`only_files` is for syscalls".into()));
+        }
+        if p.only_files && !args.contains(&ArgKind::Fd) {
+            return Err(bad(
+                "`only_files` keeps calls whose `fd` argument is a descriptor: declare one".into(),
+            ));
+        }
         let other_names = match &target {
             Target::Uprobe { library, .. } => raw
                 .library_names
@@ -780,6 +799,7 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
             mpi_objects_symbol: mpi_objects.clone(),
             other_names,
             only,
+            only_files: p.only_files,
             first_arg,
         });
     }
@@ -980,6 +1000,33 @@ mod tests {
         let builtin = parse(BUILTIN, "probes.toml").unwrap();
         let ioctl = builtin.iter().find(|p| p.function() == "ioctl").unwrap();
         assert_eq!(ioctl.spec().only_arg, 1);
+    }
+
+    #[test]
+    fn only_files_names_the_fd_argument_of_a_syscall() {
+        let builtin = parse(BUILTIN, "probes.toml").unwrap();
+        let mmap = builtin.iter().find(|p| p.function() == "mmap").unwrap();
+        assert_eq!(
+            mmap.spec().files_arg,
+            4,
+            "mmap(addr, len, prot, flags, fd, off)"
+        );
+        // Without it, every call is recorded.
+        assert_eq!(parse(IOCTL, "t.toml").unwrap()[0].spec().files_arg, NO_ARG);
+        for (probe, needle) in [
+            (
+                "[[probe]]\nlayer = \"posix\"\nsyscall = \"msync\"\nop = \"sync\"\nargs = [\"addr\", \"size\", \"flags\"]\nret = \"status\"\nonly_files = true\n",
+                "declare one",
+            ),
+            (
+                "[[probe]]\nlayer = \"stdio\"\nlibrary = \"libc.so.6\"\nsymbol = \"fdopen\"\nop = \"open\"\nargs = [\"fd\", \"modestr\"]\nret = \"handle\"\nonly_files = true\n",
+                "`only_files` is for syscalls",
+            ),
+        ] {
+            let e = parse_err(probe);
+            assert!(e.to_string().contains(needle), "{probe}: {e}");
+            assert_eq!(e.line, 1, "{probe}: {e}");
+        }
     }
 
     #[test]

@@ -50,6 +50,7 @@ pub fn number(name: &str) -> Option<u32> {
         "sendfile64" => SYS_sendfile,
         "mmap" => SYS_mmap,
         "msync" => SYS_msync,
+        "munmap" => SYS_munmap,
         "io_uring_enter" => SYS_io_uring_enter,
         "io_submit" => SYS_io_submit,
         "io_getevents" => SYS_io_getevents,

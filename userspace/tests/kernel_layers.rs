@@ -295,6 +295,52 @@ fn fsync_carries_the_buffered_writes_of_the_file() {
     assert_eq!(data, 256 * KIB);
 }
 
+/// Stores to a shared file mapping are no calls; the msync that writes them is, and the
+/// block requests it issues are its own, for the range it named and no more.
+#[test]
+fn msync_carries_the_pages_written_through_a_mapping() {
+    let t = trace("msync", |_| {});
+    let maps = t.calls_of("mmap");
+    let maps: Vec<&&Row> = maps
+        .iter()
+        .filter(|m| m.i("file_id") == Some(t.file.0))
+        .collect();
+    assert_eq!(maps.len(), 1, "one mapping of the data file");
+    let mapping = maps[0].i("handle_id").expect("the mapping's handle");
+    assert_eq!(
+        (maps[0].i("offset"), maps[0].i("bytes_requested")),
+        (Some(0), Some(256 * KIB))
+    );
+    let syncs = t.calls_of("msync");
+    assert_eq!(syncs.len(), 2);
+    let data = |call: &Row| -> i64 {
+        t.block_under(call, "write")
+            .filter(|r| !r.s("rwbs").unwrap().contains('M'))
+            .map(|r| {
+                assert_eq!(r.i("file_id"), Some(t.file.0), "{r:?}");
+                r.i("bytes").unwrap()
+            })
+            .sum()
+    };
+    for (s, bytes) in syncs.iter().zip([128 * KIB, 0]) {
+        assert_eq!(
+            (s.i("handle_id"), s.i("file_id")),
+            (Some(mapping), Some(t.file.0))
+        );
+        assert_eq!(
+            (s.i("offset"), s.i("bytes_requested"), s.i("ret")),
+            (Some(64 * KIB), Some(128 * KIB), Some(0))
+        );
+        assert_eq!(data(s), bytes, "{s:?}");
+    }
+    let unmaps = t.calls_of("munmap");
+    let unmap = unmaps
+        .iter()
+        .find(|u| u.i("handle_id") == Some(mapping))
+        .expect("the munmap of the mapping");
+    assert_eq!(unmap.i("offset"), Some(0));
+}
+
 #[test]
 fn writeback_without_fsync_is_attributed_to_the_file() {
     let t = trace("writeback", |_| {});

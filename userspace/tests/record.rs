@@ -1430,6 +1430,167 @@ fn ioctls_are_recorded_for_the_commands_named_and_no_others() {
     }
 }
 
+/// File mappings: mmap of a file creates a `mapping` handle under its fd, named by the address
+/// it returned; msync and munmap of an address inside one name it and the file offset there;
+/// munmap shrinks or closes it; a fork's child has its own. Anonymous mmaps (fd -1) are
+/// dropped in the kernel. Ground truth: tests/workloads/mmap.c, under each way of attaching
+/// to syscalls.
+#[test]
+fn file_mappings_are_followed() {
+    require_root();
+    let dir = std::fs::canonicalize(scratch("mmap")).unwrap();
+    let exe = build_c("cc", "mmap.c", &dir.join("mmap"), &[]);
+    const K: i64 = 1024;
+    for mode in SYSCALL_MODES {
+        let (wd, out, res) = record_posix_in(&dir, mode, &exe);
+        let printed = String::from_utf8(res.stdout).unwrap();
+        let field = |name: &str| -> i64 {
+            let v = printed
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix(&format!("{name}=")))
+                .unwrap_or_else(|| panic!("{mode}: no {name}= in {printed:?}"));
+            match name {
+                "child" => v.parse().unwrap(),
+                _ => i64::from_str_radix(v, 16).unwrap(),
+            }
+        };
+        let (a, b, anon, child) = (field("a"), field("b"), field("anon"), field("child"));
+        let calls = rows(&out, "calls");
+        let handles = rows(&out, "handles");
+        let files = rows(&out, "files");
+        let data = wd.join("map.dat");
+        let file = files
+            .iter()
+            .find(|f| f.s("path") == data.to_str())
+            .and_then(|f| f.i("file_id"))
+            .expect("map.dat's file row");
+        let handle = |id: Option<i64>| {
+            handles
+                .iter()
+                .find(|h| id.is_some() && h.i("handle_id") == id)
+        };
+        let mut mine: Vec<&Row> = calls
+            .iter()
+            .filter(|c| matches!(c.s("function"), Some("mmap" | "msync" | "munmap")))
+            .collect();
+        mine.sort_by_key(|c| c.i("ts_begin_ns"));
+
+        // No anonymous mapping is recorded, the loader's included.
+        for c in mine.iter().filter(|c| c.s("function") == Some("mmap")) {
+            assert!(c.list_i("args")[4] as i32 >= 0, "{mode}: {c:?}");
+        }
+        assert!(mine.iter().all(|c| c.i("ret") != Some(anon)), "{mode}");
+
+        // Then the workload's calls, in order: function, mapping (a, b or -), pid, file offset,
+        // bytes requested, errno.
+        let fd_of_data = handles
+            .iter()
+            .find(|h| h.s("kind") == Some("fd") && h.s("path") == data.to_str())
+            .and_then(|h| h.i("handle_id"))
+            .expect("map.dat's fd");
+        let name = |c: &Row| -> String {
+            match handle(c.i("handle_id")) {
+                Some(h) if h.s("kind") == Some("mapping") => {
+                    assert_eq!(h.i("file_id"), Some(file), "{mode}: {h:?}");
+                    assert_eq!(c.i("file_id"), Some(file), "{mode}: {c:?}");
+                    match h.i("raw_handle") {
+                        Some(v) if v == a => "a".into(),
+                        Some(v) if v == b => "b".into(),
+                        v => format!("{v:?}"),
+                    }
+                }
+                Some(h) => format!("{:?}", h.s("kind")),
+                None => "-".into(),
+            }
+        };
+        let o = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
+        // The loader's calls (mapping the ld.so cache and libraries) come first.
+        let first = mine
+            .iter()
+            .position(|c| c.i("ret") == Some(a))
+            .expect("the mmap that returned a");
+        let kept = &mine[first..];
+        let got: Vec<String> = kept
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} {} {} {} {} {}",
+                    c.s("function").unwrap(),
+                    name(c),
+                    if c.i("pid") == Some(child) {
+                        "child"
+                    } else {
+                        "parent"
+                    },
+                    o(c.i("offset")),
+                    o(c.i("bytes_requested")),
+                    o(c.i("errno")),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                format!("mmap a parent 0 {} -", 1024 * K),
+                format!("mmap b parent {} {} -", 64 * K, 128 * K),
+                format!("mmap - parent 0 {} {}", 4 * K, libc::EBADF),
+                format!("msync a parent {} {} -", 256 * K, 128 * K),
+                format!("munmap a parent {} {} -", 768 * K, 256 * K),
+                format!("msync a parent 0 {} -", 768 * K),
+                format!("munmap b parent {} {} -", 64 * K, 128 * K),
+                format!("munmap a parent 0 {} -", 256 * K),
+                format!("msync a parent {} {} -", 512 * K, 4 * K),
+                format!("msync a child {} {} -", 300 * K, 4 * K),
+                format!("munmap - parent - {} -", 2048 * K),
+                format!("munmap a parent {} {} -", 256 * K, 512 * K),
+            ],
+            "{mode}"
+        );
+
+        // The handles: a and b under the fd they were mapped through, with their flags
+        // (MAP_SHARED), closed by the munmaps that took their last bytes; the child's copy of
+        // a under a, open until the child exited; the fd closed while a stayed mapped.
+        let mapped: Vec<&Row> = handles
+            .iter()
+            .filter(|h| h.s("kind") == Some("mapping") && h.i("file_id") == Some(file))
+            .collect();
+        assert_eq!(mapped.len(), 3, "{mode}: {mapped:?}");
+        let find = |pid_is_child: bool, raw: i64| {
+            *mapped
+                .iter()
+                .find(|h| {
+                    (h.i("pid") == Some(child)) == pid_is_child && h.i("raw_handle") == Some(raw)
+                })
+                .unwrap_or_else(|| panic!("{mode}: mapping {raw:#x} in {mapped:?}"))
+        };
+        let (ha, hb, hc) = (find(false, a), find(false, b), find(true, a));
+        for (h, m) in [(ha, kept[0]), (hb, kept[1])] {
+            assert_eq!(h.i("parent_handle_id"), Some(fd_of_data), "{mode}: {h:?}");
+            assert_eq!(h.s("layer"), Some("posix"));
+            assert_eq!(h.i("flags"), Some(i64::from(libc::MAP_SHARED)), "{mode}");
+            assert_eq!(h.i("created_by_call_id"), m.i("call_id"), "{mode}");
+            assert_eq!(m.i("handle_id"), h.i("handle_id"), "{mode}");
+        }
+        assert_eq!(hb.i("destroyed_by_call_id"), kept[6].i("call_id"), "{mode}");
+        assert_eq!(
+            ha.i("destroyed_by_call_id"),
+            kept[11].i("call_id"),
+            "{mode}"
+        );
+        assert_eq!(hc.i("parent_handle_id"), ha.i("handle_id"), "{mode}");
+        assert_eq!(hc.i("destroyed_by_call_id"), None, "{mode}");
+        assert!(
+            hc.i("ts_destroyed_ns").is_some(),
+            "{mode}: the child's exit ends it"
+        );
+        let fd = handle(Some(fd_of_data)).unwrap();
+        assert!(
+            fd.i("ts_destroyed_ns").unwrap() < ha.i("ts_destroyed_ns").unwrap(),
+            "{mode}"
+        );
+    }
+}
+
 /// A library call left by a longjmp (an alarm's handler jumping out of a blocked fgets) is not
 /// the parent of what its caller's caller does next: the stdio calls after it are at the top,
 /// and the syscalls beneath them are theirs. Ground truth: tests/workloads/longjmp.c.

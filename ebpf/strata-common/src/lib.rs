@@ -385,7 +385,11 @@ pub struct FuncSpec {
     /// [`maps::ONLY_VALUES`] for the call to be recorded, or [`NO_ARG`] (probes.toml `only`:
     /// ioctl's commands). The others are dropped at entry, before any work.
     pub only_arg: u8,
-    pub _pad: [u8; 3],
+    /// Index of an fd argument that must be a descriptor (not negative as a C `int`) for the
+    /// call to be recorded, or [`NO_ARG`] (probes.toml `only_files`: mmap's anonymous
+    /// mappings pass -1). The others are dropped at entry.
+    pub files_arg: u8,
+    pub _pad: [u8; 2],
 }
 
 /// Key of [`maps::ONLY_VALUES`]: a probe's function id and one value its `only_arg` may have.

@@ -585,6 +585,13 @@ fn on_entry<const CAPTURE: u8>(spec: &FuncSpec, args: &mut [u64; MAX_ARGS], site
     if spec.only_arg != NO_ARG && !only_value(spec, args) {
         return Ok(());
     }
+    if spec.files_arg != NO_ARG
+        && args
+            .get(spec.files_arg as usize)
+            .is_none_or(|fd| (*fd as i32) < 0)
+    {
+        return Ok(());
+    }
     if CAPTURE & CAPTURE_LIBRARY != 0 && spec.deref_mask != 0 {
         for (i, a) in args.iter_mut().enumerate() {
             if spec.deref_mask & (1 << i) != 0 {
