@@ -287,16 +287,8 @@ impl Handles {
 
     /// munmap of `len` bytes at `addr`: mappings wholly inside are closed by `call_id`, those
     /// cut at one end shrink to what is left. A hole punched inside a mapping leaves its part
-    /// before the hole. Returns the mapping `addr` was in, if any.
-    pub fn unmap(
-        &mut self,
-        pid: i32,
-        addr: u64,
-        len: u64,
-        call_id: Option<i64>,
-        ts: Option<i64>,
-    ) -> Option<Mapping> {
-        let at = self.mapping_at(pid, addr);
+    /// before the hole.
+    pub fn unmap(&mut self, pid: i32, addr: u64, len: u64, call_id: Option<i64>, ts: Option<i64>) {
         let end = addr.saturating_add(len);
         let hit: Vec<Mapping> = self
             .maps
@@ -306,7 +298,6 @@ impl Handles {
         for m in hit {
             self.unmap_part(m, addr, len, call_id, ts);
         }
-        at
     }
 
     /// Takes `addr..addr + len` out of mapping `m`.
@@ -695,11 +686,7 @@ mod tests {
         assert_eq!(at(&h, 1100 * K), None);
         assert_eq!(at(&h, 999 * K), None);
         // The tail, then the head: what is left keeps its file offsets.
-        assert_eq!(
-            h.unmap(1, 1080 * K, 40 * K, Some(2), Some(20))
-                .map(|m| m.id),
-            Some(a)
-        );
+        h.unmap(1, 1080 * K, 40 * K, Some(2), Some(20));
         assert_eq!(at(&h, 1079 * K), Some((a, 119 * K as i64)));
         assert_eq!(at(&h, 1080 * K), None);
         h.unmap(1, 990 * K, 20 * K, Some(3), Some(30));
@@ -721,7 +708,7 @@ mod tests {
         let done = |h: &Handles, id| h.done.iter().find(|r| r.handle_id == id).cloned();
         assert_eq!(done(&h, a).and_then(|r| r.destroyed_by_call_id), Some(1));
         // An unmap of all of it closes it; the child's copy is untouched.
-        assert_eq!(h.unmap(1, 0, 4096 * K, Some(5), Some(50)), None);
+        h.unmap(1, 0, 4096 * K, Some(5), Some(50));
         assert_eq!(done(&h, b).and_then(|r| r.destroyed_by_call_id), Some(5));
         assert_eq!(at(&h, 1020 * K), None);
         assert_eq!(h.mapping_at(2, 1020 * K).map(|m| m.id), Some(c.id));
