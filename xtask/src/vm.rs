@@ -327,6 +327,14 @@ enum Boot {
 
 fn boot(vmlinuz: &Path, initrd: &Path, disk: &Path, accel: &str) -> anyhow::Result<Boot> {
     let mut cmd = Command::new("qemu-system-x86_64");
+    // Under TCG, one host thread runs both vCPUs: with a thread each, a vCPU could still run
+    // its translation of kernel text another vCPU had just patched (the int3 of a static key
+    // being switched as strata attached a tracepoint), and the guest oopsed on that int3.
+    let accel = if accel == "tcg" {
+        "tcg,thread=single"
+    } else {
+        accel
+    };
     cmd.args([
         "-accel",
         accel,
