@@ -1591,6 +1591,119 @@ fn file_mappings_are_followed() {
     }
 }
 
+/// A process doing its I/O through io_uring: the ring's setup, registration and entry are
+/// calls on the ring's fd, the entry with the number of requests submitted and taken; the
+/// request's write is no call of the process, and the page-cache layer sees its page.
+/// Ground truth: tests/workloads/uring.c.
+#[test]
+fn io_uring_rings_are_recorded_and_their_io_seen_below() {
+    // linux/io_uring.h
+    const IORING_REGISTER_FILES: i64 = 2;
+    const IORING_ENTER_GETEVENTS: i64 = 1;
+    require_root();
+    let dir = std::fs::canonicalize(scratch("uring")).unwrap();
+    let exe = build_c("cc", "uring.c", &dir.join("uring"), &[]);
+    let out = dir.join("out");
+    let res = run(strata()
+        .args(["record", "--layers", "posix,pagecache", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(&exe)
+        .arg(&dir));
+    assert!(res.status.success(), "{:?}", res.status);
+    let printed = String::from_utf8(res.stdout).unwrap();
+    let fd = |name: &str| -> i64 {
+        printed
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix(&format!("{name}=")))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {name}= in {printed:?}"))
+    };
+    let (ring, data) = (fd("ring"), fd("data"));
+    let calls = rows(&out, "calls");
+    let handles = rows(&out, "handles");
+    let files = rows(&out, "files");
+    let pid = rows(&out, "processes")
+        .iter()
+        .find(|p| p.s("exe") == exe.to_str())
+        .and_then(|p| p.i("pid"))
+        .expect("the workload's process");
+    let of = |func: &str| -> Vec<&Row> {
+        calls
+            .iter()
+            .filter(|c| c.i("pid") == Some(pid) && c.s("function") == Some(func))
+            .collect()
+    };
+    let one = |func: &str| -> &Row {
+        let v = of(func);
+        assert_eq!(v.len(), 1, "{func}: {v:?}");
+        v[0]
+    };
+    let setup = one("io_uring_setup");
+    assert_eq!(setup.i("ret"), Some(ring));
+    assert_eq!(setup.list_i("args")[0], 4, "entries");
+    let ring_handle = setup.i("handle_id").expect("the ring's fd is a handle");
+    let h = handles
+        .iter()
+        .find(|h| h.i("handle_id") == Some(ring_handle))
+        .unwrap();
+    assert_eq!((h.s("kind"), h.i("raw_handle")), (Some("fd"), Some(ring)));
+    let register = one("io_uring_register");
+    assert_eq!(register.i("handle_id"), Some(ring_handle));
+    assert_eq!(
+        (register.list_i("args")[1], register.i("ret")),
+        (IORING_REGISTER_FILES, Some(0))
+    );
+    let enter = one("io_uring_enter");
+    assert_eq!(enter.i("handle_id"), Some(ring_handle));
+    assert_eq!(
+        &enter.list_i("args")[..4],
+        &[ring, 1, 1, 1],
+        "fd, to_submit, min_complete, GETEVENTS"
+    );
+    assert_eq!(
+        (enter.i("ret"), enter.i("flags")),
+        (Some(1), Some(IORING_ENTER_GETEVENTS))
+    );
+    // The ring's close ends its handle; the data file's fd is another.
+    let close = of("close")
+        .into_iter()
+        .find(|c| c.list_i("args")[0] == ring)
+        .expect("the ring's close");
+    assert_eq!(h.i("destroyed_by_call_id"), close.i("call_id"));
+    let file = files
+        .iter()
+        .find(|f| f.s("path") == dir.join("uring.dat").to_str())
+        .and_then(|f| f.i("file_id"))
+        .expect("uring.dat's file row");
+    // No call of the process wrote the file: the request did.
+    let writes: Vec<&Row> = calls
+        .iter()
+        .filter(|c| c.i("file_id") == Some(file) && c.s("op") == Some("write"))
+        .collect();
+    assert!(writes.is_empty(), "{writes:?}");
+    assert!(of("close").iter().any(|c| c.list_i("args")[0] == data));
+    // Its page (offset 8 KiB: page 2) went into the cache in the process, beneath the entry
+    // when the kernel ran the request inline, in one of its io_uring workers otherwise.
+    let pages = rows(&out, "pagecache");
+    let added: Vec<&Row> = pages
+        .iter()
+        .filter(|p| p.i("file_id") == Some(file) && p.s("event") == Some("add"))
+        .collect();
+    assert!(
+        added
+            .iter()
+            .any(|p| p.i("first_page").unwrap() <= 2 && 2 <= p.i("last_page").unwrap()),
+        "{added:?}"
+    );
+    for p in &added {
+        assert_eq!(p.i("pid"), Some(pid), "{p:?}");
+        if let Some(c) = p.i("call_id") {
+            assert_eq!(Some(c), enter.i("call_id"), "{p:?}");
+        }
+    }
+}
+
 /// A library call left by a longjmp (an alarm's handler jumping out of a blocked fgets) is not
 /// the parent of what its caller's caller does next: the stdio calls after it are at the top,
 /// and the syscalls beneath them are theirs. Ground truth: tests/workloads/longjmp.c.
