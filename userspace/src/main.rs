@@ -505,6 +505,9 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
                                 .collect::<Vec<_>>()
                                 .join(" ")
                         ),
+                        None if p.only_files => {
+                            format!("syscalls/sys_{{enter,exit}}_{s}, only files (fd >= 0)")
+                        }
                         None => format!("syscalls/sys_{{enter,exit}}_{s}"),
                     },
                     probes::Target::Uprobe { library, .. } if !p.other_names.is_empty() => {

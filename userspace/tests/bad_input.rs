@@ -60,7 +60,8 @@ fn probes_lists_how_each_uprobe_will_be_hit() {
         uprobe("libnosuchlibrary.so.7", "fwrite"),
         "[[probe]]\nlayer = \"hdf5\"\nlibrary = \"libhdf5_openmpi.so.103\"\nsymbol = \"H5S_get_select_npoints\"\nop = \"meta\"\nargs = []\nret = \"count\"\ninternal = true\ncalls_in = [\"H5D__write\", \"H5D__read\"]\n\n".into(),
         "[[probe]]\nlayer = \"posix\"\nsyscall = \"write\"\nop = \"write\"\nargs = [\"fd\", \"buf\", \"size\"]\nret = \"bytes\"\n\n".into(),
-        "[[probe]]\nlayer = \"posix\"\nsyscall = \"ioctl\"\nop = \"meta\"\nargs = [\"fd\", \"cmd\", \"ptr\"]\nret = \"status\"\n[probe.only.cmd]\nFICLONE = 0x40049409\nFIDEDUPERANGE = 0xc0189436\n".into(),
+        "[[probe]]\nlayer = \"posix\"\nsyscall = \"ioctl\"\nop = \"meta\"\nargs = [\"fd\", \"cmd\", \"ptr\"]\nret = \"status\"\n[probe.only.cmd]\nFICLONE = 0x40049409\nFIDEDUPERANGE = 0xc0189436\n\n".into(),
+        "[[probe]]\nlayer = \"posix\"\nsyscall = \"mmap\"\nop = \"map\"\nargs = [\"ptr\", \"size\", \"int\", \"flags\", \"fd\", \"offset\"]\nret = \"ptr\"\nonly_files = true\n".into(),
     ]
     .concat();
     std::fs::write(&probes, text).unwrap();
@@ -84,12 +85,13 @@ fn probes_lists_how_each_uprobe_will_be_hit() {
             "no library",
             "4 calls",
             "-",
+            "-",
             "-"
         ],
         "{stdout}"
     );
     // Where a syscall records only some values of an argument, which.
-    let targets: Vec<&str> = lines[lines.len() - 2..]
+    let targets: Vec<&str> = lines[lines.len() - 3..]
         .iter()
         .map(|l| l[target_at..].trim())
         .collect();
@@ -97,7 +99,8 @@ fn probes_lists_how_each_uprobe_will_be_hit() {
         targets,
         [
             "syscalls/sys_{enter,exit}_write",
-            "syscalls/sys_{enter,exit}_ioctl, only cmd FICLONE FIDEDUPERANGE"
+            "syscalls/sys_{enter,exit}_ioctl, only cmd FICLONE FIDEDUPERANGE",
+            "syscalls/sys_{enter,exit}_mmap, only files (fd >= 0)"
         ],
         "{stdout}"
     );
