@@ -459,7 +459,7 @@ impl Correlator {
             return Some(h);
         }
         let link = std::fs::read_link(format!("/proc/{pid}/fd/{fd}")).ok()?;
-        let path = link.to_string_lossy().into_owned();
+        let path = files::os_text(link);
         let file_id = self.files.resolve(pid, Some(fd), &path);
         Some(self.handles.create(NewHandle {
             pid,

@@ -99,7 +99,7 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
             let text = (hdr.len != STR_FAILED).then(|| {
                 let s = &data[..(hdr.len as usize).min(data.len())];
                 let s = s.split(|b| *b == 0).next().unwrap_or(s);
-                String::from_utf8_lossy(s).into_owned()
+                crate::files::text(s)
             });
             Ok(Event::Str {
                 pid: hdr.pid,
@@ -179,7 +179,7 @@ pub fn filename(rec: &ProcRecord) -> Option<String> {
 
 fn c_str(b: &[u8]) -> String {
     let end = b.iter().position(|b| *b == 0).unwrap_or(b.len());
-    String::from_utf8_lossy(&b[..end]).into_owned()
+    crate::files::text(&b[..end])
 }
 
 #[cfg(test)]

@@ -1,14 +1,67 @@
 //! Files behind handles: (dev, ino), canonical path, and the mount they live on, seen from the
 //! traced process's own mount namespace (/proc/<pid>/root, /proc/<pid>/mountinfo).
 use std::{
+    ffi::{OsStr, OsString},
     fs,
-    os::unix::fs::MetadataExt as _,
+    os::unix::{
+        ffi::{OsStrExt as _, OsStringExt as _},
+        fs::MetadataExt as _,
+    },
     path::{Component, Path, PathBuf},
 };
 
 use procfs::process::{MountInfo, Process};
 
 use crate::{fast::HashMap, schema::FileRow};
+
+/// The bytes of a name (a path, an object name) as text: UTF-8 as it is, and each byte that is
+/// not part of valid UTF-8 as `\xNN`. Parquet strings are UTF-8; a replacement character
+/// instead would lose the name, and with it the file strata has to find by it.
+pub fn text(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(chunk.valid());
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out
+}
+
+/// [`text`] of a name the kernel gave (a link's target, a canonical path).
+pub fn os_text(s: impl AsRef<OsStr>) -> String {
+    text(s.as_ref().as_bytes())
+}
+
+/// The bytes [`text`] made `s` from: each `\xNN` back to its byte.
+fn bytes_of(s: &str) -> Option<PathBuf> {
+    let hex = |b: u8| char::from(b).to_digit(16);
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i..] {
+            [b'\\', b'x', h, l, ..] if hex(h).is_some() && hex(l).is_some() => {
+                out.push((hex(h)? * 16 + hex(l)?) as u8);
+                i += 4;
+            }
+            _ => {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+    }
+    (out != b).then(|| PathBuf::from(OsString::from_vec(out)))
+}
+
+/// `op` on the file named by `s` (made by [`text`]): the name with its escaped bytes first,
+/// then as written (a name that really holds `\xNN`).
+pub fn look_up<T>(s: &str, op: impl Fn(&Path) -> std::io::Result<T>) -> std::io::Result<T> {
+    match bytes_of(s) {
+        Some(raw) => op(&raw).or_else(|_| op(Path::new(s))),
+        None => op(Path::new(s)),
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum Key {
@@ -79,16 +132,20 @@ impl Files {
         let proc_root = format!("/proc/{pid}/root");
         let in_root = in_root(pid, path);
         // A name whose directory is unknown is not looked up (it would be strata's own).
-        let by_path = || in_root.as_deref().and_then(|p| fs::canonicalize(p).ok());
+        let by_path = || {
+            in_root
+                .as_deref()
+                .and_then(|p| look_up(p, |p| fs::canonicalize(p)).ok())
+        };
         // Through the process's fd the inode is found even if the name was since unlinked,
         // but events are read a little after they happen: the fd may have been closed and its
         // number reused. It is trusted only if it still names the file that was opened.
         let by_fd = fd.and_then(|fd| {
             let link = format!("/proc/{pid}/fd/{fd}");
-            let target = fs::read_link(&link).ok()?.to_string_lossy().into_owned();
+            let target = os_text(fs::read_link(&link).ok()?);
             let same = target == path
                 || target.strip_suffix(" (deleted)") == Some(path)
-                || by_path().is_some_and(|c| c.to_str() == Some(target.as_str()));
+                || by_path().is_some_and(|c| os_text(c) == target);
             let meta = fs::metadata(&link).ok()?;
             same.then_some((meta, target))
         });
@@ -97,7 +154,9 @@ impl Files {
             Some((m, t)) => (Some(m), t, fd.map(|fd| format!("/proc/{pid}/fd/{fd}"))),
             None => {
                 let mut at = in_root.clone();
-                let mut meta = at.as_deref().and_then(|p| fs::metadata(p).ok());
+                let mut meta = at
+                    .as_deref()
+                    .and_then(|p| look_up(p, |p| fs::metadata(p)).ok());
                 // A process that ended between the look at its root and the lookup through
                 // it: the host's view, as for a process already gone.
                 if meta.is_none()
@@ -105,12 +164,12 @@ impl Files {
                     && !Path::new(&proc_root).exists()
                 {
                     at = Some(path.to_string());
-                    meta = fs::metadata(path).ok();
+                    meta = look_up(path, |p| fs::metadata(p)).ok();
                 }
                 let canonical = at
                     .as_deref()
-                    .and_then(|p| fs::canonicalize(p).ok())
-                    .and_then(|c| c.to_str().map(str::to_string));
+                    .and_then(|p| look_up(p, |p| fs::canonicalize(p)).ok())
+                    .map(os_text);
                 (meta, canonical.unwrap_or_else(|| path.to_string()), at)
             }
         };
@@ -152,14 +211,12 @@ impl Files {
                 .map(|m| format!("{}:{}", libc::major(m.dev()), libc::minor(m.dev()))),
             ino: meta.as_ref().map(|m| m.ino() as i64),
             fs_type: mount.as_ref().map(|m| m.fs_type.clone()),
-            mount_point: mount
-                .as_ref()
-                .map(|m| m.mount_point.to_string_lossy().into_owned()),
+            mount_point: mount.as_ref().map(|m| os_text(&m.mount_point)),
             mount_source: mount.as_ref().and_then(|m| m.mount_source.clone()),
             ..FileRow::default()
         };
         if let (true, Some(at)) = (mount.is_some_and(|m| m.fs_type == "lustre"), found_at) {
-            add_lustre_layout(&mut row, Path::new(&at));
+            add_lustre_layout(&mut row, &bytes_of(&at).unwrap_or_else(|| at.into()));
         }
         self.new_rows.push(row);
         (id, inode)
@@ -176,7 +233,7 @@ impl Files {
         // is gone can no longer be asked: what its path led to before is the best answer.
         let same = |m: fs::Metadata| (m.dev(), m.ino()) == (dev, ino);
         let confirmed = fs::metadata(format!("/proc/{pid}/fd/{fd}")).is_ok_and(same)
-            || fs::metadata(format!("/proc/{pid}/root{abs}")).is_ok_and(same)
+            || look_up(&format!("/proc/{pid}/root{abs}"), |p| fs::metadata(p)).is_ok_and(same)
             || !Path::new(&format!("/proc/{pid}")).exists();
         if !confirmed {
             return None;
@@ -333,15 +390,13 @@ fn in_root(pid: i32, path: &str) -> Option<String> {
 
 /// `path` (absolute) with symbolic links resolved, if it exists.
 pub fn canonical(pid: i32, path: &str) -> Option<String> {
-    let c = fs::canonicalize(in_root(pid, path)?).ok()?;
-    c.to_str().map(str::to_string)
+    let c = look_up(&in_root(pid, path)?, |p| fs::canonicalize(p)).ok()?;
+    Some(os_text(c))
 }
 
 /// The current directory of a process, read now (see `Procs::cwd` for the one at a call).
 pub fn cwd(pid: i32) -> Option<String> {
-    fs::read_link(format!("/proc/{pid}/cwd"))
-        .ok()
-        .map(|p| p.to_string_lossy().into_owned())
+    fs::read_link(format!("/proc/{pid}/cwd")).ok().map(os_text)
 }
 
 #[cfg(test)]
@@ -349,6 +404,37 @@ mod tests {
     use procfs::FromRead as _;
 
     use super::*;
+
+    #[test]
+    fn names_keep_their_bytes_as_text() {
+        assert_eq!(text("/ok/é/a\\b".as_bytes()), "/ok/é/a\\b");
+        assert_eq!(text(b"/d\xff/f\xfe\xc3.dat"), "/d\\xff/f\\xfe\\xc3.dat");
+        assert_eq!(bytes_of("/ok/é"), None);
+        assert_eq!(
+            bytes_of("/d\\xff/f\\xFE.dat")
+                .unwrap()
+                .as_os_str()
+                .as_bytes(),
+            b"/d\xff/f\xfe.dat"
+        );
+        // Not an escape: left as it is.
+        assert_eq!(bytes_of("/a\\xg1/\\x4"), None);
+    }
+
+    proptest::proptest! {
+        /// Whatever the bytes of a name, its text is UTF-8 and gives them back, unless the
+        /// name itself holds the text of an escape (then a lookup tries it as written too).
+        #[test]
+        fn text_of_any_name_gives_its_bytes_back(raw in proptest::collection::vec(proptest::num::u8::ANY, 0..40)) {
+            let t = text(&raw);
+            let literal = raw.windows(4).any(|w| {
+                w[0] == b'\\' && w[1] == b'x' && w[2].is_ascii_hexdigit() && w[3].is_ascii_hexdigit()
+            });
+            proptest::prop_assume!(!literal);
+            let back = bytes_of(&t).map_or_else(|| t.as_bytes().to_vec(), |p| p.as_os_str().as_bytes().to_vec());
+            proptest::prop_assert_eq!(back, raw);
+        }
+    }
 
     #[test]
     fn a_path_opened_again_is_the_same_file_until_it_is_replaced() {

@@ -116,7 +116,8 @@ impl Procs {
                 // Gone already: keep what strata knew if it is the same program.
                 let same = filename.as_deref().is_some_and(|f| {
                     old_exe.as_deref() == Some(f)
-                        || std::fs::canonicalize(f).is_ok_and(|c| old_exe.as_deref() == c.to_str())
+                        || crate::files::look_up(f, |p| std::fs::canonicalize(p))
+                            .is_ok_and(|c| old_exe == Some(crate::files::os_text(c)))
                 });
                 row.exe = filename;
                 if same {
@@ -157,7 +158,7 @@ impl Procs {
         let strings = buf
             .split(|b| *b == 0)
             .filter(|s| !s.is_empty())
-            .map(|s| String::from_utf8_lossy(s).into_owned());
+            .map(crate::files::text);
         if what == IMAGE_ARGS {
             let args: Vec<String> = strings.collect();
             if !args.is_empty() {
@@ -264,7 +265,7 @@ fn refresh_identity(row: &mut ProcessRow) -> bool {
     let Ok(exe) = p.exe() else {
         return false;
     };
-    row.exe = Some(exe.to_string_lossy().into_owned());
+    row.exe = Some(crate::files::os_text(exe));
     if let Ok(args) = p.cmdline() {
         if !args.is_empty() {
             row.cmdline = Some(args.join(" "));

@@ -504,7 +504,7 @@ fn mapped_files(pid: i32) -> Vec<String> {
     let mut files: Vec<String> = maps
         .into_iter()
         .filter_map(|m| match m.pathname {
-            procfs::process::MMapPath::Path(p) => Some(p.to_string_lossy().into_owned()),
+            procfs::process::MMapPath::Path(p) => Some(crate::files::os_text(p)),
             _ => None,
         })
         .filter(|p| crate::libraries::is_shared_object(p.rsplit('/').next().unwrap_or(p)))

@@ -1704,6 +1704,60 @@ fn io_uring_rings_are_recorded_and_their_io_seen_below() {
     }
 }
 
+/// Names that are not UTF-8 keep their bytes, as `\xNN`, in every table, and their file is
+/// still found (device, inode, file system), through a working directory of such a name too.
+/// Ground truth: tests/workloads/odd_names.c.
+#[test]
+fn names_that_are_not_utf8_keep_their_bytes_and_their_file() {
+    use std::os::unix::{ffi::OsStrExt as _, fs::MetadataExt as _};
+    require_root();
+    let dir = std::fs::canonicalize(scratch("odd_names")).unwrap();
+    let exe = build_c("cc", "odd_names.c", &dir.join("odd_names"), &[]);
+    let (wd, out, _) = record_posix_in(&dir, "btf", &exe);
+    let mut raw = wd.as_os_str().as_bytes().to_vec();
+    raw.extend_from_slice(b"/d\xff/f\xfe.dat");
+    let ino = std::fs::metadata(std::ffi::OsStr::from_bytes(&raw))
+        .expect("the workload's file")
+        .ino() as i64;
+    let name = format!("{}/d\\xff/f\\xfe.dat", wd.display());
+    let calls = rows(&out, "calls");
+    let open = calls
+        .iter()
+        .find(|c| c.s("function") == Some("openat") && c.s("path") == Some("f\\xfe.dat"))
+        .unwrap_or_else(|| {
+            panic!(
+                "no openat of f\\xfe.dat in {:?}",
+                calls.iter().filter_map(|c| c.s("path")).collect::<Vec<_>>()
+            )
+        });
+    let mkdir = calls
+        .iter()
+        .find(|c| c.s("function") == Some("mkdir"))
+        .expect("the mkdir");
+    assert_eq!(
+        mkdir.s("path"),
+        Some(format!("{}/d\\xff", wd.display()).as_str())
+    );
+    let files = rows(&out, "files");
+    let file = files
+        .iter()
+        .find(|f| f.i("file_id") == open.i("file_id"))
+        .expect("the opened file's row");
+    assert_eq!(file.s("path"), Some(name.as_str()));
+    assert_eq!(file.i("ino"), Some(ino));
+    assert!(file.s("fs_type").is_some(), "{file:?}");
+    let handle = rows(&out, "handles")
+        .into_iter()
+        .find(|h| h.i("handle_id") == open.i("handle_id"))
+        .expect("the fd's handle");
+    assert_eq!(handle.s("path"), Some(name.as_str()));
+    let write = calls
+        .iter()
+        .find(|c| c.s("function") == Some("write") && c.i("file_id") == open.i("file_id"))
+        .expect("the write, on that file");
+    assert_eq!(write.i("bytes_result"), Some(5));
+}
+
 /// A library call left by a longjmp (an alarm's handler jumping out of a blocked fgets) is not
 /// the parent of what its caller's caller does next: the stdio calls after it are at the top,
 /// and the syscalls beneath them are theirs. Ground truth: tests/workloads/longjmp.c.
