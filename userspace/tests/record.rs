@@ -1758,6 +1758,82 @@ fn names_that_are_not_utf8_keep_their_bytes_and_their_file() {
     assert_eq!(write.i("bytes_result"), Some(5));
 }
 
+/// A process doing its I/O through Linux AIO: the context's setup, the submission (one request
+/// taken), the reaping (one event) and the teardown are calls on one context; the request's
+/// write is no call of the process, and the page-cache layer sees its page (a buffered file's
+/// request runs inside io_submit). Ground truth: tests/workloads/aio.c.
+#[test]
+fn linux_aio_contexts_are_recorded_and_their_io_seen_below() {
+    require_root();
+    let dir = std::fs::canonicalize(scratch("aio")).unwrap();
+    let exe = build_c("cc", "aio.c", &dir.join("aio"), &[]);
+    let out = dir.join("out");
+    let res = run(strata()
+        .args(["record", "--layers", "posix,pagecache", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(&exe)
+        .arg(&dir));
+    assert!(res.status.success(), "{:?}", res.status);
+    let calls = rows(&out, "calls");
+    let pid = rows(&out, "processes")
+        .iter()
+        .find(|p| p.s("exe") == exe.to_str())
+        .and_then(|p| p.i("pid"))
+        .expect("the workload's process");
+    let one = |func: &str| -> &Row {
+        let v: Vec<&Row> = calls
+            .iter()
+            .filter(|c| c.i("pid") == Some(pid) && c.s("function") == Some(func))
+            .collect();
+        assert_eq!(v.len(), 1, "{func}: {v:?}");
+        v[0]
+    };
+    let (setup, submit, reap, destroy) = (
+        one("io_setup"),
+        one("io_submit"),
+        one("io_getevents"),
+        one("io_destroy"),
+    );
+    assert_eq!((setup.list_i("args")[0], setup.i("ret")), (4, Some(0)));
+    let ctx = submit.list_i("args")[0];
+    assert_ne!(ctx, 0, "the context io_setup wrote");
+    assert_eq!((submit.list_i("args")[1], submit.i("ret")), (1, Some(1)));
+    assert_eq!(&reap.list_i("args")[..3], &[ctx, 1, 1]);
+    assert_eq!(reap.i("ret"), Some(1));
+    assert_eq!(
+        (destroy.list_i("args")[0], destroy.i("ret")),
+        (ctx, Some(0))
+    );
+    let file = rows(&out, "files")
+        .iter()
+        .find(|f| f.s("path") == dir.join("aio.dat").to_str())
+        .and_then(|f| f.i("file_id"))
+        .expect("aio.dat's file row");
+    let writes: Vec<&Row> = calls
+        .iter()
+        .filter(|c| c.i("file_id") == Some(file) && c.s("op") == Some("write"))
+        .collect();
+    assert!(writes.is_empty(), "{writes:?}");
+    let pages = rows(&out, "pagecache");
+    let added: Vec<&Row> = pages
+        .iter()
+        .filter(|p| p.i("file_id") == Some(file) && p.s("event") == Some("add"))
+        .collect();
+    assert!(
+        added
+            .iter()
+            .any(|p| p.i("first_page").unwrap() <= 2 && 2 <= p.i("last_page").unwrap()),
+        "{added:?}"
+    );
+    for p in &added {
+        assert_eq!(p.i("pid"), Some(pid), "{p:?}");
+        if let Some(c) = p.i("call_id") {
+            assert_eq!(Some(c), submit.i("call_id"), "{p:?}");
+        }
+    }
+}
+
 /// A library call left by a longjmp (an alarm's handler jumping out of a blocked fgets) is not
 /// the parent of what its caller's caller does next: the stdio calls after it are at the top,
 /// and the syscalls beneath them are theirs. Ground truth: tests/workloads/longjmp.c.
