@@ -1591,6 +1591,95 @@ fn file_mappings_are_followed() {
     }
 }
 
+/// A workload doing its I/O through an asynchronous interface (io_uring, Linux AIO), traced
+/// with the posix and pagecache layers: its calls, process and data file.
+struct AsyncRun {
+    out: PathBuf,
+    printed: String,
+    calls: Vec<Row>,
+    pid: i64,
+    /// The file the request wrote (DIR/<name>.dat).
+    file: i64,
+}
+
+impl AsyncRun {
+    /// Builds tests/workloads/<name>.c and records it writing in a new directory.
+    fn trace(name: &str) -> Self {
+        require_root();
+        let dir = std::fs::canonicalize(scratch(name)).unwrap();
+        let exe = build_c("cc", &format!("{name}.c"), &dir.join(name), &[]);
+        let out = dir.join("out");
+        let res = run(strata()
+            .args(["record", "--layers", "posix,pagecache", "-o"])
+            .arg(&out)
+            .arg("--")
+            .arg(&exe)
+            .arg(&dir));
+        assert!(res.status.success(), "{:?}", res.status);
+        let pid = rows(&out, "processes")
+            .iter()
+            .find(|p| p.s("exe") == exe.to_str())
+            .and_then(|p| p.i("pid"))
+            .expect("the workload's process");
+        let file = rows(&out, "files")
+            .iter()
+            .find(|f| f.s("path") == dir.join(format!("{name}.dat")).to_str())
+            .and_then(|f| f.i("file_id"))
+            .unwrap_or_else(|| panic!("{name}.dat's file row"));
+        Self {
+            calls: rows(&out, "calls"),
+            printed: String::from_utf8(res.stdout).unwrap(),
+            out,
+            pid,
+            file,
+        }
+    }
+
+    /// The process's calls of `func`.
+    fn of(&self, func: &str) -> Vec<&Row> {
+        self.calls
+            .iter()
+            .filter(|c| c.i("pid") == Some(self.pid) && c.s("function") == Some(func))
+            .collect()
+    }
+
+    /// The process's one call of `func`.
+    fn one(&self, func: &str) -> &Row {
+        let v = self.of(func);
+        assert_eq!(v.len(), 1, "{func}: {v:?}");
+        v[0]
+    }
+
+    /// No call of the process wrote the file (the request did), and its page (offset 8 KiB:
+    /// page 2) went into the cache in the process: beneath `submitter` when the kernel ran the
+    /// request inside it, in one of the process's kernel workers otherwise.
+    fn request_seen_below(&self, submitter: &Row) {
+        let writes: Vec<&Row> = self
+            .calls
+            .iter()
+            .filter(|c| c.i("file_id") == Some(self.file) && c.s("op") == Some("write"))
+            .collect();
+        assert!(writes.is_empty(), "{writes:?}");
+        let pages = rows(&self.out, "pagecache");
+        let added: Vec<&Row> = pages
+            .iter()
+            .filter(|p| p.i("file_id") == Some(self.file) && p.s("event") == Some("add"))
+            .collect();
+        assert!(
+            added
+                .iter()
+                .any(|p| p.i("first_page").unwrap() <= 2 && 2 <= p.i("last_page").unwrap()),
+            "{added:?}"
+        );
+        for p in &added {
+            assert_eq!(p.i("pid"), Some(self.pid), "{p:?}");
+            if let Some(c) = p.i("call_id") {
+                assert_eq!(Some(c), submitter.i("call_id"), "{p:?}");
+            }
+        }
+    }
+}
+
 /// A process doing its I/O through io_uring: the ring's setup, registration and entry are
 /// calls on the ring's fd, the entry with the number of requests submitted and taken; the
 /// request's write is no call of the process, and the page-cache layer sees its page.
@@ -1600,46 +1689,17 @@ fn io_uring_rings_are_recorded_and_their_io_seen_below() {
     // linux/io_uring.h
     const IORING_REGISTER_FILES: i64 = 2;
     const IORING_ENTER_GETEVENTS: i64 = 1;
-    require_root();
-    let dir = std::fs::canonicalize(scratch("uring")).unwrap();
-    let exe = build_c("cc", "uring.c", &dir.join("uring"), &[]);
-    let out = dir.join("out");
-    let res = run(strata()
-        .args(["record", "--layers", "posix,pagecache", "-o"])
-        .arg(&out)
-        .arg("--")
-        .arg(&exe)
-        .arg(&dir));
-    assert!(res.status.success(), "{:?}", res.status);
-    let printed = String::from_utf8(res.stdout).unwrap();
+    let t = AsyncRun::trace("uring");
     let fd = |name: &str| -> i64 {
-        printed
+        t.printed
             .split_whitespace()
             .find_map(|w| w.strip_prefix(&format!("{name}=")))
             .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| panic!("no {name}= in {printed:?}"))
+            .unwrap_or_else(|| panic!("no {name}= in {:?}", t.printed))
     };
     let (ring, data) = (fd("ring"), fd("data"));
-    let calls = rows(&out, "calls");
-    let handles = rows(&out, "handles");
-    let files = rows(&out, "files");
-    let pid = rows(&out, "processes")
-        .iter()
-        .find(|p| p.s("exe") == exe.to_str())
-        .and_then(|p| p.i("pid"))
-        .expect("the workload's process");
-    let of = |func: &str| -> Vec<&Row> {
-        calls
-            .iter()
-            .filter(|c| c.i("pid") == Some(pid) && c.s("function") == Some(func))
-            .collect()
-    };
-    let one = |func: &str| -> &Row {
-        let v = of(func);
-        assert_eq!(v.len(), 1, "{func}: {v:?}");
-        v[0]
-    };
-    let setup = one("io_uring_setup");
+    let handles = rows(&t.out, "handles");
+    let setup = t.one("io_uring_setup");
     assert_eq!(setup.i("ret"), Some(ring));
     assert_eq!(setup.list_i("args")[0], 4, "entries");
     let ring_handle = setup.i("handle_id").expect("the ring's fd is a handle");
@@ -1648,13 +1708,13 @@ fn io_uring_rings_are_recorded_and_their_io_seen_below() {
         .find(|h| h.i("handle_id") == Some(ring_handle))
         .unwrap();
     assert_eq!((h.s("kind"), h.i("raw_handle")), (Some("fd"), Some(ring)));
-    let register = one("io_uring_register");
+    let register = t.one("io_uring_register");
     assert_eq!(register.i("handle_id"), Some(ring_handle));
     assert_eq!(
         (register.list_i("args")[1], register.i("ret")),
         (IORING_REGISTER_FILES, Some(0))
     );
-    let enter = one("io_uring_enter");
+    let enter = t.one("io_uring_enter");
     assert_eq!(enter.i("handle_id"), Some(ring_handle));
     assert_eq!(
         &enter.list_i("args")[..4],
@@ -1666,42 +1726,14 @@ fn io_uring_rings_are_recorded_and_their_io_seen_below() {
         (Some(1), Some(IORING_ENTER_GETEVENTS))
     );
     // The ring's close ends its handle; the data file's fd is another.
-    let close = of("close")
+    let close = t
+        .of("close")
         .into_iter()
         .find(|c| c.list_i("args")[0] == ring)
         .expect("the ring's close");
     assert_eq!(h.i("destroyed_by_call_id"), close.i("call_id"));
-    let file = files
-        .iter()
-        .find(|f| f.s("path") == dir.join("uring.dat").to_str())
-        .and_then(|f| f.i("file_id"))
-        .expect("uring.dat's file row");
-    // No call of the process wrote the file: the request did.
-    let writes: Vec<&Row> = calls
-        .iter()
-        .filter(|c| c.i("file_id") == Some(file) && c.s("op") == Some("write"))
-        .collect();
-    assert!(writes.is_empty(), "{writes:?}");
-    assert!(of("close").iter().any(|c| c.list_i("args")[0] == data));
-    // Its page (offset 8 KiB: page 2) went into the cache in the process, beneath the entry
-    // when the kernel ran the request inline, in one of its io_uring workers otherwise.
-    let pages = rows(&out, "pagecache");
-    let added: Vec<&Row> = pages
-        .iter()
-        .filter(|p| p.i("file_id") == Some(file) && p.s("event") == Some("add"))
-        .collect();
-    assert!(
-        added
-            .iter()
-            .any(|p| p.i("first_page").unwrap() <= 2 && 2 <= p.i("last_page").unwrap()),
-        "{added:?}"
-    );
-    for p in &added {
-        assert_eq!(p.i("pid"), Some(pid), "{p:?}");
-        if let Some(c) = p.i("call_id") {
-            assert_eq!(Some(c), enter.i("call_id"), "{p:?}");
-        }
-    }
+    assert!(t.of("close").iter().any(|c| c.list_i("args")[0] == data));
+    t.request_seen_below(enter);
 }
 
 /// Names that are not UTF-8 keep their bytes, as `\xNN`, in every table, and their file is
@@ -1764,36 +1796,12 @@ fn names_that_are_not_utf8_keep_their_bytes_and_their_file() {
 /// request runs inside io_submit). Ground truth: tests/workloads/aio.c.
 #[test]
 fn linux_aio_contexts_are_recorded_and_their_io_seen_below() {
-    require_root();
-    let dir = std::fs::canonicalize(scratch("aio")).unwrap();
-    let exe = build_c("cc", "aio.c", &dir.join("aio"), &[]);
-    let out = dir.join("out");
-    let res = run(strata()
-        .args(["record", "--layers", "posix,pagecache", "-o"])
-        .arg(&out)
-        .arg("--")
-        .arg(&exe)
-        .arg(&dir));
-    assert!(res.status.success(), "{:?}", res.status);
-    let calls = rows(&out, "calls");
-    let pid = rows(&out, "processes")
-        .iter()
-        .find(|p| p.s("exe") == exe.to_str())
-        .and_then(|p| p.i("pid"))
-        .expect("the workload's process");
-    let one = |func: &str| -> &Row {
-        let v: Vec<&Row> = calls
-            .iter()
-            .filter(|c| c.i("pid") == Some(pid) && c.s("function") == Some(func))
-            .collect();
-        assert_eq!(v.len(), 1, "{func}: {v:?}");
-        v[0]
-    };
+    let t = AsyncRun::trace("aio");
     let (setup, submit, reap, destroy) = (
-        one("io_setup"),
-        one("io_submit"),
-        one("io_getevents"),
-        one("io_destroy"),
+        t.one("io_setup"),
+        t.one("io_submit"),
+        t.one("io_getevents"),
+        t.one("io_destroy"),
     );
     assert_eq!((setup.list_i("args")[0], setup.i("ret")), (4, Some(0)));
     let ctx = submit.list_i("args")[0];
@@ -1805,33 +1813,7 @@ fn linux_aio_contexts_are_recorded_and_their_io_seen_below() {
         (destroy.list_i("args")[0], destroy.i("ret")),
         (ctx, Some(0))
     );
-    let file = rows(&out, "files")
-        .iter()
-        .find(|f| f.s("path") == dir.join("aio.dat").to_str())
-        .and_then(|f| f.i("file_id"))
-        .expect("aio.dat's file row");
-    let writes: Vec<&Row> = calls
-        .iter()
-        .filter(|c| c.i("file_id") == Some(file) && c.s("op") == Some("write"))
-        .collect();
-    assert!(writes.is_empty(), "{writes:?}");
-    let pages = rows(&out, "pagecache");
-    let added: Vec<&Row> = pages
-        .iter()
-        .filter(|p| p.i("file_id") == Some(file) && p.s("event") == Some("add"))
-        .collect();
-    assert!(
-        added
-            .iter()
-            .any(|p| p.i("first_page").unwrap() <= 2 && 2 <= p.i("last_page").unwrap()),
-        "{added:?}"
-    );
-    for p in &added {
-        assert_eq!(p.i("pid"), Some(pid), "{p:?}");
-        if let Some(c) = p.i("call_id") {
-            assert_eq!(Some(c), submit.i("call_id"), "{p:?}");
-        }
-    }
+    t.request_seen_below(submit);
 }
 
 /// A library call left by a longjmp (an alarm's handler jumping out of a blocked fgets) is not
