@@ -5,6 +5,8 @@
  *        bench_io rate:R|paths:R N DIR
  *   pagewrite: N buffered 4 KiB writes to a new file, then fsync (the loop time includes it)
  *   ioctl: N TCGETS on /dev/null (ENOTTY), a command probes.toml does not name
+ *   uring: N io_uring writes of 4 KiB (IORING_OP_WRITE, raw syscalls), 8 submitted and waited
+ *     for per io_uring_enter, over the first MiB of a file (cached pages, rewritten)
  *   rate:R: N 1-byte writes to /dev/null paced at R per second (a sustained event rate)
  *   paths:R: N opens and closes of DIR/bench.dat paced at R per second, open i naming it
  *     DIR/ + (i % 16) times "./" + bench.dat (records of many sizes)
@@ -12,11 +14,14 @@
  *     in a 64 MiB file (an irregular access pattern; the sequence is the same every run)
  *   clock: nothing; prints CLOCK_MONOTONIC at its start instead (when a tracer let it run) */
 #include <fcntl.h>
+#include <linux/io_uring.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
@@ -25,6 +30,63 @@ static long long now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+/* N 4 KiB writes through an io_uring, `batch` per io_uring_enter; 0 or an exit code. */
+static int uring_writes(const char *path, long n, long long *t0, long long *t1) {
+    enum { batch = 8 };
+    static char page[4096];
+    memset(page, 'r', sizeof page);
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    struct io_uring_params p;
+    memset(&p, 0, sizeof p);
+    int ring = syscall(__NR_io_uring_setup, batch, &p);
+    if (fd < 0 || ring < 0) return 13;
+    size_t sq_len = p.sq_off.array + p.sq_entries * sizeof(unsigned);
+    size_t cq_len = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
+    if (cq_len > sq_len) sq_len = cq_len;
+    /* One mapping for both rings (IORING_FEAT_SINGLE_MMAP, Linux 5.4 and later). */
+    char *sq = mmap(NULL, sq_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, ring,
+                    IORING_OFF_SQ_RING);
+    struct io_uring_sqe *sqes = mmap(NULL, p.sq_entries * sizeof(struct io_uring_sqe),
+                                     PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, ring,
+                                     IORING_OFF_SQES);
+    if (!(p.features & IORING_FEAT_SINGLE_MMAP) || sq == MAP_FAILED || sqes == MAP_FAILED)
+        return 14;
+    unsigned *sq_tail = (unsigned *)(sq + p.sq_off.tail);
+    unsigned *array = (unsigned *)(sq + p.sq_off.array);
+    unsigned *cq_head = (unsigned *)(sq + p.cq_off.head);
+    unsigned *cq_tail = (unsigned *)(sq + p.cq_off.tail);
+    struct io_uring_cqe *cqes = (struct io_uring_cqe *)(sq + p.cq_off.cqes);
+    unsigned smask = *(unsigned *)(sq + p.sq_off.ring_mask);
+    unsigned cmask = *(unsigned *)(sq + p.cq_off.ring_mask);
+    *t0 = now();
+    for (long i = 0; i < n; i += batch) {
+        unsigned t = *sq_tail;
+        for (unsigned k = 0; k < batch; k++) {
+            struct io_uring_sqe *e = &sqes[k];
+            memset(e, 0, sizeof *e);
+            e->opcode = IORING_OP_WRITE;
+            e->fd = fd;
+            e->addr = (unsigned long)page;
+            e->len = sizeof page;
+            e->off = (unsigned long long)((i + k) % 256) * sizeof page;
+            array[(t + k) & smask] = k;
+        }
+        __atomic_store_n(sq_tail, t + batch, __ATOMIC_RELEASE);
+        if (syscall(__NR_io_uring_enter, ring, batch, batch, IORING_ENTER_GETEVENTS, NULL, 0) !=
+            batch)
+            return 15;
+        unsigned h = *cq_head, tail = __atomic_load_n(cq_tail, __ATOMIC_ACQUIRE);
+        for (; h != tail; h++)
+            if (cqes[h & cmask].res != (int)sizeof page) return 16;
+        __atomic_store_n(cq_head, h, __ATOMIC_RELEASE);
+    }
+    *t1 = now();
+    close(ring);
+    close(fd);
+    unlink(path);
+    return 0;
 }
 
 int main(int argc, char **argv) {
@@ -117,6 +179,9 @@ int main(int argc, char **argv) {
         }
         t1 = now();
         unlink(path);
+    } else if (strcmp(argv[1], "uring") == 0) {
+        int rc = uring_writes(path, n, &t0, &t1);
+        if (rc != 0) return rc;
     } else if (strcmp(argv[1], "random") == 0) {
         static char block[65536];
         int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);

@@ -1,11 +1,21 @@
 /* I/O through io_uring, with the raw syscalls (no liburing): what strata can see of it.
  *
- * Usage: uring DIR. Prints "ring=FD data=FD".
+ * Usage: uring DIR [requests]. Prints "ring=FD data=FD".
  *
  * io_uring_setup of 4 entries; its rings mapped; io_uring_register(IORING_REGISTER_FILES) of
- * DIR/uring.dat; one IORING_OP_WRITE of 4 KiB at offset 8 KiB to that file, submitted and
- * waited for by one io_uring_enter(ring, 1, 1, IORING_ENTER_GETEVENTS), whose completion says
- * 4096; then the ring closed. The write itself is no syscall of the process.
+ * DIR/uring.dat (opened first, as `data`). Then one IORING_OP_WRITE of
+ * 4 KiB ('u') at offset 8 KiB to that file, submitted and waited for by one
+ * io_uring_enter(ring, 1, 1, IORING_ENTER_GETEVENTS), whose completion says 4096.
+ *
+ * With `requests`, six more entries follow, each io_uring_enter(ring, n, n, GETEVENTS)
+ * submitting n requests and waiting for them, every result checked:
+ *   2. IORING_OP_WRITEV on data at offset 0 of two iovecs (1000 'a', 3000 'b'): 4000
+ *   3. IORING_OP_WRITE on registered file 0 (IOSQE_FIXED_FILE) of 512 B at 16384: 512
+ *   4. IORING_OP_FSYNC on data: 0
+ *   5. two IORING_OP_READs on data, 1000 B at 0 and 3000 B at 1000: 1000 and 3000
+ *   6. IORING_OP_READ on fd 999 (not open) of 100 B at 0: -EBADF
+ *   7. IORING_OP_WRITE on data of 10 B at offset -1 (the file's position, 0): 10
+ * Then the ring and data closed. No request is a syscall of the process.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -16,6 +26,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 static void check(int ok, const char *what) {
@@ -25,59 +36,113 @@ static void check(int ok, const char *what) {
     }
 }
 
+struct ring {
+    int fd;
+    struct io_uring_params p;
+    char *sq, *cq;
+    struct io_uring_sqe *sqes;
+};
+
+/* Queues one request (SQE slot `i` of the batch being built). */
+static void queue(struct ring *r, unsigned i, int opcode, int fd, const void *addr,
+                  unsigned len, long long off, int flags) {
+    unsigned *tail = (unsigned *)(r->sq + r->p.sq_off.tail);
+    unsigned mask = *(unsigned *)(r->sq + r->p.sq_off.ring_mask);
+    unsigned *array = (unsigned *)(r->sq + r->p.sq_off.array);
+    struct io_uring_sqe *e = &r->sqes[i];
+    memset(e, 0, sizeof *e);
+    e->opcode = opcode;
+    e->fd = fd;
+    e->addr = (unsigned long)addr;
+    e->len = len;
+    e->off = (unsigned long long)off;
+    e->flags = flags;
+    e->user_data = i;
+    unsigned t = *tail;
+    array[t & mask] = i;
+    __atomic_store_n(tail, t + 1, __ATOMIC_RELEASE);
+}
+
+/* Submits the `n` requests queued and waits for them; checks request i's result is want[i]. */
+static void enter(struct ring *r, unsigned n, const int *want, const char *what) {
+    check(syscall(__NR_io_uring_enter, r->fd, n, n, IORING_ENTER_GETEVENTS, NULL, 0) == (long)n,
+          what);
+    unsigned *head = (unsigned *)(r->cq + r->p.cq_off.head);
+    unsigned tail = __atomic_load_n((unsigned *)(r->cq + r->p.cq_off.tail), __ATOMIC_ACQUIRE);
+    struct io_uring_cqe *cqes = (struct io_uring_cqe *)(r->cq + r->p.cq_off.cqes);
+    unsigned cmask = *(unsigned *)(r->cq + r->p.cq_off.ring_mask);
+    unsigned h = *head;
+    check(tail - h == n, what);
+    for (; h != tail; h++) {
+        struct io_uring_cqe *c = &cqes[h & cmask];
+        if (c->user_data >= n || c->res != want[c->user_data]) {
+            fprintf(stderr, "%s: request %llu gave %d\n", what, (unsigned long long)c->user_data,
+                    c->res);
+            exit(1);
+        }
+    }
+    __atomic_store_n(head, h, __ATOMIC_RELEASE);
+}
+
 int main(int argc, char **argv) {
-    check(argc == 2, "usage: uring DIR");
+    check(argc == 2 || (argc == 3 && strcmp(argv[2], "requests") == 0),
+          "usage: uring DIR [requests]");
     char path[4200];
     snprintf(path, sizeof path, "%s/uring.dat", argv[1]);
     int data = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
     check(data >= 0, "open");
 
-    struct io_uring_params p;
-    memset(&p, 0, sizeof p);
-    int ring = syscall(__NR_io_uring_setup, 4, &p);
-    check(ring >= 0, "io_uring_setup");
-    size_t sq_len = p.sq_off.array + p.sq_entries * sizeof(unsigned);
-    size_t cq_len = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
-    if (p.features & IORING_FEAT_SINGLE_MMAP && cq_len > sq_len) sq_len = cq_len;
-    char *sq = mmap(NULL, sq_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, ring,
-                    IORING_OFF_SQ_RING);
-    check(sq != MAP_FAILED, "mmap sq");
-    char *cq = sq;
-    if (!(p.features & IORING_FEAT_SINGLE_MMAP)) {
-        cq = mmap(NULL, cq_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, ring,
-                  IORING_OFF_CQ_RING);
-        check(cq != MAP_FAILED, "mmap cq");
+    struct ring r;
+    memset(&r, 0, sizeof r);
+    r.fd = syscall(__NR_io_uring_setup, 4, &r.p);
+    check(r.fd >= 0, "io_uring_setup");
+    struct io_uring_params *p = &r.p;
+    size_t sq_len = p->sq_off.array + p->sq_entries * sizeof(unsigned);
+    size_t cq_len = p->cq_off.cqes + p->cq_entries * sizeof(struct io_uring_cqe);
+    if (p->features & IORING_FEAT_SINGLE_MMAP && cq_len > sq_len) sq_len = cq_len;
+    r.sq = mmap(NULL, sq_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, r.fd,
+                IORING_OFF_SQ_RING);
+    check(r.sq != MAP_FAILED, "mmap sq");
+    r.cq = r.sq;
+    if (!(p->features & IORING_FEAT_SINGLE_MMAP)) {
+        r.cq = mmap(NULL, cq_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, r.fd,
+                    IORING_OFF_CQ_RING);
+        check(r.cq != MAP_FAILED, "mmap cq");
     }
-    struct io_uring_sqe *sqes =
-        mmap(NULL, p.sq_entries * sizeof(struct io_uring_sqe), PROT_READ | PROT_WRITE,
-             MAP_SHARED | MAP_POPULATE, ring, IORING_OFF_SQES);
-    check(sqes != MAP_FAILED, "mmap sqes");
-    check(syscall(__NR_io_uring_register, ring, IORING_REGISTER_FILES, &data, 1) == 0,
+    r.sqes = mmap(NULL, p->sq_entries * sizeof(struct io_uring_sqe), PROT_READ | PROT_WRITE,
+                  MAP_SHARED | MAP_POPULATE, r.fd, IORING_OFF_SQES);
+    check(r.sqes != MAP_FAILED, "mmap sqes");
+    check(syscall(__NR_io_uring_register, r.fd, IORING_REGISTER_FILES, &data, 1) == 0,
           "io_uring_register");
 
-    static char buf[4096];
+    static char buf[4096], in[4096];
     memset(buf, 'u', sizeof buf);
-    unsigned *tail = (unsigned *)(sq + p.sq_off.tail);
-    unsigned mask = *(unsigned *)(sq + p.sq_off.ring_mask);
-    unsigned *array = (unsigned *)(sq + p.sq_off.array);
-    struct io_uring_sqe *e = &sqes[0];
-    memset(e, 0, sizeof *e);
-    e->opcode = IORING_OP_WRITE;
-    e->fd = data;
-    e->addr = (unsigned long)buf;
-    e->len = sizeof buf;
-    e->off = 8192;
-    unsigned t = *tail;
-    array[t & mask] = 0;
-    __atomic_store_n(tail, t + 1, __ATOMIC_RELEASE);
-    check(syscall(__NR_io_uring_enter, ring, 1, 1, IORING_ENTER_GETEVENTS, NULL, 0) == 1,
-          "io_uring_enter");
-    unsigned head = __atomic_load_n((unsigned *)(cq + p.cq_off.head), __ATOMIC_ACQUIRE);
-    struct io_uring_cqe *cqes = (struct io_uring_cqe *)(cq + p.cq_off.cqes);
-    unsigned cmask = *(unsigned *)(cq + p.cq_off.ring_mask);
-    check(cqes[head & cmask].res == sizeof buf, "the write's completion");
-    check(close(ring) == 0, "close ring");
+    queue(&r, 0, IORING_OP_WRITE, data, buf, sizeof buf, 8192, 0);
+    enter(&r, 1, (int[]){4096}, "the write");
+
+    if (argc == 3) {
+        static char a[1000], b[3000];
+        memset(a, 'a', sizeof a);
+        memset(b, 'b', sizeof b);
+        struct iovec iov[2] = {{a, sizeof a}, {b, sizeof b}};
+        queue(&r, 0, IORING_OP_WRITEV, data, iov, 2, 0, 0);
+        enter(&r, 1, (int[]){4000}, "the writev");
+        queue(&r, 0, IORING_OP_WRITE, 0, buf, 512, 16384, IOSQE_FIXED_FILE);
+        enter(&r, 1, (int[]){512}, "the write to the registered file");
+        queue(&r, 0, IORING_OP_FSYNC, data, NULL, 0, 0, 0);
+        enter(&r, 1, (int[]){0}, "the fsync");
+        queue(&r, 0, IORING_OP_READ, data, in, 1000, 0, 0);
+        queue(&r, 1, IORING_OP_READ, data, in + 1000, 3000, 1000, 0);
+        enter(&r, 2, (int[]){1000, 3000}, "the two reads");
+        check(memcmp(in, a, sizeof a) == 0 && memcmp(in + 1000, b, sizeof b) == 0, "data read");
+        queue(&r, 0, IORING_OP_READ, 999, in, 100, 0, 0);
+        enter(&r, 1, (int[]){-EBADF}, "the read of a bad fd");
+        queue(&r, 0, IORING_OP_WRITE, data, buf, 10, -1, 0);
+        enter(&r, 1, (int[]){10}, "the write at the file's position");
+        check(lseek(data, 0, SEEK_CUR) == 10, "the file's position after it");
+    }
+    check(close(r.fd) == 0, "close ring");
     check(close(data) == 0, "close data");
-    printf("ring=%d data=%d\n", ring, data);
+    printf("ring=%d data=%d\n", r.fd, data);
     return 0;
 }

@@ -500,7 +500,14 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
 
     let file_offsets = crate::btf::offsets(&kernel_btf, crate::btf::file_offsets);
     let request_offsets = crate::btf::offsets(&kernel_btf, crate::btf::request_offsets);
+    let uring_offsets = crate::btf::offsets(&kernel_btf, crate::btf::uring_offsets);
     let mut config = lifecycle_config(&root, opts)?;
+    if let Ok([file, fd, pos, len]) = uring_offsets {
+        config.uring_file_off = file;
+        config.uring_fd_off = fd;
+        config.uring_pos_off = pos;
+        config.uring_len_off = len;
+    }
     if let Ok([f_inode, i_ino, i_sb, s_dev]) = file_offsets {
         config.file_inode_off = f_inode;
         config.inode_ino_off = i_ino;
@@ -568,6 +575,7 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
             Target::Uprobe { library, .. } => ("uprobe", library.clone()),
             Target::Kernel { attach, .. } => ("tracepoint", attach[0].to_string()),
             Target::Kfunc { function, .. } => ("kprobe", function.clone()),
+            Target::Request { .. } => ("tracepoint", String::new()),
         };
         let mut status = ProbeStatus {
             probe_id: p.id,
@@ -626,9 +634,18 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
                     &root,
                     *event,
                     attach,
-                    (&aya_btf, &request_offsets),
+                    &KernelStructs {
+                        btf: &aya_btf,
+                        request_offsets: &request_offsets,
+                        uring_offsets: &uring_offsets,
+                    },
                     &mut status,
                 ),
+                // Once the kernel events that record them are attached, below.
+                Target::Request { .. } => {
+                    statuses.push(status);
+                    continue;
+                }
                 Target::Kfunc { attach, .. } => {
                     attach_kfunc(&mut ebpf, p, attach, &file_offsets, &mut status)
                 }
@@ -638,6 +655,7 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
         statuses.push(status);
     }
     finish_uprobes(&mut uprobes, &mut ebpf, &mut statuses, probes);
+    attach_requests(&mut ebpf, probes, &mut statuses)?;
     let lib_inodes = libs
         .values()
         .filter_map(|l| l.as_ref().ok())
@@ -1021,19 +1039,34 @@ fn attach_syscall(
     Ok(())
 }
 
+/// What the kernel events' programs read kernel structures with, or why they cannot.
+struct KernelStructs<'a> {
+    btf: &'a Result<aya::Btf, String>,
+    /// [`crate::btf::request_offsets`]
+    request_offsets: &'a Result<[u32; 6], String>,
+    /// [`crate::btf::uring_offsets`]
+    uring_offsets: &'a Result<[u32; 4], String>,
+}
+
 /// Attaches a kernel event through the first mechanism of `attach` that works here.
 fn attach_kernel(
     ebpf: &mut Ebpf,
     root: &Path,
     event: KernelEvent,
     attach: &[Mechanism],
-    (btf, request_offsets): (&Result<aya::Btf, String>, &Result<[u32; 6], String>),
+    kernel: &KernelStructs,
     status: &mut ProbeStatus,
 ) -> Result<(), Failure> {
     first_mechanism(attach, status, |m, status| match m {
         Mechanism::Tracepoint { category, name } => {
             status.mechanism = "tracepoint";
             status.target = format!("{category}/{name}");
+            // The submission program reads the request through BTF offsets.
+            if event == KernelEvent::UringSubmit {
+                if let Err(e) = kernel.uring_offsets {
+                    anyhow::bail!("{e}");
+                }
+            }
             attach_kernel_tracepoint(ebpf, root, event, category, name)
         }
         Mechanism::BtfTracepoint { name } => {
@@ -1041,15 +1074,71 @@ fn attach_kernel(
             status.target = name.clone();
             let prog = crate::probes::kernel_btf_program(event, name)?;
             // The program reads the request through BTF offsets (the only user today).
-            if let Err(e) = request_offsets {
+            if let Err(e) = kernel.request_offsets {
                 anyhow::bail!("{e}");
             }
-            load_btf(ebpf, btf, prog, name).map_err(|e| anyhow!(e))?;
+            load_btf(ebpf, kernel.btf, prog, name).map_err(|e| anyhow!(e))?;
             program::<BtfTracePoint>(ebpf, prog)?.attach()?;
             Ok(())
         }
         Mechanism::Kprobe { .. } => Err(anyhow!("kernel events attach through tracepoints")),
     })
+}
+
+/// io_uring requests (`request` probes) are recorded by the `uring_submit` and
+/// `uring_complete` kernel events: once both are attached, each enabled request's spec is
+/// installed and its opcode mapped to it; else each says which event is missing and why.
+fn attach_requests(
+    ebpf: &mut Ebpf,
+    probes: &[Probe],
+    statuses: &mut [ProbeStatus],
+) -> anyhow::Result<()> {
+    let events = [KernelEvent::UringSubmit, KernelEvent::UringComplete];
+    let mut targets = Vec::new();
+    let mut missing = Vec::new();
+    for event in events {
+        let status = probes
+            .iter()
+            .find(|p| matches!(&p.target, Target::Kernel { event: e, .. } if *e == event))
+            .map(|p| &statuses[p.id as usize]);
+        match status {
+            Some(s) if s.status == "attached" => targets.push(s.target.clone()),
+            Some(s) => missing.push(format!(
+                "kernel event {} is {} (its own row says why)",
+                event.name(),
+                s.status,
+            )),
+            None => missing.push(format!(
+                "kernel event {} is not in the probes file",
+                event.name()
+            )),
+        }
+    }
+    for p in probes.iter().filter(|p| p.enabled) {
+        let Target::Request { opcode, .. } = p.target else {
+            continue;
+        };
+        let status = &mut statuses[p.id as usize];
+        status.target = targets.join(" + ");
+        if !missing.is_empty() {
+            // Not logged once per opcode: the events' own failures were.
+            status.status = "failed";
+            status.reason = Some(missing.join("; "));
+            continue;
+        }
+        let mut specs: Array<_, FuncSpec> = Array::try_from(
+            ebpf.map_mut(maps::FUNC_SPECS)
+                .ok_or_else(|| anyhow!("map {} missing", maps::FUNC_SPECS))?,
+        )?;
+        specs.set(p.id, p.spec(), 0)?;
+        let mut ops: Array<_, u32> = Array::try_from(
+            ebpf.map_mut(maps::URING_OPS)
+                .ok_or_else(|| anyhow!("map {} missing", maps::URING_OPS))?,
+        )?;
+        ops.set(u32::from(opcode), p.id + 1, 0)?;
+        record_result(status, Ok(()), probes);
+    }
+    Ok(())
 }
 
 /// Tries each mechanism in order until one attaches; the `reason` keeps why the ones before
@@ -1203,7 +1292,15 @@ fn kernel_fields(
         old_sector: off(&["old_sector"], 8, 8)?,
         wrote: off(&["wrote"], 8, 8)?,
         new_sector: off(&["new_sector"], 8, 8)?,
+        ..KernelFields::default()
     };
+    // Names as general as `flags` are looked up only where they mean the request's.
+    if matches!(event, KernelEvent::UringSubmit | KernelEvent::UringComplete) {
+        fields.req = off(&["req"], 8, 8)?;
+        fields.opcode = off(&["opcode"], 1, 1)?;
+        fields.req_flags = off(&["flags"], 4, 4)?;
+        fields.res = off(&["res"], 4, 4)?;
+    }
     fields.len = len;
     let required: &[(&str, u32)] = match event {
         KernelEvent::BioQueue => &[("dev", fields.dev), ("sector", fields.sector)],
@@ -1230,6 +1327,12 @@ fn kernel_fields(
             ("index", fields.index),
             ("s_dev", fields.dev),
         ],
+        KernelEvent::UringSubmit => &[
+            ("req", fields.req),
+            ("opcode", fields.opcode),
+            ("flags", fields.req_flags),
+        ],
+        KernelEvent::UringComplete => &[("req", fields.req), ("res", fields.res)],
     };
     if let Some((missing, _)) = required.iter().find(|(_, off)| *off == FIELD_NONE) {
         anyhow::bail!("field {missing} missing from {event_name} on this kernel");
@@ -1680,6 +1783,44 @@ mod tests {
         ]);
         let k = kernel_fields(&f, KernelEvent::RqIssue, "block/e").unwrap();
         assert_eq!((k.tag, k.len), (34, 42));
+    }
+
+    /// io_uring's submission event: `flags` is a u32 until Linux 6.3 and a u64 after (its low
+    /// half read either way); a field named `flags` elsewhere is not taken for it.
+    #[test]
+    fn uring_fields_are_read_from_either_layout() {
+        let old = format(&[
+            ("void * ctx", 8, 8),
+            ("void * req", 16, 8),
+            ("unsigned long long user_data", 24, 8),
+            ("u8 opcode", 32, 1),
+            ("u32 flags", 36, 4),
+            ("bool force_nonblock", 40, 1),
+        ]);
+        let k = kernel_fields(&old, KernelEvent::UringSubmit, "io_uring/e").unwrap();
+        assert_eq!((k.req, k.opcode, k.req_flags, k.len), (16, 32, 36, 40));
+        let new = format(&[
+            ("void * req", 16, 8),
+            ("u8 opcode", 32, 1),
+            ("unsigned long long flags", 40, 8),
+        ]);
+        let k = kernel_fields(&new, KernelEvent::UringSubmit, "io_uring/e").unwrap();
+        assert_eq!((k.req_flags, k.len), (40, 44));
+        let complete = format(&[("void * req", 16, 8), ("int res", 32, 4)]);
+        let k = kernel_fields(&complete, KernelEvent::UringComplete, "io_uring/e").unwrap();
+        assert_eq!((k.req, k.res), (16, 32));
+        let e = kernel_fields(&complete, KernelEvent::UringSubmit, "io_uring/e").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "field opcode missing from io_uring/e on this kernel"
+        );
+        let block = format(&[
+            ("dev_t dev", 8, 4),
+            ("sector_t sector", 16, 8),
+            ("unsigned long flags", 200, 8),
+        ]);
+        let k = kernel_fields(&block, KernelEvent::BioQueue, "block/e").unwrap();
+        assert_eq!((k.req_flags, k.len), (FIELD_NONE, 24));
     }
 
     #[test]

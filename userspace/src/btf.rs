@@ -83,6 +83,18 @@ pub fn request_offsets(btf: &Btf) -> Result<[u32; 6], BtfError> {
     ])
 }
 
+/// Where an io_uring request (`struct io_kiocb`) keeps its file, the SQE's descriptor
+/// (`cqe.fd`), and for reads and writes (`struct io_rw`, overlaying the request's start) the
+/// offset (`kiocb.ki_pos`) and length (`len`). Linux 6.0 and later.
+pub fn uring_offsets(btf: &Btf) -> Result<[u32; 4], BtfError> {
+    Ok([
+        member_offset(btf, "io_kiocb", "file")?,
+        member_offset(btf, "io_kiocb", "cqe")? + member_offset(btf, "io_cqe", "fd")?,
+        member_offset(btf, "io_rw", "kiocb")? + member_offset(btf, "kiocb", "ki_pos")?,
+        member_offset(btf, "io_rw", "len")?,
+    ])
+}
+
 /// (task_struct.mm, mm_struct.arg_start, .arg_end, .env_start, .env_end): where a process's
 /// arguments and environment are.
 pub fn image_offsets(btf: &Btf) -> Result<[u32; 5], BtfError> {
@@ -123,6 +135,19 @@ mod tests {
         assert_eq!(disk % 8, 0);
         assert_eq!(minor, major + 4);
         assert!(flags < sector && sector % 8 == 0);
+    }
+
+    /// The request's file comes first (it is also `io_rw`'s `kiocb.ki_filp`); the CQE's fd
+    /// follows its user data and result; `io_rw`'s length lies past its kiocb.
+    #[test]
+    fn finds_uring_fields() {
+        let btf = kernel().expect("this kernel has BTF");
+        let [file, fd, pos, len] = uring_offsets(&btf).unwrap();
+        let cqe = member_offset(&btf, "io_kiocb", "cqe").unwrap();
+        assert_eq!(file, 0, "io_kiocb.file");
+        assert_eq!(fd, cqe + 12, "io_cqe: user_data, res, then the fd");
+        assert_eq!(pos, 8, "kiocb: ki_filp, then ki_pos");
+        assert!(len > pos && len % 4 == 0);
     }
 
     /// mm_struct keeps the four bounds of the arguments and environment adjacent, in order.

@@ -147,7 +147,10 @@ impl Correlator {
             .filter(|p| p.enabled)
             .filter_map(|p| match &p.target {
                 Target::Uprobe { library, .. } => Some((library.clone(), p.other_names.clone())),
-                Target::Syscall(_) | Target::Kernel { .. } | Target::Kfunc { .. } => None,
+                Target::Syscall(_)
+                | Target::Kernel { .. }
+                | Target::Kfunc { .. }
+                | Target::Request { .. } => None,
             })
             .collect();
         libraries.sort();
@@ -511,6 +514,10 @@ impl Correlator {
             })
         };
         let is_syscall = matches!(p.target, Target::Syscall(_));
+        // Syscalls and io_uring requests fail with a negative errno and act on the process's
+        // descriptors alike.
+        let is_request = matches!(p.target, Target::Request { .. });
+        let kernel_ret = is_syscall || is_request;
         let ret = if p.ret_int {
             i64::from(rec.ret as i32)
         } else {
@@ -564,7 +571,7 @@ impl Correlator {
             RetKind::Hid => ret < 0,
             RetKind::None => false,
         };
-        let errno = (is_syscall && ret < 0).then(|| (-ret) as i32);
+        let errno = (kernel_ret && ret < 0).then(|| (-ret) as i32);
 
         // Calls that move bytes (reads, writes, copies between two fds).
         let moves = matches!(p.op, Op::Read | Op::Write | Op::Copy);
@@ -691,6 +698,8 @@ impl Correlator {
                 .map(|v| (v as i64).wrapping_sub(moved))
         };
         let mut offset = arg(ArgKind::Offset)
+            // An io_uring request's offset -1: the file's position, followed below.
+            .filter(|v| !(is_request && *v == u64::MAX))
             .or_else(|| arg(ArgKind::KPos))
             .map(|v| v as i64)
             .or_else(|| by_ref(ArgKind::OffsetRef))
@@ -783,7 +792,7 @@ impl Correlator {
                 }
                 handle = created.or(handle);
             }
-            Op::Close if !(is_syscall && errno == Some(EBADF as i32)) => match range_last {
+            Op::Close if !(kernel_ret && errno == Some(EBADF as i32)) => match range_last {
                 // close_range: every fd of the range strata knows (CLOSE_RANGE_CLOEXEC
                 // only marks them); the row names the handle when there was one.
                 Some(last) if !failed => {
@@ -812,7 +821,7 @@ impl Correlator {
             Op::Read | Op::Write | Op::Copy => {
                 // Linux appends a pwrite to an O_APPEND fd, whatever its offset.
                 if p.op == Op::Write
-                    && is_syscall
+                    && kernel_ret
                     && handle.is_some_and(|h| self.handles.appends(h))
                 {
                     offset = None;
@@ -1129,7 +1138,12 @@ impl Layer {
     pub fn handle_kind(self) -> &'static str {
         match self {
             Layer::Stdio => "stream",
-            Layer::Posix | Layer::Libc | Layer::Vfs | Layer::Pagecache | Layer::Block => "fd",
+            Layer::Posix
+            | Layer::Libc
+            | Layer::Uring
+            | Layer::Vfs
+            | Layer::Pagecache
+            | Layer::Block => "fd",
             Layer::Mpiio => "mpi_file",
             Layer::Hdf5 => "hid",
             Layer::Netcdf => "ncid",

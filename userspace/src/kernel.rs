@@ -122,6 +122,8 @@ impl Kernel {
         let (pid, tid) = (rec.pid as i32, rec.tid as i32);
         let key = (rec.dev, rec.pos);
         match event {
+            // Requests arrive as calls, not kernel records.
+            KernelEvent::UringSubmit | KernelEvent::UringComplete => {}
             KernelEvent::BioQueue => {
                 if rec.call_id != 0 {
                     *self.calls_with_bios.entry(rec.call_id).or_default() += 1;

@@ -520,6 +520,9 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
                         .map(ToString::to_string)
                         .collect::<Vec<_>>()
                         .join(" | "),
+                    probes::Target::Request { opcode, .. } => {
+                        format!("io_uring opcode {opcode}, by uring_submit + uring_complete")
+                    }
                 };
                 println!(
                     "{:<4} {:<9} {:<3} {:<ow$} {:<fw$} {:<rw$} {entry:<12} {target}",

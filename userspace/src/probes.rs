@@ -37,6 +37,9 @@ pub enum Target {
         function: String,
         attach: Vec<Mechanism>,
     },
+    /// An io_uring request of one opcode (`IORING_OP_*`), recorded from its submission to
+    /// its completion through the `uring_submit` and `uring_complete` kernel events.
+    Request { name: String, opcode: u8 },
 }
 
 impl std::fmt::Display for Target {
@@ -48,6 +51,7 @@ impl std::fmt::Display for Target {
             }
             Target::Kernel { event, .. } => write!(f, "kernel event {:?}", event.name()),
             Target::Kfunc { function, .. } => write!(f, "kernel function {function:?}"),
+            Target::Request { opcode, .. } => write!(f, "io_uring opcode {opcode}"),
         }
     }
 }
@@ -162,6 +166,7 @@ kinds!(
         Stdio = "stdio",
         Libc = "libc",
         Posix = "posix",
+        Uring = "uring",
         Vfs = "vfs",
         Pagecache = "pagecache",
         Block = "block",
@@ -366,6 +371,7 @@ impl Probe {
             Target::Uprobe { symbol, .. } => symbol,
             Target::Kernel { event, .. } => event.name(),
             Target::Kfunc { function, .. } => function,
+            Target::Request { name, .. } => name,
         }
     }
 
@@ -497,6 +503,8 @@ struct ProbeRaw {
     symbol: Option<String>,
     kernel: Option<String>,
     kfunc: Option<String>,
+    request: Option<String>,
+    opcode: Option<u8>,
     #[serde(default)]
     attach: Vec<String>,
     op: Option<String>,
@@ -628,76 +636,113 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
                 .collect::<Result<Vec<Mechanism>, _>>()
                 .map_err(bad)
         };
-        let target = match (
-            p.syscall.clone(),
-            p.library.clone(),
-            p.symbol.clone(),
-            p.kernel.as_deref(),
-            p.kfunc.clone(),
-        ) {
-            (Some(s), None, None, None, None) if !s.is_empty() => Target::Syscall(s),
-            (None, Some(library), Some(symbol), None, None)
-                if !library.is_empty() && !symbol.is_empty() =>
+        let target = match (p.request.clone(), p.opcode) {
+            (Some(name), Some(opcode))
+                if p.syscall.is_none()
+                    && p.library.is_none()
+                    && p.symbol.is_none()
+                    && p.kernel.is_none()
+                    && p.kfunc.is_none() =>
             {
-                Target::Uprobe { library, symbol }
-            }
-            (None, None, None, None, Some(function)) if !function.is_empty() => {
-                let attach = mechanisms()?;
-                if let Some(m) = attach
-                    .iter()
-                    .find(|m| !matches!(m, Mechanism::Kprobe { .. }))
-                {
+                if layer != Layer::Uring {
                     return Err(bad(format!(
-                        "{m}: kernel functions attach through kprobe:FUNCTION"
+                        "io_uring requests belong to layer uring, not {layer}"
                     )));
                 }
-                if args.contains(&ArgKind::KFile) && args.len() >= MAX_ARGS {
-                    return Err(bad(format!(
-                        "a `kfile` argument needs a free slot: at most {} arguments",
-                        MAX_ARGS - 1
-                    )));
-                }
-                Target::Kfunc { function, attach }
+                request_args(&args).map_err(bad)?;
+                Some(Target::Request { name, opcode })
             }
-            (None, None, None, Some(k), None) => {
-                let event = KernelEvent::ALL
-                    .into_iter()
-                    .find(|e| e.name() == k)
-                    .ok_or_else(|| {
-                        bad(format!(
-                            "unknown kernel event {k:?} (expected one of: {})",
-                            KernelEvent::NAMES.join(", ")
-                        ))
-                    })?;
-                if !matches!(layer, Layer::Block | Layer::Pagecache) {
-                    return Err(bad(format!(
-                        "kernel events belong to layer block or pagecache, not {layer}"
-                    )));
-                }
-                let attach = mechanisms()?;
-                for m in &attach {
-                    match m {
-                        Mechanism::Tracepoint { .. } => {}
-                        Mechanism::BtfTracepoint { name } => {
-                            kernel_btf_program(event, name).map_err(|e| bad(e.to_string()))?;
-                        }
-                        Mechanism::Kprobe { .. } => {
-                            return Err(bad(format!(
-                                "{m}: kernel events attach through tracepoint:CATEGORY/NAME \
-                                 or tp_btf:NAME"
-                            )));
-                        }
-                    }
-                }
-                Target::Kernel { event, attach }
-            }
-            _ => {
+            (None, None) => None,
+            (Some(_), None) => return Err(bad("a `request` needs its `opcode`".into())),
+            (None, Some(_)) => return Err(bad("`opcode` is for io_uring requests".into())),
+            (Some(_), Some(_)) => {
                 return Err(bad(
                     "a probe names one of: `syscall`, both `library` and `symbol`, `kernel` \
-                     (an event), `kfunc` (a kernel function)"
+                     (an event), `kfunc` (a kernel function), `request` (an io_uring opcode)"
                         .into(),
                 ));
             }
+        };
+        let target = match target {
+            Some(t) => t,
+            None => match (
+                p.syscall.clone(),
+                p.library.clone(),
+                p.symbol.clone(),
+                p.kernel.as_deref(),
+                p.kfunc.clone(),
+            ) {
+                (Some(s), None, None, None, None) if !s.is_empty() => Target::Syscall(s),
+                (None, Some(library), Some(symbol), None, None)
+                    if !library.is_empty() && !symbol.is_empty() =>
+                {
+                    Target::Uprobe { library, symbol }
+                }
+                (None, None, None, None, Some(function)) if !function.is_empty() => {
+                    let attach = mechanisms()?;
+                    if let Some(m) = attach
+                        .iter()
+                        .find(|m| !matches!(m, Mechanism::Kprobe { .. }))
+                    {
+                        return Err(bad(format!(
+                            "{m}: kernel functions attach through kprobe:FUNCTION"
+                        )));
+                    }
+                    if args.contains(&ArgKind::KFile) && args.len() >= MAX_ARGS {
+                        return Err(bad(format!(
+                            "a `kfile` argument needs a free slot: at most {} arguments",
+                            MAX_ARGS - 1
+                        )));
+                    }
+                    Target::Kfunc { function, attach }
+                }
+                (None, None, None, Some(k), None) => {
+                    let event = KernelEvent::ALL
+                        .into_iter()
+                        .find(|e| e.name() == k)
+                        .ok_or_else(|| {
+                            bad(format!(
+                                "unknown kernel event {k:?} (expected one of: {})",
+                                KernelEvent::NAMES.join(", ")
+                            ))
+                        })?;
+                    let uring =
+                        matches!(event, KernelEvent::UringSubmit | KernelEvent::UringComplete);
+                    if uring && layer != Layer::Uring {
+                        return Err(bad(format!(
+                            "kernel event {k} belongs to layer uring, not {layer}"
+                        )));
+                    }
+                    if !uring && !matches!(layer, Layer::Block | Layer::Pagecache) {
+                        return Err(bad(format!(
+                            "kernel events belong to layer block or pagecache, not {layer}"
+                        )));
+                    }
+                    let attach = mechanisms()?;
+                    for m in &attach {
+                        match m {
+                            Mechanism::Tracepoint { .. } => {}
+                            Mechanism::BtfTracepoint { name } => {
+                                kernel_btf_program(event, name).map_err(|e| bad(e.to_string()))?;
+                            }
+                            Mechanism::Kprobe { .. } => {
+                                return Err(bad(format!(
+                                    "{m}: kernel events attach through tracepoint:CATEGORY/NAME \
+                                 or tp_btf:NAME"
+                                )));
+                            }
+                        }
+                    }
+                    Target::Kernel { event, attach }
+                }
+                _ => {
+                    return Err(bad(
+                        "a probe names one of: `syscall`, both `library` and `symbol`, `kernel` \
+                     (an event), `kfunc` (a kernel function), `request` (an io_uring opcode)"
+                            .into(),
+                    ));
+                }
+            },
         };
         if !is_kernel && !is_kfunc && !p.attach.is_empty() {
             return Err(bad("`attach` is for kernel events and functions".into()));
@@ -724,7 +769,7 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
         }
         // The kernel programs read these only where they can occur (see `on_entry`).
         let not_read = match target {
-            Target::Uprobe { .. } | Target::Kernel { .. } => None,
+            Target::Uprobe { .. } | Target::Kernel { .. } | Target::Request { .. } => None,
             Target::Syscall(_) => args.iter().find(|a| a.library_only()),
             Target::Kfunc { .. } => args.iter().find(|a| a.library_only() || a.user_memory()),
         };
@@ -818,6 +863,21 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
         ));
     }
     Ok(probes)
+}
+
+/// The arguments the kernel side reads from an io_uring request, in this order: the SQE's
+/// descriptor; for reads and writes (`struct io_rw`) the offset and the length (bytes, or
+/// iovecs for the vectored opcodes); the request's file.
+fn request_args(args: &[ArgKind]) -> Result<(), String> {
+    use ArgKind::{Fd, IovCnt, KFile, Offset, Size};
+    match args {
+        [Fd, KFile] | [Fd, Offset, Size | IovCnt, KFile] => Ok(()),
+        _ => Err(format!(
+            "io_uring requests read args = [\"fd\", \"kfile\"] or [\"fd\", \"offset\", \"size\" \
+             (or \"iovcnt\"), \"kfile\"], not {:?}",
+            args.iter().map(|a| a.as_str()).collect::<Vec<_>>()
+        )),
+    }
 }
 
 /// Validates a probe's `only` table: one argument it declares, each value named once and
@@ -1090,6 +1150,77 @@ mod tests {
 
     fn parse_err(text: &str) -> ProbeError {
         parse(text, "t.toml").unwrap_err()
+    }
+
+    #[test]
+    fn io_uring_requests_read_one_of_two_argument_layouts() {
+        let events = "[[probe]]\nlayer = \"uring\"\nkernel = \"uring_submit\"\nattach = [\"tracepoint:io_uring/io_uring_submit_req\"]\n\n";
+        let request = |layer: &str, args: &str| {
+            format!(
+                "{events}[[probe]]\nlayer = \"{layer}\"\nrequest = \"IORING_OP_WRITE\"\nopcode = 23\nop = \"write\"\nargs = {args}\nret = \"bytes\"\n"
+            )
+        };
+        let p = parse(
+            &request("uring", r#"["fd", "offset", "size", "kfile"]"#),
+            "t.toml",
+        )
+        .unwrap();
+        assert_eq!(p[1].function(), "IORING_OP_WRITE");
+        assert_eq!(
+            p[1].target,
+            Target::Request {
+                name: "IORING_OP_WRITE".into(),
+                opcode: 23
+            }
+        );
+        // The kernel side fills the file at `kfile_arg`, its device in the slot after it.
+        assert_eq!((p[1].spec().kfile_arg, p[1].spec().nargs), (3, 4));
+        let p = parse(&request("uring", r#"["fd", "kfile"]"#), "t.toml").unwrap();
+        assert_eq!(p[1].spec().kfile_arg, 1);
+        for args in [
+            r#"["fd", "size", "offset", "kfile"]"#,
+            r#"["fd", "offset", "size"]"#,
+            r#"["kfile"]"#,
+        ] {
+            let e = parse_err(&request("uring", args));
+            assert!(
+                e.reason.contains("io_uring requests read args"),
+                "{args}: {e}"
+            );
+        }
+        let e = parse_err(&request("posix", r#"["fd", "kfile"]"#));
+        assert!(e.reason.contains("belong to layer uring, not posix"), "{e}");
+        let twice = format!(
+            "{}\n{}",
+            request("uring", r#"["fd", "kfile"]"#),
+            request("uring", r#"["fd", "kfile"]"#).replace(events, "")
+        );
+        let e = parse_err(&twice);
+        assert!(
+            e.reason.contains("io_uring opcode 23 is declared twice"),
+            "{e}"
+        );
+        let e = parse_err(
+            "[[probe]]\nlayer = \"uring\"\nrequest = \"IORING_OP_NOP\"\nop = \"meta\"\nret = \"status\"\n",
+        );
+        assert!(e.reason.contains("needs its `opcode`"), "{e}");
+        let e = parse_err(
+            "[[probe]]\nlayer = \"posix\"\nsyscall = \"read\"\nopcode = 0\nop = \"read\"\nret = \"bytes\"\n",
+        );
+        assert!(
+            e.reason.contains("`opcode` is for io_uring requests"),
+            "{e}"
+        );
+        // The kernel events of requests are the uring layer's, and only theirs.
+        let e = parse_err(&events.replace("layer = \"uring\"", "layer = \"block\""));
+        assert!(
+            e.reason.contains("uring_submit belongs to layer uring"),
+            "{e}"
+        );
+        let e = parse_err(
+            "[[probe]]\nlayer = \"uring\"\nkernel = \"bio_queue\"\nattach = [\"tracepoint:block/block_bio_queue\"]\n",
+        );
+        assert!(e.reason.contains("block or pagecache, not uring"), "{e}");
     }
 
     #[test]

@@ -81,7 +81,9 @@ impl Summary {
                 .or_default()
                 .add(row),
         }
-        if &*row.layer == "posix" {
+        // The bytes that reached each file: syscalls' and io_uring requests' (no syscall
+        // of the process moves a request's bytes, so none is counted twice).
+        if matches!(&*row.layer, "posix" | "uring") {
             let bytes = row.bytes_result.unwrap_or(0);
             // A copy reads its first file and writes its second.
             if &*row.op == "copy" {

@@ -425,6 +425,221 @@ fn a_read_that_misses_the_cache_reads_the_disk_and_a_second_does_not() {
 /// prune fewer paths: a program at a few percent of the 1,000,000-instruction budget on a
 /// new kernel can exceed it on an old one (a change that passed on 6.18 hit the limit on
 /// 6.1), so each must stay well inside it on every test kernel.
+/// io_uring requests are rows of layer `uring`, from submission to completion, each beneath
+/// the io_uring_enter that submitted it: the descriptor, offset, length and result the
+/// workload gave and checked, the handle and file of the descriptor, and the inode the kernel
+/// side read from the request (a registered file's too, which has no descriptor). The
+/// submission's and completion's record layouts and the request's fields differ between
+/// kernel versions: this runs in each test VM. Ground truth: tests/workloads/uring.c,
+/// `requests`.
+#[test]
+fn io_uring_requests_are_rows_beneath_the_entry_that_submitted_them() {
+    const EBADF: i64 = 9;
+    require_root();
+    let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = std::fs::canonicalize(scratch("kernel_uring")).unwrap();
+    let exe = build_c("cc", "uring.c", &dir.join("uring"), &[]);
+    let out = dir.join("out");
+    let res = run(strata()
+        .args(["record", "-q", "--layers", "posix,uring", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(&exe)
+        .arg(&dir)
+        .arg("requests"));
+    assert!(res.status.success(), "{:?}", res.status);
+    let printed = String::from_utf8(res.stdout).unwrap();
+    let data: i64 = printed
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("data="))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no data= in {printed:?}"));
+    let path = dir.join("uring.dat");
+    let ino = std::fs::metadata(&path).unwrap().ino() as i64;
+    let pid = rows(&out, "processes")
+        .iter()
+        .find(|p| p.s("exe") == exe.to_str())
+        .and_then(|p| p.i("pid"))
+        .expect("the workload's process");
+    let file = rows(&out, "files")
+        .iter()
+        .find(|f| f.s("path") == path.to_str())
+        .and_then(|f| f.i("file_id"))
+        .expect("uring.dat's file row");
+    let handle = rows(&out, "handles")
+        .iter()
+        .find(|h| {
+            h.i("pid") == Some(pid) && h.s("kind") == Some("fd") && h.i("file_id") == Some(file)
+        })
+        .and_then(|h| h.i("handle_id"))
+        .expect("the data file's fd handle");
+    let calls = rows(&out, "calls");
+    let of_pid = |c: &&Row| c.i("pid") == Some(pid);
+    let mut enters: Vec<&Row> = calls
+        .iter()
+        .filter(of_pid)
+        .filter(|c| c.s("function") == Some("io_uring_enter"))
+        .collect();
+    enters.sort_by_key(|c| c.i("ts_begin_ns"));
+    assert_eq!(enters.len(), 7, "{enters:?}");
+    let mut requests: Vec<&Row> = calls
+        .iter()
+        .filter(of_pid)
+        .filter(|c| c.s("layer") == Some("uring"))
+        .collect();
+    requests.sort_by_key(|c| c.i("ts_begin_ns"));
+    struct Want {
+        function: &'static str,
+        op: &'static str,
+        enter: usize,
+        args: Vec<i64>,
+        offset: Option<i64>,
+        requested: Option<i64>,
+        result: Option<i64>,
+        ret: i64,
+        on_fd: bool,
+        on_file: bool,
+    }
+    let rw = |function, op, enter, args: [i64; 3], offset, result, ret| Want {
+        function,
+        op,
+        enter,
+        args: vec![args[0], args[1], args[2], if ret < 0 { 0 } else { ino }],
+        offset,
+        requested: (function != "IORING_OP_WRITEV").then_some(args[2]),
+        result,
+        ret,
+        on_fd: args[0] == data,
+        on_file: ret >= 0,
+    };
+    let want = [
+        rw(
+            "IORING_OP_WRITE",
+            "write",
+            0,
+            [data, 8192, 4096],
+            Some(8192),
+            Some(4096),
+            4096,
+        ),
+        // Two iovecs: the length is their count.
+        rw(
+            "IORING_OP_WRITEV",
+            "write",
+            1,
+            [data, 0, 2],
+            Some(0),
+            Some(4000),
+            4000,
+        ),
+        // Registered file 0: no descriptor (-1), the file from the request.
+        rw(
+            "IORING_OP_WRITE",
+            "write",
+            2,
+            [-1, 16384, 512],
+            Some(16384),
+            Some(512),
+            512,
+        ),
+        Want {
+            function: "IORING_OP_FSYNC",
+            op: "sync",
+            enter: 3,
+            args: vec![data, ino],
+            offset: None,
+            requested: None,
+            result: None,
+            ret: 0,
+            on_fd: true,
+            on_file: true,
+        },
+        // Two requests of one entry.
+        rw(
+            "IORING_OP_READ",
+            "read",
+            4,
+            [data, 0, 1000],
+            Some(0),
+            Some(1000),
+            1000,
+        ),
+        rw(
+            "IORING_OP_READ",
+            "read",
+            4,
+            [data, 1000, 3000],
+            Some(1000),
+            Some(3000),
+            3000,
+        ),
+        rw(
+            "IORING_OP_READ",
+            "read",
+            5,
+            [999, 0, 100],
+            Some(0),
+            Some(0),
+            -EBADF,
+        ),
+        // Offset -1: the file's position, 0, followed as for write(2).
+        rw(
+            "IORING_OP_WRITE",
+            "write",
+            6,
+            [data, -1, 10],
+            Some(0),
+            Some(10),
+            10,
+        ),
+    ];
+    assert_eq!(requests.len(), want.len(), "{requests:#?}");
+    for (r, w) in requests.iter().zip(&want) {
+        let enter = enters[w.enter];
+        let what = format!("{} of entry {}: {r:?}", w.function, w.enter);
+        assert_eq!(
+            (r.s("function"), r.s("op")),
+            (Some(w.function), Some(w.op)),
+            "{what}"
+        );
+        assert_eq!(r.list_i("args"), w.args, "{what}");
+        assert_eq!(
+            (r.i("offset"), r.i("bytes_requested"), r.i("bytes_result")),
+            (w.offset, w.requested, w.result),
+            "{what}"
+        );
+        assert_eq!(r.i("ret"), Some(w.ret), "{what}");
+        assert_eq!(r.i("errno"), (w.ret < 0).then_some(-w.ret), "{what}");
+        assert_eq!(r.i("handle_id"), w.on_fd.then_some(handle), "{what}");
+        assert_eq!(r.i("file_id"), w.on_file.then_some(file), "{what}");
+        // Beneath the entry that submitted it, on its thread, inside its time.
+        assert_eq!(r.i("parent_id"), enter.i("call_id"), "{what}");
+        assert_eq!(r.i("tid"), enter.i("tid"), "{what}");
+        assert_eq!(r.i("depth"), enter.i("depth").map(|d| d + 1), "{what}");
+        let (b, e) = (r.i("ts_begin_ns").unwrap(), r.i("ts_end_ns").unwrap());
+        assert!(
+            enter.i("ts_begin_ns").unwrap() <= b && b <= e && e <= enter.i("ts_end_ns").unwrap(),
+            "{what} / {enter:?}"
+        );
+    }
+    // Each entry submitted what it says, and the kernel took as many.
+    for (i, enter) in enters.iter().enumerate() {
+        let n = want.iter().filter(|w| w.enter == i).count() as i64;
+        assert_eq!((enter.list_i("args")[1], enter.i("ret")), (n, Some(n)));
+    }
+    // Every request probe attached, through the two kernel events.
+    let probes = rows(&out, "probes");
+    let uring: Vec<&Row> = probes
+        .iter()
+        .filter(|p| p.s("layer") == Some("uring"))
+        .collect();
+    assert!(uring.len() > 2, "{uring:?}");
+    assert!(
+        uring.iter().all(|p| p.s("status") == Some("attached")),
+        "{uring:?}"
+    );
+}
+
 #[test]
 fn every_program_verifies_well_within_the_kernels_budget() {
     require_root();
@@ -434,7 +649,7 @@ fn every_program_verifies_well_within_the_kernels_budget() {
             "record",
             "-vv",
             "--layers",
-            "posix,stdio,vfs,block,pagecache",
+            "posix,stdio,uring,vfs,block,pagecache",
             "-o",
         ])
         .arg(dir.join("out"))
@@ -458,6 +673,8 @@ fn every_program_verifies_well_within_the_kernels_budget() {
         "strata_uprobe_return",
         "strata_task_newtask",
         "strata_process_exit",
+        "strata_k_uring_submit",
+        "strata_k_uring_complete",
     ] {
         assert!(
             counts.iter().any(|(n, _)| *n == always),

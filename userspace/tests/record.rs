@@ -1635,6 +1635,15 @@ impl AsyncRun {
         }
     }
 
+    /// The descriptor the workload printed as `name=FD`.
+    fn printed_fd(&self, name: &str) -> i64 {
+        self.printed
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix(&format!("{name}=")))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {name}= in {:?}", self.printed))
+    }
+
     /// The process's calls of `func`.
     fn of(&self, func: &str) -> Vec<&Row> {
         self.calls
@@ -1690,14 +1699,9 @@ fn io_uring_rings_are_recorded_and_their_io_seen_below() {
     const IORING_REGISTER_FILES: i64 = 2;
     const IORING_ENTER_GETEVENTS: i64 = 1;
     let t = AsyncRun::trace("uring");
-    let fd = |name: &str| -> i64 {
-        t.printed
-            .split_whitespace()
-            .find_map(|w| w.strip_prefix(&format!("{name}=")))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| panic!("no {name}= in {:?}", t.printed))
-    };
-    let (ring, data) = (fd("ring"), fd("data"));
+    let (ring, data) = (t.printed_fd("ring"), t.printed_fd("data"));
+    // The layer of the requests themselves is not on.
+    assert!(t.calls.iter().all(|c| c.s("layer") != Some("uring")));
     let handles = rows(&t.out, "handles");
     let setup = t.one("io_uring_setup");
     assert_eq!(setup.i("ret"), Some(ring));

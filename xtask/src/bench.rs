@@ -99,6 +99,26 @@ const CASES: &[Case] = &[
         empty: None,
     },
     // Collective writes of 4 ranks to one shared file, every layer down to POSIX traced.
+    // Buffered 4 KiB writes through an io_uring, 8 per io_uring_enter: with the posix layer
+    // strata sees the entries only; with uring each request is a row too.
+    Case {
+        name: "io_uring 4K writes",
+        mode: "uring",
+        mpi_size: None,
+        layers: "posix",
+        calls_per_iter: 1,
+        divisor: 8,
+        empty: None,
+    },
+    Case {
+        name: "  + uring requests",
+        mode: "uring",
+        mpi_size: None,
+        layers: "posix,uring",
+        calls_per_iter: 1,
+        divisor: 8,
+        empty: None,
+    },
     Case {
         name: "MPI-IO 64K x4",
         mode: "mpiio",

@@ -29,7 +29,7 @@ pub const DEFAULT_KERNELS: &[&str] = &["linux-image-cloud-amd64", "linux-image-6
 const GUEST_TESTS: &[&str] = &["kernel_layers"];
 
 /// Workloads the guest tests use, prebuilt on the host (the guest has no compiler).
-const WORKLOADS: &[(&str, &str)] = &[("kernel_io.c", "kernel_io")];
+const WORKLOADS: &[(&str, &str)] = &[("kernel_io.c", "kernel_io"), ("uring.c", "uring")];
 
 const RESULT_MARK: &str = "strata-vm-result:";
 const BOOT_MARK: &str = "strata-vm: kernel";

@@ -45,6 +45,8 @@ pub mod maps {
     pub const WATCHED_INODES: &str = "STRATA_WATCHED_INODES";
     pub const WRITEBACK_THREADS: &str = "STRATA_WRITEBACK_THREADS";
     pub const PENDING_BIOS: &str = "STRATA_PENDING_BIOS";
+    pub const URING_OPS: &str = "STRATA_URING_OPS";
+    pub const URING_REQS: &str = "STRATA_URING_REQS";
     pub const KFUNC_IDS: &str = "STRATA_KFUNC_IDS";
     pub const CGROUPS: &str = "STRATA_CGROUPS";
     pub const USERS: &str = "STRATA_USERS";
@@ -115,6 +117,8 @@ pub mod programs {
         "strata_k_cache_add",
         "strata_k_cache_delete",
         "strata_k_bio_split",
+        "strata_k_uring_submit",
+        "strata_k_uring_complete",
     ];
 }
 
@@ -143,9 +147,14 @@ pub enum KernelEvent {
     CacheDelete = 8,
     /// A bio split to fit the device's limits: the remainder starts at a new sector.
     BioSplit = 9,
+    /// An io_uring request submitted (prepared: its arguments are in the request). Not a
+    /// [`KernelRecord`]: the request becomes a [`CallRecord`] at its completion.
+    UringSubmit = 10,
+    /// An io_uring request completed (its CQE filled).
+    UringComplete = 11,
 }
 
-pub const KERNEL_EVENTS: usize = 10;
+pub const KERNEL_EVENTS: usize = 12;
 
 impl KernelEvent {
     pub const ALL: [KernelEvent; KERNEL_EVENTS] = [
@@ -159,6 +168,8 @@ impl KernelEvent {
         Self::CacheAdd,
         Self::CacheDelete,
         Self::BioSplit,
+        Self::UringSubmit,
+        Self::UringComplete,
     ];
     pub const NAMES: [&str; KERNEL_EVENTS] = [
         "bio_queue",
@@ -171,6 +182,8 @@ impl KernelEvent {
         "cache_add",
         "cache_delete",
         "bio_split",
+        "uring_submit",
+        "uring_complete",
     ];
     pub fn name(self) -> &'static str {
         Self::NAMES[self as usize]
@@ -217,6 +230,14 @@ pub struct KernelFields {
     pub wrote: u32,
     /// u64: `new_sector` of bio_split.
     pub new_sector: u32,
+    /// u64: `req` (the io_uring request, `struct io_kiocb *`).
+    pub req: u32,
+    /// u8: `opcode` of an io_uring request.
+    pub opcode: u32,
+    /// u32: `flags` of an io_uring request (the low half of a u64 since Linux 6.4).
+    pub req_flags: u32,
+    /// i32: `res`, an io_uring request's result.
+    pub res: u32,
 }
 
 pub const FIELD_NONE: u32 = u32::MAX;
@@ -237,6 +258,10 @@ impl Default for KernelFields {
             old_sector: FIELD_NONE,
             wrote: FIELD_NONE,
             new_sector: FIELD_NONE,
+            req: FIELD_NONE,
+            opcode: FIELD_NONE,
+            req_flags: FIELD_NONE,
+            res: FIELD_NONE,
         }
     }
 }
@@ -339,8 +364,22 @@ pub struct Config {
     pub mm_arg_end_off: u32,
     pub mm_env_start_off: u32,
     pub mm_env_end_off: u32,
+    /// io_uring requests (`struct io_kiocb`; 0 where the kernel's BTF has none): the file
+    /// (`file`), the descriptor the SQE named (`cqe.fd`), and for reads and writes
+    /// (`struct io_rw`, which overlays the request's start) the offset (`kiocb.ki_pos`) and
+    /// length (`len`).
+    pub uring_file_off: u32,
+    pub uring_fd_off: u32,
+    pub uring_pos_off: u32,
+    pub uring_len_off: u32,
     pub _pad: u32,
 }
+
+/// Entries of [`maps::URING_OPS`]: one per io_uring opcode (a `u8`).
+pub const URING_OPS: u32 = 256;
+/// `flags` of an io_uring request: the SQE's `fd` is an index into the ring's registered
+/// files (`IOSQE_FIXED_FILE`, `REQ_F_FIXED_FILE`), not a descriptor.
+pub const URING_FIXED_FILE: u32 = 1;
 
 /// Depths of traced cgroups the kernel filter looks at (see [`Config::cgroup_levels`]).
 pub const MAX_CGROUP_LEVEL: u32 = 32;
@@ -702,7 +741,7 @@ mod pod {
 }
 
 const _: () = {
-    assert!(core::mem::size_of::<Config>() == 112);
+    assert!(core::mem::size_of::<Config>() == 128);
     assert!(core::mem::size_of::<ImageHeader>() == 24);
     assert!(core::mem::size_of::<FuncSpec>() == 20);
     assert!(core::mem::size_of::<OnlyKey>() == 8);
@@ -713,7 +752,7 @@ const _: () = {
     assert!(core::mem::size_of::<StrHeader>() == 24);
     assert!(core::mem::size_of::<StrRecord>() == 24 + STR_CAP);
     assert!(core::mem::size_of::<ProcRecord>() == 48 + FILENAME_CAP);
-    assert!(core::mem::size_of::<KernelFields>() == 52);
+    assert!(core::mem::size_of::<KernelFields>() == 68);
     assert!(core::mem::size_of::<BioKey>() == 16);
     assert!(core::mem::size_of::<KernelRecord>() == 88);
 };

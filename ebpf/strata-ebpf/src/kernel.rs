@@ -24,7 +24,8 @@ use crate::{
 };
 
 #[map]
-static STRATA_KERNEL_FIELDS: Array<KernelFields> = Array::with_max_entries(KERNEL_EVENTS as u32, 0);
+pub(crate) static STRATA_KERNEL_FIELDS: Array<KernelFields> =
+    Array::with_max_entries(KERNEL_EVENTS as u32, 0);
 
 /// Inode numbers of files traced processes opened (filled by user space) or dirtied or read.
 /// LRU: a node daemon or an `--all` run meets more files over days than any table holds, and
@@ -80,7 +81,10 @@ static STRATA_KERNEL_WINDOW: PerCpuArray<[u64; KERNEL_WINDOW / 8]> =
 
 /// The first `f.len` bytes of the tracepoint's record, copied into this CPU's window.
 #[inline(always)]
-fn window(ctx: &TracePointContext, f: &KernelFields) -> Res<&'static [u64; KERNEL_WINDOW / 8]> {
+pub(crate) fn window(
+    ctx: &TracePointContext,
+    f: &KernelFields,
+) -> Res<&'static [u64; KERNEL_WINDOW / 8]> {
     let w = STRATA_KERNEL_WINDOW.get_ptr_mut(0).ok_or(-1)?;
     let len = masked(f.len as usize, KERNEL_WINDOW);
     // SAFETY: `len` is at most the window's size; the record is as long as its format says.
@@ -95,7 +99,7 @@ fn window(ctx: &TracePointContext, f: &KernelFields) -> Res<&'static [u64; KERNE
 /// The `T` at byte `off` of the window (user space checked that it is inside and aligned for
 /// `T`); the default when the tracepoint has no such field.
 #[inline(always)]
-fn field<T: Copy + Default>(w: &[u64; KERNEL_WINDOW / 8], off: u32) -> T {
+pub(crate) fn field<T: Copy + Default>(w: &[u64; KERNEL_WINDOW / 8], off: u32) -> T {
     if off == FIELD_NONE {
         return T::default();
     }
@@ -182,6 +186,8 @@ fn try_kernel_event(ctx: &TracePointContext, event: KernelEvent) -> Res<()> {
                 return Ok(());
             }
         }
+        // Their own programs (`uring`).
+        KernelEvent::UringSubmit | KernelEvent::UringComplete => return Ok(()),
         KernelEvent::PageDirty | KernelEvent::CacheAdd | KernelEvent::CacheDelete => {
             if mine {
                 if let Some((st, frame)) = thread::current_frame(tid) {

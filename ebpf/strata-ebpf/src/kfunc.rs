@@ -11,7 +11,9 @@ use aya_ebpf::{
     maps::HashMap,
     programs::{ProbeContext, RetProbeContext},
 };
-use strata_common::{Counter, FuncSpec, MAX_ARGS, MAX_DEPTH, NO_ARG, SPEC_ENABLED, SPEC_KERNEL};
+use strata_common::{
+    Config, Counter, FuncSpec, MAX_ARGS, MAX_DEPTH, NO_ARG, SPEC_ENABLED, SPEC_KERNEL,
+};
 
 use crate::{NO_SITE, Res, STRATA_FUNC_SPECS, config, count, on_entry, on_return, slot, thread};
 
@@ -27,7 +29,7 @@ pub fn strata_kprobe_entry(ctx: ProbeContext) -> u32 {
 }
 
 #[inline(always)]
-fn kread<T>(addr: u64) -> Res<T> {
+pub(crate) fn kread<T>(addr: u64) -> Res<T> {
     // SAFETY: the helper checks the kernel address and fails cleanly.
     unsafe { bpf_probe_read_kernel(addr as *const T) }.map_err(|e| e as i64)
 }
@@ -68,22 +70,7 @@ fn try_kprobe_entry(ctx: &ProbeContext) -> Res<()> {
     }
     let k = spec.kfile_arg as usize;
     if spec.kfile_arg != NO_ARG && k < MAX_ARGS {
-        let file = args[k];
-        let inode: u64 = kread(file + u64::from(cfg.file_inode_off)).unwrap_or(0);
-        let (ino, dev) = if inode == 0 {
-            (0, 0)
-        } else {
-            let sb: u64 = kread(inode + u64::from(cfg.inode_sb_off)).unwrap_or(0);
-            let dev: u32 = if sb == 0 {
-                0
-            } else {
-                kread(sb + u64::from(cfg.sb_dev_off)).unwrap_or(0)
-            };
-            (
-                kread(inode + u64::from(cfg.inode_ino_off)).unwrap_or(0),
-                dev,
-            )
-        };
+        let (ino, dev) = file_ids(cfg, args[k]);
         args[k] = ino;
         let d = spec.nargs as usize;
         if d < MAX_ARGS {
@@ -92,6 +79,30 @@ fn try_kprobe_entry(ctx: &ProbeContext) -> Res<()> {
     }
     // Kernel functions' arguments are kernel values: no user-space captures.
     on_entry::<0>(spec, &mut args, NO_SITE)
+}
+
+/// The inode number of a kernel `struct file *` and its file system's device (0s where a
+/// pointer is null or unreadable): a `kfile` argument.
+#[inline(always)]
+pub(crate) fn file_ids(cfg: &Config, file: u64) -> (u64, u32) {
+    let inode: u64 = if file == 0 {
+        0
+    } else {
+        kread(file + u64::from(cfg.file_inode_off)).unwrap_or(0)
+    };
+    if inode == 0 {
+        return (0, 0);
+    }
+    let sb: u64 = kread(inode + u64::from(cfg.inode_sb_off)).unwrap_or(0);
+    let dev: u32 = if sb == 0 {
+        0
+    } else {
+        kread(sb + u64::from(cfg.sb_dev_off)).unwrap_or(0)
+    };
+    (
+        kread(inode + u64::from(cfg.inode_ino_off)).unwrap_or(0),
+        dev,
+    )
 }
 
 #[kretprobe]

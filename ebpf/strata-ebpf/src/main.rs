@@ -12,6 +12,7 @@
 mod kernel;
 mod kfunc;
 mod thread;
+mod uring;
 
 use aya_ebpf::{
     EbpfContext as _,
