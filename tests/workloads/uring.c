@@ -1,6 +1,6 @@
 /* I/O through io_uring, with the raw syscalls (no liburing): what strata can see of it.
  *
- * Usage: uring DIR [requests]. Prints "ring=FD data=FD".
+ * Usage: uring DIR [requests|sqpoll]. Prints "ring=FD data=FD".
  *
  * io_uring_setup of 4 entries; its rings mapped; io_uring_register(IORING_REGISTER_FILES) of
  * DIR/uring.dat (opened first, as `data`). Then one IORING_OP_WRITE of
@@ -15,6 +15,9 @@
  *   5. two IORING_OP_READs on data, 1000 B at 0 and 3000 B at 1000: 1000 and 3000
  *   6. IORING_OP_READ on fd 999 (not open) of 100 B at 0: -EBADF
  *   7. IORING_OP_WRITE on data of 10 B at offset -1 (the file's position, 0): 10
+ * With `sqpoll`, the ring is set up with IORING_SETUP_SQPOLL: the kernel's polling thread (a
+ * thread of the process, "iou-sqp-PID") submits the one write, and the io_uring_enter (with
+ * IORING_ENTER_SQ_WAKEUP) only waits for it.
  * Then the ring and data closed. No request is a syscall of the process.
  */
 #define _GNU_SOURCE
@@ -38,6 +41,7 @@ static void check(int ok, const char *what) {
 
 struct ring {
     int fd;
+    unsigned enter_flags;
     struct io_uring_params p;
     char *sq, *cq;
     struct io_uring_sqe *sqes;
@@ -65,7 +69,8 @@ static void queue(struct ring *r, unsigned i, int opcode, int fd, const void *ad
 
 /* Submits the `n` requests queued and waits for them; checks request i's result is want[i]. */
 static void enter(struct ring *r, unsigned n, const int *want, const char *what) {
-    check(syscall(__NR_io_uring_enter, r->fd, n, n, IORING_ENTER_GETEVENTS, NULL, 0) == (long)n,
+    check(syscall(__NR_io_uring_enter, r->fd, n, n, IORING_ENTER_GETEVENTS | r->enter_flags, NULL,
+                  0) == (long)n,
           what);
     unsigned *head = (unsigned *)(r->cq + r->p.cq_off.head);
     unsigned tail = __atomic_load_n((unsigned *)(r->cq + r->p.cq_off.tail), __ATOMIC_ACQUIRE);
@@ -85,8 +90,9 @@ static void enter(struct ring *r, unsigned n, const int *want, const char *what)
 }
 
 int main(int argc, char **argv) {
-    check(argc == 2 || (argc == 3 && strcmp(argv[2], "requests") == 0),
-          "usage: uring DIR [requests]");
+    int requests = argc == 3 && strcmp(argv[2], "requests") == 0;
+    int sqpoll = argc == 3 && strcmp(argv[2], "sqpoll") == 0;
+    check(argc == 2 || requests || sqpoll, "usage: uring DIR [requests|sqpoll]");
     char path[4200];
     snprintf(path, sizeof path, "%s/uring.dat", argv[1]);
     int data = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
@@ -94,6 +100,11 @@ int main(int argc, char **argv) {
 
     struct ring r;
     memset(&r, 0, sizeof r);
+    if (sqpoll) {
+        r.p.flags = IORING_SETUP_SQPOLL;
+        r.p.sq_thread_idle = 1000;
+        r.enter_flags = IORING_ENTER_SQ_WAKEUP;
+    }
     r.fd = syscall(__NR_io_uring_setup, 4, &r.p);
     check(r.fd >= 0, "io_uring_setup");
     struct io_uring_params *p = &r.p;
@@ -120,7 +131,7 @@ int main(int argc, char **argv) {
     queue(&r, 0, IORING_OP_WRITE, data, buf, sizeof buf, 8192, 0);
     enter(&r, 1, (int[]){4096}, "the write");
 
-    if (argc == 3) {
+    if (requests) {
         static char a[1000], b[3000];
         memset(a, 'a', sizeof a);
         memset(b, 'b', sizeof b);

@@ -85,7 +85,7 @@ pub fn request_offsets(btf: &Btf) -> Result<[u32; 6], BtfError> {
 
 /// Where an io_uring request (`struct io_kiocb`) keeps its file, the SQE's descriptor
 /// (`cqe.fd`), and for reads and writes (`struct io_rw`, overlaying the request's start) the
-/// offset (`kiocb.ki_pos`) and length (`len`). Linux 6.0 and later.
+/// offset (`kiocb.ki_pos`) and length (`len`). Tested on Linux 6.1, 6.12 and 6.18.
 pub fn uring_offsets(btf: &Btf) -> Result<[u32; 4], BtfError> {
     Ok([
         member_offset(btf, "io_kiocb", "file")?,

@@ -421,10 +421,83 @@ fn a_read_that_misses_the_cache_reads_the_disk_and_a_second_does_not() {
     }
 }
 
-/// The verifier's work per program, as the kernel reports it (Linux 5.16+). Older kernels
-/// prune fewer paths: a program at a few percent of the 1,000,000-instruction budget on a
-/// new kernel can exceed it on an old one (a change that passed on 6.18 hit the limit on
-/// 6.1), so each must stay well inside it on every test kernel.
+/// A run of tests/workloads/uring.c in `mode`, traced with the posix and uring layers.
+struct UringRun {
+    out: std::path::PathBuf,
+    /// What the workload printed (with one write(2)).
+    printed: String,
+    calls: Vec<Row>,
+    pid: i64,
+    /// The data file's descriptor, inode, file_id, and fd handle.
+    data: i64,
+    ino: i64,
+    file: i64,
+    handle: i64,
+}
+
+impl UringRun {
+    fn trace(mode: &str) -> Self {
+        require_root();
+        let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let dir = std::fs::canonicalize(scratch(&format!("kernel_uring_{mode}"))).unwrap();
+        let exe = build_c("cc", "uring.c", &dir.join("uring"), &[]);
+        let out = dir.join("out");
+        let res = run(strata()
+            .args(["record", "-q", "--layers", "posix,uring", "-o"])
+            .arg(&out)
+            .arg("--")
+            .arg(&exe)
+            .arg(&dir)
+            .arg(mode));
+        assert!(res.status.success(), "{:?}", res.status);
+        let printed = String::from_utf8(res.stdout).unwrap();
+        let data: i64 = printed
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("data="))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no data= in {printed:?}"));
+        let path = dir.join("uring.dat");
+        let pid = rows(&out, "processes")
+            .iter()
+            .find(|p| p.s("exe") == exe.to_str())
+            .and_then(|p| p.i("pid"))
+            .expect("the workload's process");
+        let file = rows(&out, "files")
+            .iter()
+            .find(|f| f.s("path") == path.to_str())
+            .and_then(|f| f.i("file_id"))
+            .expect("uring.dat's file row");
+        let handle = rows(&out, "handles")
+            .iter()
+            .find(|h| {
+                h.i("pid") == Some(pid) && h.s("kind") == Some("fd") && h.i("file_id") == Some(file)
+            })
+            .and_then(|h| h.i("handle_id"))
+            .expect("the data file's fd handle");
+        Self {
+            calls: rows(&out, "calls"),
+            printed,
+            ino: std::fs::metadata(&path).unwrap().ino() as i64,
+            out,
+            pid,
+            data,
+            file,
+            handle,
+        }
+    }
+
+    /// The process's calls on `layer` (or of `function`), in the order they began.
+    fn of(&self, keep: impl Fn(&Row) -> bool) -> Vec<&Row> {
+        let mut v: Vec<&Row> = self
+            .calls
+            .iter()
+            .filter(|c| c.i("pid") == Some(self.pid) && keep(c))
+            .collect();
+        v.sort_by_key(|c| c.i("ts_begin_ns"));
+        v
+    }
+}
+
 /// io_uring requests are rows of layer `uring`, from submission to completion, each beneath
 /// the io_uring_enter that submitted it: the descriptor, offset, length and result the
 /// workload gave and checked, the handle and file of the descriptor, and the inode the kernel
@@ -435,59 +508,11 @@ fn a_read_that_misses_the_cache_reads_the_disk_and_a_second_does_not() {
 #[test]
 fn io_uring_requests_are_rows_beneath_the_entry_that_submitted_them() {
     const EBADF: i64 = 9;
-    require_root();
-    let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = std::fs::canonicalize(scratch("kernel_uring")).unwrap();
-    let exe = build_c("cc", "uring.c", &dir.join("uring"), &[]);
-    let out = dir.join("out");
-    let res = run(strata()
-        .args(["record", "-q", "--layers", "posix,uring", "-o"])
-        .arg(&out)
-        .arg("--")
-        .arg(&exe)
-        .arg(&dir)
-        .arg("requests"));
-    assert!(res.status.success(), "{:?}", res.status);
-    let printed = String::from_utf8(res.stdout).unwrap();
-    let data: i64 = printed
-        .split_whitespace()
-        .find_map(|w| w.strip_prefix("data="))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no data= in {printed:?}"));
-    let path = dir.join("uring.dat");
-    let ino = std::fs::metadata(&path).unwrap().ino() as i64;
-    let pid = rows(&out, "processes")
-        .iter()
-        .find(|p| p.s("exe") == exe.to_str())
-        .and_then(|p| p.i("pid"))
-        .expect("the workload's process");
-    let file = rows(&out, "files")
-        .iter()
-        .find(|f| f.s("path") == path.to_str())
-        .and_then(|f| f.i("file_id"))
-        .expect("uring.dat's file row");
-    let handle = rows(&out, "handles")
-        .iter()
-        .find(|h| {
-            h.i("pid") == Some(pid) && h.s("kind") == Some("fd") && h.i("file_id") == Some(file)
-        })
-        .and_then(|h| h.i("handle_id"))
-        .expect("the data file's fd handle");
-    let calls = rows(&out, "calls");
-    let of_pid = |c: &&Row| c.i("pid") == Some(pid);
-    let mut enters: Vec<&Row> = calls
-        .iter()
-        .filter(of_pid)
-        .filter(|c| c.s("function") == Some("io_uring_enter"))
-        .collect();
-    enters.sort_by_key(|c| c.i("ts_begin_ns"));
+    let t = UringRun::trace("requests");
+    let (data, ino, file, handle) = (t.data, t.ino, t.file, t.handle);
+    let enters = t.of(|c| c.s("function") == Some("io_uring_enter"));
     assert_eq!(enters.len(), 7, "{enters:?}");
-    let mut requests: Vec<&Row> = calls
-        .iter()
-        .filter(of_pid)
-        .filter(|c| c.s("layer") == Some("uring"))
-        .collect();
-    requests.sort_by_key(|c| c.i("ts_begin_ns"));
+    let requests = t.of(|c| c.s("layer") == Some("uring"));
     struct Want {
         function: &'static str,
         op: &'static str,
@@ -627,8 +652,36 @@ fn io_uring_requests_are_rows_beneath_the_entry_that_submitted_them() {
         let n = want.iter().filter(|w| w.enter == i).count() as i64;
         assert_eq!((enter.list_i("args")[1], enter.i("ret")), (n, Some(n)));
     }
+    // The report's bytes per process count the requests' (the workload's own write(2) is the
+    // line it printed; its reads before are the loader's).
+    let report = run(strata().args(["report", "--format", "json"]).arg(&t.out));
+    assert!(report.status.success(), "{:?}", report.status);
+    let r: serde_json::Value = serde_json::from_slice(&report.stdout).expect("report JSON");
+    let me = r["summaries"]["processes"]
+        .as_array()
+        .expect("processes summary")
+        .iter()
+        .find(|p| p["pid"].as_i64() == Some(t.pid))
+        .expect("the workload's row")
+        .clone();
+    let loader_reads: i64 = t
+        .of(|c| c.s("layer") == Some("posix") && c.s("op") == Some("read"))
+        .iter()
+        .filter_map(|c| c.i("bytes_result"))
+        .sum();
+    assert_eq!(
+        (
+            me["posix_bytes_read"].as_i64(),
+            me["posix_bytes_written"].as_i64()
+        ),
+        (
+            Some(loader_reads + 1000 + 3000),
+            Some(t.printed.len() as i64 + 4096 + 4000 + 512 + 10)
+        ),
+        "{me}"
+    );
     // Every request probe attached, through the two kernel events.
-    let probes = rows(&out, "probes");
+    let probes = rows(&t.out, "probes");
     let uring: Vec<&Row> = probes
         .iter()
         .filter(|p| p.s("layer") == Some("uring"))
@@ -640,6 +693,37 @@ fn io_uring_requests_are_rows_beneath_the_entry_that_submitted_them() {
     );
 }
 
+/// With IORING_SETUP_SQPOLL the kernel's polling thread, a thread of the process, submits the
+/// request: its row is on that thread, with no call beneath it, and still has the process's
+/// descriptor, handle and file. Ground truth: tests/workloads/uring.c, `sqpoll`.
+#[test]
+fn io_uring_requests_the_kernel_polls_for_are_on_its_thread() {
+    let t = UringRun::trace("sqpoll");
+    let enter = t.of(|c| c.s("function") == Some("io_uring_enter"));
+    let requests = t.of(|c| c.s("layer") == Some("uring"));
+    assert_eq!((enter.len(), requests.len()), (1, 1), "{requests:?}");
+    let (enter, r) = (enter[0], requests[0]);
+    assert_eq!(r.s("function"), Some("IORING_OP_WRITE"));
+    assert_eq!(r.list_i("args"), [t.data, 8192, 4096, t.ino]);
+    assert_eq!(
+        (r.i("offset"), r.i("bytes_result"), r.i("errno")),
+        (Some(8192), Some(4096), None)
+    );
+    assert_eq!(
+        (r.i("handle_id"), r.i("file_id")),
+        (Some(t.handle), Some(t.file))
+    );
+    assert_eq!((r.i("parent_id"), r.i("depth")), (None, Some(0)), "{r:?}");
+    assert_ne!(r.i("tid"), enter.i("tid"), "on the polling thread: {r:?}");
+    // IORING_ENTER_GETEVENTS | IORING_ENTER_SQ_WAKEUP: the entry only waited.
+    assert_eq!(enter.i("flags"), Some(3));
+    assert!(enter.i("ts_begin_ns") <= r.i("ts_end_ns") && r.i("ts_end_ns") <= enter.i("ts_end_ns"));
+}
+
+/// The verifier's work per program, as the kernel reports it (Linux 5.16+). Older kernels
+/// prune fewer paths: a program at a few percent of the 1,000,000-instruction budget on a
+/// new kernel can exceed it on an old one (a change that passed on 6.18 hit the limit on
+/// 6.1), so each must stay well inside it on every test kernel.
 #[test]
 fn every_program_verifies_well_within_the_kernels_budget() {
     require_root();
