@@ -575,7 +575,7 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
             Target::Uprobe { library, .. } => ("uprobe", library.clone()),
             Target::Kernel { attach, .. } => ("tracepoint", attach[0].to_string()),
             Target::Kfunc { function, .. } => ("kprobe", function.clone()),
-            Target::Request { .. } => ("tracepoint", String::new()),
+            Target::Request { opcode, .. } => ("tracepoint", format!("io_uring opcode {opcode}")),
         };
         let mut status = ProbeStatus {
             probe_id: p.id,
