@@ -1,9 +1,10 @@
 /* I/O through io_uring, with the raw syscalls (no liburing): what strata can see of it.
  *
- * Usage: uring DIR [requests|sqpoll]. Prints "ring=FD data=FD".
+ * Usage: uring DIR [requests|sqpoll|files]. Prints "ring=FD data=FD" (and " opened=FD" with
+ * `files`).
  *
  * io_uring_setup of 4 entries; its rings mapped; io_uring_register(IORING_REGISTER_FILES) of
- * DIR/uring.dat (opened first, as `data`). Then one IORING_OP_WRITE of
+ * DIR/uring.dat (opened first, as `data`; with `files`, a second, empty slot follows). Then one IORING_OP_WRITE of
  * 4 KiB ('u') at offset 8 KiB to that file, submitted and waited for by one
  * io_uring_enter(ring, 1, 1, IORING_ENTER_GETEVENTS), whose completion says 4096.
  *
@@ -18,6 +19,14 @@
  * With `sqpoll`, the ring is set up with IORING_SETUP_SQPOLL: the kernel's polling thread (a
  * thread of the process, "iou-sqp-PID") submits the one write, and the io_uring_enter (with
  * IORING_ENTER_SQ_WAKEUP) only waits for it.
+ * With `files`, seven entries of one request each follow, on DIR/ring.txt:
+ *   2. IORING_OP_OPENAT (AT_FDCWD, the absolute path, O_RDWR|O_CREAT|O_TRUNC, 0640): `opened`
+ *   3. IORING_OP_WRITE on opened of 100 B ('r') at 0: 100
+ *   4. IORING_OP_STATX (AT_FDCWD, the path, flags 0, STATX_SIZE): 0, and the size is 100
+ *   5. IORING_OP_CLOSE of opened: 0, and opened is closed after it
+ *   6. IORING_OP_OPENAT of the path, O_RDONLY, into registered slot 1 (file_index 2): 0
+ *   7. IORING_OP_READ on registered file 1 (IOSQE_FIXED_FILE) of 100 B at 0: 100
+ *   8. IORING_OP_CLOSE of registered slot 1 (file_index 2): 0
  * Then the ring and data closed. No request is a syscall of the process.
  */
 #define _GNU_SOURCE
@@ -28,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -47,8 +57,8 @@ struct ring {
     struct io_uring_sqe *sqes;
 };
 
-/* Queues one request (SQE slot `i` of the batch being built). */
-static void queue(struct ring *r, unsigned i, int opcode, int fd, const void *addr,
+/* Queues one request (SQE slot `i` of the batch being built); returns it for more fields. */
+static struct io_uring_sqe *queue(struct ring *r, unsigned i, int opcode, int fd, const void *addr,
                   unsigned len, long long off, int flags) {
     unsigned *tail = (unsigned *)(r->sq + r->p.sq_off.tail);
     unsigned mask = *(unsigned *)(r->sq + r->p.sq_off.ring_mask);
@@ -65,9 +75,15 @@ static void queue(struct ring *r, unsigned i, int opcode, int fd, const void *ad
     unsigned t = *tail;
     array[t & mask] = i;
     __atomic_store_n(tail, t + 1, __ATOMIC_RELEASE);
+    return e;
 }
 
-/* Submits the `n` requests queued and waits for them; checks request i's result is want[i]. */
+/* Any result of at least 0 (a descriptor). */
+#define ANY_FD (-1000000)
+static int last_res;
+
+/* Submits the `n` requests queued and waits for them; checks request i's result is want[i]
+ * (ANY_FD: any descriptor); the last result read is kept in last_res. */
 static void enter(struct ring *r, unsigned n, const int *want, const char *what) {
     check(syscall(__NR_io_uring_enter, r->fd, n, n, IORING_ENTER_GETEVENTS | r->enter_flags, NULL,
                   0) == (long)n,
@@ -80,7 +96,9 @@ static void enter(struct ring *r, unsigned n, const int *want, const char *what)
     check(tail - h == n, what);
     for (; h != tail; h++) {
         struct io_uring_cqe *c = &cqes[h & cmask];
-        if (c->user_data >= n || c->res != want[c->user_data]) {
+        int any = c->user_data < n && want[c->user_data] == ANY_FD && c->res >= 0;
+        last_res = c->res;
+        if (c->user_data >= n || (!any && c->res != want[c->user_data])) {
             fprintf(stderr, "%s: request %llu gave %d\n", what, (unsigned long long)c->user_data,
                     c->res);
             exit(1);
@@ -92,7 +110,8 @@ static void enter(struct ring *r, unsigned n, const int *want, const char *what)
 int main(int argc, char **argv) {
     int requests = argc == 3 && strcmp(argv[2], "requests") == 0;
     int sqpoll = argc == 3 && strcmp(argv[2], "sqpoll") == 0;
-    check(argc == 2 || requests || sqpoll, "usage: uring DIR [requests|sqpoll]");
+    int files = argc == 3 && strcmp(argv[2], "files") == 0;
+    check(argc == 2 || requests || sqpoll || files, "usage: uring DIR [requests|sqpoll|files]");
     char path[4200];
     snprintf(path, sizeof path, "%s/uring.dat", argv[1]);
     int data = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
@@ -123,7 +142,8 @@ int main(int argc, char **argv) {
     r.sqes = mmap(NULL, p->sq_entries * sizeof(struct io_uring_sqe), PROT_READ | PROT_WRITE,
                   MAP_SHARED | MAP_POPULATE, r.fd, IORING_OFF_SQES);
     check(r.sqes != MAP_FAILED, "mmap sqes");
-    check(syscall(__NR_io_uring_register, r.fd, IORING_REGISTER_FILES, &data, 1) == 0,
+    int table[2] = {data, -1};
+    check(syscall(__NR_io_uring_register, r.fd, IORING_REGISTER_FILES, table, files ? 2 : 1) == 0,
           "io_uring_register");
 
     static char buf[4096], in[4096];
@@ -152,8 +172,43 @@ int main(int argc, char **argv) {
         enter(&r, 1, (int[]){10}, "the write at the file's position");
         check(lseek(data, 0, SEEK_CUR) == 10, "the file's position after it");
     }
+    int opened = -1;
+    if (files) {
+        char txt[4200];
+        snprintf(txt, sizeof txt, "%s/ring.txt", argv[1]);
+        struct io_uring_sqe *e = queue(&r, 0, IORING_OP_OPENAT, AT_FDCWD, txt, 0640, 0, 0);
+        e->open_flags = O_RDWR | O_CREAT | O_TRUNC;
+        enter(&r, 1, (int[]){ANY_FD}, "the open");
+        opened = last_res;
+        static char rbuf[100];
+        memset(rbuf, 'r', sizeof rbuf);
+        queue(&r, 0, IORING_OP_WRITE, opened, rbuf, sizeof rbuf, 0, 0);
+        enter(&r, 1, (int[]){100}, "the write to the opened file");
+        static struct statx stx;
+        e = queue(&r, 0, IORING_OP_STATX, AT_FDCWD, txt, STATX_SIZE, (long long)(unsigned long)&stx,
+                  0);
+        e->statx_flags = 0;
+        enter(&r, 1, (int[]){0}, "the statx");
+        check(stx.stx_size == 100, "the size statx gave");
+        queue(&r, 0, IORING_OP_CLOSE, opened, NULL, 0, 0, 0);
+        enter(&r, 1, (int[]){0}, "the close");
+        check(fcntl(opened, F_GETFD) == -1 && errno == EBADF, "opened closed by the close");
+        e = queue(&r, 0, IORING_OP_OPENAT, AT_FDCWD, txt, 0, 0, 0);
+        e->open_flags = O_RDONLY;
+        e->file_index = 2;
+        enter(&r, 1, (int[]){0}, "the open into slot 1");
+        queue(&r, 0, IORING_OP_READ, 1, in, 100, 0, IOSQE_FIXED_FILE);
+        enter(&r, 1, (int[]){100}, "the read of slot 1");
+        check(memcmp(in, rbuf, sizeof rbuf) == 0, "data read from slot 1");
+        e = queue(&r, 0, IORING_OP_CLOSE, 0, NULL, 0, 0, 0);
+        e->file_index = 2;
+        enter(&r, 1, (int[]){0}, "the close of slot 1");
+    }
     check(close(r.fd) == 0, "close ring");
     check(close(data) == 0, "close data");
-    printf("ring=%d data=%d\n", r.fd, data);
+    if (files)
+        printf("ring=%d data=%d opened=%d\n", r.fd, data, opened);
+    else
+        printf("ring=%d data=%d\n", r.fd, data);
     return 0;
 }

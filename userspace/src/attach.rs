@@ -19,7 +19,8 @@ use aya::{
 };
 use strata_common::{
     COOKIE_TABLE_SHIFT, Config, FIELD_NONE, FuncSpec, KERNEL_WINDOW, KernelEvent, KernelFields,
-    OnlyKey, TypeTable, globals, maps, programs,
+    NO_ARG, OnlyKey, TypeTable, URING_FIELD_DEREF, URING_FIELD_SIGNED, UringField, UringOp,
+    globals, maps, programs,
 };
 
 use crate::{
@@ -500,14 +501,7 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
 
     let file_offsets = crate::btf::offsets(&kernel_btf, crate::btf::file_offsets);
     let request_offsets = crate::btf::offsets(&kernel_btf, crate::btf::request_offsets);
-    let uring_offsets = crate::btf::offsets(&kernel_btf, crate::btf::uring_offsets);
     let mut config = lifecycle_config(&root, opts)?;
-    if let Ok([file, fd, pos, len]) = uring_offsets {
-        config.uring_file_off = file;
-        config.uring_fd_off = fd;
-        config.uring_pos_off = pos;
-        config.uring_len_off = len;
-    }
     if let Ok([f_inode, i_ino, i_sb, s_dev]) = file_offsets {
         config.file_inode_off = f_inode;
         config.inode_ino_off = i_ino;
@@ -637,7 +631,6 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
                     &KernelStructs {
                         btf: &aya_btf,
                         request_offsets: &request_offsets,
-                        uring_offsets: &uring_offsets,
                     },
                     &mut status,
                 ),
@@ -655,7 +648,7 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
         statuses.push(status);
     }
     finish_uprobes(&mut uprobes, &mut ebpf, &mut statuses, probes);
-    attach_requests(&mut ebpf, probes, &mut statuses)?;
+    attach_requests(&mut ebpf, probes, &kernel_btf, &mut statuses)?;
     let lib_inodes = libs
         .values()
         .filter_map(|l| l.as_ref().ok())
@@ -1044,8 +1037,6 @@ struct KernelStructs<'a> {
     btf: &'a Result<aya::Btf, String>,
     /// [`crate::btf::request_offsets`]
     request_offsets: &'a Result<[u32; 6], String>,
-    /// [`crate::btf::uring_offsets`]
-    uring_offsets: &'a Result<[u32; 4], String>,
 }
 
 /// Attaches a kernel event through the first mechanism of `attach` that works here.
@@ -1061,12 +1052,6 @@ fn attach_kernel(
         Mechanism::Tracepoint { category, name } => {
             status.mechanism = "tracepoint";
             status.target = format!("{category}/{name}");
-            // The submission program reads the request through BTF offsets.
-            if event == KernelEvent::UringSubmit {
-                if let Err(e) = kernel.uring_offsets {
-                    anyhow::bail!("{e}");
-                }
-            }
             attach_kernel_tracepoint(ebpf, root, event, category, name)
         }
         Mechanism::BtfTracepoint { name } => {
@@ -1087,10 +1072,12 @@ fn attach_kernel(
 
 /// io_uring requests (`request` probes) are recorded by the `uring_submit` and
 /// `uring_complete` kernel events: once both are attached, each enabled request's spec is
-/// installed and its opcode mapped to it; else each says which event is missing and why.
+/// installed and its opcode mapped to it, with where its fields lie in this kernel; else each
+/// says which event is missing and why, or which field this kernel lacks.
 fn attach_requests(
     ebpf: &mut Ebpf,
     probes: &[Probe],
+    btf: &Result<btf_rs::Btf, String>,
     statuses: &mut [ProbeStatus],
 ) -> anyhow::Result<()> {
     let events = [KernelEvent::UringSubmit, KernelEvent::UringComplete];
@@ -1114,31 +1101,113 @@ fn attach_requests(
             )),
         }
     }
+    if let (Err(e), true) = (btf, missing.is_empty()) {
+        // Said once here, not once per opcode.
+        log::warn!("io_uring requests not recorded: {e}");
+        missing.push(e.clone());
+    }
     for p in probes.iter().filter(|p| p.enabled) {
-        let Target::Request { opcode, .. } = p.target else {
+        let Target::Request { opcode, fields, .. } = &p.target else {
             continue;
         };
         let status = &mut statuses[p.id as usize];
         status.target = targets.join(" + ");
-        if !missing.is_empty() {
-            // Not logged once per opcode: the events' own failures were.
-            status.status = "failed";
-            status.reason = Some(missing.join("; "));
-            continue;
-        }
+        let op = match btf {
+            Ok(btf) if missing.is_empty() => uring_op(btf, p, fields),
+            _ => {
+                // Not logged once per opcode: the events' own failures were.
+                status.status = "failed";
+                status.reason = Some(missing.join("; "));
+                continue;
+            }
+        };
+        let op = match op {
+            Ok(op) => op,
+            Err(e) => {
+                record_result(status, Err(Failure::Failed(e)), probes);
+                continue;
+            }
+        };
         let mut specs: Array<_, FuncSpec> = Array::try_from(
             ebpf.map_mut(maps::FUNC_SPECS)
                 .ok_or_else(|| anyhow!("map {} missing", maps::FUNC_SPECS))?,
         )?;
         specs.set(p.id, p.spec(), 0)?;
-        let mut ops: Array<_, u32> = Array::try_from(
+        let mut ops: Array<_, UringOp> = Array::try_from(
             ebpf.map_mut(maps::URING_OPS)
                 .ok_or_else(|| anyhow!("map {} missing", maps::URING_OPS))?,
         )?;
-        ops.set(u32::from(opcode), p.id + 1, 0)?;
+        ops.set(u32::from(*opcode), op, 0)?;
         record_result(status, Ok(()), probes);
     }
     Ok(())
+}
+
+/// How the kernel side reads request probe `p`'s arguments in this kernel: each field's
+/// place from the BTF, and which arguments are the descriptor, the file and strings.
+fn uring_op(
+    btf: &btf_rs::Btf,
+    p: &Probe,
+    fields: &[crate::probes::FieldPath],
+) -> Result<UringOp, String> {
+    let mut op = UringOp {
+        probe: p.id + 1,
+        fd_arg: NO_ARG,
+        file_arg: NO_ARG,
+        str_args: [NO_ARG; 2],
+        ..Default::default()
+    };
+    let mut strs = 0;
+    for (i, (field, role)) in fields.iter().zip(&p.args).enumerate() {
+        let f = crate::btf::request_field(btf, field).map_err(|e| e.to_string())?;
+        let is_str = matches!(role, ArgKind::Path | ArgKind::Str);
+        let want_pointer = is_str || *role == ArgKind::KFile;
+        if want_pointer != f.pointer {
+            return Err(format!(
+                "field {field}: `{}` {} a pointer in this kernel",
+                role.as_str(),
+                if want_pointer { "needs" } else { "is not" }
+            ));
+        }
+        let small = |v: u32| {
+            u16::try_from(v).map_err(|_| format!("field {field}: offset {v} is past 64 KiB"))
+        };
+        match role {
+            ArgKind::KFile if f.deref.is_some() => {
+                return Err(format!(
+                    "field {field}: `kfile` is a field of the request itself"
+                ));
+            }
+            // Read at completion, not with the others.
+            ArgKind::KFile => {
+                (op.file_off, op.file_arg) = (small(f.off)?, i as u8);
+                continue;
+            }
+            ArgKind::Fd => op.fd_arg = i as u8,
+            _ if is_str => {
+                *op.str_args.get_mut(strs).ok_or_else(|| {
+                    format!("field {field}: at most two strings per io_uring request")
+                })? = i as u8;
+                strs += 1;
+            }
+            _ => {}
+        }
+        let mut flags = 0;
+        if f.signed {
+            flags |= URING_FIELD_SIGNED;
+        }
+        if f.deref.is_some() {
+            flags |= URING_FIELD_DEREF;
+        }
+        op.fields[i] = UringField {
+            off: small(f.off)?,
+            deref: small(f.deref.unwrap_or(0))?,
+            size: f.size as u8,
+            flags,
+            _pad: [0; 2],
+        };
+    }
+    Ok(op)
 }
 
 /// Tries each mechanism in order until one attaches; the `reason` keeps why the ones before

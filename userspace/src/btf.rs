@@ -10,37 +10,16 @@ pub enum BtfError {
     Read(String),
     #[error("struct {0} has no field {1} in this kernel's BTF")]
     Missing(String, String),
+    #[error("field {0}: {1}")]
+    Field(String, String),
 }
 
 /// Byte offset of `field` in `struct strukt`, looking into anonymous unions and structs.
 pub fn member_offset(btf: &Btf, strukt: &str, field: &str) -> Result<u32, BtfError> {
-    let missing = || BtfError::Missing(strukt.into(), field.into());
-    let types = btf.resolve_types_by_name(strukt).map_err(|_| missing())?;
-    types
-        .iter()
-        .find_map(|t| match t {
-            Type::Struct(s) if !s.members.is_empty() => find(btf, s, field, 0),
-            _ => None,
-        })
-        .ok_or_else(missing)
-}
-
-fn find(btf: &Btf, s: &btf_rs::Struct, field: &str, base: u32) -> Option<u32> {
-    for m in &s.members {
-        let at = base + m.bit_offset() / 8;
-        let name = btf.resolve_name(m).unwrap_or_default();
-        if name == field {
-            return Some(at);
-        }
-        if name.is_empty() {
-            if let Ok(Type::Struct(inner) | Type::Union(inner)) = btf.resolve_chained_type(m) {
-                if let Some(off) = find(btf, &inner, field, at) {
-                    return Some(off);
-                }
-            }
-        }
-    }
-    None
+    named_struct(btf, strukt)
+        .and_then(|s| member(btf, &s, field))
+        .map(|(_, off)| off)
+        .ok_or_else(|| BtfError::Missing(strukt.into(), field.into()))
 }
 
 /// The running kernel's BTF. Read whole first: btf-rs's file reader seeks once per type
@@ -83,16 +62,142 @@ pub fn request_offsets(btf: &Btf) -> Result<[u32; 6], BtfError> {
     ])
 }
 
-/// Where an io_uring request (`struct io_kiocb`) keeps its file, the SQE's descriptor
-/// (`cqe.fd`), and for reads and writes (`struct io_rw`, overlaying the request's start) the
-/// offset (`kiocb.ki_pos`) and length (`len`). Tested on Linux 6.1, 6.12 and 6.18.
-pub fn uring_offsets(btf: &Btf) -> Result<[u32; 4], BtfError> {
-    Ok([
-        member_offset(btf, "io_kiocb", "file")?,
-        member_offset(btf, "io_kiocb", "cqe")? + member_offset(btf, "io_cqe", "fd")?,
-        member_offset(btf, "io_rw", "kiocb")? + member_offset(btf, "kiocb", "ki_pos")?,
-        member_offset(btf, "io_rw", "len")?,
-    ])
+/// Where an argument of an io_uring request lies, from the request's start: `size` bytes
+/// at `off`, or behind the pointer at `off`, at `deref` into what it points to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestField {
+    pub off: u32,
+    pub deref: Option<u32>,
+    pub size: u32,
+    pub signed: bool,
+    pub pointer: bool,
+}
+
+/// Resolves a request field (`io_rw.kiocb.ki_pos`, `io_open.filename->name`) in the
+/// kernel's BTF. An opcode's command struct lives in the request's `cmd` area, which it
+/// must fit (the kernel checks the same when it builds).
+pub fn request_field(btf: &Btf, f: &crate::probes::FieldPath) -> Result<RequestField, BtfError> {
+    let fail = |why: String| BtfError::Field(f.to_string(), why);
+    let root = named_struct(btf, &f.root)
+        .ok_or_else(|| fail(format!("this kernel's BTF has no struct {}", f.root)))?;
+    let base = if f.root == "io_kiocb" {
+        0
+    } else {
+        let cmd = member_offset(btf, "io_kiocb", "cmd")
+            .map_err(|_| fail("this kernel's io_kiocb has no command area (`cmd`)".into()))?;
+        let room = named_struct(btf, "io_cmd_data").map_or(0, |s| s.size());
+        if root.size() > room {
+            return Err(fail(format!(
+                "struct {} ({} bytes) is no request command: the command area holds {room}",
+                f.root,
+                root.size()
+            )));
+        }
+        cmd
+    };
+    let (off, mut ty) = walk(btf, Type::Struct(root), &f.path, base).map_err(fail)?;
+    let deref = if f.behind.is_empty() {
+        None
+    } else {
+        let Type::Ptr(p) = &ty else {
+            return Err(fail("`->` follows a pointer".into()));
+        };
+        let target = strip(
+            btf,
+            btf.resolve_chained_type(p)
+                .map_err(|e| fail(e.to_string()))?,
+        )?;
+        let (d, t) = walk(btf, target, &f.behind, 0).map_err(fail)?;
+        ty = t;
+        Some(d)
+    };
+    let (size, signed, pointer) = match &ty {
+        Type::Int(i) => (i.size() as u32, i.is_signed(), false),
+        Type::Enum(e) => (e.size() as u32, e.is_signed(), false),
+        Type::Enum64(e) => (e.size() as u32, e.is_signed(), false),
+        Type::Ptr(_) => (8, false, true),
+        other => {
+            return Err(fail(format!("a {}, not a number or pointer", other.name())));
+        }
+    };
+    if !matches!(size, 1 | 2 | 4 | 8) {
+        return Err(fail(format!("{size} bytes: not a number strata reads")));
+    }
+    Ok(RequestField {
+        off,
+        deref,
+        size,
+        signed,
+        pointer,
+    })
+}
+
+fn named_struct(btf: &Btf, name: &str) -> Option<btf_rs::Struct> {
+    btf.resolve_types_by_name(name)
+        .ok()?
+        .into_iter()
+        .find_map(|t| match t {
+            Type::Struct(s) if !s.members.is_empty() => Some(s),
+            _ => None,
+        })
+}
+
+/// Follows typedefs and qualifiers to the type they name.
+fn strip(btf: &Btf, mut t: Type) -> Result<Type, BtfError> {
+    for _ in 0..16 {
+        t = match &t {
+            Type::Typedef(x) => btf.resolve_chained_type(x),
+            Type::Const(x) => btf.resolve_chained_type(x),
+            Type::Volatile(x) => btf.resolve_chained_type(x),
+            Type::Restrict(x) => btf.resolve_chained_type(x),
+            Type::TypeTag(x) => btf.resolve_chained_type(x),
+            _ => return Ok(t),
+        }
+        .map_err(|e| BtfError::Read(e.to_string()))?;
+    }
+    Ok(t)
+}
+
+/// Offset (from `base`) and type of the member `path` names, from struct or union `t`.
+fn walk(btf: &Btf, mut t: Type, path: &[String], mut off: u32) -> Result<(u32, Type), String> {
+    for name in path {
+        let (Type::Struct(s) | Type::Union(s)) = &t else {
+            return Err(format!(
+                "{name}: a member of a {}, not of a struct",
+                t.name()
+            ));
+        };
+        let m = member(btf, s, name).ok_or_else(|| format!("no member {name} in this kernel"))?;
+        if m.0.bitfield_size().is_some_and(|b| b != 0) {
+            return Err(format!("{name} is a bit field"));
+        }
+        off += m.1;
+        t = strip(
+            btf,
+            btf.resolve_chained_type(&m.0).map_err(|e| e.to_string())?,
+        )
+        .map_err(|e| e.to_string())?;
+    }
+    Ok((off, t))
+}
+
+/// A member by name and its byte offset, looking into anonymous unions and structs.
+fn member(btf: &Btf, s: &btf_rs::Struct, name: &str) -> Option<(btf_rs::Member, u32)> {
+    for m in &s.members {
+        let at = m.bit_offset() / 8;
+        let n = btf.resolve_name(m).unwrap_or_default();
+        if n == name {
+            return Some((m.clone(), at));
+        }
+        if n.is_empty() {
+            if let Ok(Type::Struct(inner) | Type::Union(inner)) = btf.resolve_chained_type(m) {
+                if let Some((found, off)) = member(btf, &inner, name) {
+                    return Some((found, at + off));
+                }
+            }
+        }
+    }
+    None
 }
 
 /// (task_struct.mm, mm_struct.arg_start, .arg_end, .env_start, .env_end): where a process's
@@ -137,17 +242,36 @@ mod tests {
         assert!(flags < sector && sector % 8 == 0);
     }
 
-    /// The request's file comes first (it is also `io_rw`'s `kiocb.ki_filp`); the CQE's fd
-    /// follows its user data and result; `io_rw`'s length lies past its kiocb.
+    /// Request fields against this kernel: the request's file first (it is also `io_rw`'s
+    /// `kiocb.ki_filp`), the CQE's fd after its user data and result, a read's offset past
+    /// the kiocb's file pointer in the command area; an open's path behind its `filename`.
     #[test]
-    fn finds_uring_fields() {
+    fn finds_io_uring_request_fields() {
         let btf = kernel().expect("this kernel has BTF");
-        let [file, fd, pos, len] = uring_offsets(&btf).unwrap();
+        let field = |s: &str| request_field(&btf, &s.parse().unwrap());
+        let cmd = member_offset(&btf, "io_kiocb", "cmd").unwrap();
         let cqe = member_offset(&btf, "io_kiocb", "cqe").unwrap();
-        assert_eq!(file, 0, "io_kiocb.file");
-        assert_eq!(fd, cqe + 12, "io_cqe: user_data, res, then the fd");
-        assert_eq!(pos, 8, "kiocb: ki_filp, then ki_pos");
-        assert!(len > pos && len % 4 == 0);
+        let file = field("io_kiocb.file").unwrap();
+        assert_eq!((file.off, file.size, file.pointer), (0, 8, true));
+        let fd = field("io_kiocb.cqe.fd").unwrap();
+        assert_eq!((fd.off, fd.size, fd.signed), (cqe + 12, 4, true));
+        let pos = field("io_rw.kiocb.ki_pos").unwrap();
+        assert_eq!((pos.off, pos.size, pos.signed), (cmd + 8, 8, true));
+        let len = field("io_rw.len").unwrap();
+        assert_eq!((len.size, len.signed), (4, false));
+        let name = field("io_open.filename->name").unwrap();
+        assert_eq!((name.deref, name.pointer), (Some(0), true));
+        assert!(name.off > cmd && name.off < cmd + 64);
+        for (bad, why) in [
+            ("io_open.no_such", "no member no_such"),
+            ("io_open.dfd->x", "`->` follows a pointer"),
+            ("io_open.how", "a struct, not a number"),
+            ("no_such_struct.x", "no struct no_such_struct"),
+            ("task_struct.pid", "is no request command"),
+        ] {
+            let e = field(bad).unwrap_err().to_string();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
     }
 
     /// mm_struct keeps the four bounds of the arguments and environment adjacent, in order.

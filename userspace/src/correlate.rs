@@ -644,8 +644,10 @@ impl Correlator {
             self.dataspaces.note_beneath(rec.parent_id, bytes_result);
         }
 
-        // The handle operated on.
-        let fd_arg = arg(ArgKind::Fd).map(|v| v as i32);
+        // The handle operated on. An io_uring request on a registered-file slot names no
+        // descriptor, and an open into one returns none.
+        let in_slot = arg(ArgKind::Slot).is_some_and(|s| s != 0);
+        let fd_arg = arg(ArgKind::Fd).filter(|_| !in_slot).map(|v| v as i32);
         let lib_raw = |v: u64| Raw::Lib(p.layer.as_str(), v);
         let lib_arg = arg(ArgKind::Handle)
             .or_else(|| arg(ArgKind::HandleRef))
@@ -728,7 +730,7 @@ impl Correlator {
             Op::Open | Op::Dup if p.layer == Layer::Libc && !failed => {
                 handle = self.handles.lookup(pid, Raw::Fd(ret as i32));
             }
-            Op::Open | Op::Dup if p.layer == Layer::Libc => {}
+            Op::Open | Op::Dup if p.layer == Layer::Libc || in_slot => {}
             Op::Open | Op::Reopen | Op::Dup | Op::Fcntl if !failed => {
                 if p.op == Op::Reopen {
                     if let Some(h) = handle.take() {

@@ -38,8 +38,71 @@ pub enum Target {
         attach: Vec<Mechanism>,
     },
     /// An io_uring request of one opcode (`IORING_OP_*`), recorded from its submission to
-    /// its completion through the `uring_submit` and `uring_complete` kernel events.
-    Request { name: String, opcode: u8 },
+    /// its completion through the `uring_submit` and `uring_complete` kernel events; each
+    /// argument read from the request's field of `fields`.
+    Request {
+        name: String,
+        opcode: u8,
+        fields: Vec<FieldPath>,
+    },
+}
+
+/// Where an io_uring request keeps one argument (probes.toml `fields`):
+/// `STRUCT.MEMBER[.MEMBER...][->MEMBER[.MEMBER...]]`. `STRUCT` is the request
+/// (`io_kiocb`) or the opcode's command, which the kernel keeps in the request's `cmd`;
+/// `->` reads the pointer before it and goes on in what it points to.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct FieldPath {
+    pub root: String,
+    /// Members from `root`, then (after `->`) from the struct pointed to.
+    pub path: Vec<String>,
+    pub behind: Vec<String>,
+}
+
+impl std::str::FromStr for FieldPath {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || {
+            format!(
+                "field {s:?}: expected STRUCT.MEMBER[.MEMBER...][->MEMBER[.MEMBER...]] \
+                 (`io_open.filename->name`)"
+            )
+        };
+        let ident = |w: &str| {
+            let mut c = w.chars();
+            c.next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && c.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        };
+        let (before, after) = match s.split_once("->") {
+            Some((b, a)) => (b, Some(a)),
+            None => (s, None),
+        };
+        let mut words = before.split('.');
+        let root = words.next().unwrap_or_default().to_string();
+        let path: Vec<String> = words.map(String::from).collect();
+        let behind: Vec<String> = after
+            .map(|a| a.split('.').map(String::from).collect())
+            .unwrap_or_default();
+        let all_idents = std::iter::once(&root)
+            .chain(&path)
+            .chain(&behind)
+            .all(|w| ident(w));
+        if !all_idents || path.is_empty() || (after.is_some() && behind.is_empty()) {
+            return Err(bad());
+        }
+        Ok(Self { root, path, behind })
+    }
+}
+
+impl std::fmt::Display for FieldPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.root, self.path.join("."))?;
+        if !self.behind.is_empty() {
+            write!(f, "->{}", self.behind.join("."))?;
+        }
+        Ok(())
+    }
 }
 
 impl std::fmt::Display for Target {
@@ -248,6 +311,7 @@ kinds!(
         Rank = "rank",
         KFile = "kfile",
         KPos = "kpos",
+        Slot = "slot",
         Addr = "addr",
         XferMode = "xfer_mode",
     }
@@ -506,6 +570,8 @@ struct ProbeRaw {
     request: Option<String>,
     opcode: Option<u8>,
     #[serde(default)]
+    fields: Vec<String>,
+    #[serde(default)]
     attach: Vec<String>,
     op: Option<String>,
     #[serde(default)]
@@ -649,8 +715,12 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
                         "io_uring requests belong to layer uring, not {layer}"
                     )));
                 }
-                request_args(&args).map_err(bad)?;
-                Some(Target::Request { name, opcode })
+                let fields = request_fields(&args, &p.fields).map_err(bad)?;
+                Some(Target::Request {
+                    name,
+                    opcode,
+                    fields,
+                })
             }
             (None, None) => None,
             (Some(_), None) => return Err(bad("a `request` needs its `opcode`".into())),
@@ -865,19 +935,46 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
     Ok(probes)
 }
 
-/// The arguments the kernel side reads from an io_uring request, in this order: the SQE's
-/// descriptor; for reads and writes (`struct io_rw`) the offset and the length (bytes, or
-/// iovecs for the vectored opcodes); the request's file.
-fn request_args(args: &[ArgKind]) -> Result<(), String> {
-    use ArgKind::{Fd, IovCnt, KFile, Offset, Size};
-    match args {
-        [Fd, KFile] | [Fd, Offset, Size | IovCnt, KFile] => Ok(()),
-        _ => Err(format!(
-            "io_uring requests read args = [\"fd\", \"kfile\"] or [\"fd\", \"offset\", \"size\" \
-             (or \"iovcnt\"), \"kfile\"], not {:?}",
-            args.iter().map(|a| a.as_str()).collect::<Vec<_>>()
-        )),
+/// The arguments of an io_uring request and where each is read (`fields`, one per
+/// argument). Kernel strings (`path`, `str`), integers and the request's file (`kfile`,
+/// last, read at completion; its device goes in the slot after it).
+fn request_fields(args: &[ArgKind], fields: &[String]) -> Result<Vec<FieldPath>, String> {
+    use ArgKind::*;
+    if fields.len() != args.len() {
+        return Err(format!(
+            "io_uring requests name the request's field of each argument: {} `args`, {} `fields`",
+            args.len(),
+            fields.len()
+        ));
     }
+    for (i, a) in args.iter().enumerate() {
+        let ok = matches!(
+            a,
+            Fd | Dirfd | Path | Str | Flags | Mode | Offset | Size | IovCnt | Slot | Int | KFile
+        );
+        if !ok {
+            return Err(format!(
+                "argument {a:?} cannot be read from an io_uring request (fd, dirfd, path, str, \
+                 flags, mode, offset, size, iovcnt, slot, int, kfile)",
+                a = a.as_str()
+            ));
+        }
+        if *a == KFile && (i + 1 != args.len() || args.len() >= MAX_ARGS) {
+            return Err(format!(
+                "`kfile` is the last argument, with a free slot after it: at most {} arguments",
+                MAX_ARGS - 1
+            ));
+        }
+    }
+    for one in [Fd, KFile, Slot] {
+        if args.iter().filter(|a| **a == one).count() > 1 {
+            return Err(format!("at most one `{}` argument", one.as_str()));
+        }
+    }
+    if args.iter().filter(|a| matches!(a, Path | Str)).count() > 2 {
+        return Err("at most two strings (`path`, `str`) per io_uring request".into());
+    }
+    fields.iter().map(|f| f.parse()).collect()
 }
 
 /// Validates a probe's `only` table: one argument it declares, each value named once and
@@ -1153,40 +1250,98 @@ mod tests {
     }
 
     #[test]
-    fn io_uring_requests_read_one_of_two_argument_layouts() {
+    fn io_uring_requests_name_the_field_of_each_argument() {
         let events = "[[probe]]\nlayer = \"uring\"\nkernel = \"uring_submit\"\nattach = [\"tracepoint:io_uring/io_uring_submit_req\"]\n\n";
-        let request = |layer: &str, args: &str| {
+        let with = |layer: &str, args: &str, fields: &str| {
             format!(
-                "{events}[[probe]]\nlayer = \"{layer}\"\nrequest = \"IORING_OP_WRITE\"\nopcode = 23\nop = \"write\"\nargs = {args}\nret = \"bytes\"\n"
+                "{events}[[probe]]\nlayer = \"{layer}\"\nrequest = \"IORING_OP_WRITE\"\nopcode = 23\nop = \"write\"\nargs = {args}\nfields = {fields}\nret = \"bytes\"\n"
             )
         };
+        let request =
+            |layer: &str, args: &str| with(layer, args, r#"["io_kiocb.cqe.fd", "io_kiocb.file"]"#);
         let p = parse(
-            &request("uring", r#"["fd", "offset", "size", "kfile"]"#),
+            &with(
+                "uring",
+                r#"["fd", "offset", "size", "kfile"]"#,
+                r#"["io_kiocb.cqe.fd", "io_rw.kiocb.ki_pos", "io_rw.len", "io_kiocb.file"]"#,
+            ),
             "t.toml",
         )
         .unwrap();
         assert_eq!(p[1].function(), "IORING_OP_WRITE");
+        let Target::Request {
+            name,
+            opcode,
+            fields,
+        } = &p[1].target
+        else {
+            panic!("{:?}", p[1].target);
+        };
+        assert_eq!((name.as_str(), *opcode), ("IORING_OP_WRITE", 23));
+        let shown: Vec<String> = fields.iter().map(|f| f.to_string()).collect();
         assert_eq!(
-            p[1].target,
-            Target::Request {
-                name: "IORING_OP_WRITE".into(),
-                opcode: 23
+            shown,
+            [
+                "io_kiocb.cqe.fd",
+                "io_rw.kiocb.ki_pos",
+                "io_rw.len",
+                "io_kiocb.file"
+            ]
+        );
+        assert_eq!(
+            fields[1],
+            FieldPath {
+                root: "io_rw".into(),
+                path: vec!["kiocb".into(), "ki_pos".into()],
+                behind: vec![],
             }
         );
-        // The kernel side fills the file at `kfile_arg`, its device in the slot after it.
-        assert_eq!((p[1].spec().kfile_arg, p[1].spec().nargs), (3, 4));
-        let p = parse(&request("uring", r#"["fd", "kfile"]"#), "t.toml").unwrap();
-        assert_eq!(p[1].spec().kfile_arg, 1);
-        for args in [
-            r#"["fd", "size", "offset", "kfile"]"#,
-            r#"["fd", "offset", "size"]"#,
-            r#"["kfile"]"#,
+        let open = with(
+            "uring",
+            r#"["dirfd", "path", "slot"]"#,
+            r#"["io_open.dfd", "io_open.filename->name", "io_open.file_slot"]"#,
+        );
+        let p = parse(&open, "t.toml").unwrap();
+        let Target::Request { fields, .. } = &p[1].target else {
+            panic!()
+        };
+        assert_eq!(
+            (fields[1].path.clone(), fields[1].behind.clone()),
+            (vec!["filename".to_string()], vec!["name".to_string()])
+        );
+        for (args, fields, why) in [
+            (
+                r#"["fd", "kfile"]"#,
+                r#"["io_kiocb.cqe.fd"]"#,
+                "2 `args`, 1 `fields`",
+            ),
+            (
+                r#"["kfile", "fd"]"#,
+                r#"["a.b", "a.c"]"#,
+                "`kfile` is the last argument",
+            ),
+            (
+                r#"["fd", "fd"]"#,
+                r#"["a.b", "a.c"]"#,
+                "at most one `fd` argument",
+            ),
+            (
+                r#"["handle"]"#,
+                r#"["a.b"]"#,
+                "cannot be read from an io_uring request",
+            ),
+            (
+                r#"["path", "str", "path"]"#,
+                r#"["a.b", "a.c", "a.d"]"#,
+                "at most two strings",
+            ),
+            (r#"["fd"]"#, r#"["io_kiocb"]"#, "expected STRUCT.MEMBER"),
+            (r#"["fd"]"#, r#"["a.b->"]"#, "expected STRUCT.MEMBER"),
+            (r#"["fd"]"#, r#"["a.b c"]"#, "expected STRUCT.MEMBER"),
+            (r#"["fd"]"#, r#"["a.b->c->d"]"#, "expected STRUCT.MEMBER"),
         ] {
-            let e = parse_err(&request("uring", args));
-            assert!(
-                e.reason.contains("io_uring requests read args"),
-                "{args}: {e}"
-            );
+            let e = parse_err(&with("uring", args, fields));
+            assert!(e.reason.contains(why), "{args} {fields}: {e}");
         }
         let e = parse_err(&request("posix", r#"["fd", "kfile"]"#));
         assert!(e.reason.contains("belong to layer uring, not posix"), "{e}");

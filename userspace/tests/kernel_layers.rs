@@ -720,6 +720,155 @@ fn io_uring_requests_the_kernel_polls_for_are_on_its_thread() {
     assert!(enter.i("ts_begin_ns") <= r.i("ts_end_ns") && r.i("ts_end_ns") <= enter.i("ts_end_ns"));
 }
 
+/// io_uring opens, closes and stats are rows too, read from the opcode's own command struct
+/// through the kernel's BTF: the open's path and flags, and the descriptor it returned gets a
+/// handle that the next write names and the close ends; an open into a registered-file slot
+/// and that slot's close name no descriptor (the close's fd field is 0: stdin must stay
+/// open). The command structs differ between kernel versions: this runs in each test VM.
+/// Ground truth: tests/workloads/uring.c, `files`.
+#[test]
+fn io_uring_opens_and_closes_make_and_end_handles() {
+    const AT_FDCWD: i64 = -100;
+    const O_RDWR_CREAT_TRUNC: i64 = 0o2 | 0o100 | 0o1000;
+    const O_LARGEFILE: i64 = 0o100000;
+    const STATX_SIZE: i64 = 0x200;
+    let t = UringRun::trace("files");
+    let opened: i64 = t
+        .printed
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("opened="))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no opened= in {:?}", t.printed));
+    let dir = t.out.parent().unwrap();
+    let txt = dir.join("ring.txt");
+    let txt_ino = std::fs::metadata(&txt).unwrap().ino() as i64;
+    let txt_file = rows(&t.out, "files")
+        .iter()
+        .find(|f| f.s("path") == txt.to_str())
+        .and_then(|f| f.i("file_id"))
+        .expect("ring.txt's file row");
+    let enters = t.of(|c| c.s("function") == Some("io_uring_enter"));
+    let r = t.of(|c| c.s("layer") == Some("uring"));
+    let names: Vec<&str> = r.iter().filter_map(|c| c.s("function")).collect();
+    assert_eq!(
+        names,
+        [
+            "IORING_OP_WRITE",
+            "IORING_OP_OPENAT",
+            "IORING_OP_WRITE",
+            "IORING_OP_STATX",
+            "IORING_OP_CLOSE",
+            "IORING_OP_OPENAT",
+            "IORING_OP_READ",
+            "IORING_OP_CLOSE",
+        ],
+        "{r:#?}"
+    );
+    for (c, enter) in r.iter().zip(&enters) {
+        assert_eq!(c.i("parent_id"), enter.i("call_id"), "{c:?}");
+        assert_eq!(c.i("depth"), enter.i("depth").map(|d| d + 1), "{c:?}");
+    }
+    let (open, write, stat, close) = (r[1], r[2], r[3], r[4]);
+    let (slot_open, slot_read, slot_close) = (r[5], r[6], r[7]);
+
+    // The open: its path (a kernel string), flags (Linux adds O_LARGEFILE), mode, no slot,
+    // and the descriptor it returned, whose handle the write names and the close ends.
+    let a = open.list_i("args");
+    assert_eq!(
+        (a[0], a[1], a[2] & !O_LARGEFILE, a[3], a[4]),
+        (AT_FDCWD, 0, O_RDWR_CREAT_TRUNC, 0o640, 0),
+        "{open:?}"
+    );
+    assert_eq!(
+        (open.s("op"), open.s("path"), open.i("ret"), open.i("errno")),
+        (Some("open"), txt.to_str(), Some(opened), None)
+    );
+    assert_eq!(open.i("file_id"), Some(txt_file), "{open:?}");
+    let handle = open.i("handle_id").expect("the open's handle");
+    let h = rows(&t.out, "handles")
+        .into_iter()
+        .find(|h| h.i("handle_id") == Some(handle))
+        .expect("its handles row");
+    assert_eq!(
+        (
+            h.s("kind"),
+            h.i("raw_handle"),
+            h.s("path"),
+            h.i("file_id"),
+            h.s("layer")
+        ),
+        (
+            Some("fd"),
+            Some(opened),
+            txt.to_str(),
+            Some(txt_file),
+            Some("uring")
+        )
+    );
+    assert_eq!(
+        (h.i("created_by_call_id"), h.i("destroyed_by_call_id")),
+        (open.i("call_id"), close.i("call_id"))
+    );
+    assert_eq!(write.list_i("args"), [opened, 0, 100, txt_ino]);
+    assert_eq!(
+        (
+            write.i("handle_id"),
+            write.i("file_id"),
+            write.i("bytes_result")
+        ),
+        (Some(handle), Some(txt_file), Some(100))
+    );
+    assert_eq!(stat.list_i("args"), [AT_FDCWD, 0, 0, STATX_SIZE]);
+    assert_eq!(
+        (stat.s("op"), stat.s("path"), stat.i("ret")),
+        (Some("stat"), txt.to_str(), Some(0))
+    );
+    assert_eq!(close.list_i("args"), [opened, 0]);
+    assert_eq!(
+        (
+            close.s("op"),
+            close.i("handle_id"),
+            close.i("file_id"),
+            close.i("ret")
+        ),
+        (Some("close"), Some(handle), Some(txt_file), Some(0))
+    );
+
+    // Into slot 1 (file_index 2): no descriptor, no handle; the read of the registered file
+    // still names the file through its inode; the slot's close ends nothing of the process.
+    let a = slot_open.list_i("args");
+    assert_eq!(
+        (a[2] & !O_LARGEFILE, a[3], a[4]),
+        (0, 0, 2),
+        "{slot_open:?}"
+    );
+    assert_eq!(
+        (slot_open.i("ret"), slot_open.i("handle_id")),
+        (Some(0), None),
+        "{slot_open:?}"
+    );
+    assert_eq!(slot_read.list_i("args"), [-1, 0, 100, txt_ino]);
+    assert_eq!(
+        (slot_read.i("handle_id"), slot_read.i("file_id")),
+        (None, Some(txt_file))
+    );
+    assert_eq!(slot_close.list_i("args"), [0, 2]);
+    assert_eq!(
+        (slot_close.i("handle_id"), slot_close.i("ret")),
+        (None, Some(0))
+    );
+    let by_slots: Vec<Row> = rows(&t.out, "handles")
+        .into_iter()
+        .filter(|h| {
+            [slot_open, slot_close].iter().any(|c| {
+                h.i("created_by_call_id") == c.i("call_id")
+                    || h.i("destroyed_by_call_id") == c.i("call_id")
+            })
+        })
+        .collect();
+    assert!(by_slots.is_empty(), "{by_slots:#?}");
+}
+
 /// The verifier's work per program, as the kernel reports it (Linux 5.16+). Older kernels
 /// prune fewer paths: a program at a few percent of the 1,000,000-instruction budget on a
 /// new kernel can exceed it on an old one (a change that passed on 6.18 hit the limit on

@@ -364,19 +364,60 @@ pub struct Config {
     pub mm_arg_end_off: u32,
     pub mm_env_start_off: u32,
     pub mm_env_end_off: u32,
-    /// io_uring requests (`struct io_kiocb`; 0 where the kernel's BTF has none): the file
-    /// (`file`), the descriptor the SQE named (`cqe.fd`), and for reads and writes
-    /// (`struct io_rw`, which overlays the request's start) the offset (`kiocb.ki_pos`) and
-    /// length (`len`).
-    pub uring_file_off: u32,
-    pub uring_fd_off: u32,
-    pub uring_pos_off: u32,
-    pub uring_len_off: u32,
     pub _pad: u32,
 }
 
 /// Entries of [`maps::URING_OPS`]: one per io_uring opcode (a `u8`).
 pub const URING_OPS: u32 = 256;
+
+/// Where one argument of an io_uring request is read, from the request (`struct io_kiocb`)
+/// at its submission: `size` bytes at `off`, or with [`URING_FIELD_DEREF`] behind the
+/// pointer at `off`, at `deref` past it. Offsets come from the kernel's BTF (probes.toml's
+/// `fields`). `size` 0: not read at submission.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct UringField {
+    pub off: u16,
+    pub deref: u16,
+    pub size: u8,
+    pub flags: u8,
+    pub _pad: [u8; 2],
+}
+
+/// The field is a signed integer: sign-extended to 64 bits.
+pub const URING_FIELD_SIGNED: u8 = 1;
+/// The field is a pointer; the argument lies behind it (0 when it is null).
+pub const URING_FIELD_DEREF: u8 = 2;
+
+/// One recorded io_uring opcode (an entry of [`maps::URING_OPS`]): the probe recording it,
+/// plus one (0: not recorded), and where each of its arguments is read. The arguments that
+/// need more than a read are named by index ([`NO_ARG`]: none), so that the kernel side's
+/// loop over the fields stays a plain read (older verifiers walk every path through it):
+/// the SQE's descriptor (-1 when the request names a registered file), the request's file
+/// (read at completion at `file_off`: its inode, and its device in the argument after it),
+/// and up to two kernel strings (sent as [`RecordKind::Str`] records; the argument itself
+/// recorded as 0, no kernel address leaves the kernel).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct UringOp {
+    pub probe: u32,
+    pub file_off: u16,
+    pub fd_arg: u8,
+    pub file_arg: u8,
+    pub str_args: [u8; 2],
+    pub _pad: [u8; 6],
+    pub fields: [UringField; MAX_ARGS],
+}
+
+/// A submitted io_uring request waiting for its completion: its record so far, and where
+/// its file is read then (see [`UringOp`]; `file_arg` [`NO_ARG`] when it has none).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct UringPending {
+    pub rec: CallRecord,
+    pub file_off: u32,
+    pub file_arg: u32,
+}
 /// `flags` of an io_uring request: the SQE's `fd` is an index into the ring's registered
 /// files (`IOSQE_FIXED_FILE`, `REQ_F_FIXED_FILE`), not a descriptor.
 pub const URING_FIXED_FILE: u32 = 1;
@@ -738,10 +779,11 @@ mod pod {
     unsafe impl aya::Pod for super::ThreadStack {}
     unsafe impl aya::Pod for super::KernelFields {}
     unsafe impl aya::Pod for super::BioKey {}
+    unsafe impl aya::Pod for super::UringOp {}
 }
 
 const _: () = {
-    assert!(core::mem::size_of::<Config>() == 128);
+    assert!(core::mem::size_of::<Config>() == 112);
     assert!(core::mem::size_of::<ImageHeader>() == 24);
     assert!(core::mem::size_of::<FuncSpec>() == 20);
     assert!(core::mem::size_of::<OnlyKey>() == 8);
@@ -755,4 +797,7 @@ const _: () = {
     assert!(core::mem::size_of::<KernelFields>() == 68);
     assert!(core::mem::size_of::<BioKey>() == 16);
     assert!(core::mem::size_of::<KernelRecord>() == 88);
+    assert!(core::mem::size_of::<UringField>() == 8);
+    assert!(core::mem::size_of::<UringOp>() == 16 + 8 * MAX_ARGS);
+    assert!(core::mem::size_of::<UringPending>() == 128);
 };

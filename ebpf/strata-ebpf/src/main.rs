@@ -277,7 +277,7 @@ fn emit_strings(mask: u8, call_id: u64, args: &[u64; MAX_ARGS], retry: bool) -> 
             return failed;
         };
         // SAFETY: per-CPU scratch, used only for the duration of this program.
-        let used = unsafe {
+        unsafe {
             let len = match bpf_probe_read_user_str_bytes(args[i] as *const u8, &mut (*rec).data) {
                 Ok(s) => s.len() as u32,
                 Err(_) if retry => {
@@ -289,20 +289,53 @@ fn emit_strings(mask: u8, call_id: u64, args: &[u64; MAX_ARGS], retry: bool) -> 
                     STR_FAILED
                 }
             };
-            (*rec).hdr = StrHeader {
-                kind: RecordKind::Str as u32,
-                arg: i as u32,
-                call_id,
-                len,
-                pid: (bpf_get_current_pid_tgid() >> 32) as u32,
-            };
-            let n = if len == STR_FAILED { 0 } else { len as usize };
-            core::mem::size_of::<StrHeader>() + bounded(n, STR_CAP)
-        };
-        // SAFETY: `used` <= size_of::<StrRecord>(), so the slice stays inside the scratch.
-        unsafe { output_prefix(rec, used) };
+            send_str(rec, i, call_id, len);
+        }
     }
     failed
+}
+
+/// Sends the string the scratch record holds (`len` bytes, or [`STR_FAILED`]) as argument
+/// `arg` of `call_id`.
+///
+/// # Safety
+/// `rec` is this CPU's [`STRATA_STR_SCRATCH`] entry.
+#[inline(always)]
+unsafe fn send_str(rec: *mut StrRecord, arg: usize, call_id: u64, len: u32) {
+    // SAFETY: the caller's scratch, used only for the duration of this program.
+    unsafe {
+        (*rec).hdr = StrHeader {
+            kind: RecordKind::Str as u32,
+            arg: arg as u32,
+            call_id,
+            len,
+            pid: (bpf_get_current_pid_tgid() >> 32) as u32,
+        };
+    }
+    let n = if len == STR_FAILED { 0 } else { len as usize };
+    let used = core::mem::size_of::<StrHeader>() + bounded(n, STR_CAP);
+    // SAFETY: `used` <= size_of::<StrRecord>(), so the slice stays inside the scratch.
+    unsafe { output_prefix(rec, used) };
+}
+
+/// Sends a string of kernel memory (an io_uring request's path) as argument `arg` of
+/// `call_id`.
+#[inline(always)]
+fn emit_kernel_string(arg: usize, call_id: u64, src: u64) {
+    let Some(rec) = STRATA_STR_SCRATCH.get_ptr_mut(0) else {
+        return;
+    };
+    // SAFETY: per-CPU scratch, used only for the duration of this program.
+    unsafe {
+        let len = match bpf_probe_read_kernel_str_bytes(src as *const u8, &mut (*rec).data) {
+            Ok(s) => s.len() as u32,
+            Err(_) => {
+                count(Counter::StrReadFailed);
+                STR_FAILED
+            }
+        };
+        send_str(rec, arg, call_id, len);
+    }
 }
 
 /// Copies the arrays (up to `BLOB_WORDS` words) that the arguments in `mask` point to. An
