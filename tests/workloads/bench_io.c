@@ -14,22 +14,26 @@
  *     in a 64 MiB file (an irregular access pattern; the sequence is the same every run)
  *   clock: nothing; prints CLOCK_MONOTONIC at its start instead (when a tracer let it run) */
 #include <fcntl.h>
-#include <linux/io_uring.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "ring.h"
 
 static long long now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+static void page_written(void *failed, unsigned long long user_data, int res) {
+    (void)user_data;
+    if (res != 4096) *(int *)failed = 1;
 }
 
 /* N 4 KiB writes through an io_uring, `batch` per io_uring_enter; 0 or an exit code. */
@@ -38,52 +42,20 @@ static int uring_writes(const char *path, long n, long long *t0, long long *t1) 
     static char page[4096];
     memset(page, 'r', sizeof page);
     int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
-    struct io_uring_params p;
-    memset(&p, 0, sizeof p);
-    int ring = syscall(__NR_io_uring_setup, batch, &p);
-    if (fd < 0 || ring < 0) return 13;
-    size_t sq_len = p.sq_off.array + p.sq_entries * sizeof(unsigned);
-    size_t cq_len = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
-    if (cq_len > sq_len) sq_len = cq_len;
-    /* One mapping for both rings (IORING_FEAT_SINGLE_MMAP, Linux 5.4 and later). */
-    char *sq = mmap(NULL, sq_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, ring,
-                    IORING_OFF_SQ_RING);
-    struct io_uring_sqe *sqes = mmap(NULL, p.sq_entries * sizeof(struct io_uring_sqe),
-                                     PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, ring,
-                                     IORING_OFF_SQES);
-    if (!(p.features & IORING_FEAT_SINGLE_MMAP) || sq == MAP_FAILED || sqes == MAP_FAILED)
-        return 14;
-    unsigned *sq_tail = (unsigned *)(sq + p.sq_off.tail);
-    unsigned *array = (unsigned *)(sq + p.sq_off.array);
-    unsigned *cq_head = (unsigned *)(sq + p.cq_off.head);
-    unsigned *cq_tail = (unsigned *)(sq + p.cq_off.tail);
-    struct io_uring_cqe *cqes = (struct io_uring_cqe *)(sq + p.cq_off.cqes);
-    unsigned smask = *(unsigned *)(sq + p.sq_off.ring_mask);
-    unsigned cmask = *(unsigned *)(sq + p.cq_off.ring_mask);
+    struct ring r;
+    memset(&r, 0, sizeof r);
+    if (fd < 0 || ring_setup(&r, batch) != 0) return 13;
+    int failed = 0;
     *t0 = now();
     for (long i = 0; i < n; i += batch) {
-        unsigned t = *sq_tail;
-        for (unsigned k = 0; k < batch; k++) {
-            struct io_uring_sqe *e = &sqes[k];
-            memset(e, 0, sizeof *e);
-            e->opcode = IORING_OP_WRITE;
-            e->fd = fd;
-            e->addr = (unsigned long)page;
-            e->len = sizeof page;
-            e->off = (unsigned long long)((i + k) % 256) * sizeof page;
-            array[(t + k) & smask] = k;
-        }
-        __atomic_store_n(sq_tail, t + batch, __ATOMIC_RELEASE);
-        if (syscall(__NR_io_uring_enter, ring, batch, batch, IORING_ENTER_GETEVENTS, NULL, 0) !=
-            batch)
-            return 15;
-        unsigned h = *cq_head, tail = __atomic_load_n(cq_tail, __ATOMIC_ACQUIRE);
-        for (; h != tail; h++)
-            if (cqes[h & cmask].res != (int)sizeof page) return 16;
-        __atomic_store_n(cq_head, h, __ATOMIC_RELEASE);
+        for (unsigned k = 0; k < batch; k++)
+            ring_queue(&r, k, IORING_OP_WRITE, fd, page, sizeof page,
+                       (long long)((i + k) % 256) * sizeof page, 0);
+        if (ring_enter(&r, batch) != batch) return 15;
+        if (ring_reap(&r, page_written, &failed) != batch || failed) return 16;
     }
     *t1 = now();
-    close(ring);
+    close(r.fd);
     close(fd);
     unlink(path);
     return 0;

@@ -27,20 +27,22 @@
  *   6. IORING_OP_OPENAT of the path, O_RDONLY, into registered slot 1 (file_index 2): 0
  *   7. IORING_OP_READ on registered file 1 (IOSQE_FIXED_FILE) of 100 B at 0: 100
  *   8. IORING_OP_CLOSE of registered slot 1 (file_index 2): 0
+ *   9. IORING_OP_MKDIRAT (AT_FDCWD, DIR/ring.d, 0750): 0
+ *  10. IORING_OP_RENAMEAT (AT_FDCWD, DIR/ring.d, AT_FDCWD, DIR/ring.e, flags 0): 0
+ *  11. IORING_OP_UNLINKAT (AT_FDCWD, DIR/ring.e, AT_REMOVEDIR): 0, and DIR/ring.e is gone
  * Then the ring and data closed. No request is a syscall of the process.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/io_uring.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
+
+#include "ring.h"
 
 static void check(int ok, const char *what) {
     if (!ok) {
@@ -49,62 +51,32 @@ static void check(int ok, const char *what) {
     }
 }
 
-struct ring {
-    int fd;
-    unsigned enter_flags;
-    struct io_uring_params p;
-    char *sq, *cq;
-    struct io_uring_sqe *sqes;
-};
-
-/* Queues one request (SQE slot `i` of the batch being built); returns it for more fields. */
-static struct io_uring_sqe *queue(struct ring *r, unsigned i, int opcode, int fd, const void *addr,
-                  unsigned len, long long off, int flags) {
-    unsigned *tail = (unsigned *)(r->sq + r->p.sq_off.tail);
-    unsigned mask = *(unsigned *)(r->sq + r->p.sq_off.ring_mask);
-    unsigned *array = (unsigned *)(r->sq + r->p.sq_off.array);
-    struct io_uring_sqe *e = &r->sqes[i];
-    memset(e, 0, sizeof *e);
-    e->opcode = opcode;
-    e->fd = fd;
-    e->addr = (unsigned long)addr;
-    e->len = len;
-    e->off = (unsigned long long)off;
-    e->flags = flags;
-    e->user_data = i;
-    unsigned t = *tail;
-    array[t & mask] = i;
-    __atomic_store_n(tail, t + 1, __ATOMIC_RELEASE);
-    return e;
-}
-
 /* Any result of at least 0 (a descriptor). */
 #define ANY_FD (-1000000)
 static int last_res;
 
+struct want {
+    const int *want;
+    unsigned n;
+    const char *what;
+};
+
+static void expect(void *ctx, unsigned long long user_data, int res) {
+    struct want *w = ctx;
+    int any = user_data < w->n && w->want[user_data] == ANY_FD && res >= 0;
+    last_res = res;
+    if (user_data >= w->n || (!any && res != w->want[user_data])) {
+        fprintf(stderr, "%s: request %llu gave %d\n", w->what, user_data, res);
+        exit(1);
+    }
+}
+
 /* Submits the `n` requests queued and waits for them; checks request i's result is want[i]
  * (ANY_FD: any descriptor); the last result read is kept in last_res. */
 static void enter(struct ring *r, unsigned n, const int *want, const char *what) {
-    check(syscall(__NR_io_uring_enter, r->fd, n, n, IORING_ENTER_GETEVENTS | r->enter_flags, NULL,
-                  0) == (long)n,
-          what);
-    unsigned *head = (unsigned *)(r->cq + r->p.cq_off.head);
-    unsigned tail = __atomic_load_n((unsigned *)(r->cq + r->p.cq_off.tail), __ATOMIC_ACQUIRE);
-    struct io_uring_cqe *cqes = (struct io_uring_cqe *)(r->cq + r->p.cq_off.cqes);
-    unsigned cmask = *(unsigned *)(r->cq + r->p.cq_off.ring_mask);
-    unsigned h = *head;
-    check(tail - h == n, what);
-    for (; h != tail; h++) {
-        struct io_uring_cqe *c = &cqes[h & cmask];
-        int any = c->user_data < n && want[c->user_data] == ANY_FD && c->res >= 0;
-        last_res = c->res;
-        if (c->user_data >= n || (!any && c->res != want[c->user_data])) {
-            fprintf(stderr, "%s: request %llu gave %d\n", what, (unsigned long long)c->user_data,
-                    c->res);
-            exit(1);
-        }
-    }
-    __atomic_store_n(head, h, __ATOMIC_RELEASE);
+    check(ring_enter(r, n) == (long)n, what);
+    struct want w = {want, n, what};
+    check(ring_reap(r, expect, &w) == n, what);
 }
 
 int main(int argc, char **argv) {
@@ -124,31 +96,14 @@ int main(int argc, char **argv) {
         r.p.sq_thread_idle = 1000;
         r.enter_flags = IORING_ENTER_SQ_WAKEUP;
     }
-    r.fd = syscall(__NR_io_uring_setup, 4, &r.p);
-    check(r.fd >= 0, "io_uring_setup");
-    struct io_uring_params *p = &r.p;
-    size_t sq_len = p->sq_off.array + p->sq_entries * sizeof(unsigned);
-    size_t cq_len = p->cq_off.cqes + p->cq_entries * sizeof(struct io_uring_cqe);
-    if (p->features & IORING_FEAT_SINGLE_MMAP && cq_len > sq_len) sq_len = cq_len;
-    r.sq = mmap(NULL, sq_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, r.fd,
-                IORING_OFF_SQ_RING);
-    check(r.sq != MAP_FAILED, "mmap sq");
-    r.cq = r.sq;
-    if (!(p->features & IORING_FEAT_SINGLE_MMAP)) {
-        r.cq = mmap(NULL, cq_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, r.fd,
-                    IORING_OFF_CQ_RING);
-        check(r.cq != MAP_FAILED, "mmap cq");
-    }
-    r.sqes = mmap(NULL, p->sq_entries * sizeof(struct io_uring_sqe), PROT_READ | PROT_WRITE,
-                  MAP_SHARED | MAP_POPULATE, r.fd, IORING_OFF_SQES);
-    check(r.sqes != MAP_FAILED, "mmap sqes");
+    check(ring_setup(&r, 4) == 0, "io_uring_setup");
     int table[2] = {data, -1};
     check(syscall(__NR_io_uring_register, r.fd, IORING_REGISTER_FILES, table, files ? 2 : 1) == 0,
           "io_uring_register");
 
     static char buf[4096], in[4096];
     memset(buf, 'u', sizeof buf);
-    queue(&r, 0, IORING_OP_WRITE, data, buf, sizeof buf, 8192, 0);
+    ring_queue(&r, 0, IORING_OP_WRITE, data, buf, sizeof buf, 8192, 0);
     enter(&r, 1, (int[]){4096}, "the write");
 
     if (requests) {
@@ -156,19 +111,19 @@ int main(int argc, char **argv) {
         memset(a, 'a', sizeof a);
         memset(b, 'b', sizeof b);
         struct iovec iov[2] = {{a, sizeof a}, {b, sizeof b}};
-        queue(&r, 0, IORING_OP_WRITEV, data, iov, 2, 0, 0);
+        ring_queue(&r, 0, IORING_OP_WRITEV, data, iov, 2, 0, 0);
         enter(&r, 1, (int[]){4000}, "the writev");
-        queue(&r, 0, IORING_OP_WRITE, 0, buf, 512, 16384, IOSQE_FIXED_FILE);
+        ring_queue(&r, 0, IORING_OP_WRITE, 0, buf, 512, 16384, IOSQE_FIXED_FILE);
         enter(&r, 1, (int[]){512}, "the write to the registered file");
-        queue(&r, 0, IORING_OP_FSYNC, data, NULL, 0, 0, 0);
+        ring_queue(&r, 0, IORING_OP_FSYNC, data, NULL, 0, 0, 0);
         enter(&r, 1, (int[]){0}, "the fsync");
-        queue(&r, 0, IORING_OP_READ, data, in, 1000, 0, 0);
-        queue(&r, 1, IORING_OP_READ, data, in + 1000, 3000, 1000, 0);
+        ring_queue(&r, 0, IORING_OP_READ, data, in, 1000, 0, 0);
+        ring_queue(&r, 1, IORING_OP_READ, data, in + 1000, 3000, 1000, 0);
         enter(&r, 2, (int[]){1000, 3000}, "the two reads");
         check(memcmp(in, a, sizeof a) == 0 && memcmp(in + 1000, b, sizeof b) == 0, "data read");
-        queue(&r, 0, IORING_OP_READ, 999, in, 100, 0, 0);
+        ring_queue(&r, 0, IORING_OP_READ, 999, in, 100, 0, 0);
         enter(&r, 1, (int[]){-EBADF}, "the read of a bad fd");
-        queue(&r, 0, IORING_OP_WRITE, data, buf, 10, -1, 0);
+        ring_queue(&r, 0, IORING_OP_WRITE, data, buf, 10, -1, 0);
         enter(&r, 1, (int[]){10}, "the write at the file's position");
         check(lseek(data, 0, SEEK_CUR) == 10, "the file's position after it");
     }
@@ -176,33 +131,46 @@ int main(int argc, char **argv) {
     if (files) {
         char txt[4200];
         snprintf(txt, sizeof txt, "%s/ring.txt", argv[1]);
-        struct io_uring_sqe *e = queue(&r, 0, IORING_OP_OPENAT, AT_FDCWD, txt, 0640, 0, 0);
+        struct io_uring_sqe *e = ring_queue(&r, 0, IORING_OP_OPENAT, AT_FDCWD, txt, 0640, 0, 0);
         e->open_flags = O_RDWR | O_CREAT | O_TRUNC;
         enter(&r, 1, (int[]){ANY_FD}, "the open");
         opened = last_res;
         static char rbuf[100];
         memset(rbuf, 'r', sizeof rbuf);
-        queue(&r, 0, IORING_OP_WRITE, opened, rbuf, sizeof rbuf, 0, 0);
+        ring_queue(&r, 0, IORING_OP_WRITE, opened, rbuf, sizeof rbuf, 0, 0);
         enter(&r, 1, (int[]){100}, "the write to the opened file");
         static struct statx stx;
-        e = queue(&r, 0, IORING_OP_STATX, AT_FDCWD, txt, STATX_SIZE, (long long)(unsigned long)&stx,
+        e = ring_queue(&r, 0, IORING_OP_STATX, AT_FDCWD, txt, STATX_SIZE, (long long)(unsigned long)&stx,
                   0);
         e->statx_flags = 0;
         enter(&r, 1, (int[]){0}, "the statx");
         check(stx.stx_size == 100, "the size statx gave");
-        queue(&r, 0, IORING_OP_CLOSE, opened, NULL, 0, 0, 0);
+        ring_queue(&r, 0, IORING_OP_CLOSE, opened, NULL, 0, 0, 0);
         enter(&r, 1, (int[]){0}, "the close");
         check(fcntl(opened, F_GETFD) == -1 && errno == EBADF, "opened closed by the close");
-        e = queue(&r, 0, IORING_OP_OPENAT, AT_FDCWD, txt, 0, 0, 0);
+        e = ring_queue(&r, 0, IORING_OP_OPENAT, AT_FDCWD, txt, 0, 0, 0);
         e->open_flags = O_RDONLY;
         e->file_index = 2;
         enter(&r, 1, (int[]){0}, "the open into slot 1");
-        queue(&r, 0, IORING_OP_READ, 1, in, 100, 0, IOSQE_FIXED_FILE);
+        ring_queue(&r, 0, IORING_OP_READ, 1, in, 100, 0, IOSQE_FIXED_FILE);
         enter(&r, 1, (int[]){100}, "the read of slot 1");
         check(memcmp(in, rbuf, sizeof rbuf) == 0, "data read from slot 1");
-        e = queue(&r, 0, IORING_OP_CLOSE, 0, NULL, 0, 0, 0);
+        e = ring_queue(&r, 0, IORING_OP_CLOSE, 0, NULL, 0, 0, 0);
         e->file_index = 2;
         enter(&r, 1, (int[]){0}, "the close of slot 1");
+        char dir_d[4200], dir_e[4200];
+        snprintf(dir_d, sizeof dir_d, "%s/ring.d", argv[1]);
+        snprintf(dir_e, sizeof dir_e, "%s/ring.e", argv[1]);
+        ring_queue(&r, 0, IORING_OP_MKDIRAT, AT_FDCWD, dir_d, 0750, 0, 0);
+        enter(&r, 1, (int[]){0}, "the mkdir");
+        e = ring_queue(&r, 0, IORING_OP_RENAMEAT, AT_FDCWD, dir_d, AT_FDCWD,
+                  (long long)(unsigned long)dir_e, 0);
+        e->rename_flags = 0;
+        enter(&r, 1, (int[]){0}, "the rename");
+        e = ring_queue(&r, 0, IORING_OP_UNLINKAT, AT_FDCWD, dir_e, 0, 0, 0);
+        e->unlink_flags = AT_REMOVEDIR;
+        enter(&r, 1, (int[]){0}, "the unlink");
+        check(access(dir_e, F_OK) == -1 && errno == ENOENT, "ring.e removed");
     }
     check(close(r.fd) == 0, "close ring");
     check(close(data) == 0, "close data");

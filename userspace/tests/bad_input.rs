@@ -203,6 +203,71 @@ fn missing_symbol_is_recorded_not_fatal() {
     );
 }
 
+/// An io_uring request probe whose field this kernel lacks, or whose field is no pointer
+/// where its role needs one, fails alone, its row naming the field; the others attach.
+#[test]
+fn an_io_uring_request_field_this_kernel_lacks_fails_that_probe_alone() {
+    require_root();
+    let dir = scratch("bad_uring_field");
+    let probes = dir.join("probes.toml");
+    let request = |name: &str, opcode: u8, args: &str, fields: &str| {
+        format!(
+            "[[probe]]\nlayer = \"uring\"\nrequest = \"{name}\"\nopcode = {opcode}\nop = \"meta\"\nargs = {args}\nfields = {fields}\nret = \"status\"\n\n"
+        )
+    };
+    let text = [
+        "[[probe]]\nlayer = \"uring\"\nkernel = \"uring_submit\"\nattach = [\"tracepoint:io_uring/io_uring_submit_req\", \"tracepoint:io_uring/io_uring_submit_sqe\"]\n\n".to_string(),
+        "[[probe]]\nlayer = \"uring\"\nkernel = \"uring_complete\"\nattach = [\"tracepoint:io_uring/io_uring_complete\"]\n\n".to_string(),
+        request("IORING_OP_FSYNC", 3, r#"["fd", "kfile"]"#, r#"["io_kiocb.cqe.fd", "io_kiocb.file"]"#),
+        request("IORING_OP_WRITE", 23, r#"["fd", "size"]"#, r#"["io_kiocb.cqe.fd", "io_rw.no_such_member"]"#),
+        request("IORING_OP_CLOSE", 19, r#"["fd"]"#, r#"["io_kiocb.file"]"#),
+        request("IORING_OP_STATX", 21, r#"["path"]"#, r#"["io_statx.dfd"]"#),
+    ]
+    .concat();
+    std::fs::write(&probes, text).unwrap();
+    let out = dir.join("out");
+    let res = run(strata()
+        .args(["record", "-o"])
+        .arg(&out)
+        .arg("--probes")
+        .arg(&probes)
+        .args(["--", "true"]));
+    assert!(res.status.success(), "{res:?}");
+    let err = String::from_utf8_lossy(&res.stderr);
+    assert!(err.contains("io_rw.no_such_member"), "{err}");
+    use common::RowExt as _;
+    let rows = common::rows(&out, "probes");
+    let status = |f: &str| {
+        let p = rows
+            .iter()
+            .find(|p| p.s("function") == Some(f))
+            .unwrap_or_else(|| panic!("no row for {f}"));
+        (
+            p.s("status").unwrap().to_string(),
+            p.s("reason").unwrap_or("").to_string(),
+        )
+    };
+    assert_eq!(status("IORING_OP_FSYNC").0, "attached");
+    for (f, why) in [
+        (
+            "IORING_OP_WRITE",
+            "field io_rw.no_such_member: no member no_such_member in this kernel",
+        ),
+        (
+            "IORING_OP_CLOSE",
+            "field io_kiocb.file: `fd` is not a pointer",
+        ),
+        (
+            "IORING_OP_STATX",
+            "field io_statx.dfd: `path` needs a pointer",
+        ),
+    ] {
+        let (st, reason) = status(f);
+        assert_eq!(st, "failed", "{f}: {reason}");
+        assert!(reason.contains(why), "{f}: {reason}");
+    }
+}
+
 /// An output file system that fills up: strata stops recording with a clear message, every
 /// visible file of the dataset is valid (no half-written file is left), and the traced job
 /// runs on to its end.

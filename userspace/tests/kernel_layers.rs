@@ -761,6 +761,9 @@ fn io_uring_opens_and_closes_make_and_end_handles() {
             "IORING_OP_OPENAT",
             "IORING_OP_READ",
             "IORING_OP_CLOSE",
+            "IORING_OP_MKDIRAT",
+            "IORING_OP_RENAMEAT",
+            "IORING_OP_UNLINKAT",
         ],
         "{r:#?}"
     );
@@ -770,6 +773,7 @@ fn io_uring_opens_and_closes_make_and_end_handles() {
     }
     let (open, write, stat, close) = (r[1], r[2], r[3], r[4]);
     let (slot_open, slot_read, slot_close) = (r[5], r[6], r[7]);
+    let (mkdir, rename, unlink) = (r[8], r[9], r[10]);
 
     // The open: its path (a kernel string), flags (Linux adds O_LARGEFILE), mode, no slot,
     // and the descriptor it returned, whose handle the write names and the close ends.
@@ -867,6 +871,22 @@ fn io_uring_opens_and_closes_make_and_end_handles() {
         })
         .collect();
     assert!(by_slots.is_empty(), "{by_slots:#?}");
+
+    // Namespace changes: both of a rename's paths (two kernel strings of one request).
+    const AT_REMOVEDIR: i64 = 0x200;
+    let (d, e) = (dir.join("ring.d"), dir.join("ring.e"));
+    fn paths(c: &Row) -> (Option<&str>, Option<&str>, Option<&str>, Option<i64>) {
+        (c.s("op"), c.s("path"), c.s("path2"), c.i("ret"))
+    }
+    assert_eq!(mkdir.list_i("args"), [AT_FDCWD, 0, 0o750]);
+    assert_eq!(paths(mkdir), (Some("mkdir"), d.to_str(), None, Some(0)));
+    assert_eq!(rename.list_i("args"), [AT_FDCWD, 0, AT_FDCWD, 0, 0]);
+    assert_eq!(
+        paths(rename),
+        (Some("rename"), d.to_str(), e.to_str(), Some(0))
+    );
+    assert_eq!(unlink.list_i("args"), [AT_FDCWD, 0, AT_REMOVEDIR]);
+    assert_eq!(paths(unlink), (Some("unlink"), e.to_str(), None, Some(0)));
 }
 
 /// The verifier's work per program, as the kernel reports it (Linux 5.16+). Older kernels
