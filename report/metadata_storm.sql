@@ -1,8 +1,9 @@
 -- detector: metadata_storm
 -- title: Many processes opening and closing the same file over and over
 -- needs: calls, files
--- definition: POSIX metadata calls (open, close, stat, access, truncate, unlink, rename) on one
---   file by several processes, outnumbering the reads and writes on it.
+-- definition: POSIX metadata calls (open, close, stat, access, truncate, unlink, rename; as
+--   syscalls or io_uring requests) on one file by several processes, outnumbering the reads
+--   and writes on it.
 -- threshold: at least 4 processes, at least 100 metadata calls in all, and no fewer metadata
 --   calls than data calls on the file.
 -- rationale: on a parallel file system every open and close is a request to the metadata
@@ -14,7 +15,7 @@ WITH c AS (
          c.ts_begin_ns AS b, c.ts_end_ns AS e
   FROM calls c
   JOIN files f ON f.host = c.host AND f.file_id = c.file_id
-  WHERE c.layer = 'posix'
+  WHERE c.layer IN ('posix', 'uring')
     AND f.path LIKE '/%' AND f.path NOT LIKE '/dev/%' AND f.path NOT LIKE '/proc/%'
     AND f.path NOT LIKE '/sys/%' AND f.path NOT LIKE '/etc/%' AND f.path NOT LIKE '/usr/%'
 ),

@@ -3,6 +3,8 @@
  *
  * usage: mpirun -np N patterns MODE FILE
  *   small   each rank writes its 256 KiB region in 1024 pwrites of 256 B
+ *   small_uring  the same 1024 writes of 256 B as io_uring requests (IORING_OP_WRITE), 32 per
+ *           io_uring_enter
  *   large   each rank writes its 256 KiB region in one pwrite
  *   single  rank 0 gathers every rank's 1 MiB and writes them all (1 MiB pwrites)
  *   spread  each rank writes its own 1 MiB with one pwrite
@@ -21,6 +23,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ring.h"
+
 #define REGION (256 * 1024)
 #define SMALL 256
 #define BLOCK (1024 * 1024)
@@ -32,6 +36,12 @@ static void check(int ok, const char *what) {
         perror(what);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
+}
+
+static void small_written(void *ctx, unsigned long long user_data, int res) {
+    (void)ctx;
+    (void)user_data;
+    check(res == SMALL, "an io_uring write");
 }
 
 int main(int argc, char **argv) {
@@ -53,6 +63,19 @@ int main(int argc, char **argv) {
     if (!strcmp(mode, "small")) {
         for (long off = 0; off < REGION; off += SMALL)
             check(pwrite(fd, buf, SMALL, (off_t)rank * REGION + off) == SMALL, "pwrite");
+    } else if (!strcmp(mode, "small_uring")) {
+        enum { batch = 32 };
+        struct ring r;
+        memset(&r, 0, sizeof r);
+        check(ring_setup(&r, batch) == 0, "io_uring_setup");
+        for (long off = 0; off < REGION; off += batch * SMALL) {
+            for (unsigned k = 0; k < batch; k++)
+                ring_queue(&r, k, IORING_OP_WRITE, fd, buf, SMALL,
+                           (long long)rank * REGION + off + k * SMALL, 0);
+            check(ring_enter(&r, batch) == batch, "io_uring_enter");
+            check(ring_reap(&r, small_written, NULL) == batch, "the completions");
+        }
+        close(r.fd);
     } else if (!strcmp(mode, "large")) {
         check(pwrite(fd, buf, REGION, (off_t)rank * REGION) == REGION, "pwrite");
     } else if (!strcmp(mode, "single")) {

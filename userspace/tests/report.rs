@@ -115,6 +115,32 @@ fn small_operations_are_found_on_small_writes_and_not_on_large_ones() {
     assert_eq!(posix_file["calls"], RANKS);
 }
 
+/// The same small writes as io_uring requests (32 per io_uring_enter): found on the uring
+/// layer's rows alone, the posix layer holding no data call on the file.
+#[test]
+fn small_operations_are_found_on_small_io_uring_writes() {
+    let (out, file) = trace_with("small_uring", "report_small_uring", "posix,uring", &[]);
+    let r = report(&out);
+    let mut found = findings(&r, "small_operations", &file);
+    found.sort_by_key(|f| f["rank"].as_i64());
+    assert_eq!(found.len(), RANKS as usize, "{found:#?}");
+    for (rank, f) in found.iter().enumerate() {
+        assert_eq!(f["rank"], rank as i64);
+        assert_eq!(f["small_calls"], 1024, "{f}");
+        assert_eq!(f["data_calls"], 1024, "{f}");
+        assert_eq!(f["small_bytes"], 256 * 1024, "{f}");
+    }
+    let files = r["summaries"]["files"].as_array().unwrap();
+    let on = |layer: &str| {
+        files
+            .iter()
+            .find(|f| f["path"] == file.as_str() && f["layer"] == layer)
+            .map(|f| f["bytes_written"].clone())
+    };
+    assert_eq!(on("uring"), Some(Value::from(RANKS * 256 * 1024)));
+    assert_eq!(on("posix").unwrap_or(Value::from(0)), Value::from(0));
+}
+
 #[test]
 fn a_single_writer_is_found_and_spread_writes_are_not() {
     let (out, _) = trace("single");
