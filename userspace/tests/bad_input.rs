@@ -13,6 +13,31 @@ fn fails_with(cmd: &mut Command, needle: &str) {
     assert!(err.contains(needle), "expected {needle:?} in: {err}");
 }
 
+/// `strata record --probes PROBES -o OUT -- true`, which must succeed: its stderr.
+fn record_true(probes: &std::path::Path, out: &std::path::Path) -> String {
+    let res = run(strata()
+        .args(["record", "-o"])
+        .arg(out)
+        .arg("--probes")
+        .arg(probes)
+        .args(["--", "true"]));
+    assert!(res.status.success(), "{res:?}");
+    String::from_utf8_lossy(&res.stderr).into_owned()
+}
+
+/// (status, reason) of `function`'s row of a run's `probes` table.
+fn probe_status(rows: &[common::Row], function: &str) -> (String, String) {
+    use common::RowExt as _;
+    let p = rows
+        .iter()
+        .find(|p| p.s("function") == Some(function))
+        .unwrap_or_else(|| panic!("no probes row for {function}"));
+    (
+        p.s("status").unwrap().to_string(),
+        p.s("reason").unwrap_or("").to_string(),
+    )
+}
+
 #[test]
 fn malformed_probes_file_names_file_and_line() {
     require_root();
@@ -167,24 +192,10 @@ fn missing_symbol_is_recorded_not_fatal() {
     )
     .unwrap();
     let out = dir.join("out");
-    let res = run(strata()
-        .args(["record", "-o"])
-        .arg(&out)
-        .arg("--probes")
-        .arg(&probes)
-        .args(["--", "true"]));
-    assert!(res.status.success());
-    let err = String::from_utf8_lossy(&res.stderr);
+    let err = record_true(&probes, &out);
     assert!(err.contains("no_such_function_xyz"), "{err}");
-    let probes = common::rows(&out, "probes");
-    use common::RowExt as _;
-    let status = |f: &str| {
-        let p = probes.iter().find(|p| p.s("function") == Some(f)).unwrap();
-        (
-            p.s("status").unwrap().to_string(),
-            p.s("reason").unwrap_or("").to_string(),
-        )
-    };
+    let rows = common::rows(&out, "probes");
+    let status = |f: &str| probe_status(&rows, f);
     assert_eq!(status("write").0, "attached");
     let (st, reason) = status("no_such_function_xyz");
     assert_eq!(st, "failed");
@@ -226,27 +237,10 @@ fn an_io_uring_request_field_this_kernel_lacks_fails_that_probe_alone() {
     .concat();
     std::fs::write(&probes, text).unwrap();
     let out = dir.join("out");
-    let res = run(strata()
-        .args(["record", "-o"])
-        .arg(&out)
-        .arg("--probes")
-        .arg(&probes)
-        .args(["--", "true"]));
-    assert!(res.status.success(), "{res:?}");
-    let err = String::from_utf8_lossy(&res.stderr);
+    let err = record_true(&probes, &out);
     assert!(err.contains("io_rw.no_such_member"), "{err}");
-    use common::RowExt as _;
     let rows = common::rows(&out, "probes");
-    let status = |f: &str| {
-        let p = rows
-            .iter()
-            .find(|p| p.s("function") == Some(f))
-            .unwrap_or_else(|| panic!("no row for {f}"));
-        (
-            p.s("status").unwrap().to_string(),
-            p.s("reason").unwrap_or("").to_string(),
-        )
-    };
+    let status = |f: &str| probe_status(&rows, f);
     assert_eq!(status("IORING_OP_FSYNC").0, "attached");
     for (f, why) in [
         (

@@ -64,6 +64,17 @@ fn report(dataset: &Path) -> Value {
     r
 }
 
+/// One finding of `detector` on `path` per rank, in rank order.
+fn per_rank(r: &Value, detector: &str, path: &str) -> Vec<Value> {
+    let mut found = findings(r, detector, path);
+    found.sort_by_key(|f| f["rank"].as_i64());
+    assert_eq!(found.len(), RANKS as usize, "{found:#?}");
+    for (rank, f) in found.iter().enumerate() {
+        assert_eq!(f["rank"], rank as i64, "{f}");
+    }
+    found
+}
+
 /// Findings of `detector` on `path`, as their `where` objects.
 fn findings(r: &Value, detector: &str, path: &str) -> Vec<Value> {
     r["findings"]
@@ -81,11 +92,7 @@ fn findings(r: &Value, detector: &str, path: &str) -> Vec<Value> {
 fn small_operations_are_found_on_small_writes_and_not_on_large_ones() {
     let (out, file) = trace("small");
     let r = report(&out);
-    let mut found = findings(&r, "small_operations", &file);
-    found.sort_by_key(|f| f["rank"].as_i64());
-    assert_eq!(found.len(), RANKS as usize, "{found:#?}");
-    for (rank, f) in found.iter().enumerate() {
-        assert_eq!(f["rank"], rank as i64);
+    for f in per_rank(&r, "small_operations", &file) {
         // 256 KiB per rank in 256-byte pwrites, all of them small.
         assert_eq!(f["small_calls"], 1024);
         assert_eq!(f["data_calls"], 1024);
@@ -121,11 +128,7 @@ fn small_operations_are_found_on_small_writes_and_not_on_large_ones() {
 fn small_operations_are_found_on_small_io_uring_writes() {
     let (out, file) = trace_with("small_uring", "report_small_uring", "posix,uring", &[]);
     let r = report(&out);
-    let mut found = findings(&r, "small_operations", &file);
-    found.sort_by_key(|f| f["rank"].as_i64());
-    assert_eq!(found.len(), RANKS as usize, "{found:#?}");
-    for (rank, f) in found.iter().enumerate() {
-        assert_eq!(f["rank"], rank as i64);
+    for f in per_rank(&r, "small_operations", &file) {
         assert_eq!(f["small_calls"], 1024, "{f}");
         assert_eq!(f["data_calls"], 1024, "{f}");
         assert_eq!(f["small_bytes"], 256 * 1024, "{f}");
