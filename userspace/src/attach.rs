@@ -24,6 +24,7 @@ use strata_common::{
 };
 
 use crate::{
+    btf::BtfError,
     libraries,
     probes::{ArgKind, Mechanism, Probe, Target},
     symbols::{SymbolTable, find_library_in},
@@ -1123,8 +1124,15 @@ fn attach_requests(
         };
         let op = match op {
             Ok(op) => op,
+            // Expected on an older kernel: said in the row, not as a warning on every run.
+            Err(e @ BtfError::NoStruct(..)) => {
+                log::info!("probe {} not attached: {e}", p.function());
+                status.status = "absent";
+                status.reason = Some(e.to_string());
+                continue;
+            }
             Err(e) => {
-                record_result(status, Err(Failure::Failed(e)), probes);
+                record_result(status, Err(Failure::Failed(e.to_string())), probes);
                 continue;
             }
         };
@@ -1145,11 +1153,12 @@ fn attach_requests(
 
 /// How the kernel side reads request probe `p`'s arguments in this kernel: each field's
 /// place from the BTF, and which arguments are the descriptor, the file and strings.
-fn uring_op(
+/// [`BtfError::NoStruct`]: the opcode is newer than this kernel.
+pub fn uring_op(
     btf: &btf_rs::Btf,
     p: &Probe,
     fields: &[crate::probes::FieldPath],
-) -> Result<UringOp, String> {
+) -> Result<UringOp, BtfError> {
     let mut op = UringOp {
         probe: p.id + 1,
         fd_arg: NO_ARG,
@@ -1159,24 +1168,22 @@ fn uring_op(
     };
     let mut strs = 0;
     for (i, (field, role)) in fields.iter().zip(&p.args).enumerate() {
-        let f = crate::btf::request_field(btf, field).map_err(|e| e.to_string())?;
+        let f = crate::btf::request_field(btf, field)?;
+        let fail = |why: String| BtfError::Field(field.to_string(), why);
         let is_str = matches!(role, ArgKind::Path | ArgKind::Str);
         let want_pointer = is_str || *role == ArgKind::KFile;
         if want_pointer != f.pointer {
-            return Err(format!(
-                "field {field}: `{}` {} a pointer in this kernel",
+            return Err(fail(format!(
+                "`{}` {} a pointer in this kernel",
                 role.as_str(),
                 if want_pointer { "needs" } else { "is not" }
-            ));
+            )));
         }
-        let small = |v: u32| {
-            u16::try_from(v).map_err(|_| format!("field {field}: offset {v} is past 64 KiB"))
-        };
+        let small =
+            |v: u32| u16::try_from(v).map_err(|_| fail(format!("offset {v} is past 64 KiB")));
         match role {
             ArgKind::KFile if f.deref.is_some() => {
-                return Err(format!(
-                    "field {field}: `kfile` is a field of the request itself"
-                ));
+                return Err(fail("`kfile` is a field of the request itself".into()));
             }
             // Read at completion, not with the others.
             ArgKind::KFile => {
@@ -1185,9 +1192,10 @@ fn uring_op(
             }
             ArgKind::Fd => op.fd_arg = i as u8,
             _ if is_str => {
-                *op.str_args.get_mut(strs).ok_or_else(|| {
-                    format!("field {field}: at most two strings per io_uring request")
-                })? = i as u8;
+                *op.str_args
+                    .get_mut(strs)
+                    .ok_or_else(|| fail("at most two strings per io_uring request".into()))? =
+                    i as u8;
                 strs += 1;
             }
             _ => {}

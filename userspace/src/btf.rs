@@ -12,6 +12,10 @@ pub enum BtfError {
     Missing(String, String),
     #[error("field {0}: {1}")]
     Field(String, String),
+    /// The struct a request field starts from is not in this kernel: an io_uring opcode
+    /// newer than the kernel.
+    #[error("field {0}: this kernel has no struct {1} (an opcode newer than this kernel)")]
+    NoStruct(String, String),
 }
 
 /// Byte offset of `field` in `struct strukt`, looking into anonymous unions and structs.
@@ -79,7 +83,7 @@ pub struct RequestField {
 pub fn request_field(btf: &Btf, f: &crate::probes::FieldPath) -> Result<RequestField, BtfError> {
     let fail = |why: String| BtfError::Field(f.to_string(), why);
     let root = named_struct(btf, &f.root)
-        .ok_or_else(|| fail(format!("this kernel's BTF has no struct {}", f.root)))?;
+        .ok_or_else(|| BtfError::NoStruct(f.to_string(), f.root.clone()))?;
     let base = if f.root == "io_kiocb" {
         0
     } else {
@@ -266,7 +270,10 @@ mod tests {
             ("io_open.no_such", "no member no_such"),
             ("io_open.dfd->x", "`->` follows a pointer"),
             ("io_open.how", "a struct, not a number"),
-            ("no_such_struct.x", "no struct no_such_struct"),
+            (
+                "no_such_struct.x",
+                "this kernel has no struct no_such_struct",
+            ),
             ("task_struct.pid", "is no request command"),
         ] {
             let e = field(bad).unwrap_err().to_string();

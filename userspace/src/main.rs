@@ -469,6 +469,8 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
             );
             // Each named library read once: how its probes will be hit on this machine.
             let mut tables: HashMap<String, Option<(PathBuf, SymbolTable)>> = HashMap::new();
+            // io_uring requests: whether this kernel has each field they read.
+            let mut btf = None;
             for p in &list {
                 let entry = match &p.target {
                     probes::Target::Uprobe { library, symbol } => {
@@ -489,6 +491,18 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
                                 lib.as_ref().map(|(_, t)| t),
                                 symbol,
                             ),
+                        }
+                    }
+                    probes::Target::Request { fields, .. } => {
+                        let btf = btf.get_or_insert_with(|| strata::btf::kernel().ok());
+                        match btf.as_ref().map(|b| strata::attach::uring_op(b, p, fields)) {
+                            None => "no BTF".into(),
+                            Some(Ok(_)) => "fields ok".into(),
+                            Some(Err(strata::btf::BtfError::NoStruct(..))) => "absent".into(),
+                            Some(Err(e)) => {
+                                log::warn!("probe {}: {e}", p.function());
+                                "bad field".into()
+                            }
                         }
                     }
                     _ => "-".into(),

@@ -215,7 +215,9 @@ fn missing_symbol_is_recorded_not_fatal() {
 }
 
 /// An io_uring request probe whose field this kernel lacks, or whose field is no pointer
-/// where its role needs one, fails alone, its row naming the field; the others attach.
+/// where its role needs one, fails alone, its row naming the field; one whose command
+/// struct the kernel does not have at all is absent (an opcode newer than the kernel), with
+/// no warning; the others attach. `strata probes` says the same before any tracing.
 #[test]
 fn an_io_uring_request_field_this_kernel_lacks_fails_that_probe_alone() {
     require_root();
@@ -233,12 +235,26 @@ fn an_io_uring_request_field_this_kernel_lacks_fails_that_probe_alone() {
         request("IORING_OP_WRITE", 23, r#"["fd", "size"]"#, r#"["io_kiocb.cqe.fd", "io_rw.no_such_member"]"#),
         request("IORING_OP_CLOSE", 19, r#"["fd"]"#, r#"["io_kiocb.file"]"#),
         request("IORING_OP_STATX", 21, r#"["path"]"#, r#"["io_statx.dfd"]"#),
+        request("IORING_OP_FUTURE", 250, r#"["int"]"#, r#"["io_no_such_cmd.x"]"#),
     ]
     .concat();
     std::fs::write(&probes, text).unwrap();
+    let listed = run(strata().arg("probes").arg("--probes").arg(&probes));
+    assert!(listed.status.success(), "{listed:?}");
+    let listed = String::from_utf8(listed.stdout).unwrap();
+    for (f, entry) in [
+        ("IORING_OP_FSYNC", "fields ok"),
+        ("IORING_OP_WRITE", "bad field"),
+        ("IORING_OP_CLOSE", "bad field"),
+        ("IORING_OP_FUTURE", "absent"),
+    ] {
+        let line = listed.lines().find(|l| l.contains(f)).unwrap_or_default();
+        assert!(line.contains(entry), "{f}: {line:?}");
+    }
     let out = dir.join("out");
     let err = record_true(&probes, &out);
     assert!(err.contains("io_rw.no_such_member"), "{err}");
+    assert!(!err.contains("io_no_such_cmd"), "{err}");
     let rows = common::rows(&out, "probes");
     let status = |f: &str| probe_status(&rows, f);
     assert_eq!(status("IORING_OP_FSYNC").0, "attached");
@@ -260,6 +276,12 @@ fn an_io_uring_request_field_this_kernel_lacks_fails_that_probe_alone() {
         assert_eq!(st, "failed", "{f}: {reason}");
         assert!(reason.contains(why), "{f}: {reason}");
     }
+    let (st, reason) = status("IORING_OP_FUTURE");
+    assert_eq!(st, "absent", "{reason}");
+    assert!(
+        reason.contains("this kernel has no struct io_no_such_cmd"),
+        "{reason}"
+    );
 }
 
 /// An output file system that fills up: strata stops recording with a clear message, every

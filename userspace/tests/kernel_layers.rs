@@ -687,8 +687,16 @@ fn io_uring_requests_are_rows_beneath_the_entry_that_submitted_them() {
         .filter(|p| p.s("layer") == Some("uring"))
         .collect();
     assert!(uring.len() > 2, "{uring:?}");
+    // Or absent: an opcode newer than the kernel (IORING_OP_FTRUNCATE before 6.9).
+    let newer = |p: &&Row| {
+        p.s("status") == Some("absent")
+            && p.s("reason")
+                .is_some_and(|r| r.contains("this kernel has no struct"))
+    };
     assert!(
-        uring.iter().all(|p| p.s("status") == Some("attached")),
+        uring
+            .iter()
+            .all(|p| p.s("status") == Some("attached") || newer(p)),
         "{uring:?}"
     );
 }
@@ -733,12 +741,17 @@ fn io_uring_opens_and_closes_make_and_end_handles() {
     const O_LARGEFILE: i64 = 0o100000;
     const STATX_SIZE: i64 = 0x200;
     let t = UringRun::trace("files");
-    let opened: i64 = t
-        .printed
-        .split_whitespace()
-        .find_map(|w| w.strip_prefix("opened="))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no opened= in {:?}", t.printed));
+    let printed = |key: &str| -> i64 {
+        t.printed
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix(key))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {key} in {:?}", t.printed))
+    };
+    let opened = printed("opened=");
+    // 0, or -EINVAL where the kernel has no IORING_OP_FTRUNCATE (before 6.9): it refuses the
+    // request while preparing it, and there is no row.
+    let truncated = printed("ftruncate=") == 0;
     let dir = t.out.parent().unwrap();
     let txt = dir.join("ring.txt");
     let txt_ino = std::fs::metadata(&txt).unwrap().ino() as i64;
@@ -748,7 +761,24 @@ fn io_uring_opens_and_closes_make_and_end_handles() {
         .and_then(|f| f.i("file_id"))
         .expect("ring.txt's file row");
     let enters = t.of(|c| c.s("function") == Some("io_uring_enter"));
-    let r = t.of(|c| c.s("layer") == Some("uring"));
+    let all = t.of(|c| c.s("layer") == Some("uring"));
+    // One entry each, in order (an entry whose request the kernel refused has none).
+    let mut in_order = enters.iter();
+    for c in &all {
+        let enter = in_order
+            .find(|e| e.i("call_id") == c.i("parent_id"))
+            .unwrap_or_else(|| panic!("no entry, in order, for {c:?}"));
+        assert_eq!(c.i("depth"), enter.i("depth").map(|d| d + 1), "{c:?}");
+    }
+    let ftruncate = all
+        .iter()
+        .position(|c| c.s("function") == Some("IORING_OP_FTRUNCATE"));
+    assert_eq!(ftruncate, truncated.then_some(4), "{all:#?}");
+    let r: Vec<&Row> = all
+        .iter()
+        .copied()
+        .filter(|c| c.s("function") != Some("IORING_OP_FTRUNCATE"))
+        .collect();
     let names: Vec<&str> = r.iter().filter_map(|c| c.s("function")).collect();
     assert_eq!(
         names,
@@ -767,10 +797,6 @@ fn io_uring_opens_and_closes_make_and_end_handles() {
         ],
         "{r:#?}"
     );
-    for (c, enter) in r.iter().zip(&enters) {
-        assert_eq!(c.i("parent_id"), enter.i("call_id"), "{c:?}");
-        assert_eq!(c.i("depth"), enter.i("depth").map(|d| d + 1), "{c:?}");
-    }
     let (open, write, stat, close) = (r[1], r[2], r[3], r[4]);
     let (slot_open, slot_read, slot_close) = (r[5], r[6], r[7]);
     let (mkdir, rename, unlink) = (r[8], r[9], r[10]);
@@ -827,6 +853,27 @@ fn io_uring_opens_and_closes_make_and_end_handles() {
         (stat.s("op"), stat.s("path"), stat.i("ret")),
         (Some("stat"), txt.to_str(), Some(0))
     );
+    // The truncation (extending the file to 200 B) where the kernel has the opcode, on the
+    // open's handle; where it has not, its probe is absent.
+    let status = rows(&t.out, "probes")
+        .into_iter()
+        .find(|p| p.s("function") == Some("IORING_OP_FTRUNCATE"))
+        .and_then(|p| p.s("status").map(String::from));
+    if let Some(i) = ftruncate {
+        let c = all[i];
+        assert_eq!(c.list_i("args"), [opened, 200, txt_ino]);
+        assert_eq!(
+            (c.s("op"), c.i("offset"), c.i("ret")),
+            (Some("truncate"), Some(200), Some(0))
+        );
+        assert_eq!(
+            (c.i("handle_id"), c.i("file_id")),
+            (Some(handle), Some(txt_file))
+        );
+        assert_eq!(status.as_deref(), Some("attached"));
+    } else {
+        assert_eq!(status.as_deref(), Some("absent"));
+    }
     assert_eq!(close.list_i("args"), [opened, 0]);
     assert_eq!(
         (
