@@ -242,6 +242,10 @@ enum Cmd {
     /// is probed at its N calls instead (`calls_in`), `missing` means the library lacks the
     /// symbol and `no library` that none was found under the name. Other builds of a library that
     /// `strata record` also probes (other names, other paths) are not listed here.
+    ///
+    /// For io_uring requests it tells whether the request fields probes.toml names are in this
+    /// kernel's BTF: `fields ok`; `absent` when the opcode is newer than the kernel (its
+    /// command struct is missing); `bad field`, with a warning naming it, otherwise.
     Probes {
         /// Probe list to check instead of the built-in one.
         #[arg(long, value_name = "FILE")]
