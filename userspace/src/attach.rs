@@ -19,8 +19,8 @@ use aya::{
 };
 use strata_common::{
     COOKIE_TABLE_SHIFT, Config, FIELD_NONE, FuncSpec, KERNEL_WINDOW, KernelEvent, KernelFields,
-    NO_ARG, OnlyKey, TypeTable, URING_FIELD_DEREF, URING_FIELD_SIGNED, UringField, UringOp,
-    globals, maps, programs,
+    NO_ARG, OnlyKey, TypeTable, URING_FIELD_DEREF, URING_FIELD_SIGNED, URING_SPAN, UringField,
+    UringOp, globals, maps, programs,
 };
 
 use crate::{
@@ -503,6 +503,13 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
     let file_offsets = crate::btf::offsets(&kernel_btf, crate::btf::file_offsets);
     let request_offsets = crate::btf::offsets(&kernel_btf, crate::btf::request_offsets);
     let mut config = lifecycle_config(&root, opts)?;
+    // Where a completing io_uring request keeps its opcode.
+    let uring_opcode = kernel_btf.as_ref().map_err(Clone::clone).and_then(|b| {
+        crate::btf::member_offset(b, "io_kiocb", "opcode").map_err(|e| e.to_string())
+    });
+    if let Ok(off) = uring_opcode {
+        config.uring_opcode_off = off;
+    }
     if let Ok([f_inode, i_ino, i_sb, s_dev]) = file_offsets {
         config.file_inode_off = f_inode;
         config.inode_ino_off = i_ino;
@@ -632,6 +639,7 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
                     &KernelStructs {
                         btf: &aya_btf,
                         request_offsets: &request_offsets,
+                        uring_opcode: &uring_opcode,
                     },
                     &mut status,
                 ),
@@ -1038,6 +1046,8 @@ struct KernelStructs<'a> {
     btf: &'a Result<aya::Btf, String>,
     /// [`crate::btf::request_offsets`]
     request_offsets: &'a Result<[u32; 6], String>,
+    /// `io_kiocb.opcode`, which the completion program reads.
+    uring_opcode: &'a Result<u32, String>,
 }
 
 /// Attaches a kernel event through the first mechanism of `attach` that works here.
@@ -1053,6 +1063,11 @@ fn attach_kernel(
         Mechanism::Tracepoint { category, name } => {
             status.mechanism = "tracepoint";
             status.target = format!("{category}/{name}");
+            if event == KernelEvent::UringComplete {
+                if let Err(e) = kernel.uring_opcode {
+                    anyhow::bail!("{e}");
+                }
+            }
             attach_kernel_tracepoint(ebpf, root, event, category, name)
         }
         Mechanism::BtfTracepoint { name } => {
@@ -1207,6 +1222,14 @@ pub fn uring_op(
         if f.deref.is_some() {
             flags |= URING_FIELD_DEREF;
         }
+        // The request's bytes the copy must hold: the field, or the pointer to follow.
+        let end = f.off + if f.deref.is_some() { 8 } else { f.size };
+        if end as usize > URING_SPAN {
+            return Err(fail(format!(
+                "ends {end} bytes into the request; strata copies at most {URING_SPAN}"
+            )));
+        }
+        op.span = op.span.max(end as u16);
         op.fields[i] = UringField {
             off: small(f.off)?,
             deref: small(f.deref.unwrap_or(0))?,
@@ -1377,6 +1400,7 @@ fn kernel_fields(
         fields.opcode = off(&["opcode"], 1, 1)?;
         fields.req_flags = off(&["flags"], 4, 4)?;
         fields.res = off(&["res"], 4, 4)?;
+        fields.ctx = off(&["ctx"], 8, 8)?;
     }
     fields.len = len;
     let required: &[(&str, u32)] = match event {
@@ -1405,11 +1429,16 @@ fn kernel_fields(
             ("s_dev", fields.dev),
         ],
         KernelEvent::UringSubmit => &[
+            ("ctx", fields.ctx),
             ("req", fields.req),
             ("opcode", fields.opcode),
             ("flags", fields.req_flags),
         ],
-        KernelEvent::UringComplete => &[("req", fields.req), ("res", fields.res)],
+        KernelEvent::UringComplete => &[
+            ("ctx", fields.ctx),
+            ("req", fields.req),
+            ("res", fields.res),
+        ],
     };
     if let Some((missing, _)) = required.iter().find(|(_, off)| *off == FIELD_NONE) {
         anyhow::bail!("field {missing} missing from {event_name} on this kernel");
@@ -1875,17 +1904,25 @@ mod tests {
             ("bool force_nonblock", 40, 1),
         ]);
         let k = kernel_fields(&old, KernelEvent::UringSubmit, "io_uring/e").unwrap();
-        assert_eq!((k.req, k.opcode, k.req_flags, k.len), (16, 32, 36, 40));
+        assert_eq!(
+            (k.ctx, k.req, k.opcode, k.req_flags, k.len),
+            (8, 16, 32, 36, 40)
+        );
         let new = format(&[
+            ("void * ctx", 8, 8),
             ("void * req", 16, 8),
             ("u8 opcode", 32, 1),
             ("unsigned long long flags", 40, 8),
         ]);
         let k = kernel_fields(&new, KernelEvent::UringSubmit, "io_uring/e").unwrap();
         assert_eq!((k.req_flags, k.len), (40, 44));
-        let complete = format(&[("void * req", 16, 8), ("int res", 32, 4)]);
+        let complete = format(&[
+            ("void * ctx", 8, 8),
+            ("void * req", 16, 8),
+            ("int res", 32, 4),
+        ]);
         let k = kernel_fields(&complete, KernelEvent::UringComplete, "io_uring/e").unwrap();
-        assert_eq!((k.req, k.res), (16, 32));
+        assert_eq!((k.ctx, k.req, k.res), (8, 16, 32));
         let e = kernel_fields(&complete, KernelEvent::UringSubmit, "io_uring/e").unwrap_err();
         assert_eq!(
             e.to_string(),

@@ -36,6 +36,10 @@ const SEEK_SET: u64 = 0;
 const SEEK_CUR: u64 = 1;
 /// Strings whose call never returned are dropped after this many flushes.
 const STR_MAX_AGE: u32 = 600;
+/// io_uring requests submitted and not completed yet, at most: past that, the ones waiting
+/// longest are dropped (their completion was lost, or their ring torn down unseen). Also
+/// dropped after `STR_MAX_AGE` flushes.
+const URING_MAX_PENDING: usize = 65536;
 /// Handles created beneath a call wait for its return at most this many flushes, and at most
 /// this many at once: an open call makes a few, over milliseconds; a call whose return was
 /// missed (longjmp over it, a thread that ended inside it) would hold every handle its thread
@@ -94,6 +98,8 @@ pub struct Correlator {
     names: Vec<(Rc<str>, Rc<str>, Rc<str>)>,
     clock: Clock,
     pending_args: HashMap<u64, PendingArgs>,
+    /// io_uring requests submitted, by request address: their record and its age in flushes.
+    uring_pending: HashMap<u64, (CallRecord, u32)>,
     adoptions: HashMap<u64, Adoption>,
     pub procs: Procs,
     pub handles: Handles,
@@ -174,6 +180,7 @@ impl Correlator {
             loader_reports: Vec::new(),
             clock,
             pending_args: HashMap::default(),
+            uring_pending: HashMap::default(),
             adoptions: HashMap::default(),
             procs: Procs::default(),
             handles: Handles::default(),
@@ -215,6 +222,30 @@ impl Correlator {
                     .or_default()
                     .blobs
                     .push((arg, words));
+            }
+            Event::RequestBegin { req, rec } => {
+                if self.uring_pending.len() >= URING_MAX_PENDING {
+                    self.uring_pending.retain(|_, (_, age)| *age == 0);
+                }
+                if self.uring_pending.len() < URING_MAX_PENDING {
+                    self.uring_pending.insert(req, (rec, 0));
+                }
+            }
+            Event::RequestEnd(end) => {
+                // A second completion of a request (a multishot one) finds it gone.
+                if let Some((mut rec, _)) = self.uring_pending.remove(&end.req) {
+                    rec.ts_end = end.ts_end;
+                    rec.ret = end.ret;
+                    // The file, and its device in the slot after it (probes.toml validated
+                    // that `kfile` is the last argument, with a slot after it).
+                    let k = self.probes[rec.func_id as usize].arg(ArgKind::KFile);
+                    if let Some(k) = k.filter(|k| k + 1 < rec.args.len()) {
+                        rec.args[k] = end.ino;
+                        rec.args[k + 1] = u64::from(end.dev);
+                    }
+                    self.handle(Event::Call(rec), out);
+                    return;
+                }
             }
             Event::Call(rec) => {
                 let Some(row) = self.call(&rec) else {
@@ -339,6 +370,10 @@ impl Correlator {
         self.pending_args.retain(|_, p| {
             p.age += 1;
             p.age < STR_MAX_AGE
+        });
+        self.uring_pending.retain(|_, (_, age)| {
+            *age += 1;
+            *age < STR_MAX_AGE
         });
         self.give_up_adoptions(|a| {
             a.age += 1;
@@ -1229,6 +1264,73 @@ mod tests {
         assert_eq!(written(&out), ADOPTION_MAX_HANDLES + 1, "still waiting");
         corr.tick(&mut out);
         assert_eq!(written(&out), n, "released at the age limit");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// An io_uring request's submission and completion records make one call (its fields are
+    /// checked against real requests in tests/kernel_layers.rs). A second completion of the same request (a
+    /// multishot one), or a completion whose submission was not seen, makes none; a
+    /// submission never completed is dropped at the age limit.
+    #[test]
+    fn io_uring_submission_and_completion_join_into_one_call() {
+        let probes = crate::probes::load(None).unwrap();
+        let write = probes
+            .iter()
+            .find(|p| p.function() == "IORING_OP_WRITE")
+            .unwrap()
+            .id;
+        let dir = std::env::temp_dir().join(format!("strata-uring-{}", std::process::id()));
+        let mut out =
+            Dataset::create(&dir, "test", "uring", crate::dataset::DEFAULT_FILE_MODE).unwrap();
+        let mut corr = Correlator::new(probes, Clock::now());
+        let pid = std::process::id();
+        let begin = |req, call_id| Event::RequestBegin {
+            req,
+            rec: CallRecord {
+                kind: RecordKind::Call as u32,
+                func_id: write,
+                call_id,
+                parent_id: 0,
+                ts_begin: 100,
+                ts_end: 0,
+                pid,
+                tid: pid,
+                depth: 0,
+                flags: 0,
+                ret: 0,
+                out: 0,
+                args: [u64::MAX, 4096, 512, 0, 0, 0],
+            },
+        };
+        let end = |req| {
+            Event::RequestEnd(strata_common::RequestEnd {
+                kind: RecordKind::RequestEnd as u32,
+                pid,
+                req,
+                ts_end: 250,
+                ret: 512,
+                ino: 77,
+                dev: 8 << 20 | 1,
+                _pad: 0,
+            })
+        };
+        corr.handle(begin(0xa000, 1), &mut out);
+        corr.handle(begin(0xb000, 2), &mut out);
+        assert_eq!(out.calls.buffered(), 0, "no row before the completion");
+        corr.handle(end(0xa000), &mut out);
+        assert_eq!(out.calls.buffered(), 1);
+        corr.handle(end(0xa000), &mut out);
+        corr.handle(end(0xc000), &mut out);
+        assert_eq!(
+            out.calls.buffered(),
+            1,
+            "a second completion, one never submitted"
+        );
+        for _ in 0..STR_MAX_AGE {
+            corr.tick(&mut out);
+        }
+        corr.handle(end(0xb000), &mut out);
+        assert_eq!(out.calls.buffered(), 1, "aged out");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -3,12 +3,20 @@ use std::{mem::size_of, ptr};
 
 use strata_common::{
     CALL_INT_HANDLES, CallRecord, FUNC_INT_HANDLES, ImageHeader, KernelEvent, KernelRecord,
-    MAX_TYPE_REFS, ProcEvent, ProcRecord, RecordKind, STR_FAILED, StrHeader, TypeIdsRecord,
+    MAX_TYPE_REFS, ProcEvent, ProcRecord, RecordKind, RequestBegin, RequestEnd, STR_FAILED,
+    StrHeader, TypeIdsRecord,
 };
 
 #[derive(Debug)]
 pub enum Event {
     Call(CallRecord),
+    /// An io_uring request submitted (its record has no end yet), by request address.
+    RequestBegin {
+        req: u64,
+        rec: CallRecord,
+    },
+    /// That request completed.
+    RequestEnd(RequestEnd),
     /// String argument `arg` of `call_id`; `None` when the kernel could not read it.
     Str {
         pid: u32,
@@ -51,7 +59,8 @@ impl Event {
     /// running (a writeback worker, an interrupted one).
     pub fn pid(&self) -> u32 {
         match self {
-            Self::Call(r) => r.pid,
+            Self::Call(r) | Self::RequestBegin { rec: r, .. } => r.pid,
+            Self::RequestEnd(e) => e.pid,
             Self::Str { pid, .. }
             | Self::Blob { pid, .. }
             | Self::TypeIds { pid, .. }
@@ -93,6 +102,12 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
             }
             Ok(Event::Call(rec))
         }
+        k if k == RecordKind::RequestBegin as u32 => {
+            let RequestBegin { mut rec, req } = read(bytes)?;
+            rec.kind = RecordKind::Call as u32;
+            Ok(Event::RequestBegin { req, rec })
+        }
+        k if k == RecordKind::RequestEnd as u32 => Ok(Event::RequestEnd(read(bytes)?)),
         k if k == RecordKind::Str as u32 => {
             let hdr: StrHeader = read(bytes)?;
             let data = &bytes[size_of::<StrHeader>()..];
@@ -235,7 +250,46 @@ mod tests {
         assert_eq!(decode(&bytes(&p)).unwrap_err(), DecodeError::ProcEvent(9));
         assert_eq!(comm(&p), "bash");
         assert_eq!(decode(&[1, 0]).unwrap_err(), DecodeError::Short(2));
-        assert_eq!(decode(&[9, 0, 0, 0]).unwrap_err(), DecodeError::Kind(9));
+        assert_eq!(decode(&[99, 0, 0, 0]).unwrap_err(), DecodeError::Kind(99));
+        // An io_uring request's two records: the submission decodes to a call record.
+        let begin = RequestBegin {
+            rec: CallRecord {
+                kind: RecordKind::RequestBegin as u32,
+                func_id: 3,
+                call_id: 8,
+                parent_id: 0,
+                ts_begin: 1,
+                ts_end: 0,
+                pid: 4,
+                tid: 4,
+                depth: 0,
+                flags: 0,
+                ret: 0,
+                out: 0,
+                args: [0; 6],
+            },
+            req: 0xfeed,
+        };
+        match decode(&bytes(&begin)).unwrap() {
+            ev @ Event::RequestBegin { req: 0xfeed, rec } => {
+                assert_eq!(
+                    (rec.kind, rec.call_id, ev.pid()),
+                    (RecordKind::Call as u32, 8, 4)
+                );
+            }
+            e => panic!("{e:?}"),
+        }
+        let end = RequestEnd {
+            kind: RecordKind::RequestEnd as u32,
+            pid: 4,
+            req: 0xfeed,
+            ret: -9,
+            ..Default::default()
+        };
+        match decode(&bytes(&end)).unwrap() {
+            ev @ Event::RequestEnd(e) => assert_eq!((e.req, e.ret, ev.pid()), (0xfeed, -9, 4)),
+            e => panic!("{e:?}"),
+        }
         let mut t = TypeIdsRecord {
             kind: RecordKind::TypeIds as u32,
             pid: 5,

@@ -46,7 +46,7 @@ pub mod maps {
     pub const WRITEBACK_THREADS: &str = "STRATA_WRITEBACK_THREADS";
     pub const PENDING_BIOS: &str = "STRATA_PENDING_BIOS";
     pub const URING_OPS: &str = "STRATA_URING_OPS";
-    pub const URING_REQS: &str = "STRATA_URING_REQS";
+    pub const URING_RINGS: &str = "STRATA_URING_RINGS";
     pub const KFUNC_IDS: &str = "STRATA_KFUNC_IDS";
     pub const CGROUPS: &str = "STRATA_CGROUPS";
     pub const USERS: &str = "STRATA_USERS";
@@ -238,6 +238,8 @@ pub struct KernelFields {
     pub req_flags: u32,
     /// i32: `res`, an io_uring request's result.
     pub res: u32,
+    /// u64: `ctx` (the io_uring ring, `struct io_ring_ctx *`).
+    pub ctx: u32,
 }
 
 pub const FIELD_NONE: u32 = u32::MAX;
@@ -262,6 +264,7 @@ impl Default for KernelFields {
             opcode: FIELD_NONE,
             req_flags: FIELD_NONE,
             res: FIELD_NONE,
+            ctx: FIELD_NONE,
         }
     }
 }
@@ -364,7 +367,9 @@ pub struct Config {
     pub mm_arg_end_off: u32,
     pub mm_env_start_off: u32,
     pub mm_env_end_off: u32,
-    pub _pad: u32,
+    /// From the kernel's BTF: `struct io_kiocb.opcode` (u8), read when a request completes;
+    /// 0 when unknown (then the completion event is not attached).
+    pub uring_opcode_off: u32,
 }
 
 /// Entries of [`maps::URING_OPS`]: one per io_uring opcode (a `u8`).
@@ -405,18 +410,39 @@ pub struct UringOp {
     pub fd_arg: u8,
     pub file_arg: u8,
     pub str_args: [u8; 2],
-    pub _pad: [u8; 6],
+    /// Bytes of the request from its start that hold every field (at most
+    /// [`URING_SPAN`]): copied in one read, the fields taken from the copy.
+    pub span: u16,
+    pub _pad: [u8; 4],
     pub fields: [UringField; MAX_ARGS],
 }
 
-/// A submitted io_uring request waiting for its completion: its record so far, and where
-/// its file is read then (see [`UringOp`]; `file_arg` [`NO_ARG`] when it has none).
+/// At most this many bytes of an io_uring request are copied at its submission.
+pub const URING_SPAN: usize = 256;
+
+/// An io_uring request submitted: its call record so far (no end, no result; `kind` is
+/// [`RecordKind::RequestBegin`]) and the request's address, which its [`RequestEnd`] names.
+/// User space joins the two: no kernel map holds a request in flight.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
-pub struct UringPending {
+pub struct RequestBegin {
     pub rec: CallRecord,
-    pub file_off: u32,
-    pub file_arg: u32,
+    pub req: u64,
+}
+
+/// An io_uring request completed: its result, and the inode and device of the file it ran
+/// on (0 when its probe has no `kfile`). `pid`: the process that submitted on the ring.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RequestEnd {
+    pub kind: u32,
+    pub pid: u32,
+    pub req: u64,
+    pub ts_end: u64,
+    pub ret: i64,
+    pub ino: u64,
+    pub dev: u32,
+    pub _pad: u32,
 }
 /// `flags` of an io_uring request: the SQE's `fd` is an index into the ring's registered
 /// files (`IOSQE_FIXED_FILE`, `REQ_F_FIXED_FILE`), not a descriptor.
@@ -643,6 +669,10 @@ pub enum RecordKind {
     /// An [`ImageHeader`] followed by `len` bytes of a new program image's arguments or
     /// environment.
     Image = 7,
+    /// A [`RequestBegin`].
+    RequestBegin = 8,
+    /// A [`RequestEnd`].
+    RequestEnd = 9,
 }
 
 /// A completed call (library function or syscall), emitted when it returns.
@@ -794,10 +824,11 @@ const _: () = {
     assert!(core::mem::size_of::<StrHeader>() == 24);
     assert!(core::mem::size_of::<StrRecord>() == 24 + STR_CAP);
     assert!(core::mem::size_of::<ProcRecord>() == 48 + FILENAME_CAP);
-    assert!(core::mem::size_of::<KernelFields>() == 68);
+    assert!(core::mem::size_of::<KernelFields>() == 72);
     assert!(core::mem::size_of::<BioKey>() == 16);
     assert!(core::mem::size_of::<KernelRecord>() == 88);
     assert!(core::mem::size_of::<UringField>() == 8);
     assert!(core::mem::size_of::<UringOp>() == 16 + 8 * MAX_ARGS);
-    assert!(core::mem::size_of::<UringPending>() == 128);
+    assert!(core::mem::size_of::<RequestBegin>() == 128);
+    assert!(core::mem::size_of::<RequestEnd>() == 48);
 };

@@ -5,17 +5,23 @@
 //! Which opcodes are recorded, as which probe, and where each argument lies in the prepared
 //! request come from user space (probes.toml `request` and `fields`, resolved through the
 //! kernel's BTF); the results from the completion's trace event.
+//!
+//! The submission and the completion are sent as two records ([`RequestBegin`],
+//! [`RequestEnd`]) that user space joins by the request's address: keeping the request in a
+//! kernel hash map until it completes cost more than both records (an update, a lookup and a
+//! delete of a map entry on the path of every request). Completions are kept only on rings a
+//! traced process submitted on.
 use aya_ebpf::{
     cty::c_void,
     helpers::{bpf_get_current_pid_tgid, bpf_ktime_get_ns, generated::bpf_probe_read_kernel},
     macros::{map, tracepoint},
-    maps::{Array, LruHashMap},
+    maps::{Array, LruHashMap, PerCpuArray},
     programs::TracePointContext,
 };
 use strata_common::{
-    CallRecord, Counter, KernelEvent, MAX_ARGS, MAX_DEPTH, RecordKind, SPEC_ENABLED,
-    URING_FIELD_DEREF, URING_FIELD_SIGNED, URING_FIXED_FILE, URING_OPS, UringField, UringOp,
-    UringPending,
+    CallRecord, Counter, KernelEvent, MAX_ARGS, MAX_DEPTH, RecordKind, RequestBegin, RequestEnd,
+    SPEC_ENABLED, URING_FIELD_DEREF, URING_FIELD_SIGNED, URING_FIXED_FILE, URING_OPS, URING_SPAN,
+    UringField, UringOp,
 };
 
 use crate::{
@@ -29,11 +35,15 @@ use crate::{
 #[map]
 static STRATA_URING_OPS: Array<UringOp> = Array::with_max_entries(URING_OPS, 0);
 
-/// Requests submitted and not completed yet, by request address: their record so far. LRU:
-/// a request whose completion was never seen (its ring torn down, a lost event) must not
-/// hold its slot for ever.
+/// Per CPU: the first bytes of the request being submitted (see [`UringOp::span`]).
 #[map]
-static STRATA_URING_REQS: LruHashMap<u64, UringPending> = LruHashMap::with_max_entries(16384, 0);
+static STRATA_URING_SCRATCH: PerCpuArray<[u64; URING_SPAN / 8]> =
+    PerCpuArray::with_max_entries(1, 0);
+
+/// Rings a traced process submitted requests on (`struct io_ring_ctx *`) -> that process:
+/// their completions are kept, and routed to it. LRU: a ring torn down leaves its slot.
+#[map]
+static STRATA_URING_RINGS: LruHashMap<u64, u32> = LruHashMap::with_max_entries(4096, 0);
 
 #[tracepoint]
 pub fn strata_k_uring_submit(ctx: TracePointContext) -> u32 {
@@ -49,33 +59,44 @@ pub fn strata_k_uring_complete(ctx: TracePointContext) -> u32 {
     }
 }
 
-/// One argument from the request at `req`: an integer of `f.size` bytes (1 to 8),
-/// sign-extended when signed; 0 behind a null pointer. Without a branch per size: the
-/// submission program reads up to six of these, and older verifiers walk every path.
+/// The 8 bytes at `off` of the request's copy, little-endian.
 #[inline(always)]
-fn read_field(req: u64, f: &UringField) -> Res<u64> {
-    let mut at = req + u64::from(f.off);
-    if f.flags & URING_FIELD_DEREF != 0 {
-        let base: u64 = kread(at)?;
+fn word_at(copy: &[u64; URING_SPAN / 8], off: u16) -> u64 {
+    let off = bounded(usize::from(off), URING_SPAN - 8);
+    // SAFETY: inside the copy (bounded above); an unaligned read of plain bytes.
+    unsafe { core::ptr::read_unaligned(copy.as_ptr().cast::<u8>().add(off).cast::<u64>()) }
+}
+
+/// One argument: an integer of `f.size` bytes (1 to 8), taken from the request's copy (or
+/// read behind the pointer there), sign-extended when signed; 0 behind a null pointer.
+/// Without a branch per size: the submission program reads up to six of these, and older
+/// verifiers walk every path.
+#[inline(always)]
+fn read_field(copy: &[u64; URING_SPAN / 8], f: &UringField) -> Res<u64> {
+    let n = bounded(usize::from(f.size), 8);
+    let buf = if f.flags & URING_FIELD_DEREF != 0 {
+        let base = word_at(copy, f.off);
         if base == 0 {
             return Ok(0);
         }
-        at = base + u64::from(f.deref);
-    }
-    let n = bounded(usize::from(f.size), 8);
-    let mut buf = 0u64;
-    // SAFETY: `n` <= 8 bytes into `buf`; the helper checks the kernel address.
-    let r = unsafe {
-        bpf_probe_read_kernel(
-            (&raw mut buf).cast::<c_void>(),
-            n as u32,
-            at as *const c_void,
-        )
+        let mut buf = 0u64;
+        // SAFETY: `n` <= 8 bytes into `buf`; the helper checks the kernel address.
+        let r = unsafe {
+            bpf_probe_read_kernel(
+                (&raw mut buf).cast::<c_void>(),
+                n as u32,
+                (base + u64::from(f.deref)) as *const c_void,
+            )
+        };
+        if r != 0 {
+            return Err(r);
+        }
+        buf
+    } else {
+        word_at(copy, f.off)
     };
-    if r != 0 {
-        return Err(r);
-    }
-    // The value's top bit to bit 63, then back: zero- or sign-extended.
+    // The value's top bit to bit 63, then back: zero- or sign-extended (the bytes past the
+    // field in the word are shifted out).
     let shift = (64 - 8 * n as u32) & 63;
     let up = buf << shift;
     Ok(if f.flags & URING_FIELD_SIGNED != 0 {
@@ -108,10 +129,20 @@ fn try_submit(ctx: &TracePointContext) -> Res<()> {
     let req: u64 = field(w, f.req);
     let req_flags: u32 = field(w, f.req_flags);
     let call_id = next_call_id();
+    // The request's fields in one read (each read of kernel memory costs some 50 ns here).
+    let copy = STRATA_URING_SCRATCH.get_ptr_mut(0).ok_or(-1)?;
+    let span = bounded(usize::from(op.span), URING_SPAN);
+    // SAFETY: `span` <= the scratch's size; the helper checks the kernel address.
+    let r = unsafe { bpf_probe_read_kernel(copy.cast(), span as u32, req as *const c_void) };
+    if r != 0 {
+        return Err(r);
+    }
+    // SAFETY: per-CPU memory; trace-event programs do not nest on a CPU.
+    let copy = unsafe { &*copy };
     let mut args = [0u64; MAX_ARGS];
     for (a, fl) in args.iter_mut().zip(op.fields.iter()) {
         if fl.size != 0 {
-            *a = read_field(req, fl)?;
+            *a = read_field(copy, fl)?;
         }
     }
     if req_flags & URING_FIXED_FILE != 0 && usize::from(op.fd_arg) < MAX_ARGS {
@@ -132,9 +163,15 @@ fn try_submit(ctx: &TracePointContext) -> Res<()> {
         Some((st, frame)) => unsafe { ((*frame).call_id, (*st).depth.min(MAX_DEPTH as u32)) },
         None => (0, 0),
     };
-    let pending = UringPending {
+    // The ring's completions are wanted from now on (one lookup; an update once per ring).
+    let ring: u64 = field(w, f.ctx);
+    // SAFETY: read-only lookup of a plain value.
+    if unsafe { STRATA_URING_RINGS.get(ring) }.copied() != Some(tgid) {
+        let _ = STRATA_URING_RINGS.insert(ring, tgid, 0);
+    }
+    let begin = RequestBegin {
         rec: CallRecord {
-            kind: RecordKind::Call as u32,
+            kind: RecordKind::RequestBegin as u32,
             func_id: op.probe - 1,
             call_id,
             parent_id,
@@ -148,45 +185,57 @@ fn try_submit(ctx: &TracePointContext) -> Res<()> {
             out: 0,
             args,
         },
-        file_off: u32::from(op.file_off),
-        file_arg: u32::from(op.file_arg),
+        req,
     };
-    STRATA_URING_REQS.insert(req, pending, 0).map_err(i64::from)
+    if STRATA_EVENTS
+        .output::<RequestBegin>(&begin, wakeup(core::mem::size_of::<RequestBegin>(), false))
+        .is_err()
+    {
+        count(Counter::RingbufFull);
+    }
+    Ok(())
 }
 
 fn try_complete(ctx: &TracePointContext) -> Res<()> {
     let cfg = config()?;
+    if cfg.stopped != 0 {
+        return Ok(());
+    }
     let f = STRATA_KERNEL_FIELDS
         .get(KernelEvent::UringComplete as u32)
         .ok_or(-1)?;
     let w = window(ctx, f)?;
+    let ring: u64 = field(w, f.ctx);
+    // SAFETY: read-only lookup of a plain value.
+    let pid = *unsafe { STRATA_URING_RINGS.get(ring) }.ok_or(0)?;
     let req: u64 = field(w, f.req);
-    let p = STRATA_URING_REQS.get_ptr_mut(req).ok_or(0)?;
-    if cfg.stopped == 0 {
-        // SAFETY: the map's value for `req`; a second completion of the same request (a
-        // multishot one) on another CPU at this instant would at worst send it twice.
-        unsafe {
-            let rec = &mut (*p).rec;
-            rec.ts_end = bpf_ktime_get_ns();
-            rec.ret = i64::from(field::<i32>(w, f.res));
-            // The file, and its device in the slot after it (user space validated that the
-            // file is the last argument, with a slot after it).
-            let k = (*p).file_arg as usize;
-            if k < MAX_ARGS - 1 {
-                let file: u64 = kread(req + u64::from((*p).file_off)).unwrap_or(0);
-                let (ino, dev) = file_ids(cfg, file);
-                let k = bounded(k, MAX_ARGS - 2);
-                rec.args[k] = ino;
-                rec.args[k + 1] = u64::from(dev);
-            }
-            if STRATA_EVENTS
-                .output::<CallRecord>(rec, wakeup(core::mem::size_of::<CallRecord>(), false))
-                .is_err()
-            {
-                count(Counter::RingbufFull);
-            }
-        }
+    // Only the opcodes recorded: the ring may carry others (network requests).
+    let opcode: u8 = kread(req + u64::from(cfg.uring_opcode_off))?;
+    let op = STRATA_URING_OPS.get(u32::from(opcode)).ok_or(-1)?;
+    if op.probe == 0 {
+        return Ok(());
     }
-    let _ = STRATA_URING_REQS.remove(req);
+    // The request's file is assigned when it is issued: a registered file's too.
+    let (ino, dev) = if usize::from(op.file_arg) < MAX_ARGS {
+        file_ids(cfg, kread(req + u64::from(op.file_off)).unwrap_or(0))
+    } else {
+        (0, 0)
+    };
+    let end = RequestEnd {
+        kind: RecordKind::RequestEnd as u32,
+        pid,
+        req,
+        ts_end: unsafe { bpf_ktime_get_ns() },
+        ret: i64::from(field::<i32>(w, f.res)),
+        ino,
+        dev,
+        _pad: 0,
+    };
+    if STRATA_EVENTS
+        .output::<RequestEnd>(&end, wakeup(core::mem::size_of::<RequestEnd>(), false))
+        .is_err()
+    {
+        count(Counter::RingbufFull);
+    }
     Ok(())
 }
