@@ -18,6 +18,10 @@ print fmt: \"%d\", REC->dev\n";
 const MOUNTINFO: &str =
     "36 35 98:0 /mnt1 /mnt/parent rw,noatime master:1 - ext3 /dev/root rw,errors=continue";
 
+/// This kernel's BTF, read once, to resolve io_uring request fields against.
+static KERNEL_BTF: std::sync::LazyLock<Option<btf_rs::Btf>> =
+    std::sync::LazyLock::new(|| strata::btf::kernel().ok());
+
 /// Lines of `text` with some removed or cut short.
 fn mangled(text: &'static str) -> impl Strategy<Value = String> {
     let n = text.lines().count();
@@ -63,6 +67,41 @@ proptest! {
         if let Err(e) = probes::parse(&text, "fuzz.toml") {
             // Errors point into the file.
             prop_assert!(e.line >= 1 && e.line <= 8, "{e}");
+        }
+    }
+
+    #[test]
+    fn io_uring_request_fields_never_panic(
+        (args, fields) in (0usize..7).prop_flat_map(|n| (
+            prop::collection::vec("fd|dirfd|path|str|kfile|slot|offset|size|int|[a-z]{0,5}", n),
+            prop::collection::vec(
+                "[a-z_]{1,8}(\\.[a-z_]{1,8}){1,3}(->[a-z_]{1,8}){0,2}|io_kiocb\\.(file|cqe\\.fd|opcode)|io_open\\.filename->name|[ -~]{0,20}",
+                n,
+            ),
+        )),
+    ) {
+        let quoted = |v: &[String]| v.iter().map(|a| format!("{a:?}")).collect::<Vec<_>>().join(",");
+        let text = format!(
+            "[[probe]]\nlayer = \"uring\"\nrequest = \"IORING_OP_X\"\nopcode = 7\nop = \"meta\"\n\
+             args = [{}]\nfields = [{}]\nret = \"status\"\n",
+            quoted(&args),
+            quoted(&fields),
+        );
+        match probes::parse(&text, "fuzz.toml") {
+            Ok(p) => {
+                let probes::Target::Request { fields: parsed, .. } = &p[0].target else {
+                    panic!("not a request: {:?}", p[0].target);
+                };
+                prop_assert_eq!(parsed.len(), p[0].args.len());
+                // Each path reads back as written, and resolves (or not) without a panic.
+                for (f, text) in parsed.iter().zip(&fields) {
+                    prop_assert_eq!(&f.to_string(), text);
+                }
+                if let Some(btf) = &*KERNEL_BTF {
+                    let _ = strata::attach::uring_op(btf, &p[0], parsed);
+                }
+            }
+            Err(e) => prop_assert!(e.line >= 1 && e.line <= 8, "{e}"),
         }
     }
 
@@ -146,7 +185,7 @@ proptest! {
     }
 
     #[test]
-    fn records_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..700), kind in 0u32..8) {
+    fn records_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..700), kind in 0u32..11) {
         let mut b = bytes;
         if b.len() >= 4 {
             b[..4].copy_from_slice(&kind.to_ne_bytes());
