@@ -100,6 +100,8 @@ pub struct Correlator {
     pending_args: HashMap<u64, PendingArgs>,
     /// io_uring requests submitted, by request address: their record and its age in flushes.
     uring_pending: HashMap<u64, (CallRecord, u32)>,
+    /// io_uring requests whose completion never came (dropped from `uring_pending`).
+    pub requests_unfinished: u64,
     adoptions: HashMap<u64, Adoption>,
     pub procs: Procs,
     pub handles: Handles,
@@ -181,6 +183,7 @@ impl Correlator {
             clock,
             pending_args: HashMap::default(),
             uring_pending: HashMap::default(),
+            requests_unfinished: 0,
             adoptions: HashMap::default(),
             procs: Procs::default(),
             handles: Handles::default(),
@@ -225,10 +228,14 @@ impl Correlator {
             }
             Event::RequestBegin { req, rec } => {
                 if self.uring_pending.len() >= URING_MAX_PENDING {
+                    let before = self.uring_pending.len();
                     self.uring_pending.retain(|_, (_, age)| *age == 0);
+                    self.requests_unfinished += (before - self.uring_pending.len()) as u64;
                 }
                 if self.uring_pending.len() < URING_MAX_PENDING {
                     self.uring_pending.insert(req, (rec, 0));
+                } else {
+                    self.requests_unfinished += 1;
                 }
             }
             Event::RequestEnd(end) => {
@@ -371,10 +378,12 @@ impl Correlator {
             p.age += 1;
             p.age < STR_MAX_AGE
         });
+        let before = self.uring_pending.len();
         self.uring_pending.retain(|_, (_, age)| {
             *age += 1;
             *age < STR_MAX_AGE
         });
+        self.requests_unfinished += (before - self.uring_pending.len()) as u64;
         self.give_up_adoptions(|a| {
             a.age += 1;
             a.age >= ADOPTION_MAX_AGE
@@ -389,6 +398,9 @@ impl Correlator {
     /// End of the run: every open handle and live process is written as it stands.
     pub fn finish(&mut self, out: &mut Dataset) {
         self.give_up_adoptions(|_| true);
+        // Still in flight when recording stopped.
+        self.requests_unfinished += self.uring_pending.len() as u64;
+        self.uring_pending.clear();
         self.handles.drain_all();
         self.procs.drain_all();
         self.kernel.finish(&self.files);
@@ -1331,6 +1343,10 @@ mod tests {
         }
         corr.handle(end(0xb000), &mut out);
         assert_eq!(out.calls.buffered(), 1, "aged out");
+        assert_eq!(corr.requests_unfinished, 1);
+        corr.handle(begin(0xd000, 3), &mut out);
+        corr.finish(&mut out);
+        assert_eq!(corr.requests_unfinished, 2, "in flight at the end");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -592,6 +592,7 @@ impl Daemon {
             .record(&mut job.run);
         job.run.calls_written =
             (job.out.calls.rows_written + job.out.calls.buffered() as u64) as i64;
+        job.run.requests_unfinished = job.corr.requests_unfinished as i64;
         job.run.complete = job.write_error.is_none();
         // The daemon's, shared by its jobs.
         job.run.peak_rss_kib = crate::node::peak_rss_kib();

@@ -344,6 +344,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
     drops.record(&mut run_row);
     let detach_later = loaded;
     run_row.calls_written = (out.calls.rows_written + out.calls.buffered() as u64) as i64;
+    run_row.requests_unfinished = corr.requests_unfinished as i64;
     run_row.complete = write_error.is_none();
     run_row.peak_rss_kib = crate::node::peak_rss_kib();
     run_row.cpu_ns = crate::node::cpu_ns();
@@ -385,6 +386,13 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
         eprintln!(
             "strata: warning: the kernel skipped {skipped} probe hits because a BPF program was \
              already running on that CPU (an interrupt inside a probe); their events are missing"
+        );
+    }
+    if run_row.requests_unfinished > 0 && !args.quiet {
+        eprintln!(
+            "strata: {} io_uring requests have no row: still in flight when recording stopped, \
+             or their completion was not seen (run.requests_unfinished)",
+            run_row.requests_unfinished
         );
     }
     if !args.quiet && std::io::stderr().is_terminal() && detach_later.uprobe_links() > 50 {

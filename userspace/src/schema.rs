@@ -104,6 +104,7 @@ table!(Run, RunRow, "run", {
     stack_overflow: I64,
     stack_mismatch: I64,
     stack_unavailable: I64,
+    requests_unfinished: I64,
     calls_written: I64,
     peak_rss_kib: OptI64,
     cpu_ns: OptI64,

@@ -680,6 +680,9 @@ fn io_uring_requests_are_rows_beneath_the_entry_that_submitted_them() {
         ),
         "{me}"
     );
+    // Every request's completion was joined to its submission.
+    let run_row = rows(&t.out, "run");
+    assert_eq!(run_row[0].i("requests_unfinished"), Some(0), "{run_row:?}");
     // Every request probe attached, through the two kernel events.
     let probes = rows(&t.out, "probes");
     let uring: Vec<&Row> = probes
