@@ -777,6 +777,14 @@ impl Correlator {
             Op::Open | Op::Dup if p.layer == Layer::Libc && !failed => {
                 handle = self.handles.lookup(pid, Raw::Fd(ret as i32));
             }
+            // Into a registered-file slot: no descriptor, but the file is the path's.
+            Op::Open if in_slot && !failed => {
+                if let Some(name) = path.as_deref() {
+                    let dirfd = arg(ArgKind::Dirfd).map(|v| v as i32);
+                    let abs = self.abs_path(pid, dirfd, name);
+                    file_before = Some(self.files.resolve(pid, None, &abs));
+                }
+            }
             Op::Open | Op::Dup if p.layer == Layer::Libc || in_slot => {}
             Op::Open | Op::Reopen | Op::Dup | Op::Fcntl if !failed => {
                 if p.op == Op::Reopen {

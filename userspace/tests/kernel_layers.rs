@@ -897,8 +897,12 @@ fn io_uring_opens_and_closes_make_and_end_handles() {
         "{slot_open:?}"
     );
     assert_eq!(
-        (slot_open.i("ret"), slot_open.i("handle_id")),
-        (Some(0), None),
+        (
+            slot_open.i("ret"),
+            slot_open.i("handle_id"),
+            slot_open.i("file_id")
+        ),
+        (Some(0), None, Some(txt_file)),
         "{slot_open:?}"
     );
     assert_eq!(slot_read.list_i("args"), [-1, 0, 100, txt_ino]);
