@@ -38,3 +38,4 @@ pub mod syscalls;
 pub mod target;
 pub mod tracefs;
 pub mod uprobe_multi;
+pub mod uring;

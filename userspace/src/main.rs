@@ -499,7 +499,7 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
                     }
                     probes::Target::Request { fields, .. } => {
                         let btf = btf.get_or_insert_with(|| strata::btf::kernel().ok());
-                        match btf.as_ref().map(|b| strata::attach::uring_op(b, p, fields)) {
+                        match btf.as_ref().map(|b| strata::uring::uring_op(b, p, fields)) {
                             None => "no BTF".into(),
                             Some(Ok(_)) => "fields ok".into(),
                             Some(Err(strata::btf::BtfError::NoStruct(..))) => "absent".into(),

@@ -98,7 +98,7 @@ proptest! {
                     prop_assert_eq!(&f.to_string(), text);
                 }
                 if let Some(btf) = &*KERNEL_BTF {
-                    let _ = strata::attach::uring_op(btf, &p[0], parsed);
+                    let _ = strata::uring::uring_op(btf, &p[0], parsed);
                 }
             }
             Err(e) => prop_assert!(e.line >= 1 && e.line <= 8, "{e}"),
