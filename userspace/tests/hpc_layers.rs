@@ -407,10 +407,7 @@ const TYPES_WRITTEN: [Option<i64>; 4] = [
 /// its calls in the order they began.
 fn record_types(exe: &std::path::Path, dir: &std::path::Path) -> (std::path::PathBuf, Vec<Row>) {
     let out = dir.join("out");
-    let res = run(strata()
-        .args(["record", "-q", "--layers", "hdf5", "-o"])
-        .arg(&out)
-        .arg("--")
+    let res = run(common::recording("hdf5", &out)
         .arg(exe)
         .arg(dir.join("types.h5"))
         .arg(N_TYPES.to_string()));
@@ -1030,10 +1027,7 @@ fn other_builds_of_hdf5_are_probed_however_they_are_loaded() {
     let exe = build_c("cc", "hdf5_dlopen.c", &dir.join("hdf5_dlopen"), &["-ldl"]);
     let out = dir.join("out_dlopen");
     let h5 = dir.join("dlopen.h5");
-    let res = run(strata()
-        .args(["record", "-q", "--layers", "hdf5", "-o"])
-        .arg(&out)
-        .arg("--")
+    let res = run(common::recording("hdf5", &out)
         .arg(&exe)
         .arg(&lib)
         .arg(&h5)
@@ -1063,10 +1057,7 @@ fn untyped_netcdf_transfers_move_the_variables_type() {
     let dir = scratch("netcdf_untyped");
     let exe = netcdf_workload(&dir, "netcdf_untyped");
     let out = dir.join("out");
-    let res = run(strata()
-        .args(["record", "-q", "--layers", "netcdf,hdf5", "-o"])
-        .arg(&out)
-        .arg("--")
+    let res = run(common::recording("netcdf,hdf5", &out)
         .arg(&exe)
         .arg(dir.join("untyped.nc")));
     assert!(res.status.success(), "{:?}", res.status);

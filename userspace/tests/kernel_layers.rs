@@ -442,10 +442,7 @@ impl UringRun {
         let dir = std::fs::canonicalize(scratch(&format!("kernel_uring_{mode}"))).unwrap();
         let exe = build_c("cc", "uring.c", &dir.join("uring"), &[]);
         let out = dir.join("out");
-        let res = run(strata()
-            .args(["record", "-q", "--layers", "posix,uring", "-o"])
-            .arg(&out)
-            .arg("--")
+        let res = run(common::recording("posix,uring", &out)
             .arg(&exe)
             .arg(&dir)
             .arg(mode));

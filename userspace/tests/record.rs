@@ -392,12 +392,7 @@ fn unreadable_strings_are_counted_in_the_run_row() {
     let dir = scratch("bad_path");
     let exe = build_c("cc", "bad_path.c", &dir.join("bad_path"), &[]);
     let out = dir.join("out");
-    let res = run(strata()
-        .args(["record", "-q", "--layers", "posix", "-o"])
-        .arg(&out)
-        .arg("--")
-        .arg(&exe)
-        .arg("3"));
+    let res = run(common::recording("posix", &out).arg(&exe).arg("3"));
     assert!(res.status.success(), "{res:?}");
     let calls = rows(&out, "calls");
     let faulted: Vec<&Row> = calls
@@ -898,10 +893,7 @@ fn libc_wrappers_nest_their_syscalls() {
     let dir = scratch("libc_layer");
     let exe = build_c("cc", "bench_io.c", &dir.join("bench_io"), &[]);
     let out = dir.join("out");
-    let res = run(strata()
-        .args(["record", "-q", "--layers", "libc,posix", "-o"])
-        .arg(&out)
-        .arg("--")
+    let res = run(common::recording("libc,posix", &out)
         .arg(&exe)
         .args(["syscall", "10"])
         .arg(&dir));
@@ -1830,12 +1822,7 @@ fn a_call_jumped_out_of_is_not_the_parent_of_later_calls() {
     let exe = build_c("cc", "longjmp.c", &dir.join("longjmp"), &[]);
     let file = dir.join("after.txt");
     let out = dir.join("out");
-    let res = run(strata()
-        .args(["record", "-q", "--layers", "posix,stdio", "-o"])
-        .arg(&out)
-        .arg("--")
-        .arg(&exe)
-        .arg(&file));
+    let res = run(common::recording("posix,stdio", &out).arg(&exe).arg(&file));
     assert!(res.status.success(), "{:?}", res.status);
     let calls = rows(&out, "calls");
     let one = |function: &str| -> &Row {

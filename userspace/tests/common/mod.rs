@@ -68,6 +68,15 @@ pub fn strata() -> Command {
     Command::new(env!("CARGO_BIN_EXE_strata"))
 }
 
+/// `strata record -q --layers LAYERS -o OUT --`: the traced command and its arguments follow.
+pub fn recording(layers: &str, out: &Path) -> Command {
+    let mut cmd = strata();
+    cmd.args(["record", "-q", "--layers", layers, "-o"])
+        .arg(out)
+        .arg("--");
+    cmd
+}
+
 pub fn run(cmd: &mut Command) -> Output {
     let out = cmd.output().expect("strata runs");
     eprintln!(
