@@ -10,6 +10,8 @@
  *   spread  each rank writes its own 1 MiB with one pwrite
  *   shifted as spread, each 1 MiB half a MiB further (across 1 MiB stripe boundaries)
  *   reopen  each rank opens the file, writes 1 KiB and closes it, 100 times
+ *   restat  each rank stats the file by its path 100 times (stat(2)), writing 1 KiB after
+ *           every tenth
  *   once    each rank opens the file once and writes the same 100 KiB in 100 pwrites
  *   mpi_small  BT-IO "simple": each rank writes its 1000 records of 640 B, interleaved with
  *              the other ranks' (record i of rank r at (i * N + r) * 640), one independent
@@ -21,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ring.h"
@@ -96,6 +99,14 @@ int main(int argc, char **argv) {
             check(f >= 0, "open");
             check(pwrite(f, buf, 1024, ((off_t)rank * 100 + i) * 1024) == 1024, "pwrite");
             close(f);
+        }
+    } else if (!strcmp(mode, "restat")) {
+        for (int i = 0; i < 100; i++) {
+            struct stat st;
+            check(stat(path, &st) == 0, "stat");
+            if (i % 10 == 9)
+                check(pwrite(fd, buf, 1024, ((off_t)rank * 10 + i / 10) * 1024) == 1024,
+                      "pwrite");
         }
     } else if (!strcmp(mode, "mpi_small") || !strcmp(mode, "mpi_coll")) {
         MPI_File fh;

@@ -768,6 +768,19 @@ impl Correlator {
             h.and_then(|h| handles.get(h)).and_then(|h| h.row.file_id)
         };
         let mut file_before = file_of(&self.handles, handle);
+        // Calls that name a path and open nothing: the file strata knows there, if any.
+        if file_before.is_none()
+            && matches!(
+                p.op,
+                Op::Stat | Op::Access | Op::Unlink | Op::Rename | Op::Truncate
+            )
+        {
+            if let Some(name) = path.as_deref().filter(|n| !n.is_empty()) {
+                let dirfd = arg(ArgKind::Dirfd).map(|v| v as i32);
+                let abs = self.abs_path(pid, dirfd, name);
+                file_before = self.files.at_path(&abs);
+            }
+        }
         let file2 = file_of(&self.handles, handle2);
         let mut created: Option<HandleId> = None;
         let mut explicit_parent = false;

@@ -279,6 +279,13 @@ impl Files {
             .cloned()
     }
 
+    /// The file strata already knows at absolute path `abs` (found there when it was
+    /// opened), without asking the file system: for calls that name a path and open nothing
+    /// (stat, unlink, rename), which may come by the thousand.
+    pub fn at_path(&mut self, abs: &str) -> Option<i64> {
+        self.known_id(&Key::Path(abs.to_string()))
+    }
+
     /// The id of a known file; one of the older generation moves to the current one.
     fn known_id(&mut self, key: &Key) -> Option<i64> {
         if let Some(id) = self.known.ids.get(key) {

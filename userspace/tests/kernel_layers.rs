@@ -849,9 +849,15 @@ fn io_uring_opens_and_closes_make_and_end_handles() {
         (Some(handle), Some(txt_file), Some(100))
     );
     assert_eq!(stat.list_i("args"), [AT_FDCWD, 0, 0, STATX_SIZE]);
+    // The file strata knows at the path (the open above found it).
     assert_eq!(
-        (stat.s("op"), stat.s("path"), stat.i("ret")),
-        (Some("stat"), txt.to_str(), Some(0))
+        (
+            stat.s("op"),
+            stat.s("path"),
+            stat.i("ret"),
+            stat.i("file_id")
+        ),
+        (Some("stat"), txt.to_str(), Some(0), Some(txt_file))
     );
     // The truncation (extending the file to 200 B) where the kernel has the opcode, on the
     // open's handle; where it has not, its probe is absent.

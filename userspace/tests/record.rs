@@ -126,6 +126,8 @@ fn posix_and_stdio_exactly(mode: Option<&str>, pwrite64: (&str, &str)) {
             f("write", Some(4106), Some(5)),
             f("close", None, None),
             f("close", None, None),
+            // By name, at the end: it names the file strata knows at that path.
+            f("unlink", None, None),
         ]
     );
     let posix_rows = on_file("posix.dat");
@@ -313,6 +315,17 @@ fn posix_and_stdio_exactly(mode: Option<&str>, pwrite64: (&str, &str)) {
         meta("unlink").s("path"),
         Some(format!("{wd}/posix.dat").as_str())
     );
+    // Each names the file strata knows at its path (opened before); the new directory,
+    // never opened, has none.
+    for (func, name) in [
+        ("newfstatat", "stdio.txt"),
+        ("access", "stdio.txt"),
+        ("rename", "stdio.txt"),
+        ("unlink", "posix.dat"),
+    ] {
+        assert_eq!(meta(func).i("file_id"), file_id(name), "{func}");
+    }
+    assert_eq!(meta("mkdir").i("file_id"), None);
 
     // Every call of the workload lies within its process's lifetime, and args are raw.
     let pwrite = posix_rows
@@ -799,13 +812,15 @@ fn a_burst_larger_than_the_ring_buffer_is_kept_whole() {
         o = out.display(),
         d = dir.canonicalize().unwrap().display(),
     ));
-    // One open to create the file, then N times open, fstat and close.
+    // One open to create the file, then N times open, fstat and close, and its unlink.
     assert_eq!(
         got,
         [
             format!("close {}", N + 1),
             format!("newfstatat {N}"),
             format!("openat {}", N + 1),
+            // The file removed at the end, by name.
+            "unlink 1".to_string(),
         ]
     );
 }

@@ -210,14 +210,19 @@ fn the_shipped_sql_runs_in_duckdb_with_the_same_answer() {
     assert_eq!(direct.len(), RANKS as usize);
 }
 
-#[test]
-fn a_metadata_storm_is_found_on_reopening_ranks_and_not_on_ones_that_open_once() {
-    let (out, file) = trace("reopen");
+/// The one metadata_storm finding of `patterns MODE` on the file, by all ranks.
+fn one_storm(mode: &str) -> Value {
+    let (out, file) = trace(mode);
     let r = report(&out);
     let found = findings(&r, "metadata_storm", &file);
     assert_eq!(found.len(), 1, "{found:#?}");
-    let f = &found[0];
-    assert_eq!(f["processes"], RANKS);
+    assert_eq!(found[0]["processes"], RANKS);
+    found[0].clone()
+}
+
+#[test]
+fn a_metadata_storm_is_found_on_reopening_ranks_and_not_on_ones_that_open_once() {
+    let f = &one_storm("reopen");
     // Per rank: the open of the whole run (O_CREAT by rank 0 aside) and its close, plus 100
     // open/close pairs; 100 pwrites.
     let rank0_create = 2;
@@ -228,6 +233,17 @@ fn a_metadata_storm_is_found_on_reopening_ranks_and_not_on_ones_that_open_once()
     let (out, file) = trace("once");
     let r = report(&out);
     assert_eq!(findings(&r, "metadata_storm", &file), Vec::<Value>::new());
+}
+
+/// Ranks that stat a shared file by its path over and over: the stat calls name the file
+/// strata knows at that path (each rank opened it), so they count as its metadata calls.
+#[test]
+fn a_metadata_storm_of_stats_by_path_is_found() {
+    let f = &one_storm("restat");
+    // Per rank: its open and close and 100 stats (O_CREAT by rank 0 aside); 10 pwrites.
+    let rank0_create = 2;
+    assert_eq!(f["metadata_calls"], RANKS * (2 + 100) + rank0_create, "{f}");
+    assert_eq!(f["data_calls"], RANKS * 10, "{f}");
 }
 
 /// The thesis' BT-IO case: 1000 interleaved 640-byte records per rank written one
