@@ -778,7 +778,7 @@ impl Correlator {
             if let Some(name) = path.as_deref().filter(|n| !n.is_empty()) {
                 let dirfd = arg(ArgKind::Dirfd).map(|v| v as i32);
                 let abs = self.abs_path(pid, dirfd, name);
-                file_before = self.files.at_path(&abs);
+                file_before = self.files.at_path(abs);
             }
         }
         let file2 = file_of(&self.handles, handle2);

@@ -282,8 +282,8 @@ impl Files {
     /// The file strata already knows at absolute path `abs` (found there when it was
     /// opened), without asking the file system: for calls that name a path and open nothing
     /// (stat, unlink, rename), which may come by the thousand.
-    pub fn at_path(&mut self, abs: &str) -> Option<i64> {
-        self.known_id(&Key::Path(abs.to_string()))
+    pub fn at_path(&mut self, abs: String) -> Option<i64> {
+        self.known_id(&Key::Path(abs))
     }
 
     /// The id of a known file; one of the older generation moves to the current one.
