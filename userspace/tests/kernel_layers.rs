@@ -454,16 +454,8 @@ impl UringRun {
             .and_then(|v| v.parse().ok())
             .unwrap_or_else(|| panic!("no data= in {printed:?}"));
         let path = dir.join("uring.dat");
-        let pid = rows(&out, "processes")
-            .iter()
-            .find(|p| p.s("exe") == exe.to_str())
-            .and_then(|p| p.i("pid"))
-            .expect("the workload's process");
-        let file = rows(&out, "files")
-            .iter()
-            .find(|f| f.s("path") == path.to_str())
-            .and_then(|f| f.i("file_id"))
-            .expect("uring.dat's file row");
+        let pid = common::workload_pid(&out, &exe);
+        let file = common::file_id_of(&out, &path);
         let handle = rows(&out, "handles")
             .iter()
             .find(|h| {
@@ -755,11 +747,7 @@ fn io_uring_opens_and_closes_make_and_end_handles() {
     let dir = t.out.parent().unwrap();
     let txt = dir.join("ring.txt");
     let txt_ino = std::fs::metadata(&txt).unwrap().ino() as i64;
-    let txt_file = rows(&t.out, "files")
-        .iter()
-        .find(|f| f.s("path") == txt.to_str())
-        .and_then(|f| f.i("file_id"))
-        .expect("ring.txt's file row");
+    let txt_file = common::file_id_of(&t.out, &txt);
     let enters = t.of(|c| c.s("function") == Some("io_uring_enter"));
     let all = t.of(|c| c.s("layer") == Some("uring"));
     // One entry each, in order (an entry whose request the kernel refused has none).

@@ -1623,16 +1623,8 @@ impl AsyncRun {
             .arg(&exe)
             .arg(&dir));
         assert!(res.status.success(), "{:?}", res.status);
-        let pid = rows(&out, "processes")
-            .iter()
-            .find(|p| p.s("exe") == exe.to_str())
-            .and_then(|p| p.i("pid"))
-            .expect("the workload's process");
-        let file = rows(&out, "files")
-            .iter()
-            .find(|f| f.s("path") == dir.join(format!("{name}.dat")).to_str())
-            .and_then(|f| f.i("file_id"))
-            .unwrap_or_else(|| panic!("{name}.dat's file row"));
+        let pid = common::workload_pid(&out, &exe);
+        let file = common::file_id_of(&out, &dir.join(format!("{name}.dat")));
         Self {
             calls: rows(&out, "calls"),
             printed: String::from_utf8(res.stdout).unwrap(),

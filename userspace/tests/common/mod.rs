@@ -68,6 +68,24 @@ pub fn strata() -> Command {
     Command::new(env!("CARGO_BIN_EXE_strata"))
 }
 
+/// The pid of the process that ran `exe` in the dataset at `out`.
+pub fn workload_pid(out: &Path, exe: &Path) -> i64 {
+    rows(out, "processes")
+        .iter()
+        .find(|p| p.s("exe") == exe.to_str())
+        .and_then(|p| p.i("pid"))
+        .unwrap_or_else(|| panic!("no process row for {}", exe.display()))
+}
+
+/// The file_id of the file at `path` in the dataset at `out`.
+pub fn file_id_of(out: &Path, path: &Path) -> i64 {
+    rows(out, "files")
+        .iter()
+        .find(|f| f.s("path") == path.to_str())
+        .and_then(|f| f.i("file_id"))
+        .unwrap_or_else(|| panic!("no file row for {}", path.display()))
+}
+
 /// `strata record -q --layers LAYERS -o OUT --`: the traced command and its arguments follow.
 pub fn recording(layers: &str, out: &Path) -> Command {
     let mut cmd = strata();
