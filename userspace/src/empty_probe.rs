@@ -55,8 +55,14 @@ pub enum Mechanism {
 }
 
 /// Runs `command` under empty probes (or the floor's); returns its exit code.
+///
+/// `with_syscalls` adds empty programs on the BTF raw syscall tracepoints to a uprobe
+/// mechanism: the machine's cost of tracing syscalls beside the function. Since Linux 6.11
+/// a uretprobe returns through a syscall (`uretprobe`), so on a trace of both layers every
+/// traced function's return passes the syscall tracepoints too.
 pub fn run(
     mechanism: Mechanism,
+    with_syscalls: bool,
     library: &Path,
     function: &str,
     command: &[String],
@@ -65,6 +71,9 @@ pub fn run(
     let (exe, args) = command
         .split_first()
         .context("give the command to run after --")?;
+    if with_syscalls && !matches!(mechanism, Uprobe | FloorUprobe | StampUprobe) {
+        anyhow::bail!("--with-syscalls adds syscall tracepoints to a uprobe mechanism only");
+    }
     let floor = matches!(
         mechanism,
         FloorTracepoint | FloorUprobe | StampTracepoint | StampUprobe
@@ -101,15 +110,15 @@ pub fn run(
             } else {
                 [programs::EMPTY_BTF_SYS_ENTER, programs::EMPTY_BTF_SYS_EXIT]
             };
-            let btf = aya::Btf::from_sys_fs().context("this kernel has no BTF")?;
-            for (prog, event) in pair.into_iter().zip(["sys_enter", "sys_exit"]) {
-                let p = program::<BtfTracePoint>(&mut ebpf, prog)?;
-                p.load(event, &btf)?;
-                p.attach()
-                    .with_context(|| format!("attaching to BTF raw tracepoint {event}"))?;
-            }
+            attach_syscalls(&mut ebpf, pair)?;
         }
         Uprobe | FloorUprobe | StampUprobe => {
+            if with_syscalls {
+                attach_syscalls(
+                    &mut ebpf,
+                    [programs::EMPTY_BTF_SYS_ENTER, programs::EMPTY_BTF_SYS_EXIT],
+                )?;
+            }
             let pair = if floor {
                 [programs::FLOOR_UPROBE, programs::FLOOR_URETPROBE]
             } else {
@@ -154,6 +163,18 @@ pub fn run(
         eprintln!("bpf_run_ns {ns} bpf_runs {runs}");
     }
     Ok(status.code().unwrap_or(1))
+}
+
+/// Attaches the programs `pair` to the BTF raw tracepoints sys_enter and sys_exit.
+fn attach_syscalls(ebpf: &mut aya::Ebpf, pair: [&str; 2]) -> anyhow::Result<()> {
+    let btf = aya::Btf::from_sys_fs().context("this kernel has no BTF")?;
+    for (prog, event) in pair.into_iter().zip(["sys_enter", "sys_exit"]) {
+        let p = program::<BtfTracePoint>(ebpf, prog)?;
+        p.load(event, &btf)?;
+        p.attach()
+            .with_context(|| format!("attaching to BTF raw tracepoint {event}"))?;
+    }
+    Ok(())
 }
 
 /// Reads and discards the floor's records on a thread of its own, as strata's reader would

@@ -256,6 +256,11 @@ enum Cmd {
     BenchEmpty {
         #[arg(long, value_enum)]
         mechanism: strata::empty_probe::Mechanism,
+        /// With a uprobe mechanism: empty programs on the syscall tracepoints too, as a trace
+        /// of a library layer and the posix layer has both (since Linux 6.11 every uretprobe
+        /// return is a syscall, which passes them).
+        #[arg(long)]
+        with_syscalls: bool,
         /// For uprobes: the library (default: libc) and function.
         #[arg(long)]
         library: Option<PathBuf>,
@@ -426,6 +431,7 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
         }
         Cmd::BenchEmpty {
             mechanism,
+            with_syscalls,
             library,
             function,
             command,
@@ -434,7 +440,7 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
                 Some(l) => l,
                 None => strata::symbols::find_library("libc.so.6")?,
             };
-            strata::empty_probe::run(mechanism, &library, &function, &command)
+            strata::empty_probe::run(mechanism, with_syscalls, &library, &function, &command)
         }
         Cmd::BenchPipeline { events, dir } => {
             std::fs::create_dir_all(&dir)?;

@@ -63,10 +63,30 @@ const CASES: &[Case] = &[
         layers: "posix,stdio",
         calls_per_iter: 1,
         divisor: 1,
+        // With the syscall tracepoints beside the uprobes, as this case's layers have them:
+        // since Linux 6.11 each uretprobe returns through a syscall, which passes them.
         empty: Some([
-            &["--mechanism", "uprobe", "--function", "fwrite"],
-            &["--mechanism", "stamp-uprobe", "--function", "fwrite"],
-            &["--mechanism", "floor-uprobe", "--function", "fwrite"],
+            &[
+                "--mechanism",
+                "uprobe",
+                "--with-syscalls",
+                "--function",
+                "fwrite",
+            ],
+            &[
+                "--mechanism",
+                "stamp-uprobe",
+                "--with-syscalls",
+                "--function",
+                "fwrite",
+            ],
+            &[
+                "--mechanism",
+                "floor-uprobe",
+                "--with-syscalls",
+                "--function",
+                "fwrite",
+            ],
         ]),
     },
     Case {
