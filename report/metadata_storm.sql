@@ -1,9 +1,9 @@
 -- detector: metadata_storm
 -- title: Many processes opening and closing the same file over and over
 -- needs: calls, files
--- definition: POSIX metadata calls (open, close, stat, access, truncate, unlink, rename; as
---   syscalls or io_uring requests) on one file by several processes, outnumbering the reads
---   and writes on it.
+-- definition: POSIX metadata calls (open, close, stat, access, truncate, unlink, rename, link,
+--   setattr, xattr; as syscalls or io_uring requests) on one file by several processes,
+--   outnumbering the reads and writes on it.
 -- threshold: at least 4 processes, at least 100 metadata calls in all, and no fewer metadata
 --   calls than data calls on the file.
 -- rationale: on a parallel file system every open and close is a request to the metadata
@@ -12,7 +12,9 @@
 --   Open once and keep the handle, or let one rank or MPI-IO's collective open do it.
 WITH c AS (
   SELECT c.host, c.pid, c.file_id, f.path, c.op, c.ts_end_ns - c.ts_begin_ns AS ns,
-         c.ts_begin_ns AS b, c.ts_end_ns AS e
+         c.ts_begin_ns AS b, c.ts_end_ns AS e,
+         c.op IN ('open', 'close', 'stat', 'access', 'truncate', 'unlink', 'rename', 'link',
+                  'setattr', 'xattr') AS meta
   FROM calls c
   JOIN files f ON f.host = c.host AND f.file_id = c.file_id
   WHERE c.layer IN ('posix', 'uring')
@@ -22,17 +24,13 @@ WITH c AS (
 per AS (
   SELECT host, path,
          count(DISTINCT pid) AS processes,
-         sum(CASE WHEN op IN ('open', 'close', 'stat', 'access', 'truncate', 'unlink', 'rename')
-                  THEN 1 ELSE 0 END) AS metadata_calls,
+         sum(CASE WHEN meta THEN 1 ELSE 0 END) AS metadata_calls,
          sum(CASE WHEN op IN ('read', 'write') THEN 1 ELSE 0 END) AS data_calls,
-         sum(CASE WHEN op IN ('open', 'close', 'stat', 'access', 'truncate', 'unlink', 'rename')
-                  THEN ns ELSE 0 END) / 1e9 AS metadata_seconds,
+         sum(CASE WHEN meta THEN ns ELSE 0 END) / 1e9 AS metadata_seconds,
          max(CASE WHEN op = 'open' THEN ns END) / 1e9 AS max_open_seconds,
          min(CASE WHEN op = 'open' THEN ns END) / 1e9 AS min_open_seconds,
-         min(CASE WHEN op IN ('open', 'close', 'stat', 'access', 'truncate', 'unlink', 'rename')
-                  THEN b END) AS first_ns,
-         max(CASE WHEN op IN ('open', 'close', 'stat', 'access', 'truncate', 'unlink', 'rename')
-                  THEN e END) AS last_ns
+         min(CASE WHEN meta THEN b END) AS first_ns,
+         max(CASE WHEN meta THEN e END) AS last_ns
   FROM c
   GROUP BY host, path
 )

@@ -12,6 +12,9 @@
  *   reopen  each rank opens the file, writes 1 KiB and closes it, 100 times
  *   restat  each rank stats the file by its path 100 times (stat(2)), writing 1 KiB after
  *           every tenth
+ *   rexattr each rank asks the file for an extended attribute it lacks by its path 100 times
+ *           (getxattr(2), as ranks probing a Lustre layout each would; ENODATA), writing 1 KiB
+ *           after every tenth
  *   once    each rank opens the file once and writes the same 100 KiB in 100 pwrites
  *   mpi_small  BT-IO "simple": each rank writes its 1000 records of 640 B, interleaved with
  *              the other ranks' (record i of rank r at (i * N + r) * 640), one independent
@@ -23,7 +26,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "ring.h"
@@ -104,6 +109,15 @@ int main(int argc, char **argv) {
         for (int i = 0; i < 100; i++) {
             struct stat st;
             check(stat(path, &st) == 0, "stat");
+            if (i % 10 == 9)
+                check(pwrite(fd, buf, 1024, ((off_t)rank * 10 + i / 10) * 1024) == 1024,
+                      "pwrite");
+        }
+    } else if (!strcmp(mode, "rexattr")) {
+        for (int i = 0; i < 100; i++) {
+            char v[64];
+            check(getxattr(path, "user.layout", v, sizeof v) == -1 && errno == ENODATA,
+                  "getxattr");
             if (i % 10 == 9)
                 check(pwrite(fd, buf, 1024, ((off_t)rank * 10 + i / 10) * 1024) == 1024,
                       "pwrite");

@@ -19,7 +19,7 @@
  * With `sqpoll`, the ring is set up with IORING_SETUP_SQPOLL: the kernel's polling thread (a
  * thread of the process, "iou-sqp-PID") submits the one write, and the io_uring_enter (with
  * IORING_ENTER_SQ_WAKEUP) only waits for it.
- * With `files`, seven entries of one request each follow, on DIR/ring.txt:
+ * With `files`, entries of one request each follow, on DIR/ring.txt:
  *   2. IORING_OP_OPENAT (AT_FDCWD, the absolute path, O_RDWR|O_CREAT|O_TRUNC, 0640): `opened`
  *   3. IORING_OP_WRITE on opened of 100 B ('r') at 0: 100
  *   4. IORING_OP_STATX (AT_FDCWD, the path, flags 0, STATX_SIZE): 0, and the size is 100
@@ -32,6 +32,10 @@
  *   9. IORING_OP_MKDIRAT (AT_FDCWD, DIR/ring.d, 0750): 0
  *  10. IORING_OP_RENAMEAT (AT_FDCWD, DIR/ring.d, AT_FDCWD, DIR/ring.e, flags 0): 0
  *  11. IORING_OP_UNLINKAT (AT_FDCWD, DIR/ring.e, AT_REMOVEDIR): 0, and DIR/ring.e is gone
+ *  12. IORING_OP_SYMLINKAT ("ring.txt", AT_FDCWD, DIR/ring.lnk): 0, and the link says ring.txt
+ *  13. IORING_OP_LINKAT (AT_FDCWD, DIR/ring.txt, AT_FDCWD, DIR/ring.hard, 0): 0, and ring.txt
+ *      has two links
+ *  14. IORING_OP_FADVISE on data, 100 B at 0, POSIX_FADV_DONTNEED: 0
  * Then the ring and data closed. No request is a syscall of the process.
  */
 #define _GNU_SOURCE
@@ -191,6 +195,23 @@ int main(int argc, char **argv) {
         e->unlink_flags = AT_REMOVEDIR;
         enter(&r, 1, (int[]){0}, "the unlink");
         check(access(dir_e, F_OK) == -1 && errno == ENOENT, "ring.e removed");
+        char lnk[4200], hard[4200], target[64];
+        snprintf(lnk, sizeof lnk, "%s/ring.lnk", argv[1]);
+        snprintf(hard, sizeof hard, "%s/ring.hard", argv[1]);
+        ring_queue(&r, 0, IORING_OP_SYMLINKAT, AT_FDCWD, "ring.txt", 0, (long long)(unsigned long)lnk,
+                   0);
+        enter(&r, 1, (int[]){0}, "the symlink");
+        check(readlink(lnk, target, sizeof target) == 8 && memcmp(target, "ring.txt", 8) == 0,
+              "the symlink's target");
+        e = ring_queue(&r, 0, IORING_OP_LINKAT, AT_FDCWD, txt, AT_FDCWD,
+                       (long long)(unsigned long)hard, 0);
+        e->hardlink_flags = 0;
+        enter(&r, 1, (int[]){0}, "the link");
+        struct stat st;
+        check(stat(txt, &st) == 0 && st.st_nlink == 2, "ring.txt's links");
+        e = ring_queue(&r, 0, IORING_OP_FADVISE, data, NULL, 100, 0, 0);
+        e->fadvise_advice = POSIX_FADV_DONTNEED;
+        enter(&r, 1, (int[]){0}, "the fadvise");
     }
     check(close(r.fd) == 0, "close ring");
     check(close(data) == 0, "close data");

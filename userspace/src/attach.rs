@@ -794,6 +794,11 @@ pub(crate) fn record_result(
                 probes[of as usize].function()
             ));
         }
+        Err(Failure::Absent(reason)) => {
+            log::info!("probe {} not attached: {reason}", p.function());
+            status.status = "absent";
+            status.reason = Some(reason);
+        }
         Err(Failure::Failed(reason)) => {
             let at = match status.mechanism {
                 "uprobe" => format!(" to {}", status.target),
@@ -933,6 +938,9 @@ impl Loaded {
 
 pub(crate) enum Failure {
     Alias(u32),
+    /// The kernel is older than the probe (a syscall or request it does not have): said in
+    /// the probe's row, not warned about on every run.
+    Absent(String),
     Failed(String),
 }
 
@@ -1002,6 +1010,12 @@ fn attach_syscall(
     per_syscall: bool,
 ) -> Result<(), Failure> {
     let failed = |e: anyhow::Error| Failure::Failed(format!("{e:#}"));
+    let syscalls = root.join("events/syscalls");
+    if syscalls.is_dir() && !syscalls.join(format!("sys_enter_{name}")).exists() {
+        return Err(Failure::Absent(format!(
+            "this kernel has no syscall {name} (no tracepoint syscalls/sys_enter_{name})"
+        )));
+    }
     let enter = tracepoint_format(root, &format!("sys_enter_{name}")).map_err(failed)?;
     // The exit event must exist too, or every call would stay open.
     tracepoint_format(root, &format!("sys_exit_{name}")).map_err(failed)?;

@@ -732,8 +732,10 @@ impl Correlator {
             }
         }
 
-        // fstatat(fd, "", AT_EMPTY_PATH) and friends operate on the dirfd itself.
-        if handle.is_none() && path.as_deref() == Some("") {
+        // fstatat(fd, "", AT_EMPTY_PATH) and friends operate on the dirfd itself, as does
+        // utimensat with a null path (futimens).
+        let null_path = is_syscall && p.op == Op::Setattr && arg(ArgKind::Path) == Some(0);
+        if handle.is_none() && (path.as_deref() == Some("") || null_path) {
             if let Some(dirfd) = arg(ArgKind::Dirfd) {
                 handle = self.fd_handle(pid, dirfd as i32);
             }
@@ -772,7 +774,14 @@ impl Correlator {
         if file_before.is_none()
             && matches!(
                 p.op,
-                Op::Stat | Op::Access | Op::Unlink | Op::Rename | Op::Truncate
+                Op::Stat
+                    | Op::Access
+                    | Op::Unlink
+                    | Op::Rename
+                    | Op::Truncate
+                    | Op::Link
+                    | Op::Setattr
+                    | Op::Xattr
             )
         {
             if let Some(name) = path.as_deref().filter(|n| !n.is_empty()) {

@@ -69,9 +69,7 @@ pub(crate) fn attach_requests(
             Ok(op) => op,
             // Expected on an older kernel: said in the row, not as a warning on every run.
             Err(e @ BtfError::NoStruct(..)) => {
-                log::info!("probe {} not attached: {e}", p.function());
-                status.status = "absent";
-                status.reason = Some(e.to_string());
+                record_result(status, Err(Failure::Absent(e.to_string())), probes);
                 continue;
             }
             Err(e) => {

@@ -782,12 +782,16 @@ fn io_uring_opens_and_closes_make_and_end_handles() {
             "IORING_OP_MKDIRAT",
             "IORING_OP_RENAMEAT",
             "IORING_OP_UNLINKAT",
+            "IORING_OP_SYMLINKAT",
+            "IORING_OP_LINKAT",
+            "IORING_OP_FADVISE",
         ],
         "{r:#?}"
     );
     let (open, write, stat, close) = (r[1], r[2], r[3], r[4]);
     let (slot_open, slot_read, slot_close) = (r[5], r[6], r[7]);
     let (mkdir, rename, unlink) = (r[8], r[9], r[10]);
+    let (symlink, link, fadvise) = (r[11], r[12], r[13]);
 
     // The open: its path (a kernel string), flags (Linux adds O_LARGEFILE), mode, no slot,
     // and the descriptor it returned, whose handle the write names and the close ends.
@@ -932,6 +936,44 @@ fn io_uring_opens_and_closes_make_and_end_handles() {
     );
     assert_eq!(unlink.list_i("args"), [AT_FDCWD, 0, AT_REMOVEDIR]);
     assert_eq!(paths(unlink), (Some("unlink"), e.to_str(), None, Some(0)));
+    // A symbolic link's target is a string, its new path the path; a hard link names the
+    // file it links (known at that path), and the new name.
+    let lnk = dir.join("ring.lnk");
+    assert_eq!(symlink.list_i("args"), [0, AT_FDCWD, 0]);
+    assert_eq!(paths(symlink), (Some("link"), lnk.to_str(), None, Some(0)));
+    assert_eq!(
+        (symlink.list_s("strs"), symlink.i("file_id")),
+        (vec!["ring.txt".to_string()], None)
+    );
+    let hard = dir.join("ring.hard");
+    assert_eq!(link.list_i("args"), [AT_FDCWD, 0, AT_FDCWD, 0, 0]);
+    assert_eq!(
+        paths(link),
+        (Some("link"), txt.to_str(), hard.to_str(), Some(0))
+    );
+    assert_eq!(link.i("file_id"), Some(txt_file));
+    // Advice on the data file's range: its handle, file and offset.
+    const POSIX_FADV_DONTNEED: i64 = 4;
+    assert_eq!(
+        fadvise.list_i("args"),
+        [t.data, 0, 100, POSIX_FADV_DONTNEED, t.ino]
+    );
+    assert_eq!(
+        (
+            fadvise.s("op"),
+            fadvise.i("offset"),
+            fadvise.i("ret"),
+            fadvise.i("handle_id"),
+            fadvise.i("file_id")
+        ),
+        (
+            Some("advise"),
+            Some(0),
+            Some(0),
+            Some(t.handle),
+            Some(t.file)
+        )
+    );
 }
 
 /// The verifier's work per program, as the kernel reports it (Linux 5.16+). Older kernels

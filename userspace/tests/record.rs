@@ -9,7 +9,9 @@ use std::{
     time::{Duration, Instant},
 };
 
-use common::{Row, RowExt as _, Val, build_c, duckdb, require_root, rows, run, scratch, strata};
+use common::{
+    Row, RowExt as _, Val, build_c, duckdb, require_root, rows, run, scratch, strata, workload_pid,
+};
 
 /// The workload's rows, checked call by call against tests/workloads/posix_stdio.c, with
 /// syscalls on BTF raw tracepoints (the default here: this kernel has BTF).
@@ -1072,6 +1074,13 @@ fn relative_names_follow_the_working_directory() {
 /// Every way strata attaches to syscalls (`--syscall-mode`).
 const SYSCALL_MODES: [&str; 3] = ["btf", "raw", "per-syscall"];
 
+/// The path of the row of `table` whose `key` is `id`, relative to `wd` where it is under it.
+fn path_in(table: &[Row], key: &str, id: Option<i64>, wd: &Path) -> Option<String> {
+    let id = id?;
+    let p = table.iter().find(|r| r.i(key) == Some(id))?.s("path")?;
+    Some(p.strip_prefix(wd.to_str()?).unwrap_or(p).to_string())
+}
+
 /// `strata record --layers posix --syscall-mode MODE -- EXE WD` with a new working directory
 /// WD and output OUT under `dir`; returns them and what the run printed.
 fn record_posix_in(dir: &Path, mode: &str, exe: &Path) -> (PathBuf, PathBuf, Output) {
@@ -1103,15 +1112,7 @@ fn copies_and_fd_ranges_are_followed() {
         let calls = rows(&out, "calls");
         let handles = rows(&out, "handles");
         let files = rows(&out, "files");
-        let path_of = |table: &[Row], key: &str, id: Option<i64>| -> Option<String> {
-            let id = id?;
-            let row = table.iter().find(|r| r.i(key) == Some(id))?;
-            row.s("path").map(|p| {
-                p.strip_prefix(wd.to_str().unwrap())
-                    .unwrap_or(p)
-                    .to_string()
-            })
-        };
+        let path_of = |table: &[Row], key: &str, id: Option<i64>| path_in(table, key, id, &wd);
         let mine = |c: &&Row| {
             c.s("path")
                 .is_none_or(|p| p.starts_with(wd.to_str().unwrap()))
@@ -1355,6 +1356,140 @@ fn copies_and_fd_ranges_are_followed() {
             ],
             "{mode}"
         );
+    }
+}
+
+/// Metadata calls beyond open and stat: links, permissions, owners, times, extended
+/// attributes, directory listings, advice, locks and splices are rows with their paths,
+/// names, handles, offsets and results, under each way of attaching to syscalls; a call that
+/// names a path strata knows the file of names that file. Ground truth:
+/// tests/workloads/meta.c, which makes each as the raw syscall and checks its result.
+#[test]
+fn links_attributes_listings_and_splices_are_rows() {
+    require_root();
+    let dir = std::fs::canonicalize(scratch("meta")).unwrap();
+    let exe = build_c("cc", "meta.c", &dir.join("meta"), &[]);
+    // fchmodat2 is Linux 6.6+; before, its call fails with ENOSYS and its probe is absent.
+    let fchmodat2 = Path::new("/sys/kernel/tracing/events/syscalls/sys_enter_fchmodat2").exists()
+        || Path::new("/sys/kernel/debug/tracing/events/syscalls/sys_enter_fchmodat2").exists();
+    for mode in SYSCALL_MODES {
+        let (wd, out, res) = record_posix_in(&dir, mode, &exe);
+        let stderr = String::from_utf8_lossy(&res.stderr);
+        assert!(!stderr.contains("not attached"), "{mode}: {stderr}");
+        let pid = workload_pid(&out, &exe);
+        let files = rows(&out, "files");
+        let handles = rows(&out, "handles");
+        let wd_s = wd.to_str().unwrap();
+        let rel = |p: Option<&str>| {
+            p.map_or("-".to_string(), |p| {
+                p.strip_prefix(wd_s).unwrap_or(p).to_string()
+            })
+        };
+        let file = |id| path_in(&files, "file_id", id, &wd).unwrap_or("-".into());
+        let o = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
+        let mut calls: Vec<Row> = rows(&out, "calls")
+            .into_iter()
+            .filter(|c| c.i("pid") == Some(pid))
+            .filter(|c| {
+                matches!(
+                    c.s("op"),
+                    Some("link" | "readdir" | "setattr" | "xattr" | "advise" | "lock")
+                ) || matches!(
+                    c.s("function"),
+                    Some(
+                        "readlink"
+                            | "readlinkat"
+                            | "statfs"
+                            | "fstatfs"
+                            | "splice"
+                            | "sync_file_range"
+                    )
+                )
+            })
+            .collect();
+        calls.sort_by_key(|c| c.i("ts_begin_ns"));
+        // function op path path2 [strs] file file2 ret errno offset offset2 bytes
+        let got: Vec<String> = calls
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} {} {} {} [{}] {} {} {} {} {} {} {}",
+                    c.s("function").unwrap(),
+                    c.s("op").unwrap(),
+                    rel(c.s("path")),
+                    rel(c.s("path2")),
+                    c.list_s("strs").join(","),
+                    file(c.i("file_id")),
+                    file(c.i("file2_id")),
+                    o(c.i("ret")),
+                    o(c.i("errno")),
+                    o(c.i("offset")),
+                    o(c.i("offset2")),
+                    o(c.i("bytes_result")),
+                )
+            })
+            .collect();
+        let mut want = vec![
+            "link link /f /hard [] /f - 0 - - - -",
+            "linkat link f hard2 [] /f - 0 - - - -",
+            // The new link's path is a file strata has not seen; the target is a string.
+            "symlink link /soft - [f] - - 0 - - - -",
+            "symlinkat link soft2 - [f] - - 0 - - - -",
+            "readlink stat /soft - [] - - 1 - - - -",
+            "readlinkat stat soft2 - [] - - 1 - - - -",
+            "statfs stat /f - [] /f - 0 - - - -",
+            "fstatfs stat - - [] /f - 0 - - - -",
+            "chmod setattr /f - [] /f - 0 - - - -",
+            "fchmod setattr - - [] /f - 0 - - - -",
+            "fchmodat setattr f - [] /f - 0 - - - -",
+            "fchmodat2 setattr f - [] /f - 0 - - - -",
+            "chown setattr /f - [] /f - 0 - - - -",
+            "fchown setattr - - [] /f - 0 - - - -",
+            "lchown setattr /soft - [] - - 0 - - - -",
+            "fchownat setattr f - [] /f - 0 - - - -",
+            "utimensat setattr f - [] /f - 0 - - - -",
+            // A null path: the fd itself (futimens).
+            "utimensat setattr - - [] /f - 0 - - - -",
+            "setxattr xattr /f - [user.a] /f - 0 - - - -",
+            "fsetxattr xattr - - [user.b] /f - 0 - - - -",
+            "getxattr xattr /f - [user.a] /f - 2 - - - -",
+            "lgetxattr xattr /f - [user.b] /f - 3 - - - -",
+            "fgetxattr xattr - - [user.a] /f - 2 - - - -",
+            "listxattr xattr /f - [] /f - 14 - - - -",
+            "llistxattr xattr /soft - [] - - 0 - - - -",
+            "flistxattr xattr - - [] /f - 14 - - - -",
+            "removexattr xattr /f - [user.a] /f - 0 - - - -",
+            "fremovexattr xattr - - [user.b] /f - 0 - - - -",
+            "lremovexattr xattr /f - [user.a] /f - -61 61 - - -",
+            "fadvise64 advise - - [] /f - 0 - 0 - -",
+            "readahead advise - - [] /f - 0 - 0 - -",
+            "sync_file_range sync - - [] /f - 0 - 2 - -",
+            "flock lock - - [] /f - 0 - - - -",
+            "flock lock - - [] /f - 0 - - - -",
+            "getdents64 readdir - - [] /d - 72 - - - -",
+            "getdents64 readdir - - [] /d - 0 - - - -",
+            // File to pipe at 3, then pipe to file at 100 (a pipe has no handle).
+            "splice copy - - [] /f - 4 - 3 - 4",
+            "splice copy - - [] - /g 4 - - 100 4",
+        ];
+        if !fchmodat2 {
+            want.retain(|w| !w.starts_with("fchmodat2 "));
+        }
+        assert_eq!(got, want, "{mode}");
+        // The fd calls name the handles of F and of the directory listed.
+        let handle_path = |id| path_in(&handles, "handle_id", id, &wd).unwrap_or("-".into());
+        for c in &calls {
+            let f = c.s("function").unwrap();
+            let want = match f {
+                "getdents64" => "/d",
+                _ if f.starts_with('f') || f == "readahead" || f == "sync_file_range" => "/f",
+                _ => continue,
+            };
+            if f == "fchmodat" || f == "fchmodat2" || f == "fchownat" {
+                continue;
+            }
+            assert_eq!(handle_path(c.i("handle_id")), want, "{mode}: {f}");
+        }
     }
 }
 

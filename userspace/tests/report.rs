@@ -246,6 +246,17 @@ fn a_metadata_storm_of_stats_by_path_is_found() {
     assert_eq!(f["data_calls"], RANKS * 10, "{f}");
 }
 
+/// Ranks that ask a shared file for an extended attribute by its path over and over (as each
+/// probing a Lustre layout would): those are its metadata calls too.
+#[test]
+fn a_metadata_storm_of_xattr_queries_is_found() {
+    let f = &one_storm("rexattr");
+    // Per rank: its open and close and 100 getxattrs (O_CREAT by rank 0 aside); 10 pwrites.
+    let rank0_create = 2;
+    assert_eq!(f["metadata_calls"], RANKS * (2 + 100) + rank0_create, "{f}");
+    assert_eq!(f["data_calls"], RANKS * 10, "{f}");
+}
+
 /// The thesis' BT-IO case: 1000 interleaved 640-byte records per rank written one
 /// independent MPI_File_write_at at a time ("simple") are many small POSIX writes; the same
 /// records in one collective MPI_File_write_all through a strided view ("full") are

@@ -121,6 +121,7 @@ pub trait RowExt {
     fn s(&self, col: &str) -> Option<&str>;
     fn b(&self, col: &str) -> Option<bool>;
     fn list_i(&self, col: &str) -> Vec<i64>;
+    fn list_s(&self, col: &str) -> Vec<String>;
 }
 
 impl RowExt for Row {
@@ -149,6 +150,12 @@ impl RowExt for Row {
         match self.get(col).unwrap_or_else(|| panic!("no column {col}")) {
             Val::L(v) => v.clone(),
             v => panic!("column {col} is {v:?}, not a list of integers"),
+        }
+    }
+    fn list_s(&self, col: &str) -> Vec<String> {
+        match self.get(col).unwrap_or_else(|| panic!("no column {col}")) {
+            Val::SL(v) => v.clone(),
+            v => panic!("column {col} is {v:?}, not a list of strings"),
         }
     }
 }
