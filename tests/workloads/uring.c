@@ -1,7 +1,7 @@
 /* I/O through io_uring, with the raw syscalls (no liburing): what strata can see of it.
  *
  * Usage: uring DIR [requests|sqpoll|files]. Prints "ring=FD data=FD" (and " opened=FD
- * ftruncate=RES" with `files`).
+ * ftruncate=RES xattr=RES" with `files`).
  *
  * io_uring_setup of 4 entries; its rings mapped; io_uring_register(IORING_REGISTER_FILES) of
  * DIR/uring.dat (opened first, as `data`; with `files`, a second, empty slot follows). Then one IORING_OP_WRITE of
@@ -36,6 +36,11 @@
  *  13. IORING_OP_LINKAT (AT_FDCWD, DIR/ring.txt, AT_FDCWD, DIR/ring.hard, 0): 0, and ring.txt
  *      has two links
  *  14. IORING_OP_FADVISE on data, 100 B at 0, POSIX_FADV_DONTNEED: 0
+ *  15. IORING_OP_SETXATTR (DIR/ring.txt, user.r, "v1", 2 B, flags 0): 0, or -EOPNOTSUPP where
+ *      the file system has no user attributes (tmpfs before Linux 6.6); printed as RES
+ *  16. IORING_OP_FSETXATTR on data (user.d, "xyz", 3 B, flags 0): 0 (or that error)
+ *  17. IORING_OP_FGETXATTR on data (user.d, 64 B): 3 (or that error)
+ *  18. IORING_OP_GETXATTR (DIR/ring.txt, user.r, 64 B): 2 (or that error)
  * Then the ring and data closed. No request is a syscall of the process.
  */
 #define _GNU_SOURCE
@@ -144,7 +149,7 @@ int main(int argc, char **argv) {
         enter(&r, 1, (int[]){10}, "the write at the file's position");
         check(lseek(data, 0, SEEK_CUR) == 10, "the file's position after it");
     }
-    int opened = -1, truncated = 1;
+    int opened = -1, truncated = 1, xattr = 1;
     if (files) {
         char txt[4200];
         snprintf(txt, sizeof txt, "%s/ring.txt", argv[1]);
@@ -212,11 +217,31 @@ int main(int argc, char **argv) {
         e = ring_queue(&r, 0, IORING_OP_FADVISE, data, NULL, 100, 0, 0);
         e->fadvise_advice = POSIX_FADV_DONTNEED;
         enter(&r, 1, (int[]){0}, "the fadvise");
+        e = ring_queue(&r, 0, IORING_OP_SETXATTR, 0, "user.r", 2, (long long)(unsigned long)"v1", 0);
+        e->addr3 = (unsigned long)txt;
+        check(ring_enter(&r, 1) == 1, "the setxattr");
+        check(ring_reap(&r, expect_any, NULL) == 1, "the setxattr's completion");
+        xattr = last_res;
+        check(xattr == 0 || xattr == -EOPNOTSUPP, "the setxattr's result");
+        int ok = xattr == 0;
+        ring_queue(&r, 0, IORING_OP_FSETXATTR, data, "user.d", 3, (long long)(unsigned long)"xyz",
+                   0);
+        enter(&r, 1, (int[]){ok ? 0 : xattr}, "the fsetxattr");
+        static char value[64];
+        ring_queue(&r, 0, IORING_OP_FGETXATTR, data, "user.d", sizeof value,
+                   (long long)(unsigned long)value, 0);
+        enter(&r, 1, (int[]){ok ? 3 : xattr}, "the fgetxattr");
+        check(!ok || memcmp(value, "xyz", 3) == 0, "the value fgetxattr read");
+        e = ring_queue(&r, 0, IORING_OP_GETXATTR, 0, "user.r", sizeof value,
+                       (long long)(unsigned long)value, 0);
+        e->addr3 = (unsigned long)txt;
+        enter(&r, 1, (int[]){ok ? 2 : xattr}, "the getxattr");
     }
     check(close(r.fd) == 0, "close ring");
     check(close(data) == 0, "close data");
     if (files)
-        printf("ring=%d data=%d opened=%d ftruncate=%d\n", r.fd, data, opened, truncated);
+        printf("ring=%d data=%d opened=%d ftruncate=%d xattr=%d\n", r.fd, data, opened, truncated,
+               xattr);
     else
         printf("ring=%d data=%d\n", r.fd, data);
     return 0;

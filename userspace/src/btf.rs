@@ -16,6 +16,46 @@ pub enum BtfError {
     /// newer than the kernel.
     #[error("field {0}: this kernel has no struct {1} (an opcode newer than this kernel)")]
     NoStruct(String, String),
+    /// The kernel's `enum io_uring_op` has no such opcode: newer than the kernel.
+    #[error("this kernel has no {0} (an opcode newer than this kernel)")]
+    NoOpcode(String),
+    #[error("probes.toml gives {0} opcode {1}; this kernel numbers it {2}")]
+    Opcode(String, u8, u64),
+}
+
+impl BtfError {
+    /// Whether the kernel is older than what was asked for (said in the probe's row, not
+    /// warned about on every run).
+    pub fn is_absent(&self) -> bool {
+        matches!(self, Self::NoStruct(..) | Self::NoOpcode(..))
+    }
+}
+
+/// The value of enumerator `name` of `enum enom`: `Ok(None)` where the enum lacks it,
+/// [`BtfError::Missing`] where this kernel's BTF has no such enum.
+pub fn enumerator(btf: &Btf, enom: &str, name: &str) -> Result<Option<u64>, BtfError> {
+    let named = |m: &dyn btf_rs::BtfType| btf.resolve_name(m).is_ok_and(|n| n == name);
+    let mut found = false;
+    for t in btf.resolve_types_by_name(enom).unwrap_or_default() {
+        let value = match &t {
+            Type::Enum(e) => e
+                .members
+                .iter()
+                .find(|m| named(*m))
+                .map(|m| u64::from(m.val())),
+            Type::Enum64(e) => e.members.iter().find(|m| named(*m)).map(|m| m.val()),
+            _ => continue,
+        };
+        found = true;
+        if value.is_some() {
+            return Ok(value);
+        }
+    }
+    if found {
+        Ok(None)
+    } else {
+        Err(BtfError::Missing(format!("enum {enom}"), name.into()))
+    }
 }
 
 /// Byte offset of `field` in `struct strukt`, looking into anonymous unions and structs.
@@ -279,6 +319,29 @@ mod tests {
             let e = field(bad).unwrap_err().to_string();
             assert!(e.contains(why), "{bad}: {e}");
         }
+    }
+
+    /// Opcodes by name from the kernel's `enum io_uring_op`; every built-in request's number
+    /// is the kernel's (or the kernel is older than the opcode).
+    #[test]
+    fn finds_io_uring_opcodes() {
+        let btf = kernel().expect("this kernel has BTF");
+        let op = |name: &str| enumerator(&btf, "io_uring_op", name).unwrap();
+        assert_eq!(op("IORING_OP_NOP"), Some(0));
+        assert_eq!(op("IORING_OP_WRITE"), Some(23));
+        assert_eq!(op("IORING_OP_NO_SUCH"), None);
+        assert!(enumerator(&btf, "no_such_enum", "X").is_err());
+        let probes = crate::probes::parse(crate::probes::BUILTIN, "probes.toml").unwrap();
+        let mut checked = 0;
+        for p in &probes {
+            if let crate::probes::Target::Request { name, opcode, .. } = &p.target {
+                if let Some(v) = op(name) {
+                    assert_eq!(v, u64::from(*opcode), "{name}");
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked >= 20, "{checked} requests checked");
     }
 
     /// mm_struct keeps the four bounds of the arguments and environment adjacent, in order.

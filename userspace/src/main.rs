@@ -508,7 +508,7 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
                         match btf.as_ref().map(|b| strata::uring::uring_op(b, p, fields)) {
                             None => "no BTF".into(),
                             Some(Ok(_)) => "fields ok".into(),
-                            Some(Err(strata::btf::BtfError::NoStruct(..))) => "absent".into(),
+                            Some(Err(e)) if e.is_absent() => "absent".into(),
                             Some(Err(e)) => {
                                 log::warn!("probe {}: {e}", p.function());
                                 "bad field".into()

@@ -68,7 +68,7 @@ pub(crate) fn attach_requests(
         let op = match op {
             Ok(op) => op,
             // Expected on an older kernel: said in the row, not as a warning on every run.
-            Err(e @ BtfError::NoStruct(..)) => {
+            Err(e) if e.is_absent() => {
                 record_result(status, Err(Failure::Absent(e.to_string())), probes);
                 continue;
             }
@@ -94,8 +94,18 @@ pub(crate) fn attach_requests(
 
 /// How the kernel side reads request probe `p`'s arguments in this kernel: each field's
 /// place from the BTF, and which arguments are the descriptor, the file and strings.
-/// [`BtfError::NoStruct`]: the opcode is newer than this kernel.
+/// [`BtfError::is_absent`]: the opcode is newer than this kernel. Its number must be the
+/// kernel's, where the BTF has `enum io_uring_op`: a wrong one would name other requests.
 pub fn uring_op(btf: &btf_rs::Btf, p: &Probe, fields: &[FieldPath]) -> Result<UringOp, BtfError> {
+    if let Target::Request { name, opcode, .. } = &p.target {
+        match crate::btf::enumerator(btf, "io_uring_op", name) {
+            Ok(Some(v)) if v == u64::from(*opcode) => {}
+            Ok(Some(v)) => return Err(BtfError::Opcode(name.clone(), *opcode, v)),
+            Ok(None) => return Err(BtfError::NoOpcode(name.clone())),
+            // Not in this kernel's BTF: the number as given.
+            Err(_) => {}
+        }
+    }
     let mut op = UringOp {
         probe: p.id + 1,
         fd_arg: NO_ARG,

@@ -236,6 +236,10 @@ fn an_io_uring_request_field_this_kernel_lacks_fails_that_probe_alone() {
         request("IORING_OP_CLOSE", 19, r#"["fd"]"#, r#"["io_kiocb.file"]"#),
         request("IORING_OP_STATX", 21, r#"["path"]"#, r#"["io_statx.dfd"]"#),
         request("IORING_OP_FUTURE", 250, r#"["int"]"#, r#"["io_no_such_cmd.x"]"#),
+        // A command struct this kernel has, but an opcode past the kernel's.
+        request("IORING_OP_FUTURE2", 251, r#"["fd"]"#, r#"["io_kiocb.cqe.fd"]"#),
+        // The number of another opcode (37 is MKDIRAT): its requests would be named wrong.
+        request("IORING_OP_UNLINKAT", 37, r#"["dirfd"]"#, r#"["io_unlink.dfd"]"#),
     ]
     .concat();
     std::fs::write(&probes, text).unwrap();
@@ -247,6 +251,8 @@ fn an_io_uring_request_field_this_kernel_lacks_fails_that_probe_alone() {
         ("IORING_OP_WRITE", "bad field"),
         ("IORING_OP_CLOSE", "bad field"),
         ("IORING_OP_FUTURE", "absent"),
+        ("IORING_OP_FUTURE2", "absent"),
+        ("IORING_OP_UNLINKAT", "bad field"),
     ] {
         let line = listed.lines().find(|l| l.contains(f)).unwrap_or_default();
         assert!(line.contains(entry), "{f}: {line:?}");
@@ -271,17 +277,23 @@ fn an_io_uring_request_field_this_kernel_lacks_fails_that_probe_alone() {
             "IORING_OP_STATX",
             "field io_statx.dfd: `path` needs a pointer",
         ),
+        (
+            "IORING_OP_UNLINKAT",
+            "probes.toml gives IORING_OP_UNLINKAT opcode 37; this kernel numbers it 36",
+        ),
     ] {
         let (st, reason) = status(f);
         assert_eq!(st, "failed", "{f}: {reason}");
         assert!(reason.contains(why), "{f}: {reason}");
     }
-    let (st, reason) = status("IORING_OP_FUTURE");
-    assert_eq!(st, "absent", "{reason}");
-    assert!(
-        reason.contains("this kernel has no struct io_no_such_cmd"),
-        "{reason}"
-    );
+    for f in ["IORING_OP_FUTURE", "IORING_OP_FUTURE2"] {
+        let (st, reason) = status(f);
+        assert_eq!(st, "absent", "{reason}");
+        assert!(
+            reason.contains(&format!("this kernel has no {f}")),
+            "{reason}"
+        );
+    }
 }
 
 /// An output file system that fills up: strata stops recording with a clear message, every
