@@ -1288,17 +1288,21 @@ fn floor_return(func_id: u32, ret: i64) -> Res<()> {
     Ok(())
 }
 
-/// Writes every field of the floor's record of the call in frame `f`.
+/// Writes every field of the floor's record of the call in frame `f`, each with a store of
+/// its own as strata's programs do: left to the compiler, the zeroed ids and the copied
+/// arguments become calls of the BPF `memset` and `memmove` functions (their byte loops
+/// cost the floor some 15 ns a call that strata does not pay).
 ///
 /// # Safety
 /// `rec` points to writable memory of a `CallRecord`.
 #[inline(always)]
 unsafe fn floor_record(rec: *mut CallRecord, f: &Frame, pid_tgid: u64, func_id: u32, ret: i64) {
+    use core::ptr::{addr_of_mut, read_volatile, write_volatile};
     unsafe {
         (*rec).kind = RecordKind::Call as u32;
         (*rec).func_id = func_id;
-        (*rec).call_id = 0;
-        (*rec).parent_id = 0;
+        write_volatile(addr_of_mut!((*rec).call_id), 0);
+        write_volatile(addr_of_mut!((*rec).parent_id), 0);
         (*rec).ts_begin = f.ts_begin;
         (*rec).ts_end = bpf_ktime_get_ns();
         (*rec).pid = (pid_tgid >> 32) as u32;
@@ -1307,7 +1311,9 @@ unsafe fn floor_record(rec: *mut CallRecord, f: &Frame, pid_tgid: u64, func_id: 
         (*rec).flags = 0;
         (*rec).ret = ret;
         (*rec).out = 0;
-        (*rec).args = f.args;
+        for i in 0..MAX_ARGS {
+            write_volatile(addr_of_mut!((*rec).args[i]), read_volatile(&f.args[i]));
+        }
     }
 }
 

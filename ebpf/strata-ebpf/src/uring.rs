@@ -11,6 +11,8 @@
 //! kernel hash map until it completes cost more than both records (an update, a lookup and a
 //! delete of a map entry on the path of every request). Completions are kept only on rings a
 //! traced process submitted on.
+use core::ptr::{addr_of_mut, write_volatile};
+
 use aya_ebpf::{
     cty::c_void,
     helpers::{bpf_get_current_pid_tgid, bpf_ktime_get_ns, generated::bpf_probe_read_kernel},
@@ -19,9 +21,9 @@ use aya_ebpf::{
     programs::TracePointContext,
 };
 use strata_common::{
-    CallRecord, Counter, KernelEvent, MAX_ARGS, MAX_DEPTH, RecordKind, RequestBegin, RequestEnd,
-    SPEC_ENABLED, URING_FIELD_DEREF, URING_FIELD_SIGNED, URING_FIXED_FILE, URING_OPS, URING_SPAN,
-    UringField, UringOp,
+    Counter, KernelEvent, MAX_ARGS, MAX_DEPTH, RecordKind, RequestBegin, RequestEnd, SPEC_ENABLED,
+    URING_FIELD_DEREF, URING_FIELD_SIGNED, URING_FIXED_FILE, URING_OPS, URING_SPAN, UringField,
+    UringOp,
 };
 
 use crate::{
@@ -139,12 +141,13 @@ fn try_submit(ctx: &TracePointContext) -> Res<()> {
     }
     // SAFETY: per-CPU memory; trace-event programs do not nest on a CPU.
     let copy = unsafe { &*copy };
-    let mut args = [0u64; MAX_ARGS];
-    for (a, fl) in args.iter_mut().zip(op.fields.iter()) {
-        if fl.size != 0 {
-            *a = read_field(copy, fl)?;
-        }
-    }
+    // An array expression: a zeroed array filled in a loop compiles to a call of the BPF
+    // `memset` function, whose loop costs more than the six stores.
+    let arg = |i: usize| match &op.fields[i] {
+        fl if fl.size != 0 => read_field(copy, fl),
+        _ => Ok(0),
+    };
+    let mut args: [u64; MAX_ARGS] = [arg(0)?, arg(1)?, arg(2)?, arg(3)?, arg(4)?, arg(5)?];
     if req_flags & URING_FIXED_FILE != 0 && usize::from(op.fd_arg) < MAX_ARGS {
         // An index into the ring's registered files: no descriptor of the process.
         args[bounded(usize::from(op.fd_arg), MAX_ARGS - 1)] = u64::MAX;
@@ -169,30 +172,33 @@ fn try_submit(ctx: &TracePointContext) -> Res<()> {
     if unsafe { STRATA_URING_RINGS.get(ring) }.copied() != Some(tgid) {
         let _ = STRATA_URING_RINGS.insert(ring, tgid, 0);
     }
-    let begin = RequestBegin {
-        rec: CallRecord {
-            kind: RecordKind::RequestBegin as u32,
-            func_id: op.probe - 1,
-            call_id,
-            parent_id,
-            ts_begin: unsafe { bpf_ktime_get_ns() },
-            ts_end: 0,
-            pid: tgid,
-            tid,
-            depth,
-            flags: 0,
-            ret: 0,
-            out: 0,
-            args,
-        },
-        req,
-    };
-    if STRATA_EVENTS
-        .output::<RequestBegin>(&begin, wakeup(core::mem::size_of::<RequestBegin>(), false))
-        .is_err()
-    {
+    // Written in place in the ring buffer, field by field: built on the stack and output,
+    // the record is copied once more, and its zeroed fields become a `memset` call.
+    let Some(mut entry) = STRATA_EVENTS.reserve::<RequestBegin>(0) else {
         count(Counter::RingbufFull);
+        return Ok(());
+    };
+    let b = entry.as_mut_ptr();
+    // SAFETY: reserved ring-buffer memory of the record's size; every field is written.
+    unsafe {
+        let r = addr_of_mut!((*b).rec);
+        (*r).kind = RecordKind::RequestBegin as u32;
+        (*r).func_id = op.probe - 1;
+        (*r).call_id = call_id;
+        (*r).parent_id = parent_id;
+        (*r).ts_begin = bpf_ktime_get_ns();
+        (*r).pid = tgid;
+        (*r).tid = tid;
+        (*r).depth = depth;
+        // Volatile: the compiler would merge adjacent zero stores into a `memset` call.
+        write_volatile(addr_of_mut!((*r).ts_end), 0);
+        write_volatile(addr_of_mut!((*r).flags), 0);
+        write_volatile(addr_of_mut!((*r).ret), 0);
+        write_volatile(addr_of_mut!((*r).out), 0);
+        (*r).args = args;
+        (*b).req = req;
     }
+    entry.submit(wakeup(core::mem::size_of::<RequestBegin>(), true));
     Ok(())
 }
 
@@ -221,21 +227,23 @@ fn try_complete(ctx: &TracePointContext) -> Res<()> {
     } else {
         (0, 0)
     };
-    let end = RequestEnd {
-        kind: RecordKind::RequestEnd as u32,
-        pid,
-        req,
-        ts_end: unsafe { bpf_ktime_get_ns() },
-        ret: i64::from(field::<i32>(w, f.res)),
-        ino,
-        dev,
-        _pad: 0,
-    };
-    if STRATA_EVENTS
-        .output::<RequestEnd>(&end, wakeup(core::mem::size_of::<RequestEnd>(), false))
-        .is_err()
-    {
+    // In place, as the submission's record.
+    let Some(mut entry) = STRATA_EVENTS.reserve::<RequestEnd>(0) else {
         count(Counter::RingbufFull);
+        return Ok(());
+    };
+    let e = entry.as_mut_ptr();
+    // SAFETY: reserved ring-buffer memory of the record's size; every field is written.
+    unsafe {
+        (*e).kind = RecordKind::RequestEnd as u32;
+        (*e).pid = pid;
+        (*e).req = req;
+        (*e).ts_end = bpf_ktime_get_ns();
+        (*e).ret = i64::from(field::<i32>(w, f.res));
+        (*e).ino = ino;
+        (*e).dev = dev;
+        (*e)._pad = 0;
     }
+    entry.submit(wakeup(core::mem::size_of::<RequestEnd>(), true));
     Ok(())
 }
