@@ -316,7 +316,23 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
     strata::config::parse_duration(s)
 }
 
+/// Keeps the memory of freed large buffers for reuse. Every flush interval frees a table's
+/// column arrays and Parquet pages and allocates them again; by default glibc returns such
+/// blocks to the kernel (served by mmap, or trimmed off the heap's top), so each interval
+/// faults their pages in anew: 29,000 to 89,000 page faults in 8 s of tracing 200,000
+/// writes/s, against 18,000 with blocks under 32 MiB from the heap and up to 64 MiB of free
+/// heap kept. Peak memory is the same (105 MiB): it is reused, not added to.
+fn keep_freed_memory() {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: tuning calls of the C allocator, made before any other thread exists.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 64 << 20);
+    }
+}
+
 fn main() -> ExitCode {
+    keep_freed_memory();
     let cli = Cli::parse();
     let level = match cli.verbose {
         0 => "warn",
