@@ -41,6 +41,8 @@
  *  16. IORING_OP_FSETXATTR on data (user.d, "xyz", 3 B, flags 0): 0 (or that error)
  *  17. IORING_OP_FGETXATTR on data (user.d, 64 B): 3 (or that error)
  *  18. IORING_OP_GETXATTR (DIR/ring.txt, user.r, 64 B): 2 (or that error)
+ *  19. IORING_OP_FALLOCATE on data, mode 0, 4096 B at 16384 (past its end: it grows): 0
+ *  20. IORING_OP_SYNC_FILE_RANGE on data, 4096 B at 8192, SYNC_FILE_RANGE_WRITE: 0
  * Then the ring and data closed. No request is a syscall of the process.
  */
 #define _GNU_SOURCE
@@ -236,6 +238,12 @@ int main(int argc, char **argv) {
                        (long long)(unsigned long)value, 0);
         e->addr3 = (unsigned long)txt;
         enter(&r, 1, (int[]){ok ? 2 : xattr}, "the getxattr");
+        /* fallocate: the length in addr, the mode in len. */
+        ring_queue(&r, 0, IORING_OP_FALLOCATE, data, (void *)4096, 0, 16384, 0);
+        enter(&r, 1, (int[]){0}, "the fallocate");
+        e = ring_queue(&r, 0, IORING_OP_SYNC_FILE_RANGE, data, NULL, 4096, 8192, 0);
+        e->sync_range_flags = SYNC_FILE_RANGE_WRITE;
+        enter(&r, 1, (int[]){0}, "the sync_file_range");
     }
     check(close(r.fd) == 0, "close ring");
     check(close(data) == 0, "close data");

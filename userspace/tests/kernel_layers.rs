@@ -789,6 +789,8 @@ fn io_uring_opens_and_closes_make_and_end_handles() {
             "IORING_OP_FSETXATTR",
             "IORING_OP_FGETXATTR",
             "IORING_OP_GETXATTR",
+            "IORING_OP_FALLOCATE",
+            "IORING_OP_SYNC_FILE_RANGE",
         ],
         "{r:#?}"
     );
@@ -797,6 +799,7 @@ fn io_uring_opens_and_closes_make_and_end_handles() {
     let (mkdir, rename, unlink) = (r[8], r[9], r[10]);
     let (symlink, link, fadvise) = (r[11], r[12], r[13]);
     let xattrs = &r[14..18];
+    let (fallocate, sync_range) = (r[18], r[19]);
 
     // The open: its path (a kernel string), flags (Linux adds O_LARGEFILE), mode, no slot,
     // and the descriptor it returned, whose handle the write names and the close ends.
@@ -1039,6 +1042,41 @@ fn io_uring_opens_and_closes_make_and_end_handles() {
             ),
         ]
     );
+    // A range of the data file: its mode or flags, offset and length, as for the syscalls.
+    const SYNC_FILE_RANGE_WRITE: i64 = 2;
+    for (c, args, op, offset) in [
+        (
+            fallocate,
+            [t.data, 0, 16384, 4096, t.ino],
+            "truncate",
+            16384,
+        ),
+        (
+            sync_range,
+            [t.data, 8192, 4096, SYNC_FILE_RANGE_WRITE, t.ino],
+            "sync",
+            8192,
+        ),
+    ] {
+        assert_eq!(c.list_i("args"), args, "{c:?}");
+        assert_eq!(
+            (
+                c.s("op"),
+                c.i("offset"),
+                c.i("ret"),
+                c.i("handle_id"),
+                c.i("file_id")
+            ),
+            (
+                Some(op),
+                Some(offset),
+                Some(0),
+                Some(t.handle),
+                Some(t.file)
+            ),
+            "{c:?}"
+        );
+    }
 }
 
 /// The verifier's work per program, as the kernel reports it (Linux 5.16+). Older kernels
