@@ -43,6 +43,8 @@
  *  18. IORING_OP_GETXATTR (DIR/ring.txt, user.r, 64 B): 2 (or that error)
  *  19. IORING_OP_FALLOCATE on data, mode 0, 4096 B at 16384 (past its end: it grows): 0
  *  20. IORING_OP_SYNC_FILE_RANGE on data, 4096 B at 8192, SYNC_FILE_RANGE_WRITE: 0
+ *  21. IORING_OP_FSYNC on data with fsync_flags 2 (no such flag): -EINVAL, refused while
+ *      the kernel prepares it
  * Then the ring and data closed. No request is a syscall of the process.
  */
 #define _GNU_SOURCE
@@ -244,6 +246,9 @@ int main(int argc, char **argv) {
         e = ring_queue(&r, 0, IORING_OP_SYNC_FILE_RANGE, data, NULL, 4096, 8192, 0);
         e->sync_range_flags = SYNC_FILE_RANGE_WRITE;
         enter(&r, 1, (int[]){0}, "the sync_file_range");
+        e = ring_queue(&r, 0, IORING_OP_FSYNC, data, NULL, 0, 0, 0);
+        e->fsync_flags = 2;
+        enter(&r, 1, (int[]){-EINVAL}, "the fsync refused");
     }
     check(close(r.fd) == 0, "close ring");
     check(close(data) == 0, "close data");

@@ -1256,12 +1256,15 @@ fn kernel_fields(
         ..KernelFields::default()
     };
     // Names as general as `flags` are looked up only where they mean the request's.
-    if matches!(event, KernelEvent::UringSubmit | KernelEvent::UringComplete) {
+    if event.is_uring() {
         fields.req = off(&["req"], 8, 8)?;
         fields.opcode = off(&["opcode"], 1, 1)?;
-        fields.req_flags = off(&["flags"], 4, 4)?;
-        fields.res = off(&["res"], 4, 4)?;
         fields.ctx = off(&["ctx"], 8, 8)?;
+        // The failure's `flags` are the SQE's (a byte), not the request's.
+        if event != KernelEvent::UringFailed {
+            fields.req_flags = off(&["flags"], 4, 4)?;
+            fields.res = off(&["res"], 4, 4)?;
+        }
     }
     fields.len = len;
     let required: &[(&str, u32)] = match event {
@@ -1299,6 +1302,12 @@ fn kernel_fields(
             ("ctx", fields.ctx),
             ("req", fields.req),
             ("res", fields.res),
+        ],
+        KernelEvent::UringFailed => &[
+            ("ctx", fields.ctx),
+            ("req", fields.req),
+            ("opcode", fields.opcode),
+            ("error", fields.error),
         ],
     };
     if let Some((missing, _)) = required.iter().find(|(_, off)| *off == FIELD_NONE) {
@@ -1788,6 +1797,20 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "field opcode missing from io_uring/e on this kernel"
+        );
+        // A refused request: its `flags` byte (the SQE's) is not read; the error is.
+        let failed = format(&[
+            ("void * ctx", 8, 8),
+            ("void * req", 16, 8),
+            ("u8 opcode", 32, 1),
+            ("u8 flags", 33, 1),
+            ("u64 off", 40, 8),
+            ("int error", 88, 4),
+        ]);
+        let k = kernel_fields(&failed, KernelEvent::UringFailed, "io_uring/e").unwrap();
+        assert_eq!(
+            (k.ctx, k.req, k.opcode, k.error, k.req_flags, k.len),
+            (8, 16, 32, 88, FIELD_NONE, 92)
         );
         let block = format(&[
             ("dev_t dev", 8, 4),

@@ -123,7 +123,7 @@ impl Kernel {
         let key = (rec.dev, rec.pos);
         match event {
             // Requests arrive as calls, not kernel records.
-            KernelEvent::UringSubmit | KernelEvent::UringComplete => {}
+            KernelEvent::UringSubmit | KernelEvent::UringComplete | KernelEvent::UringFailed => {}
             KernelEvent::BioQueue => {
                 if rec.call_id != 0 {
                     *self.calls_with_bios.entry(rec.call_id).or_default() += 1;

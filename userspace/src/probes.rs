@@ -782,8 +782,7 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
                                 KernelEvent::NAMES.join(", ")
                             ))
                         })?;
-                    let uring =
-                        matches!(event, KernelEvent::UringSubmit | KernelEvent::UringComplete);
+                    let uring = event.is_uring();
                     if uring && layer != Layer::Uring {
                         return Err(bad(format!(
                             "kernel event {k} belongs to layer uring, not {layer}"

@@ -791,6 +791,7 @@ fn io_uring_opens_and_closes_make_and_end_handles() {
             "IORING_OP_GETXATTR",
             "IORING_OP_FALLOCATE",
             "IORING_OP_SYNC_FILE_RANGE",
+            "IORING_OP_FSYNC",
         ],
         "{r:#?}"
     );
@@ -799,7 +800,7 @@ fn io_uring_opens_and_closes_make_and_end_handles() {
     let (mkdir, rename, unlink) = (r[8], r[9], r[10]);
     let (symlink, link, fadvise) = (r[11], r[12], r[13]);
     let xattrs = &r[14..18];
-    let (fallocate, sync_range) = (r[18], r[19]);
+    let (fallocate, sync_range, refused) = (r[18], r[19], r[20]);
 
     // The open: its path (a kernel string), flags (Linux adds O_LARGEFILE), mode, no slot,
     // and the descriptor it returned, whose handle the write names and the close ends.
@@ -1077,6 +1078,19 @@ fn io_uring_opens_and_closes_make_and_end_handles() {
             "{c:?}"
         );
     }
+    // Refused while being prepared (a flag fsync does not have): a row with the error, under
+    // its entry, and no descriptor, handle or file (the refusal names none).
+    assert_eq!(
+        (
+            refused.list_i("args"),
+            refused.i("ret"),
+            refused.i("errno"),
+            refused.i("handle_id"),
+            refused.i("file_id")
+        ),
+        (vec![-1, 0], Some(-22), Some(22), None, None),
+        "{refused:?}"
+    );
 }
 
 /// The verifier's work per program, as the kernel reports it (Linux 5.16+). Older kernels
@@ -1118,6 +1132,7 @@ fn every_program_verifies_well_within_the_kernels_budget() {
         "strata_process_exit",
         "strata_k_uring_submit",
         "strata_k_uring_complete",
+        "strata_k_uring_failed",
     ] {
         assert!(
             counts.iter().any(|(n, _)| *n == always),

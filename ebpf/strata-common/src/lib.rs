@@ -119,6 +119,7 @@ pub mod programs {
         "strata_k_bio_split",
         "strata_k_uring_submit",
         "strata_k_uring_complete",
+        "strata_k_uring_failed",
     ];
 }
 
@@ -152,9 +153,12 @@ pub enum KernelEvent {
     UringSubmit = 10,
     /// An io_uring request completed (its CQE filled).
     UringComplete = 11,
+    /// An io_uring request the kernel refused while preparing it (no submission event; its
+    /// completion carries the error).
+    UringFailed = 12,
 }
 
-pub const KERNEL_EVENTS: usize = 12;
+pub const KERNEL_EVENTS: usize = 13;
 
 impl KernelEvent {
     pub const ALL: [KernelEvent; KERNEL_EVENTS] = [
@@ -170,6 +174,7 @@ impl KernelEvent {
         Self::BioSplit,
         Self::UringSubmit,
         Self::UringComplete,
+        Self::UringFailed,
     ];
     pub const NAMES: [&str; KERNEL_EVENTS] = [
         "bio_queue",
@@ -184,9 +189,18 @@ impl KernelEvent {
         "bio_split",
         "uring_submit",
         "uring_complete",
+        "uring_failed",
     ];
     pub fn name(self) -> &'static str {
         Self::NAMES[self as usize]
+    }
+    /// The events that record io_uring requests (layer `uring`; their own programs, whose
+    /// records are calls, not [`KernelRecord`]s).
+    pub const fn is_uring(self) -> bool {
+        matches!(
+            self,
+            Self::UringSubmit | Self::UringComplete | Self::UringFailed
+        )
     }
     pub fn from_u32(v: u32) -> Option<Self> {
         Self::ALL.get(v as usize).copied()

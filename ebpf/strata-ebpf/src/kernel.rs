@@ -187,7 +187,9 @@ fn try_kernel_event(ctx: &TracePointContext, event: KernelEvent) -> Res<()> {
             }
         }
         // Their own programs (`uring`).
-        KernelEvent::UringSubmit | KernelEvent::UringComplete => return Ok(()),
+        KernelEvent::UringSubmit | KernelEvent::UringComplete | KernelEvent::UringFailed => {
+            return Ok(());
+        }
         KernelEvent::PageDirty | KernelEvent::CacheAdd | KernelEvent::CacheDelete => {
             if mine {
                 if let Some((st, frame)) = thread::current_frame(tid) {

@@ -21,9 +21,9 @@ use aya_ebpf::{
     programs::TracePointContext,
 };
 use strata_common::{
-    Counter, KernelEvent, MAX_ARGS, MAX_DEPTH, RecordKind, RequestBegin, RequestEnd, SPEC_ENABLED,
-    URING_FIELD_DEREF, URING_FIELD_SIGNED, URING_FIXED_FILE, URING_OPS, URING_SPAN, UringField,
-    UringOp,
+    Counter, KERNEL_WINDOW, KernelEvent, KernelFields, MAX_ARGS, MAX_DEPTH, RecordKind,
+    RequestBegin, RequestEnd, SPEC_ENABLED, URING_FIELD_DEREF, URING_FIELD_SIGNED,
+    URING_FIXED_FILE, URING_OPS, URING_SPAN, UringField, UringOp,
 };
 
 use crate::{
@@ -57,6 +57,13 @@ pub fn strata_k_uring_submit(ctx: TracePointContext) -> u32 {
 #[tracepoint]
 pub fn strata_k_uring_complete(ctx: TracePointContext) -> u32 {
     match try_complete(&ctx) {
+        Ok(()) | Err(_) => 0,
+    }
+}
+
+#[tracepoint]
+pub fn strata_k_uring_failed(ctx: TracePointContext) -> u32 {
+    match try_failed(&ctx) {
         Ok(()) | Err(_) => 0,
     }
 }
@@ -108,26 +115,49 @@ fn read_field(copy: &[u64; URING_SPAN / 8], f: &UringField) -> Res<u64> {
     })
 }
 
-fn try_submit(ctx: &TracePointContext) -> Res<()> {
+/// A request event of a traced thread, on an opcode recorded.
+struct Traced {
+    tgid: u32,
+    tid: u32,
+    fields: &'static KernelFields,
+    window: &'static [u64; KERNEL_WINDOW / 8],
+    op: &'static UringOp,
+}
+
+/// The event's request, if a traced thread makes it and its opcode is recorded.
+#[inline(always)]
+fn traced_request(ctx: &TracePointContext, event: KernelEvent) -> Res<Option<Traced>> {
     let cfg = config()?;
     let pid_tgid = bpf_get_current_pid_tgid();
     let (tgid, tid) = ((pid_tgid >> 32) as u32, pid_tgid as u32);
     if !traced(cfg, tgid) {
-        return Ok(());
+        return Ok(None);
     }
-    let f = STRATA_KERNEL_FIELDS
-        .get(KernelEvent::UringSubmit as u32)
-        .ok_or(-1)?;
+    let f = STRATA_KERNEL_FIELDS.get(event as u32).ok_or(-1)?;
     let w = window(ctx, f)?;
     let opcode: u8 = field(w, f.opcode);
     let op = STRATA_URING_OPS.get(u32::from(opcode)).ok_or(-1)?;
     if op.probe == 0 {
-        return Ok(());
+        return Ok(None);
     }
     let spec = STRATA_FUNC_SPECS.get(op.probe - 1).ok_or(-1)?;
     if spec.flags & SPEC_ENABLED == 0 {
-        return Ok(());
+        return Ok(None);
     }
+    Ok(Some(Traced {
+        tgid,
+        tid,
+        fields: f,
+        window: w,
+        op,
+    }))
+}
+
+fn try_submit(ctx: &TracePointContext) -> Res<()> {
+    let Some(t) = traced_request(ctx, KernelEvent::UringSubmit)? else {
+        return Ok(());
+    };
+    let (f, w, op) = (t.fields, t.window, t.op);
     let req: u64 = field(w, f.req);
     let req_flags: u32 = field(w, f.req_flags);
     let call_id = next_call_id();
@@ -161,13 +191,43 @@ fn try_submit(ctx: &TracePointContext) -> Res<()> {
             args[k] = 0;
         }
     }
+    begin_request(&t, call_id, args);
+    Ok(())
+}
+
+/// A request the kernel refused while preparing it: there is no submission event, and what
+/// this one carries names no descriptor. Its record begins here with no argument known (the
+/// descriptor's marked as none, not 0: stdin); its completion, which carries the error, ends
+/// it as any other.
+fn try_failed(ctx: &TracePointContext) -> Res<()> {
+    let Some(t) = traced_request(ctx, KernelEvent::UringFailed)? else {
+        return Ok(());
+    };
+    let none = |i: usize| {
+        if i == usize::from(t.op.fd_arg) {
+            u64::MAX
+        } else {
+            0
+        }
+    };
+    let args = [none(0), none(1), none(2), none(3), none(4), none(5)];
+    begin_request(&t, next_call_id(), args);
+    Ok(())
+}
+
+/// Sends the record that begins the event's request, beneath the current thread's call in
+/// progress, and has its ring's completions kept from now on.
+#[inline(always)]
+fn begin_request(t: &Traced, call_id: u64, args: [u64; MAX_ARGS]) {
+    let (tgid, tid) = (t.tgid, t.tid);
+    let req: u64 = field(t.window, t.fields.req);
+    let ring: u64 = field(t.window, t.fields.ctx);
     let (parent_id, depth) = match thread::current_frame(tid) {
         // SAFETY: the current thread's own stack.
         Some((st, frame)) => unsafe { ((*frame).call_id, (*st).depth.min(MAX_DEPTH as u32)) },
         None => (0, 0),
     };
-    // The ring's completions are wanted from now on (one lookup; an update once per ring).
-    let ring: u64 = field(w, f.ctx);
+    // One lookup; an update once per ring.
     // SAFETY: read-only lookup of a plain value.
     if unsafe { STRATA_URING_RINGS.get(ring) }.copied() != Some(tgid) {
         let _ = STRATA_URING_RINGS.insert(ring, tgid, 0);
@@ -176,14 +236,14 @@ fn try_submit(ctx: &TracePointContext) -> Res<()> {
     // the record is copied once more, and its zeroed fields become a `memset` call.
     let Some(mut entry) = STRATA_EVENTS.reserve::<RequestBegin>(0) else {
         count(Counter::RingbufFull);
-        return Ok(());
+        return;
     };
     let b = entry.as_mut_ptr();
     // SAFETY: reserved ring-buffer memory of the record's size; every field is written.
     unsafe {
         let r = addr_of_mut!((*b).rec);
         (*r).kind = RecordKind::RequestBegin as u32;
-        (*r).func_id = op.probe - 1;
+        (*r).func_id = t.op.probe - 1;
         (*r).call_id = call_id;
         (*r).parent_id = parent_id;
         (*r).ts_begin = bpf_ktime_get_ns();
@@ -199,7 +259,6 @@ fn try_submit(ctx: &TracePointContext) -> Res<()> {
         (*b).req = req;
     }
     entry.submit(wakeup(core::mem::size_of::<RequestBegin>(), true));
-    Ok(())
 }
 
 fn try_complete(ctx: &TracePointContext) -> Res<()> {
