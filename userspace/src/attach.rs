@@ -938,8 +938,8 @@ impl Loaded {
 
 pub(crate) enum Failure {
     Alias(u32),
-    /// The kernel is older than the probe (a syscall or request it does not have): said in
-    /// the probe's row, not warned about on every run.
+    /// The kernel lacks what the probe needs (a syscall or request newer than it, kprobes):
+    /// said in the probe's row, not warned about on every run.
     Absent(String),
     Failed(String),
 }
@@ -1135,6 +1135,20 @@ fn attach_kfunc(
     offsets: &Result<[u32; 4], String>,
     status: &mut ProbeStatus,
 ) -> Result<(), Failure> {
+    let no_kprobes = || {
+        format!("this kernel has no kprobes (built without CONFIG_KPROBES: {KPROBE_PMU} is absent)")
+    };
+    // Kprobes only, and the kernel has none: nothing to try, and nothing to warn about on
+    // every run of the default layers.
+    if !Path::new(KPROBE_PMU).exists()
+        && attach.iter().all(|m| matches!(m, Mechanism::Kprobe { .. }))
+    {
+        if let Some(Mechanism::Kprobe { function }) = attach.first() {
+            status.mechanism = "kprobe";
+            status.target = function.clone();
+        }
+        return Err(Failure::Absent(no_kprobes()));
+    }
     first_mechanism(attach, status, |m, status| {
         let Mechanism::Kprobe { function: target } = m else {
             anyhow::bail!("not a mechanism for kernel functions");
@@ -1142,9 +1156,7 @@ fn attach_kfunc(
         status.mechanism = "kprobe";
         status.target = target.clone();
         if !Path::new(KPROBE_PMU).exists() {
-            anyhow::bail!(
-                "this kernel has no kprobes (built without CONFIG_KPROBES: {KPROBE_PMU} is absent)"
-            );
+            anyhow::bail!("{}", no_kprobes());
         }
         if p.args.contains(&crate::probes::ArgKind::KFile) {
             if let Err(e) = offsets {

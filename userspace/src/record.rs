@@ -140,6 +140,19 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
     if attached == 0 {
         bail!("no probe could be attached; see the warnings above");
     }
+    // A layer asked for by name that this kernel cannot record at all is said once, whatever
+    // its probes' statuses (`absent` ones are not warned about one by one).
+    for layer in args.layers.iter().flatten() {
+        let mine: Vec<_> = loaded
+            .statuses
+            .iter()
+            .filter(|s| probes[s.probe_id as usize].layer == *layer && s.status != "disabled")
+            .collect();
+        if !mine.is_empty() && mine.iter().all(|s| s.status != "attached") {
+            let why = mine.iter().find_map(|s| s.reason.as_deref()).unwrap_or("");
+            log::warn!("layer {layer}: nothing attached on this kernel ({why})");
+        }
+    }
 
     let command = if let Some(sp) = &spawned {
         loaded.traced.insert(sp.pid.as_raw() as u32, 1, 0)?;

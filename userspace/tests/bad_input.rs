@@ -463,3 +463,41 @@ fn a_kernel_without_btf_records_through_trace_events() {
         "{incomplete} requests without completion, {skipped} probe hits skipped"
     );
 }
+
+/// A kernel without kprobes (these development machines) cannot record the `vfs` layer. By
+/// default that is said in the `probes` table alone (`absent`), not warned about on every
+/// run; asked for by name, the layer gets one warning that says why. Where the kernel has
+/// kprobes, the layer attaches and nothing is said.
+#[test]
+fn a_layer_the_kernel_cannot_record_is_said_once_when_asked_for() {
+    require_root();
+    let dir = scratch("no_kprobes");
+    let kprobes = std::path::Path::new("/sys/bus/event_source/devices/kprobe").exists();
+    let vfs = ["vfs_read", "vfs_write", "vfs_fsync_range"];
+    for (layers, named) in [(None, false), (Some("posix,vfs"), true)] {
+        let out = dir.join(format!("out-{named}"));
+        let mut cmd = strata();
+        cmd.arg("record");
+        if let Some(l) = layers {
+            cmd.args(["--layers", l]);
+        }
+        let res = run(cmd.arg("-o").arg(&out).args(["--", "true"]));
+        assert!(res.status.success(), "{res:?}");
+        let err = String::from_utf8_lossy(&res.stderr);
+        let rows = common::rows(&out, "probes");
+        for f in vfs {
+            let (st, reason) = probe_status(&rows, f);
+            if kprobes {
+                assert_eq!(st, "attached", "{f}: {reason}");
+            } else {
+                assert_eq!(st, "absent", "{f}: {reason}");
+                assert!(reason.contains("this kernel has no kprobes"), "{reason}");
+            }
+            assert!(!err.contains(&format!("probe {f}")), "{err}");
+        }
+        let warned = err
+            .matches("layer vfs: nothing attached on this kernel (this kernel has no kprobes")
+            .count();
+        assert_eq!(warned, usize::from(named && !kprobes), "{err}");
+    }
+}
