@@ -1374,10 +1374,14 @@ fn attach_uprobe(
     symbol: &str,
     uprobes: &mut Uprobes,
 ) -> Result<Option<usize>, Failure> {
-    let offset = table.offset(symbol).ok_or_else(|| {
-        Failure::Failed(format!(
+    let offset = table.offset(symbol).ok_or_else(|| match &p.since {
+        // Older than the symbol: nothing to warn about.
+        Some(since) => Failure::Absent(format!(
+            "symbol {symbol} not in this build of the library (added in {since})"
+        )),
+        None => Failure::Failed(format!(
             "symbol {symbol} not found in this build of the library"
-        ))
+        )),
     })?;
     // Aliases (fopen/fopen64) share an address: a second probe there would record each call
     // twice, nested in itself.

@@ -124,6 +124,8 @@ pub struct Correlator {
     nc_vars: crate::netcdf::Variables,
     /// MPI datatype sizes asked beneath transfers, for MPIs with integer handles.
     type_sizes: crate::mpi_types::TypeSizes,
+    /// Where the calls beneath library calls began on the handles they moved.
+    starts_beneath: crate::handles::StartsBeneath,
     /// Collective opens so far per (pid, file id).
     collective_opens: HashMap<(i32, i64), u32>,
     pub files: Files,
@@ -192,6 +194,7 @@ impl Correlator {
             dataspaces: Default::default(),
             nc_vars: Default::default(),
             type_sizes: Default::default(),
+            starts_beneath: Default::default(),
             files: Files::default(),
             summary: Summary::default(),
             kernel: Default::default(),
@@ -794,6 +797,14 @@ impl Correlator {
         let mut created: Option<HandleId> = None;
         let mut explicit_parent = false;
         let ts_begin = self.clock.epoch(rec.ts_begin);
+        // A library call on a handle the calls beneath it moved begins where the first of
+        // them did (taken for every library call, to forget what was noted beneath it).
+        let from_library = matches!(p.target, Target::Uprobe { .. });
+        let beneath = if from_library {
+            self.starts_beneath.take(rec.call_id, handle)
+        } else {
+            None
+        };
         match p.op {
             // The thin libc wrappers: the fd belongs to the posix call beneath.
             Op::Open | Op::Dup if p.layer == Layer::Libc && !failed => {
@@ -905,15 +916,24 @@ impl Correlator {
                 {
                     offset = None;
                 }
-                // A copy reads its first fd and writes its second.
-                let writes = [p.op == Op::Write, true];
-                for ((h, at), write) in [(handle, &mut offset), (handle2, &mut offset2)]
-                    .into_iter()
-                    .zip(writes)
-                {
-                    if let (Some(h), None) = (h, *at) {
-                        *at = self.handles.advance(h, bytes_result, failed, write);
+                if let Some(start) = beneath {
+                    offset = offset.or(start);
+                } else {
+                    // A copy reads its first fd and writes its second.
+                    let writes = [p.op == Op::Write, true];
+                    for ((h, at), write) in [(handle, &mut offset), (handle2, &mut offset2)]
+                        .into_iter()
+                        .zip(writes)
+                    {
+                        if let (Some(h), None) = (h, *at) {
+                            *at = self.handles.advance(h, bytes_result, failed, write);
+                        }
                     }
+                }
+                // Syscalls and library calls are beneath library calls (io_uring requests and
+                // kernel functions beneath syscalls).
+                if let (Some(h), true) = (handle, is_syscall || from_library) {
+                    self.starts_beneath.note(rec.parent_id, h, offset);
                 }
             }
             Op::Seek | Op::Tell => {

@@ -561,6 +561,55 @@ fn static_str(s: &str) -> &'static str {
     .unwrap_or("other")
 }
 
+/// Where the calls beneath a library call began on each handle they moved, per library
+/// call. A library function that moves bytes through a handle by calling others on it
+/// (dprintf and the `libc` layer's wrappers through syscalls on their fd, glibc's getline
+/// through getdelim on its stream) moves its position only through them, whose rows come
+/// first: the call's own offset is where the first of them began, and it must not move the
+/// position again.
+#[derive(Default)]
+pub struct StartsBeneath {
+    beneath: HashMap<u64, Vec<(HandleId, Option<i64>)>>,
+}
+
+/// Library calls in flight with a call noted beneath them, at most: a call that never
+/// returns (its process killed) leaves its entry until the table is cleared.
+const STARTS_MAX: usize = 4096;
+
+/// Handles noted beneath one call, at most.
+const STARTS_PER_CALL: usize = 4;
+
+impl StartsBeneath {
+    /// A call that moved handle `h` from `offset`, inside library call `parent` (0: none).
+    pub fn note(&mut self, parent: u64, h: HandleId, offset: Option<i64>) {
+        if parent == 0 {
+            return;
+        }
+        if self.beneath.len() >= STARTS_MAX {
+            self.beneath.clear();
+        }
+        let starts = self.beneath.entry(parent).or_default();
+        if starts.len() < STARTS_PER_CALL && !starts.iter().any(|(first, _)| *first == h) {
+            starts.push((h, offset));
+        }
+    }
+
+    /// For library call `call_id` on handle `h`: `Some(offset)` where a call beneath it
+    /// moved `h` first, None where none did. Forgets the call either way (called for every
+    /// library call's row, so nothing outlives the calls in flight).
+    pub fn take(&mut self, call_id: u64, h: Option<HandleId>) -> Option<Option<i64>> {
+        if self.beneath.is_empty() {
+            return None;
+        }
+        let starts = self.beneath.remove(&call_id)?;
+        let h = h?;
+        starts
+            .into_iter()
+            .find(|(first, _)| *first == h)
+            .map(|(_, offset)| offset)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -796,5 +845,30 @@ mod tests {
         assert_eq!(h.fds_in(1, 4, 1000), vec![ids[3], ids[2], ids[0]]);
         assert_eq!(h.fds_in(1, 4, 4), vec![ids[3]]);
         assert!(h.fds_in(1, 6, 8).is_empty());
+    }
+
+    /// A library call's offset on a handle is where the first call beneath it on that
+    /// handle began; calls on other handles, or with nothing beneath, learn nothing.
+    #[test]
+    fn a_library_call_starts_where_its_first_call_beneath_did() {
+        let mut s = StartsBeneath::default();
+        s.note(0, 5, Some(1));
+        assert_eq!(s.take(0, Some(5)), None, "no parent, nothing noted");
+        s.note(7, 9, Some(0));
+        s.note(7, 5, Some(100));
+        s.note(7, 5, Some(106));
+        assert_eq!(
+            s.take(7, Some(5)),
+            Some(Some(100)),
+            "the first call's offset"
+        );
+        assert_eq!(s.take(7, Some(5)), None, "forgotten once taken");
+        s.note(8, 6, None);
+        assert_eq!(s.take(8, Some(5)), None, "another handle");
+        assert_eq!(s.take(8, Some(6)), None, "forgotten by the first take");
+        for call in 1..=STARTS_MAX as u64 + 1 {
+            s.note(call, 1, Some(0));
+        }
+        assert!(s.beneath.len() <= STARTS_MAX);
     }
 }

@@ -240,7 +240,8 @@ enum Cmd {
     /// instruction the kernel would single-step), `stepped` two (the kernel single-steps the
     /// function's first instruction out of line), `N calls` one per call where the function
     /// is probed at its N calls instead (`calls_in`), `missing` means the library lacks the
-    /// symbol and `no library` that none was found under the name. Other builds of a library that
+    /// symbol (`absent` where the probe says which later version added it: `since`) and
+    /// `no library` that none was found under the name. Other builds of a library that
     /// `strata record` also probes (other names, other paths) are not listed here.
     ///
     /// For io_uring requests it tells whether the request fields probes.toml names are in this
@@ -513,10 +514,14 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
                         );
                         match calls {
                             Some((_, sites)) => format!("{} calls", sites.len()),
-                            None => strata::symbols::describe_entry(
+                            None => match strata::symbols::describe_entry(
                                 lib.as_ref().map(|(_, t)| t),
                                 symbol,
-                            ),
+                            ) {
+                                // A symbol newer than this build of the library.
+                                m if m == "missing" && p.since.is_some() => "absent".into(),
+                                e => e,
+                            },
                         }
                     }
                     probes::Target::Request { fields, .. } => {

@@ -409,6 +409,9 @@ pub struct Probe {
     pub only: Option<Only>,
     /// From `only_files`: the call is recorded only when its `fd` argument is a descriptor.
     pub only_files: bool,
+    /// From `since`: the library version that added the symbol. An older build without it
+    /// leaves the probe `absent`, not `failed`.
+    pub since: Option<String>,
     /// The index of each kind's first argument (`NO_ARG`: none), for [`Self::arg`], which
     /// correlation asks some twenty times per call.
     first_arg: [u8; ArgKind::COUNT],
@@ -597,6 +600,7 @@ struct ProbeRaw {
     only: std::collections::BTreeMap<String, toml::Table>,
     #[serde(default)]
     only_files: bool,
+    since: Option<String>,
 }
 
 fn yes() -> bool {
@@ -886,6 +890,12 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
         if p.only_files && !is_syscall {
             return Err(bad("`only_files` is for syscalls".into()));
         }
+        if p.since.is_some() && !matches!(target, Target::Uprobe { .. }) {
+            return Err(bad(
+                "`since` (the library version that added the symbol) is for library functions"
+                    .into(),
+            ));
+        }
         if p.only_files && !args.contains(&ArgKind::Fd) {
             return Err(bad(
                 "`only_files` keeps calls whose `fd` argument is a descriptor: declare one".into(),
@@ -920,6 +930,7 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
             other_names,
             only,
             only_files: p.only_files,
+            since: p.since.clone(),
             first_arg,
         });
     }

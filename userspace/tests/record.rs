@@ -942,6 +942,9 @@ fn libc_wrappers_nest_their_syscalls() {
             (w.i("bytes_result"), sys[0].i("bytes_result")),
             (Some(1), Some(1))
         );
+        // The wrapper moved the position only through its syscall: it begins where that did.
+        assert!(sys[0].i("offset").is_some());
+        assert_eq!(w.i("offset"), sys[0].i("offset"));
     }
 }
 
@@ -2110,4 +2113,231 @@ fn kernel_at_least(major: u32, minor: u32) -> bool {
         .map(|p| p.parse::<u32>().unwrap_or(0));
     let (a, b) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
     (a, b) >= (major, minor)
+}
+
+/// The stdio functions programs really call, against tests/workloads/stdio_calls.c built
+/// twice: at -O0, where each is called by its own name (but fscanf, scanf and vfscanf by
+/// glibc's `__isoc99_` names), and with `-O2 -D_FORTIFY_SOURCE=2`, where the printf family
+/// and reads into buffers of known size call glibc's checked `__*_chk` functions. Each row's
+/// stream, position, bytes and result, and the syscalls beneath them, with their offsets.
+#[test]
+fn stdio_calls_are_rows_under_the_names_compilers_give_them() {
+    require_root();
+    let dir = std::fs::canonicalize(scratch("stdio_calls")).unwrap();
+    // function op handle offset requested moved ret ("F": the fopen'ed stream, "D": the
+    // open(2)ed fd; "*": a non-null pointer)
+    let plain = [
+        "fopen open F - - - *",
+        "fprintf write F 0 - 7 7",
+        "vfprintf write F 7 - 6 6",
+        "fputc write F 13 1 1 97",
+        "putc write F 14 1 1 98",
+        "fwrite write F 15 1 1 1",
+        // fputs returns no byte count: the position is unknown until the rewind. glibc's
+        // fputs returns 1.
+        "fputs write F 16 - - 1",
+        "fputc_unlocked write F - 1 1 99",
+        "putc_unlocked write F - 1 1 100",
+        "fflush flush F - - - 0",
+        "fflush_unlocked flush F - - - 0",
+        "rewind seek F 0 - - -",
+        "fread read F 0 3 3 3",
+        "fgetc read F 3 1 1 97",
+        // glibc's getc is fgetc (one address, probed once): its row is named fgetc.
+        "fgetc read F 4 1 1 98",
+        // getline calls __getdelim (getdelim's address): a row beneath it, from where
+        // getline began.
+        "getline read F 5 - 2 2",
+        "getdelim read F 5 - 2 2",
+        "__isoc99_fscanf read F 7 - - 1",
+        "fgets read F - 64 - *",
+        "fgets_unlocked read F - 64 - *",
+        "fgetc_unlocked read F - 1 1 116",
+        "__isoc99_vfscanf read F - - - 1",
+        "fread_unlocked read F - 8 3 3",
+        "fclose close F - - - 0",
+        "dprintf write D 0 - 6 6",
+        "vdprintf write D 6 - 3 3",
+        "printf write - - - 2 2",
+        "vprintf write - - - 3 3",
+        "__isoc99_scanf read - - - - -1",
+    ];
+    let fortified = [
+        "fopen open F - - - *",
+        "__fprintf_chk write F 0 - 7 7",
+        "__vfprintf_chk write F 7 - 6 6",
+        "fputc write F 13 1 1 97",
+        "putc write F 14 1 1 98",
+        "fwrite write F 15 1 1 1",
+        "fputs write F 16 - - 1",
+        // fputc_unlocked and putc_unlocked are inlined: no call, no row.
+        "fflush flush F - - - 0",
+        "fflush_unlocked flush F - - - 0",
+        "rewind seek F 0 - - -",
+        "__fread_chk read F 0 3 3 3",
+        "fgetc read F 3 1 1 97",
+        "fgetc read F 4 1 1 98",
+        // getline is inlined as a call of __getdelim, getdelim's address.
+        "getdelim read F 5 - 2 2",
+        "__isoc99_fscanf read F 7 - - 1",
+        "__fgets_chk read F - 64 - *",
+        "__fgets_unlocked_chk read F - 64 - *",
+        "__isoc99_vfscanf read F - - - 1",
+        "__fread_unlocked_chk read F - 8 3 3",
+        "fclose close F - - - 0",
+        "__dprintf_chk write D 0 - 6 6",
+        "__vdprintf_chk write D 6 - 3 3",
+        "__printf_chk write - - - 2 2",
+        // The checked vprintf is __vfprintf_chk on stdout, a stream opened before tracing.
+        "__vfprintf_chk write - - - 3 3",
+        "__isoc99_scanf read - - - - -1",
+    ];
+    // glibc 2.38 added the C23 scanf family: absent before, without a warning.
+    let nm = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(strata::symbols::find_library("libc.so.6").expect("libc.so.6"))
+        .output()
+        .expect("nm (binutils) runs");
+    let has_c23 = String::from_utf8_lossy(&nm.stdout).contains(" __isoc23_fscanf@");
+    for (name, flags, want) in [
+        ("plain", &["-O0"][..], &plain[..]),
+        (
+            "fortified",
+            &["-O2", "-D_FORTIFY_SOURCE=2"][..],
+            &fortified[..],
+        ),
+    ] {
+        let exe = build_c("cc", "stdio_calls.c", &dir.join(name), flags);
+        let wd = dir.join(format!("wd-{name}"));
+        std::fs::create_dir(&wd).unwrap();
+        let out = dir.join(format!("out-{name}"));
+        let res = run(common::recording("posix,stdio", &out)
+            .arg(&exe)
+            .arg(&wd)
+            .stdin(Stdio::null()));
+        assert!(res.status.success(), "{name}: {:?}", res.status);
+        assert_eq!(String::from_utf8_lossy(&res.stdout), "5\nok\n", "{name}");
+        let stderr = String::from_utf8_lossy(&res.stderr);
+        assert!(!stderr.contains("not attached"), "{name}: {stderr}");
+        let pid = workload_pid(&out, &exe);
+        let handles = rows(&out, "handles");
+        let files = rows(&out, "files");
+        let mut calls: Vec<Row> = rows(&out, "calls")
+            .into_iter()
+            .filter(|c| c.i("pid") == Some(pid))
+            .collect();
+        calls.sort_by_key(|c| c.i("ts_begin_ns"));
+        let stream = calls
+            .iter()
+            .find(|c| c.s("function") == Some("fopen"))
+            .and_then(|c| c.i("handle_id"))
+            .expect("fopen names the stream it made");
+        let fd = handles
+            .iter()
+            .find(|h| {
+                h.s("kind") == Some("fd")
+                    && path_in(&files, "file_id", h.i("file_id"), &wd).as_deref() == Some("/fd.txt")
+            })
+            .and_then(|h| h.i("handle_id"))
+            .expect("a handle for the fd of fd.txt");
+        let o = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
+        let got: Vec<String> = calls
+            .iter()
+            .filter(|c| c.s("layer") == Some("stdio"))
+            .map(|c| {
+                let h = match c.i("handle_id") {
+                    None => "-".to_string(),
+                    Some(h) if h == stream => "F".into(),
+                    Some(h) if h == fd => "D".into(),
+                    Some(h) => format!("handle {h}"),
+                };
+                let ret = match c.s("function").unwrap() {
+                    "fopen"
+                    | "fgets"
+                    | "fgets_unlocked"
+                    | "__fgets_chk"
+                    | "__fgets_unlocked_chk" => {
+                        c.i("ret").map(|r| if r != 0 { "*" } else { "0" }.into())
+                    }
+                    "rewind" => Some("-".into()),
+                    _ => c.i("ret").map(|r| r.to_string()),
+                };
+                format!(
+                    "{} {} {h} {} {} {} {}",
+                    c.s("function").unwrap(),
+                    c.s("op").unwrap(),
+                    o(c.i("offset")),
+                    o(c.i("bytes_requested")),
+                    o(c.i("bytes_result")),
+                    ret.unwrap_or_else(|| "-".into()),
+                )
+            })
+            .collect();
+        assert_eq!(got, want, "{name}");
+
+        // The syscalls on the two files, each beneath the call that made it.
+        let function_of = |id: Option<i64>| {
+            calls
+                .iter()
+                .find(|c| c.i("call_id") == id)
+                .and_then(|c| c.s("function"))
+                .unwrap_or("-")
+                .to_string()
+        };
+        let posix: Vec<String> = calls
+            .iter()
+            .filter(|c| c.s("layer") == Some("posix"))
+            .filter(|c| matches!(c.s("op"), Some("read" | "write" | "seek")))
+            .filter_map(|c| {
+                let file = path_in(&files, "file_id", c.i("file_id"), &wd)
+                    .filter(|f| matches!(f.as_str(), "/stream.txt" | "/fd.txt"))?;
+                Some(format!(
+                    "{} {file} under {} {} {}",
+                    c.s("function").unwrap(),
+                    function_of(c.i("parent_id")),
+                    o(c.i("offset")),
+                    o(c.i("bytes_result")),
+                ))
+            })
+            .collect();
+        let (fread, fread_unlocked, dprintf, vdprintf) = if name == "plain" {
+            ("fread", "fread_unlocked", "dprintf", "vdprintf")
+        } else {
+            (
+                "__fread_chk",
+                "__fread_unlocked_chk",
+                "__dprintf_chk",
+                "__vdprintf_chk",
+            )
+        };
+        assert_eq!(
+            posix,
+            [
+                "write /stream.txt under fflush 0 23".to_string(),
+                "lseek /stream.txt under rewind 0 -".into(),
+                format!("read /stream.txt under {fread} 0 23"),
+                format!("read /stream.txt under {fread_unlocked} 23 0"),
+                // glibc's dprintf asks the fd's position (SEEK_CUR) before writing.
+                format!("lseek /fd.txt under {dprintf} 0 -"),
+                format!("write /fd.txt under {dprintf} 0 6"),
+                format!("lseek /fd.txt under {vdprintf} 6 -"),
+                format!("write /fd.txt under {vdprintf} 6 3"),
+            ],
+            "{name}"
+        );
+
+        let probes = rows(&out, "probes");
+        for f in ["__isoc23_fscanf", "__isoc23_vfscanf", "__isoc23_scanf"] {
+            let p = probes
+                .iter()
+                .find(|p| p.s("function") == Some(f))
+                .unwrap_or_else(|| panic!("no probe row for {f}"));
+            if has_c23 {
+                assert_eq!(p.s("status"), Some("attached"), "{f}");
+            } else {
+                assert_eq!(p.s("status"), Some("absent"), "{f}");
+                assert!(p.s("reason").unwrap().contains("glibc 2.38"), "{f}");
+            }
+        }
+    }
 }
