@@ -1175,6 +1175,24 @@ mod tests {
         assert_eq!(ioctl.spec().only_arg, 1);
     }
 
+    /// `since` names the library version that added a symbol: library functions only.
+    #[test]
+    fn since_is_for_library_functions() {
+        let builtin = parse(BUILTIN, "probes.toml").unwrap();
+        let c23 = builtin
+            .iter()
+            .find(|p| p.function() == "__isoc23_fscanf")
+            .unwrap();
+        assert_eq!(c23.since.as_deref(), Some("glibc 2.38"));
+        let e = parse(
+            "[[probe]]\nlayer = \"posix\"\nsyscall = \"fchmodat2\"\nop = \"setattr\"\nargs = [\"dirfd\", \"path\", \"mode\", \"flags\"]\nret = \"status\"\nsince = \"Linux 6.6\"\n",
+            "t.toml",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("`since`"), "{e}");
+        assert!(e.to_string().contains("t.toml:1"), "{e}");
+    }
+
     #[test]
     fn only_files_names_the_fd_argument_of_a_syscall() {
         let builtin = parse(BUILTIN, "probes.toml").unwrap();
