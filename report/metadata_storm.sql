@@ -2,8 +2,8 @@
 -- title: Many processes opening and closing the same file over and over
 -- needs: calls, files
 -- definition: POSIX metadata calls (open, close, stat, access, truncate, unlink, rename, link,
---   setattr, xattr; as syscalls or io_uring requests) on one file by several processes,
---   outnumbering the reads and writes on it.
+--   setattr, xattr, readdir; as syscalls or io_uring requests) on one file or directory by
+--   several processes, outnumbering the reads and writes on it.
 -- threshold: at least 4 processes, at least 100 metadata calls in all, and no fewer metadata
 --   calls than data calls on the file.
 -- rationale: on a parallel file system every open and close is a request to the metadata
@@ -14,7 +14,7 @@ WITH c AS (
   SELECT c.host, c.pid, c.file_id, f.path, c.op, c.ts_end_ns - c.ts_begin_ns AS ns,
          c.ts_begin_ns AS b, c.ts_end_ns AS e,
          c.op IN ('open', 'close', 'stat', 'access', 'truncate', 'unlink', 'rename', 'link',
-                  'setattr', 'xattr') AS meta
+                  'setattr', 'xattr', 'readdir') AS meta
   FROM calls c
   JOIN files f ON f.host = c.host AND f.file_id = c.file_id
   WHERE c.layer IN ('posix', 'uring')

@@ -15,6 +15,8 @@
  *   rexattr each rank asks the file for an extended attribute it lacks by its path 100 times
  *           (getxattr(2), as ranks probing a Lustre layout each would; ENODATA), writing 1 KiB
  *           after every tenth
+ *   relist  each rank opens the file's directory and lists it 100 times (lseek to 0 and one
+ *           getdents64, as a rank polling for a file would), writing 1 KiB after every tenth
  *   once    each rank opens the file once and writes the same 100 KiB in 100 pwrites
  *   mpi_small  BT-IO "simple": each rank writes its 1000 records of 640 B, interleaved with
  *              the other ranks' (record i of rank r at (i * N + r) * 640), one independent
@@ -28,6 +30,7 @@
 #include <string.h>
 #include <errno.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -122,6 +125,23 @@ int main(int argc, char **argv) {
                 check(pwrite(fd, buf, 1024, ((off_t)rank * 10 + i / 10) * 1024) == 1024,
                       "pwrite");
         }
+    } else if (!strcmp(mode, "relist")) {
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s", path);
+        char *slash = strrchr(dir, '/');
+        check(slash && slash != dir, "an absolute FILE below /");
+        *slash = '\0';
+        int d = open(dir, O_RDONLY | O_DIRECTORY);
+        check(d >= 0, "open the directory");
+        for (int i = 0; i < 100; i++) {
+            char entries[4096];
+            check(lseek(d, 0, SEEK_SET) == 0, "lseek");
+            check(syscall(SYS_getdents64, d, entries, sizeof entries) > 0, "getdents64");
+            if (i % 10 == 9)
+                check(pwrite(fd, buf, 1024, ((off_t)rank * 10 + i / 10) * 1024) == 1024,
+                      "pwrite");
+        }
+        close(d);
     } else if (!strcmp(mode, "mpi_small") || !strcmp(mode, "mpi_coll")) {
         MPI_File fh;
         check(!MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_WRONLY, MPI_INFO_NULL, &fh),

@@ -257,6 +257,27 @@ fn a_metadata_storm_of_xattr_queries_is_found() {
     assert_eq!(f["data_calls"], RANKS * 10, "{f}");
 }
 
+/// Ranks that list the job's directory over and over (one getdents64 after each rewind): the
+/// listings are metadata calls on the directory, which no data call touches.
+#[test]
+fn a_metadata_storm_of_directory_listings_is_found() {
+    let (out, file) = trace("relist");
+    let dir = Path::new(&file)
+        .parent()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    let r = report(&out);
+    let found = findings(&r, "metadata_storm", &dir);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    let f = &found[0];
+    assert_eq!(f["processes"], RANKS);
+    // Per rank: the directory's open and close and 100 listings.
+    assert_eq!(f["metadata_calls"], RANKS * (2 + 100), "{f}");
+    assert_eq!(f["data_calls"], 0, "{f}");
+}
+
 /// The thesis' BT-IO case: 1000 interleaved 640-byte records per rank written one
 /// independent MPI_File_write_at at a time ("simple") are many small POSIX writes; the same
 /// records in one collective MPI_File_write_all through a strided view ("full") are
