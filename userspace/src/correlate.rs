@@ -684,8 +684,11 @@ impl Correlator {
             RetKind::Bytes => Some(ret.max(0)),
             RetKind::Count => Some(ret.max(0).saturating_mul(size.unwrap_or(1))),
             RetKind::Char => Some(i64::from(!failed)),
-            // MPI-IO moves all it was asked to, or fails.
-            RetKind::MpiStatus => bytes_requested.map(|b| if failed { 0 } else { b }),
+            // MPI-IO, and a library transfer that returns a status (H5Dwrite_chunk), moves
+            // all it was asked to, or fails.
+            RetKind::MpiStatus | RetKind::Status => {
+                bytes_requested.map(|b| if failed { 0 } else { b })
+            }
             _ => None,
         };
         // Dataset transfers only: attribute reads inside a NetCDF transfer are its metadata.
@@ -1038,6 +1041,16 @@ impl Correlator {
             arg(ArgKind::Rank),
             first_array.and_then(|i| arr(i).map(|w| (i, w))),
         ) {
+            // An HDF5 chunk's offset: as many as its dataset has dimensions.
+            (None, Some((_, words))) if p.layer == Layer::Hdf5 => {
+                let rank = lib_arg.and_then(|d| self.dataspaces.rank(pid, d));
+                rank.map_or_else(Vec::new, |r| {
+                    words[..words.len().min(r)]
+                        .iter()
+                        .map(|v| *v as i64)
+                        .collect()
+                })
+            }
             (Some(rank), Some((i, words))) => {
                 let values: Vec<i64> = if p.args[i] == ArgKind::IntArray {
                     crate::netcdf::ints(words).map(i64::from).collect()

@@ -282,6 +282,11 @@ impl Dataspaces {
         None
     }
 
+    /// The number of dimensions of dataset `dset` of process `pid`, where strata saw it made.
+    pub fn rank(&self, pid: i32, dset: u64) -> Option<usize> {
+        self.datasets.get(&(pid, dset)).map(Vec::len)
+    }
+
     /// A library-internal call inside `parent`: `H5S_get_select_npoints` returns the elements
     /// of a selection; the first inside a transfer is the memory selection, which H5Dwrite
     /// and H5Dread check against the file selection before moving anything.

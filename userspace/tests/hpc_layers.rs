@@ -1104,3 +1104,77 @@ fn untyped_netcdf_transfers_move_the_variables_type() {
         assert_eq!(h5, [nc.i("bytes_result")], "{:?}", nc.s("function"));
     }
 }
+
+/// Direct chunk I/O: each H5Dwrite_chunk moves the chunk it was given, at the chunk offset
+/// given (`dims`), through one pwrite of it beneath; each H5Dread_chunk reads that chunk back
+/// from the same place. The fourth write is libhdf5_hl's H5DOwrite_chunk, whose
+/// H5Dwrite_chunk is a row of its own. Ground truth: tests/workloads/hdf5_chunks.c.
+#[test]
+fn hdf5_direct_chunk_writes_and_reads_are_rows_with_their_chunks() {
+    require_root();
+    let dir = scratch("hdf5_chunks");
+    let exe = build_c(
+        "h5pcc",
+        "hdf5_chunks.c",
+        &dir.join("hdf5_chunks"),
+        &["-shlib", "-lhdf5_hl"],
+    );
+    let out = dir.join("out");
+    let file = dir.join("chunks.h5");
+    let res = run(common::recording("posix,hdf5", &out).arg(&exe).arg(&file));
+    assert!(res.status.success(), "{:?}", res.status);
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    assert!(!stderr.contains("not attached"), "{stderr}");
+    let mut calls = rows(&out, "calls");
+    calls.sort_by_key(|c| c.i("ts_begin_ns"));
+    let dataset = calls
+        .iter()
+        .find(|c| c.s("function") == Some("H5Dcreate2"))
+        .and_then(|c| c.i("handle_id"))
+        .expect("H5Dcreate2 makes the dataset's handle");
+    let chunk = |f: &str| -> Vec<&Row> {
+        calls
+            .iter()
+            .filter(|c| c.s("function") == Some(f))
+            .collect()
+    };
+    let (writes, reads) = (chunk("H5Dwrite_chunk"), chunk("H5Dread_chunk"));
+    let at = [[0, 0], [0, 16], [16, 0], [16, 16]];
+    assert_eq!((writes.len(), reads.len()), (4, 4));
+    for (i, (w, r)) in writes.iter().zip(&reads).enumerate() {
+        for c in [w, r] {
+            assert_eq!(c.i("handle_id"), Some(dataset), "{i}");
+            assert_eq!(c.list_i("dims"), at[i], "{i}: the chunk's offset");
+            assert_eq!(c.i("ret"), Some(0), "{i}");
+        }
+        assert_eq!(
+            (w.s("op"), w.i("bytes_requested"), w.i("bytes_result")),
+            (Some("write"), Some(256), Some(256)),
+            "{i}"
+        );
+        assert_eq!(
+            (r.s("op"), r.i("bytes_requested"), r.i("bytes_result")),
+            (Some("read"), None, None),
+            "{i}: a chunk read names no size"
+        );
+        // The chunk itself, one syscall beneath each; read back from where it was written.
+        let moved = |c: &Row, f: &str| -> Vec<(i64, i64)> {
+            descendants(&calls, c.i("call_id").unwrap())
+                .iter()
+                .filter(|d| d.s("function") == Some(f))
+                .map(|d| (d.i("offset").unwrap(), d.i("bytes_result").unwrap()))
+                .collect()
+        };
+        let (pwrite, pread) = (moved(w, "pwrite64"), moved(r, "pread64"));
+        assert_eq!(pwrite.len(), 1, "{i}: {pwrite:?}");
+        assert_eq!(pwrite[0].1, 256, "{i}");
+        assert_eq!(pread, pwrite, "{i}");
+    }
+    let hl = writes[3]
+        .i("parent_id")
+        .and_then(|p| calls.iter().find(|c| c.i("call_id") == Some(p)));
+    assert!(
+        hl.is_none(),
+        "libhdf5_hl is not probed: the fourth write has no parent row"
+    );
+}
