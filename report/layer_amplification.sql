@@ -12,10 +12,14 @@
 -- (non-contiguous selections, collective I/O without aggregation) costs what the upper layer
 -- does not show; the ratio says how much, the layer pair says where to look.
 WITH up AS (
+  -- The layer's outermost calls: one made by another of the same layer (glibc's getline
+  -- calling getdelim) is part of its caller.
   SELECT c.host, c.call_id, c.layer, f.path, c.bytes_result, c.ts_begin_ns, c.ts_end_ns
   FROM calls c
   JOIN files f ON f.host = c.host AND f.file_id = c.file_id
+  LEFT JOIN calls p ON p.host = c.host AND p.call_id = c.parent_id
   WHERE c.layer IN ('mpiio', 'hdf5', 'netcdf', 'stdio') AND c.op IN ('read', 'write')
+    AND (p.layer IS NULL OR p.layer <> c.layer)
 ),
 d1 AS (
   SELECT u.host, u.call_id AS top_id, c.call_id, c.layer, c.op, c.bytes_result
