@@ -96,6 +96,18 @@ int main(int argc, char **argv) {
     if (fread_unlocked(buf, 1, eight, f) != 3) return 29;     /* "\ncd": the end */
     if (fclose(f) != 0) return 30;
 
+    /* Text of 510 bytes, whose length strata reads, and of 511, too long for it to tell. */
+    snprintf(path, sizeof path, "%s/long.txt", argv[1]);
+    FILE *l = fopen(path, "w");
+    if (!l) return 40;
+    static char text[600];
+    memset(text, 'x', 511);
+    text[510] = '\0';
+    if (fputs(text, l) < 0) return 41;                         /* at 0 */
+    text[510] = 'x';
+    if (fputs(text, l) < 0) return 42;                         /* at 510 */
+    if (fclose(l) != 0) return 43;
+
     /* Formatted writes to a descriptor: each is one write(2) beneath it. */
     int fd = open(fdpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0) return 31;

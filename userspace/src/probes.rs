@@ -307,6 +307,7 @@ kinds!(
         OutRequest = "out_request",
         OutInt32 = "out_int32",
         OutInt64 = "out_int64",
+        Text = "text",
         RequestRef = "request_ref",
         Datatype = "datatype",
         H5Type = "h5type",
@@ -348,6 +349,7 @@ impl ArgKind {
         match self {
             Self::OutHandle32 | Self::OutInt32 => Some(4),
             Self::OutHandle64 | Self::OutRequest | Self::OutInt64 => Some(8),
+            Self::Text => Some(strata_common::OUT_TEXT),
             _ => None,
         }
     }
@@ -363,9 +365,11 @@ impl ArgKind {
     pub fn is_ret_deref(self) -> bool {
         matches!(self, Self::OffsetRef | Self::Offset2Ref)
     }
-    /// Read at entry for library functions (uprobes) only.
+    /// Read for library functions (uprobes) only: at entry, or `text` at return.
     fn library_only(self) -> bool {
-        self.is_array() || self.is_deref() || matches!(self, Self::Datatype | Self::H5Type)
+        self.is_array()
+            || self.is_deref()
+            || matches!(self, Self::Datatype | Self::H5Type | Self::Text)
     }
     /// Read from user memory at entry for syscalls and library functions, not for kernel
     /// functions.
@@ -698,7 +702,9 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
             )));
         }
         if args.iter().filter(|a| a.out_size().is_some()).count() > 1 {
-            return Err(bad("at most one out_handle argument per probe".into()));
+            return Err(bad(
+                "at most one argument read at return (out_*, text) per probe".into(),
+            ));
         }
         let mechanisms = || {
             if p.attach.is_empty() {
@@ -1173,6 +1179,27 @@ mod tests {
         let builtin = parse(BUILTIN, "probes.toml").unwrap();
         let ioctl = builtin.iter().find(|p| p.function() == "ioctl").unwrap();
         assert_eq!(ioctl.spec().only_arg, 1);
+    }
+
+    /// `text` is read at return, for library functions only: fgets's line, fputs's string.
+    #[test]
+    fn text_is_read_at_return_of_library_functions() {
+        let builtin = parse(BUILTIN, "probes.toml").unwrap();
+        for (f, arg) in [("fgets", 0), ("fputs", 0), ("__fgets_chk", 0)] {
+            let p = builtin.iter().find(|p| p.function() == f).unwrap();
+            let spec = p.spec();
+            assert_eq!(
+                (spec.out_arg, spec.out_size),
+                (arg, strata_common::OUT_TEXT),
+                "{f}"
+            );
+        }
+        let e = parse(
+            "[[probe]]\nlayer = \"posix\"\nsyscall = \"write\"\nop = \"write\"\nargs = [\"fd\", \"text\", \"size\"]\nret = \"bytes\"\n",
+            "t.toml",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("library functions only"), "{e}");
     }
 
     /// `since` names the library version that added a symbol: library functions only.

@@ -2131,8 +2131,8 @@ fn kernel_at_least(major: u32, minor: u32) -> bool {
 fn stdio_calls_are_rows_under_the_names_compilers_give_them() {
     require_root();
     let dir = std::fs::canonicalize(scratch("stdio_calls")).unwrap();
-    // function op handle offset requested moved ret ("F": the fopen'ed stream, "D": the
-    // open(2)ed fd; "*": a non-null pointer)
+    // function op handle offset requested moved ret ("F" and "L": the fopen'ed streams,
+    // "D": the open(2)ed fd; "*": a non-null pointer)
     let plain = [
         "fopen open F - - - *",
         "fprintf write F 0 - 7 7",
@@ -2140,11 +2140,11 @@ fn stdio_calls_are_rows_under_the_names_compilers_give_them() {
         "fputc write F 13 1 1 97",
         "putc write F 14 1 1 98",
         "fwrite write F 15 1 1 1",
-        // fputs returns no byte count: the position is unknown until the rewind. glibc's
-        // fputs returns 1.
-        "fputs write F 16 - - 1",
-        "fputc_unlocked write F - 1 1 99",
-        "putc_unlocked write F - 1 1 100",
+        // fputs's bytes are its string's length, read when it returns. glibc's fputs
+        // returns 1.
+        "fputs write F 16 5 5 1",
+        "fputc_unlocked write F 21 1 1 99",
+        "putc_unlocked write F 22 1 1 100",
         "fflush flush F - - - 0",
         "fflush_unlocked flush F - - - 0",
         "rewind seek F 0 - - -",
@@ -2157,12 +2157,19 @@ fn stdio_calls_are_rows_under_the_names_compilers_give_them() {
         "getline read F 5 - 2 2",
         "getdelim read F 5 - 2 2",
         "__isoc99_fscanf read F 7 - - 1",
-        "fgets read F - 64 - *",
-        "fgets_unlocked read F - 64 - *",
+        // fscanf says no byte count: the position is unknown from here. fgets's bytes are
+        // its line's length.
+        "fgets read F - 64 1 *",
+        "fgets_unlocked read F - 64 3 *",
         "fgetc_unlocked read F - 1 1 116",
         "__isoc99_vfscanf read F - - - 1",
         "fread_unlocked read F - 8 3 3",
         "fclose close F - - - 0",
+        // A string's length is read up to 510 bytes: the second is too long to tell.
+        "fopen open L - - - *",
+        "fputs write L 0 510 510 1",
+        "fputs write L 510 - - 1",
+        "fclose close L - - - 0",
         "dprintf write D 0 - 6 6",
         "vdprintf write D 6 - 3 3",
         "printf write - - - 2 2",
@@ -2176,7 +2183,7 @@ fn stdio_calls_are_rows_under_the_names_compilers_give_them() {
         "fputc write F 13 1 1 97",
         "putc write F 14 1 1 98",
         "fwrite write F 15 1 1 1",
-        "fputs write F 16 - - 1",
+        "fputs write F 16 5 5 1",
         // fputc_unlocked and putc_unlocked are inlined: no call, no row.
         "fflush flush F - - - 0",
         "fflush_unlocked flush F - - - 0",
@@ -2187,11 +2194,16 @@ fn stdio_calls_are_rows_under_the_names_compilers_give_them() {
         // getline is inlined as a call of __getdelim, getdelim's address.
         "getdelim read F 5 - 2 2",
         "__isoc99_fscanf read F 7 - - 1",
-        "__fgets_chk read F - 64 - *",
-        "__fgets_unlocked_chk read F - 64 - *",
+        "__fgets_chk read F - 64 1 *",
+        "__fgets_unlocked_chk read F - 64 3 *",
         "__isoc99_vfscanf read F - - - 1",
         "__fread_unlocked_chk read F - 8 3 3",
         "fclose close F - - - 0",
+        // A string's length is read up to 510 bytes: the second is too long to tell.
+        "fopen open L - - - *",
+        "fputs write L 0 510 510 1",
+        "fputs write L 510 - - 1",
+        "fclose close L - - - 0",
         "__dprintf_chk write D 0 - 6 6",
         "__vdprintf_chk write D 6 - 3 3",
         "__printf_chk write - - - 2 2",
@@ -2239,6 +2251,12 @@ fn stdio_calls_are_rows_under_the_names_compilers_give_them() {
             .find(|c| c.s("function") == Some("fopen"))
             .and_then(|c| c.i("handle_id"))
             .expect("fopen names the stream it made");
+        let long = calls
+            .iter()
+            .filter(|c| c.s("function") == Some("fopen"))
+            .nth(1)
+            .and_then(|c| c.i("handle_id"))
+            .expect("the second fopen names its stream");
         let fd = handles
             .iter()
             .find(|h| {
@@ -2256,6 +2274,7 @@ fn stdio_calls_are_rows_under_the_names_compilers_give_them() {
                     None => "-".to_string(),
                     Some(h) if h == stream => "F".into(),
                     Some(h) if h == fd => "D".into(),
+                    Some(h) if h == long => "L".into(),
                     Some(h) => format!("handle {h}"),
                 };
                 let ret = match c.s("function").unwrap() {
@@ -2334,10 +2353,11 @@ fn stdio_calls_are_rows_under_the_names_compilers_give_them() {
         );
 
         // The report's stdio bytes are the calls' own, each once: getline's getdelim beneath
-        // it is not counted again. Read: fread 3, fgetc 1, getc 1, getline 2, fgetc_unlocked
-        // 1 (inlined when optimised), fread_unlocked 3; written: fprintf 7, vfprintf 6, fputc,
-        // putc, fwrite, fputc_unlocked and putc_unlocked (inlined when optimised) 1 each,
-        // dprintf 6, vdprintf 3, printf 2, vprintf 3 (fputs, fgets and fscanf say no count).
+        // it is not counted again. Read: fread 3, fgetc 1, getc 1, getline 2, fgets 1 and
+        // fgets_unlocked 3, fgetc_unlocked 1 (inlined when optimised), fread_unlocked 3;
+        // written: fprintf 7, vfprintf 6, fputc, putc and fwrite 1 each, fputs 5 and 510,
+        // fputc_unlocked and putc_unlocked (inlined when optimised) 1 each, dprintf 6,
+        // vdprintf 3, printf 2, vprintf 3 (fscanf says no count).
         let report = run(strata().args(["report", "--format", "json"]).arg(&out));
         assert!(report.status.success(), "{name}: {:?}", report.status);
         let report: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
@@ -2357,7 +2377,7 @@ fn stdio_calls_are_rows_under_the_names_compilers_give_them() {
                 stdio["bytes_read"].as_i64(),
                 stdio["bytes_written"].as_i64()
             ),
-            (Some(10 + inlined), Some(30 + 2 * inlined)),
+            (Some(14 + inlined), Some(545 + 2 * inlined)),
             "{name}: {stdio}"
         );
         // The file summary: stream.txt's stdio reads, each once, and its one write(2).
@@ -2369,7 +2389,7 @@ fn stdio_calls_are_rows_under_the_names_compilers_give_them() {
                 .unwrap_or_else(|| panic!("{name}: no {l} row for stream.txt"))
                 .clone()
         };
-        assert_eq!(stream_txt("stdio")["bytes_read"], 10 + inlined, "{name}");
+        assert_eq!(stream_txt("stdio")["bytes_read"], 14 + inlined, "{name}");
         assert_eq!(stream_txt("posix")["bytes_written"], 23, "{name}");
 
         let probes = rows(&out, "probes");

@@ -477,7 +477,8 @@ pub struct FuncSpec {
     pub str_mask: u8,
     /// Index of an out-pointer argument read at return, or [`NO_ARG`].
     pub out_arg: u8,
-    /// Width in bytes (4 or 8) of the value behind `out_arg`.
+    /// Width in bytes (4 or 8) of the value behind `out_arg`; [`OUT_TEXT`]: its length as a
+    /// NUL-terminated string.
     pub out_size: u8,
     /// [`SPEC_ENABLED`], [`SPEC_EMIT_AT_ENTRY`].
     pub flags: u16,
@@ -527,6 +528,10 @@ pub const MAX_ONLY_VALUES: u32 = 1024;
 pub const BLOB_WORDS: usize = 8;
 
 pub const NO_ARG: u8 = 0xff;
+
+/// [`FuncSpec::out_size`] of text a library call moves (fputs's string, fgets's line): the
+/// record's `out` is its length when the call returns, if shorter than [`STR_CAP`] - 1.
+pub const OUT_TEXT: u8 = 1;
 
 /// What a `deref_mask` or `ret_deref_mask` argument holds when its pointer was null or could
 /// not be read: not a valid handle, and not an offset (the kernel refuses negative ones).

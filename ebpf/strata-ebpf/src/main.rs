@@ -33,7 +33,7 @@ use strata_common::{
     COUNTER_SLOTS, CallRecord, Config, Counter, DEREF_FAILED, FRAME_KERNEL, FRAME_STR_RETRY, Frame,
     FuncSpec, IMAGE_ARGS, IMAGE_ARGS_PARTS, IMAGE_ENV, IMAGE_ENV_PARTS, IMAGE_PART, ImageHeader,
     ImageRecord, MAX_ARGS, MAX_CGROUP_LEVEL, MAX_DEPTH, MAX_FUNCS, MAX_ONLY_VALUES, MAX_SYSCALLS,
-    MAX_TYPE_REFS, MAX_TYPE_TABLES, NO_ARG, OnlyKey, ProcEvent, ProcRecord, RecordKind,
+    MAX_TYPE_REFS, MAX_TYPE_TABLES, NO_ARG, OUT_TEXT, OnlyKey, ProcEvent, ProcRecord, RecordKind,
     SPEC_EMIT_AT_ENTRY, SPEC_ENABLED, STR_CAP, STR_FAILED, StrHeader, StrRecord, ThreadStack,
     TypeId, TypeIdsRecord, TypeTable, WAKEUP_BYTES,
 };
@@ -487,7 +487,14 @@ fn emit_call(
         if let Some(ptr) = args.get(spec.out_arg as usize) {
             // SAFETY: reads user memory through the helper, which tolerates bad pointers.
             let read = unsafe {
-                if spec.out_size == 4 {
+                if spec.out_size == OUT_TEXT {
+                    // Library calls only (`wake`): the syscall programs carry no such code.
+                    if wake {
+                        text_len(*ptr).ok_or(-1)
+                    } else {
+                        Err(-1)
+                    }
+                } else if spec.out_size == 4 {
                     bpf_probe_read_user(*ptr as *const u32).map(u64::from)
                 } else {
                     bpf_probe_read_user(*ptr as *const u64)
@@ -526,6 +533,18 @@ fn emit_call(
     } else {
         wakeup(LEN, true)
     });
+}
+
+/// The length of the NUL-terminated text at `ptr`, read into this CPU's string scratch; None
+/// when unreadable, or too long for the scratch to tell.
+#[inline(always)]
+fn text_len(ptr: u64) -> Option<u64> {
+    let rec = STRATA_STR_SCRATCH.get_ptr_mut(0)?;
+    // SAFETY: per-CPU scratch, used only for the duration of this program; the helper
+    // tolerates bad user pointers.
+    let s = unsafe { bpf_probe_read_user_str_bytes(ptr as *const u8, &mut (*rec).data) };
+    let len = s.ok()?.len();
+    (len < STR_CAP - 1).then_some(len as u64)
 }
 
 /// The first `nargs` arguments from `arg`, the rest 0. Built element by element: an array
