@@ -2,7 +2,7 @@
 -- title: Calls or bytes multiplied between a library layer and POSIX
 -- needs: calls, files
 -- definition: per file and library layer (MPI-IO, HDF5, NetCDF, stdio), the layer's reads and
--- writes against the POSIX reads and writes they caused (up to three levels beneath, all
+-- writes whose bytes strata knows against the POSIX reads and writes they caused (up to three levels beneath, all
 -- processes of the host together, so aggregation by other ranks evens out): calls and bytes on
 -- each side and their ratios.
 -- threshold: POSIX bytes at least 1.5 times the layer's and 1 MiB more, or POSIX calls at
@@ -12,14 +12,15 @@
 -- (non-contiguous selections, collective I/O without aggregation) costs what the upper layer
 -- does not show; the ratio says how much, the layer pair says where to look.
 WITH up AS (
-  -- The layer's outermost calls: one made by another of the same layer (glibc's getline
-  -- calling getdelim) is part of its caller.
+  -- The layer's outermost calls whose bytes are known: one made by another of the same
+  -- layer (glibc's getline calling getdelim) is part of its caller, and one that says no
+  -- byte count (fscanf, an fputs of 511 bytes or more) is no measure of what it asked.
   SELECT c.host, c.call_id, c.layer, f.path, c.bytes_result, c.ts_begin_ns, c.ts_end_ns
   FROM calls c
   JOIN files f ON f.host = c.host AND f.file_id = c.file_id
   LEFT JOIN calls p ON p.host = c.host AND p.call_id = c.parent_id
   WHERE c.layer IN ('mpiio', 'hdf5', 'netcdf', 'stdio') AND c.op IN ('read', 'write')
-    AND (p.layer IS NULL OR p.layer <> c.layer)
+    AND (p.layer IS NULL OR p.layer <> c.layer) AND c.bytes_result IS NOT NULL
 ),
 d1 AS (
   SELECT u.host, u.call_id AS top_id, c.call_id, c.layer, c.op, c.bytes_result

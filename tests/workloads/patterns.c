@@ -17,6 +17,9 @@
  *           after every tenth
  *   relist  each rank opens the file's directory and lists it 100 times (lseek to 0 and one
  *           getdents64, as a rank polling for a file would), writing 1 KiB after every tenth
+ *   lines   each rank writes 512 KiB (at rank x 512 KiB) as text through a stream (fopen "r+",
+ *           fseek, fputs), in lines of 256 B, whose length strata reads
+ *   long_lines  the same in lines of 1 KiB, too long for strata to read their length
  *   once    each rank opens the file once and writes the same 100 KiB in 100 pwrites
  *   mpi_small  BT-IO "simple": each rank writes its 1000 records of 640 B, interleaved with
  *              the other ranks' (record i of rank r at (i * N + r) * 640), one independent
@@ -163,6 +166,18 @@ int main(int argc, char **argv) {
             MPI_Type_free(&strided);
         }
         MPI_File_close(&fh);
+    } else if (!strcmp(mode, "lines") || !strcmp(mode, "long_lines")) {
+        size_t len = !strcmp(mode, "lines") ? 256 : 1024;
+        char *line = malloc(len + 1);
+        memset(line, 'a' + rank, len - 1);
+        line[len - 1] = '\n';
+        line[len] = '\0';
+        FILE *f = fopen(path, "r+");
+        check(f && fseek(f, (long)rank * 2 * REGION, SEEK_SET) == 0, "fopen and fseek");
+        for (size_t done = 0; done < 2 * REGION; done += len)
+            check(fputs(line, f) >= 0, "fputs");
+        check(fclose(f) == 0, "fclose");
+        free(line);
     } else if (!strcmp(mode, "once")) {
         for (int i = 0; i < 100; i++)
             check(pwrite(fd, buf, 1024, ((off_t)rank * 100 + i) * 1024) == 1024, "pwrite");

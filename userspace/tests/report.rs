@@ -278,6 +278,36 @@ fn a_metadata_storm_of_directory_listings_is_found() {
     assert_eq!(f["data_calls"], 0, "{f}");
 }
 
+/// Text written through a stream with fputs: the stdio layer's bytes are the lines' own, so
+/// the POSIX writes beneath are no amplification; lines too long for strata to read their
+/// length leave their calls out of the comparison rather than counting them as nothing.
+#[test]
+fn text_written_with_fputs_is_not_amplified() {
+    for mode in ["lines", "long_lines"] {
+        let (out, file) = trace_with(mode, &format!("report_{mode}"), "posix,stdio", &[]);
+        let r = report(&out);
+        assert_eq!(
+            findings(&r, "layer_amplification", &file),
+            Vec::<Value>::new(),
+            "{mode}"
+        );
+        // The stdio layer's bytes on the file: every line when strata can read its length.
+        let stdio = r["summaries"]["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["path"] == file.as_str() && f["layer"] == "stdio")
+            .unwrap_or_else(|| panic!("{mode}: no stdio row for the file"))
+            .clone();
+        let want = if mode == "lines" {
+            RANKS * 512 * 1024
+        } else {
+            0
+        };
+        assert_eq!(stdio["bytes_written"], want, "{mode}");
+    }
+}
+
 /// The thesis' BT-IO case: 1000 interleaved 640-byte records per rank written one
 /// independent MPI_File_write_at at a time ("simple") are many small POSIX writes; the same
 /// records in one collective MPI_File_write_all through a strided view ("full") are
