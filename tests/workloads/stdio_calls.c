@@ -83,9 +83,10 @@ int main(int argc, char **argv) {
     if (fread(buf, 1, three, f) != 3) return 20;              /* "42 " at 0; read(2) at 0 */
     if (fgetc(f) != 'a') return 21;                            /* at 3 */
     if (getc(f) != 'b') return 22;                             /* at 4 */
+    if (ungetc('b', f) != 'b') return 38;                      /* back to 4 */
     char *got = NULL;
     size_t cap = 0;
-    if (getline(&got, &cap, f) != 2) return 23;                /* "c\n" at 5 */
+    if (getline(&got, &cap, f) != 3) return 23;                /* "bc\n" at 4 */
     free(got);
     int x = 0;
     if (fscanf(f, "%d", &x) != 1 || x != 7) return 24;         /* "00007" at 7 */

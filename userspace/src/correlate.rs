@@ -951,6 +951,9 @@ impl Correlator {
                         (!failed).then_some(ret)
                     } else if failed {
                         self.handles.pos(h)
+                    } else if p.ret == RetKind::Char {
+                        // ungetc: the character pushed back is read again, one back.
+                        self.handles.pos(h).map(|p| p - 1).filter(|p| *p >= 0)
                     } else {
                         match (arg(ArgKind::Whence), offset) {
                             // rewind(stream): the stream is its only argument.
