@@ -678,13 +678,12 @@ impl Correlator {
             _ => h5_bytes,
         };
         // Text a stdio call moved (fputs's string, fgets's line): its length at return.
-        let text = out
-            .filter(|_| moves && p.arg(ArgKind::Text).is_some())
-            .map(|v| v as i64);
+        let moves_text = moves && p.arg(ArgKind::Text).is_some();
+        let text = out.filter(|_| moves_text).map(|v| v as i64);
         let bytes_requested = bytes_requested.or(h5_bytes).or(text);
         let bytes_result = match p.ret {
             _ if h5_bytes.is_some() => h5_bytes.map(|b| if failed { 0 } else { b }),
-            _ if failed && p.arg(ArgKind::Text).is_some() && moves => Some(0),
+            _ if moves_text && failed => Some(0),
             _ if text.is_some() => text,
             _ if !moves => None,
             RetKind::Bytes => Some(ret.max(0)),
