@@ -10,7 +10,8 @@
  * Keep the three in step.
  *
  * usage: stdio_calls DIR     (stdin must be at its end: /dev/null)
- * Exit code 0 when every call returned what the comments say; prints two lines on stdout. */
+ * Exit code 0 when every call returned what the comments say; writes stdout to
+ * DIR/stdout.txt. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdarg.h>
@@ -116,9 +117,16 @@ int main(int argc, char **argv) {
     if (vdwrite(fd, "%s\n", "xy") != 3) return 33;             /* at 6 */
     if (close(fd) != 0) return 34;
 
-    /* stdout (a pipe: written at exit) and stdin (at its end). */
+    /* stdout, made stdout.txt's fd before its first use: a stream strata did not see opened.
+     * printf and vprintf name no stream; fputs and fflush do. */
+    snprintf(path, sizeof path, "%s/stdout.txt", argv[1]);
+    int out = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (out < 0 || dup2(out, 1) != 1 || close(out) != 0) return 44;
     if (printf("%d\n", 5) != 2) return 35;
     if (vout("%s\n", "ok") != 3) return 36;
+    if (fputs("end\n", stdout) < 0) return 45;
+    if (fflush(stdout) != 0) return 46;                        /* write(2) of 9 bytes at 0 */
+    /* stdin, at its end. */
     if (scanf("%d", &x) != EOF) return 37;
     return 0;
 }

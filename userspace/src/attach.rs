@@ -411,6 +411,7 @@ pub struct Options {
     pub ring_bytes: u32,
     pub syscall_mode: SyscallMode,
     pub datatype_size_offset: u32,
+    pub stdio_fileno_offset: u32,
 }
 
 impl Options {
@@ -426,6 +427,10 @@ impl Options {
             datatype_size_offset: probes
                 .iter()
                 .find_map(|p| p.datatype_size_offset)
+                .unwrap_or(0) as u32,
+            stdio_fileno_offset: probes
+                .iter()
+                .find_map(|p| p.stdio_fileno_offset)
                 .unwrap_or(0) as u32,
         }
     }
@@ -979,6 +984,7 @@ fn lifecycle_config(root: &Path, opts: &Options) -> anyhow::Result<Config> {
         exit_group_dead_off: exit.field("group_dead").map_or(0, |f| f.offset),
         exec_filename_off: off(&exec, "filename")?,
         datatype_size_off: opts.datatype_size_offset,
+        stdio_fileno_off: opts.stdio_fileno_offset,
         stopped: 0,
         cgroup_mode: u32::from(opts.cgroup_mode),
         user_filter: u32::from(!opts.users.is_empty()),

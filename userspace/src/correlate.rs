@@ -531,6 +531,48 @@ impl Correlator {
         }))
     }
 
+    /// A stream strata did not see opened (stdout, stderr, stdin; any opened before `--pid`
+    /// attached): a handle made at its first call, above the fd the kernel side read from
+    /// it (probes.toml `stdio_fileno_offset`), and named by that fd's file.
+    fn unseen_stream(
+        &mut self,
+        pid: i32,
+        p: &Probe,
+        rec: &CallRecord,
+        stream: u64,
+    ) -> Option<HandleId> {
+        if p.stdio_fileno_offset.is_none() || stream == 0 {
+            return None;
+        }
+        // Past the last argument: the fd, or u64::MAX where the stream was unreadable.
+        let fd = i32::try_from(*rec.args.get(p.args.len())?).ok()?;
+        let below = self.fd_handle(pid, fd);
+        let (file_id, path) = below
+            .and_then(|h| self.handles.get(h))
+            .map(|h| (h.row.file_id, h.row.path.clone()))
+            .unwrap_or_default();
+        let id = self.handles.create(NewHandle {
+            pid,
+            raw: Raw::Lib(p.layer.as_str(), stream),
+            layer: p.layer.as_str(),
+            kind: "stream",
+            parent: None,
+            file_id,
+            path,
+            mode: None,
+            flags: None,
+            call_id: None,
+            ts: None,
+            share_with: None,
+            pos: None,
+        });
+        // As a stream fopen made: the fd beneath it.
+        if let Some(fd) = below.and_then(|h| self.handles.get_mut(h)) {
+            fd.row.parent_handle_id.get_or_insert(id);
+        }
+        Some(id)
+    }
+
     fn call(&mut self, rec: &CallRecord) -> Option<CallRow> {
         let p = Rc::clone(self.probes.get(rec.func_id as usize)?);
         if p.internal && p.op == Op::Load {
@@ -719,7 +761,10 @@ impl Correlator {
             _ if range_last.is_some() => None,
             _ if addr.is_some() => mapping.map(|m| m.id),
             (Some(fd), _) if errno != Some(EBADF as i32) => self.fd_handle(pid, fd),
-            (None, Some(h)) => self.handles.lookup(pid, lib_raw(h)),
+            (None, Some(h)) => self
+                .handles
+                .lookup(pid, lib_raw(h))
+                .or_else(|| self.unseen_stream(pid, &p, rec, h)),
             _ => None,
         };
         // The second fd of a copy (copy_file_range's and sendfile's destination).

@@ -403,6 +403,9 @@ pub struct Probe {
     pub line: usize,
     /// From the file's `mpi_datatype_size_offset`: where an MPI datatype handle keeps its size.
     pub datatype_size_offset: Option<u64>,
+    /// From the file's `stdio_fileno_offset`, for stdio probes with a stream argument: where
+    /// a C stream keeps its fd (read at entry into the slot after the last argument).
+    pub stdio_fileno_offset: Option<u64>,
     /// From the file's `mpi_objects_symbol`: a library defining this variable passes MPI
     /// handles as pointers to objects (Open MPI); one that does not, as 32-bit integers (the
     /// MPICH ABI). None: always objects.
@@ -555,7 +558,11 @@ impl Probe {
                 .arg(ArgKind::Fd)
                 .filter(|_| self.only_files)
                 .map_or(NO_ARG, |i| i as u8),
-            _pad: [0; 2],
+            stream_arg: self
+                .arg(ArgKind::Handle)
+                .filter(|_| self.stdio_fileno_offset.is_some() && self.args.len() < MAX_ARGS)
+                .map_or(NO_ARG, |i| i as u8),
+            _pad: 0,
         }
     }
 }
@@ -564,6 +571,7 @@ impl Probe {
 #[serde(deny_unknown_fields)]
 struct FileRaw {
     mpi_datatype_size_offset: Option<u64>,
+    stdio_fileno_offset: Option<u64>,
     mpi_objects_symbol: Option<String>,
     #[serde(default)]
     library_names: std::collections::HashMap<String, Vec<String>>,
@@ -932,6 +940,7 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
             calls_in: p.calls_in.clone(),
             line: lines.at(span.start),
             datatype_size_offset: raw.mpi_datatype_size_offset,
+            stdio_fileno_offset: raw.stdio_fileno_offset.filter(|_| layer == Layer::Stdio),
             mpi_objects_symbol: mpi_objects.clone(),
             other_names,
             only,
@@ -1200,6 +1209,29 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("library functions only"), "{e}");
+    }
+
+    /// A stdio call's stream argument has its fd read at entry, into the slot after the last
+    /// argument, where there is one; other layers' handles are not streams.
+    #[test]
+    fn streams_have_their_fd_read_where_a_slot_is_free() {
+        let builtin = parse(BUILTIN, "probes.toml").unwrap();
+        let spec = |f: &str| builtin.iter().find(|p| p.function() == f).unwrap().spec();
+        assert_eq!(
+            spec("fwrite").stream_arg,
+            3,
+            "fwrite(buf, size, count, stream)"
+        );
+        assert_eq!(spec("__fread_chk").stream_arg, 4);
+        assert_eq!(spec("fopen").stream_arg, NO_ARG, "no stream argument");
+        assert_eq!(spec("H5Dwrite").stream_arg, NO_ARG, "not a stream");
+        let six = "stdio_fileno_offset = 112\n[[probe]]\nlayer = \"stdio\"\nlibrary = \"libc.so.6\"\nsymbol = \"f\"\nop = \"write\"\nargs = [\"int\", \"int\", \"int\", \"int\", \"int\", \"handle\"]\nret = \"status\"\n";
+        let p = parse(six, "t.toml").unwrap();
+        assert_eq!(
+            p[0].spec().stream_arg,
+            NO_ARG,
+            "no slot after six arguments"
+        );
     }
 
     /// `since` names the library version that added a symbol: library functions only.

@@ -2132,7 +2132,7 @@ fn stdio_calls_are_rows_under_the_names_compilers_give_them() {
     require_root();
     let dir = std::fs::canonicalize(scratch("stdio_calls")).unwrap();
     // function op handle offset requested moved ret ("F" and "L": the fopen'ed streams,
-    // "D": the open(2)ed fd; "*": a non-null pointer)
+    // "S": stdout's, "D": the open(2)ed fd; "*": a non-null pointer)
     let plain = [
         "fopen open F - - - *",
         "fprintf write F 0 - 7 7",
@@ -2175,6 +2175,9 @@ fn stdio_calls_are_rows_under_the_names_compilers_give_them() {
         "vdprintf write D 6 - 3 3",
         "printf write - - - 2 2",
         "vprintf write - - - 3 3",
+        // stdout, a stream strata did not see opened: its position is not known.
+        "fputs write S - 4 4 1",
+        "fflush flush S - - - 0",
         "__isoc99_scanf read - - - - -1",
     ];
     let fortified = [
@@ -2209,8 +2212,10 @@ fn stdio_calls_are_rows_under_the_names_compilers_give_them() {
         "__dprintf_chk write D 0 - 6 6",
         "__vdprintf_chk write D 6 - 3 3",
         "__printf_chk write - - - 2 2",
-        // The checked vprintf is __vfprintf_chk on stdout, a stream opened before tracing.
-        "__vfprintf_chk write - - - 3 3",
+        // The checked vprintf is __vfprintf_chk on stdout.
+        "__vfprintf_chk write S - - 3 3",
+        "fputs write S - 4 4 1",
+        "fflush flush S - - - 0",
         "__isoc99_scanf read - - - - -1",
     ];
     // glibc 2.38 added the C23 scanf family: absent before, without a warning.
@@ -2237,7 +2242,11 @@ fn stdio_calls_are_rows_under_the_names_compilers_give_them() {
             .arg(&wd)
             .stdin(Stdio::null()));
         assert!(res.status.success(), "{name}: {:?}", res.status);
-        assert_eq!(String::from_utf8_lossy(&res.stdout), "5\nok\n", "{name}");
+        assert_eq!(
+            std::fs::read_to_string(wd.join("stdout.txt")).unwrap(),
+            "5\nok\nend\n",
+            "{name}"
+        );
         let stderr = String::from_utf8_lossy(&res.stderr);
         assert!(!stderr.contains("not attached"), "{name}: {stderr}");
         let pid = workload_pid(&out, &exe);
@@ -2267,6 +2276,21 @@ fn stdio_calls_are_rows_under_the_names_compilers_give_them() {
             })
             .and_then(|h| h.i("handle_id"))
             .expect("a handle for the fd of fd.txt");
+        // stdout's stream: a handle made at its first call, of stdout.txt, beneath no call.
+        let stdout = handles
+            .iter()
+            .find(|h| {
+                h.s("kind") == Some("stream")
+                    && path_in(&files, "file_id", h.i("file_id"), &wd).as_deref()
+                        == Some("/stdout.txt")
+            })
+            .unwrap_or_else(|| panic!("{name}: no stream handle for stdout"));
+        assert_eq!(
+            stdout.i("created_by_call_id"),
+            None,
+            "{name}: not opened by a traced call"
+        );
+        let stdout = stdout.i("handle_id");
         let o = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
         let got: Vec<String> = calls
             .iter()
@@ -2277,6 +2301,7 @@ fn stdio_calls_are_rows_under_the_names_compilers_give_them() {
                     Some(h) if h == stream => "F".into(),
                     Some(h) if h == fd => "D".into(),
                     Some(h) if h == long => "L".into(),
+                    Some(h) if Some(h) == stdout => "S".into(),
                     Some(h) => format!("handle {h}"),
                 };
                 let ret = match c.s("function").unwrap() {
@@ -2318,7 +2343,7 @@ fn stdio_calls_are_rows_under_the_names_compilers_give_them() {
             .filter(|c| matches!(c.s("op"), Some("read" | "write" | "seek")))
             .filter_map(|c| {
                 let file = path_in(&files, "file_id", c.i("file_id"), &wd)
-                    .filter(|f| matches!(f.as_str(), "/stream.txt" | "/fd.txt"))?;
+                    .filter(|f| matches!(f.as_str(), "/stream.txt" | "/fd.txt" | "/stdout.txt"))?;
                 Some(format!(
                     "{} {file} under {} {} {}",
                     c.s("function").unwrap(),
@@ -2350,6 +2375,7 @@ fn stdio_calls_are_rows_under_the_names_compilers_give_them() {
                 format!("write /fd.txt under {dprintf} 0 6"),
                 format!("lseek /fd.txt under {vdprintf} 6 -"),
                 format!("write /fd.txt under {vdprintf} 6 3"),
+                "write /stdout.txt under fflush 0 9".into(),
             ],
             "{name}"
         );
@@ -2359,7 +2385,7 @@ fn stdio_calls_are_rows_under_the_names_compilers_give_them() {
         // fgets_unlocked 3, fgetc_unlocked 1 (inlined when optimised), fread_unlocked 3;
         // written: fprintf 7, vfprintf 6, fputc, putc and fwrite 1 each, fputs 5 and 510,
         // fputc_unlocked and putc_unlocked (inlined when optimised) 1 each, dprintf 6,
-        // vdprintf 3, printf 2, vprintf 3 (fscanf says no count).
+        // vdprintf 3, printf 2, vprintf 3, fputs 4 (fscanf says no count).
         let report = run(strata().args(["report", "--format", "json"]).arg(&out));
         assert!(report.status.success(), "{name}: {:?}", report.status);
         let report: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
@@ -2379,7 +2405,7 @@ fn stdio_calls_are_rows_under_the_names_compilers_give_them() {
                 stdio["bytes_read"].as_i64(),
                 stdio["bytes_written"].as_i64()
             ),
-            (Some(15 + inlined), Some(545 + 2 * inlined)),
+            (Some(15 + inlined), Some(549 + 2 * inlined)),
             "{name}: {stdio}"
         );
         // The file summary: stream.txt's stdio reads, each once, and its one write(2).

@@ -384,6 +384,8 @@ pub struct Config {
     /// From the kernel's BTF: `struct io_kiocb.opcode` (u8), read when a request completes;
     /// 0 when unknown (then the completion event is not attached).
     pub uring_opcode_off: u32,
+    /// Where a C stream keeps its fd (probes.toml `stdio_fileno_offset`: glibc's `_fileno`).
+    pub stdio_fileno_off: u32,
 }
 
 /// Entries of [`maps::URING_OPS`]: one per io_uring opcode (a `u8`).
@@ -510,7 +512,12 @@ pub struct FuncSpec {
     /// call to be recorded, or [`NO_ARG`] (probes.toml `only_files`: mmap's anonymous
     /// mappings pass -1). The others are dropped at entry.
     pub files_arg: u8,
-    pub _pad: [u8; 2],
+    /// Index of a C stream (`FILE *`) argument, or [`NO_ARG`]: the stream's fd, read at
+    /// entry at `Config::stdio_fileno_off` inside it, goes to the slot after the last
+    /// argument (`u64::MAX` when unreadable), so that a stream strata did not see opened is
+    /// still named by its fd.
+    pub stream_arg: u8,
+    pub _pad: u8,
 }
 
 /// Key of [`maps::ONLY_VALUES`]: a probe's function id and one value its `only_arg` may have.
@@ -832,7 +839,7 @@ mod pod {
 }
 
 const _: () = {
-    assert!(core::mem::size_of::<Config>() == 112);
+    assert!(core::mem::size_of::<Config>() == 116);
     assert!(core::mem::size_of::<ImageHeader>() == 24);
     assert!(core::mem::size_of::<FuncSpec>() == 20);
     assert!(core::mem::size_of::<OnlyKey>() == 8);

@@ -660,6 +660,15 @@ fn on_entry<const CAPTURE: u8>(spec: &FuncSpec, args: &mut [u64; MAX_ARGS], site
             *a = unsafe { bpf_probe_read_user(at as *const u64) }.unwrap_or(0);
         }
     }
+    if CAPTURE & CAPTURE_LIBRARY != 0 && spec.stream_arg != NO_ARG {
+        let stream = args.get(spec.stream_arg as usize).copied().unwrap_or(0);
+        let at = stream.wrapping_add(u64::from(cfg.stdio_fileno_off));
+        // SAFETY: the helper tolerates null and bad user pointers.
+        let fd = unsafe { bpf_probe_read_user(at as *const i32) }.map_or(u64::MAX, |fd| fd as u64);
+        if let Some(slot) = args.get_mut(spec.nargs as usize) {
+            *slot = fd;
+        }
+    }
     let args = &*args;
     let st = thread::stack_or_new(tid)?;
     if CAPTURE & (AT_SYSCALL | CAPTURE_LIBRARY) != 0 {
