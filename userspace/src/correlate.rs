@@ -514,21 +514,14 @@ impl Correlator {
         let link = std::fs::read_link(format!("/proc/{pid}/fd/{fd}")).ok()?;
         let path = files::os_text(link);
         let file_id = self.files.resolve(pid, Some(fd), &path);
-        Some(self.handles.create(NewHandle {
+        Some(self.handles.create(NewHandle::unopened(
             pid,
-            raw: Raw::Fd(fd),
-            layer: Layer::Posix.as_str(),
-            kind: "fd",
-            parent: None,
-            file_id: Some(file_id),
-            path: Some(path),
-            mode: None,
-            flags: None,
-            call_id: None,
-            ts: None,
-            share_with: None,
-            pos: None,
-        }))
+            Raw::Fd(fd),
+            Layer::Posix.as_str(),
+            "fd",
+            Some(file_id),
+            Some(path),
+        )))
     }
 
     /// A stream strata did not see opened (stdout, stderr, stdin; any opened before `--pid`
@@ -551,21 +544,14 @@ impl Correlator {
             .and_then(|h| self.handles.get(h))
             .map(|h| (h.row.file_id, h.row.path.clone()))
             .unwrap_or_default();
-        let id = self.handles.create(NewHandle {
+        let id = self.handles.create(NewHandle::unopened(
             pid,
-            raw: Raw::Lib(p.layer.as_str(), stream),
-            layer: p.layer.as_str(),
-            kind: "stream",
-            parent: None,
+            Raw::Lib(p.layer.as_str(), stream),
+            p.layer.as_str(),
+            "stream",
             file_id,
             path,
-            mode: None,
-            flags: None,
-            call_id: None,
-            ts: None,
-            share_with: None,
-            pos: None,
-        });
+        ));
         // As a stream fopen made: the fd beneath it.
         if let Some(fd) = below.and_then(|h| self.handles.get_mut(h)) {
             fd.row.parent_handle_id.get_or_insert(id);

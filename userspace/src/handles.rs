@@ -100,6 +100,35 @@ pub struct NewHandle {
     pub pos: Option<i64>,
 }
 
+impl NewHandle {
+    /// A handle no traced call opened (an fd or stream the process had before strata saw
+    /// it): no parent, creating call or known position.
+    pub fn unopened(
+        pid: i32,
+        raw: Raw,
+        layer: &'static str,
+        kind: &'static str,
+        file_id: Option<i64>,
+        path: Option<String>,
+    ) -> Self {
+        Self {
+            pid,
+            raw,
+            layer,
+            kind,
+            parent: None,
+            file_id,
+            path,
+            mode: None,
+            flags: None,
+            call_id: None,
+            ts: None,
+            share_with: None,
+            pos: None,
+        }
+    }
+}
+
 impl Handles {
     pub fn get(&self, id: HandleId) -> Option<&Handle> {
         self.live.get(&id)
