@@ -5,7 +5,7 @@ use std::{collections::HashSet, fmt, ops::Range, path::Path, str::FromStr, sync:
 use serde::Deserialize;
 use strata_common::{
     FUNC_INT_HANDLES, FuncSpec, KernelEvent, MAX_ARGS, MAX_ONLY_VALUES, NO_ARG, SPEC_EMIT_AT_ENTRY,
-    SPEC_ENABLED, SPEC_KERNEL,
+    SPEC_ENABLED, SPEC_KERNEL, SPEC_STREAM_END,
 };
 
 /// The probes shipped with strata (the repository's probes.toml).
@@ -525,6 +525,9 @@ impl Probe {
         }
         if matches!(self.target, Target::Kfunc { .. }) {
             flags |= SPEC_KERNEL;
+        }
+        if matches!(self.op, Op::Close | Op::Reopen) {
+            flags |= SPEC_STREAM_END;
         }
         let kderef_mask = self
             .args
@@ -1225,6 +1228,11 @@ mod tests {
         assert_eq!(spec("__fread_chk").stream_arg, 4);
         assert_eq!(spec("fopen").stream_arg, NO_ARG, "no stream argument");
         assert_eq!(spec("H5Dwrite").stream_arg, NO_ARG, "not a stream");
+        // The thread's remembered stream is forgotten where a call ends it.
+        for f in ["fclose", "freopen"] {
+            assert_ne!(spec(f).flags & SPEC_STREAM_END, 0, "{f}");
+        }
+        assert_eq!(spec("fwrite").flags & SPEC_STREAM_END, 0);
         let six = "stdio_fileno_offset = 112\n[[probe]]\nlayer = \"stdio\"\nlibrary = \"libc.so.6\"\nsymbol = \"f\"\nop = \"write\"\nargs = [\"int\", \"int\", \"int\", \"int\", \"int\", \"handle\"]\nret = \"status\"\n";
         let p = parse(six, "t.toml").unwrap();
         assert_eq!(

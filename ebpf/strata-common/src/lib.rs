@@ -549,6 +549,8 @@ pub const SPEC_ENABLED: u16 = 1;
 pub const SPEC_EMIT_AT_ENTRY: u16 = 2;
 /// A kernel function (kprobe): its return finds it by the top frame of the thread's stack.
 pub const SPEC_KERNEL: u16 = 4;
+/// [`FuncSpec::flags`]: the call closes or reopens its stream (fclose, freopen).
+pub const SPEC_STREAM_END: u16 = 8;
 
 /// The attach cookie of a uprobe: the function id in the low 32 bits, and above this shift
 /// the index of the attachment's [`TypeTable`] (0: none).
@@ -645,6 +647,10 @@ pub struct ThreadStack {
     /// and file; the next page, or for dirtied pages a later one), and sent when one does not
     /// or a call returns: a 4 MiB write in 4 KiB pages sends two records, not 2,048.
     pub runs: [KernelRecord; PAGE_RUN_EVENTS.len()],
+    /// The C stream of this thread's last stdio call with one, and its fd (see
+    /// [`FuncSpec::stream_arg`]); 0 after a call that closes or reopens it.
+    pub last_stream: u64,
+    pub last_stream_fd: u64,
 }
 
 /// The page-cache events merged per thread, in [`ThreadStack::runs`] order.

@@ -34,8 +34,8 @@ use strata_common::{
     FuncSpec, IMAGE_ARGS, IMAGE_ARGS_PARTS, IMAGE_ENV, IMAGE_ENV_PARTS, IMAGE_PART, ImageHeader,
     ImageRecord, MAX_ARGS, MAX_CGROUP_LEVEL, MAX_DEPTH, MAX_FUNCS, MAX_ONLY_VALUES, MAX_SYSCALLS,
     MAX_TYPE_REFS, MAX_TYPE_TABLES, NO_ARG, OUT_TEXT, OnlyKey, ProcEvent, ProcRecord, RecordKind,
-    SPEC_EMIT_AT_ENTRY, SPEC_ENABLED, STR_CAP, STR_FAILED, StrHeader, StrRecord, ThreadStack,
-    TypeId, TypeIdsRecord, TypeTable, WAKEUP_BYTES,
+    SPEC_EMIT_AT_ENTRY, SPEC_ENABLED, SPEC_STREAM_END, STR_CAP, STR_FAILED, StrHeader, StrRecord,
+    ThreadStack, TypeId, TypeIdsRecord, TypeTable, WAKEUP_BYTES,
 };
 
 #[map]
@@ -614,6 +614,28 @@ fn only_value(spec: &FuncSpec, args: &[u64; MAX_ARGS]) -> bool {
     unsafe { STRATA_ONLY_VALUES.get(key) }.is_some()
 }
 
+/// The fd of C stream `stream` (`u64::MAX` where unreadable), read at
+/// `Config::stdio_fileno_off` inside it. The thread keeps the last stream's: a read costs
+/// ~100 ns here, and a loop of stdio calls names one stream over and over. `ends`: the call
+/// closes or reopens the stream, whose address may then be another stream's.
+#[inline(always)]
+fn stream_fd(cfg: &Config, st: &mut ThreadStack, stream: u64, ends: bool) -> u64 {
+    let fd = if stream != 0 && st.last_stream == stream {
+        st.last_stream_fd
+    } else {
+        let at = stream.wrapping_add(u64::from(cfg.stdio_fileno_off));
+        // SAFETY: the helper tolerates null and bad user pointers.
+        let fd = unsafe { bpf_probe_read_user(at as *const i32) }.map_or(u64::MAX, |fd| fd as u64);
+        st.last_stream = stream;
+        st.last_stream_fd = fd;
+        fd
+    };
+    if ends {
+        st.last_stream = 0;
+    }
+    fd
+}
+
 /// Entry half shared by syscalls, uprobes and kernel functions: filter, push a frame, copy
 /// what the spec asks for among `CAPTURE`. Each program is built with only the captures its
 /// probes can use: older kernels' verifiers walk every loop of every capture on every path,
@@ -660,17 +682,16 @@ fn on_entry<const CAPTURE: u8>(spec: &FuncSpec, args: &mut [u64; MAX_ARGS], site
             *a = unsafe { bpf_probe_read_user(at as *const u64) }.unwrap_or(0);
         }
     }
+    let st = thread::stack_or_new(tid)?;
     if CAPTURE & CAPTURE_LIBRARY != 0 && spec.stream_arg != NO_ARG {
         let stream = args.get(spec.stream_arg as usize).copied().unwrap_or(0);
-        let at = stream.wrapping_add(u64::from(cfg.stdio_fileno_off));
-        // SAFETY: the helper tolerates null and bad user pointers.
-        let fd = unsafe { bpf_probe_read_user(at as *const i32) }.map_or(u64::MAX, |fd| fd as u64);
+        // SAFETY: this thread's stack.
+        let fd = unsafe { stream_fd(cfg, &mut *st, stream, spec.flags & SPEC_STREAM_END != 0) };
         if let Some(slot) = args.get_mut(spec.nargs as usize) {
             *slot = fd;
         }
     }
     let args = &*args;
-    let st = thread::stack_or_new(tid)?;
     if CAPTURE & (AT_SYSCALL | CAPTURE_LIBRARY) != 0 {
         // SAFETY: this thread's stack.
         unsafe { drop_stale_frames(st, site.sp) };
