@@ -2257,34 +2257,28 @@ fn stdio_calls_are_rows_under_the_names_compilers_give_them() {
             .filter(|c| c.i("pid") == Some(pid))
             .collect();
         calls.sort_by_key(|c| c.i("ts_begin_ns"));
-        let stream = calls
-            .iter()
-            .find(|c| c.s("function") == Some("fopen"))
-            .and_then(|c| c.i("handle_id"))
-            .expect("fopen names the stream it made");
-        let long = calls
+        // The two fopens' streams, in order.
+        let fopened: Vec<i64> = calls
             .iter()
             .filter(|c| c.s("function") == Some("fopen"))
-            .nth(1)
-            .and_then(|c| c.i("handle_id"))
-            .expect("the second fopen names its stream");
-        let fd = handles
-            .iter()
-            .find(|h| {
-                h.s("kind") == Some("fd")
-                    && path_in(&files, "file_id", h.i("file_id"), &wd).as_deref() == Some("/fd.txt")
-            })
-            .and_then(|h| h.i("handle_id"))
-            .expect("a handle for the fd of fd.txt");
+            .filter_map(|c| c.i("handle_id"))
+            .collect();
+        let [stream, long] = fopened[..] else {
+            panic!("{name}: two fopens name their streams: {fopened:?}");
+        };
+        // The handle of this kind whose file is at `path` under the working directory.
+        let handle_of = |kind: &str, path: &str| {
+            handles
+                .iter()
+                .find(|h| {
+                    h.s("kind") == Some(kind)
+                        && path_in(&files, "file_id", h.i("file_id"), &wd).as_deref() == Some(path)
+                })
+                .unwrap_or_else(|| panic!("{name}: no {kind} handle for {path}"))
+        };
+        let fd = handle_of("fd", "/fd.txt").i("handle_id").unwrap();
         // stdout's stream: a handle made at its first call, of stdout.txt, beneath no call.
-        let stdout = handles
-            .iter()
-            .find(|h| {
-                h.s("kind") == Some("stream")
-                    && path_in(&files, "file_id", h.i("file_id"), &wd).as_deref()
-                        == Some("/stdout.txt")
-            })
-            .unwrap_or_else(|| panic!("{name}: no stream handle for stdout"));
+        let stdout = handle_of("stream", "/stdout.txt");
         assert_eq!(
             stdout.i("created_by_call_id"),
             None,
