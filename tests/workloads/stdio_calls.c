@@ -118,15 +118,18 @@ int main(int argc, char **argv) {
     if (close(fd) != 0) return 34;
 
     /* stdout, made stdout.txt's fd before its first use: a stream strata did not see opened.
-     * printf and vprintf name no stream; fputs and fflush do. */
+     * printf, vprintf, puts and putchar do not name it; fputs and fflush do. */
     snprintf(path, sizeof path, "%s/stdout.txt", argv[1]);
     int out = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (out < 0 || dup2(out, 1) != 1 || close(out) != 0) return 44;
     if (printf("%d\n", 5) != 2) return 35;
     if (vout("%s\n", "ok") != 3) return 36;
+    if (puts("hi") < 0) return 47;                             /* "hi\n" */
+    if (putchar('!') != '!') return 48;
     if (fputs("end\n", stdout) < 0) return 45;
-    if (fflush(stdout) != 0) return 46;                        /* write(2) of 9 bytes at 0 */
+    if (fflush(stdout) != 0) return 46;                        /* write(2) of 13 bytes at 0 */
     /* stdin, at its end. */
     if (scanf("%d", &x) != EOF) return 37;
+    if (getchar() != EOF) return 38;
     return 0;
 }

@@ -1406,7 +1406,7 @@ fn attach_uprobe(
     specs
         .set(spec.func_id, spec, 0)
         .map_err(|e| Failure::Failed(format!("spec map: {e}")))?;
-    let table = match p.arg(ArgKind::H5Type) {
+    let types = match p.arg(ArgKind::H5Type) {
         Some(_) => type_table(ebpf, uprobes, path, table, symbol),
         None => 0,
     };
@@ -1428,11 +1428,38 @@ fn attach_uprobe(
         }
         return Ok(Some(sites.len()));
     }
-    let cookie = u64::from(spec.func_id) | (u64::from(table) << COOKIE_TABLE_SHIFT);
+    let cookie = match p.stream_var() {
+        Some(var) => stream_cookie(path, table, symbol, var, spec.func_id),
+        None => u64::from(spec.func_id) | (u64::from(types) << COOKIE_TABLE_SHIFT),
+    };
     // Attached with the file's other probes by `finish_uprobes`.
     uprobes.pending.push((path.to_owned(), offset, cookie));
     uprobes.at.insert((path.to_owned(), offset), p.id);
     Ok(None)
+}
+
+/// The cookie of `symbol`'s probe, whose calls work on the stream in the library's variable
+/// `var` (`stdout`): where the kernel finds the variable from the probed address. Without the
+/// variable, the calls name no stream.
+fn stream_cookie(path: &Path, table: &SymbolTable, symbol: &str, var: &str, func_id: u32) -> u64 {
+    let found = table.address(symbol).zip(table.variable(var));
+    // The library's code reaches its exported variable through its GOT (an executable may
+    // have its own copy); a static build has only its own.
+    let cookie = found.and_then(|(at, v)| match v.got {
+        Some(slot) => strata_common::stream_var_cookie(func_id, slot.wrapping_sub(at) as i64, true),
+        None => strata_common::stream_var_cookie(func_id, v.address.wrapping_sub(at) as i64, false),
+    });
+    cookie.unwrap_or_else(|| {
+        log::warn!(
+            "{symbol} in {}: variable {var} {}; its calls name no stream",
+            path.display(),
+            match found {
+                None => "not found",
+                Some(_) => "too far from it for the probe's cookie",
+            }
+        );
+        u64::from(func_id)
+    })
 }
 
 /// Stores where `symbol`'s HDF5 predefined types are (for its `h5type` argument) and returns

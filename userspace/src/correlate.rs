@@ -524,6 +524,15 @@ impl Correlator {
         )))
     }
 
+    /// The standard fds (0, 1, 2) of a process strata started and holds before its exec: fd
+    /// handles named by their files now, which its descendants inherit. A short job is gone
+    /// before its first call on them is handled, and /proc with it.
+    pub fn standard_fds(&mut self, pid: i32) {
+        for fd in 0..3 {
+            self.fd_handle(pid, fd);
+        }
+    }
+
     /// A stream strata did not see opened (stdout, stderr, stdin; any opened before `--pid`
     /// attached): a handle made at its first call, above the fd the kernel side read from
     /// it (probes.toml `stdio_fileno_offset`), and named by that fd's file.
@@ -705,9 +714,11 @@ impl Correlator {
             }
             _ => h5_bytes,
         };
-        // Text a stdio call moved (fputs's string, fgets's line): its length at return.
-        let moves_text = moves && p.arg(ArgKind::Text).is_some();
-        let text = out.filter(|_| moves_text).map(|v| v as i64);
+        // Text a stdio call moved (fputs's string, fgets's line): its length at return, and
+        // puts's newline.
+        let text_extra = p.text_extra().filter(|_| moves);
+        let moves_text = text_extra.is_some();
+        let text = out.and_then(|v| Some(v as i64 + text_extra?));
         let bytes_requested = bytes_requested.or(h5_bytes).or(text);
         let bytes_result = match p.ret {
             _ if h5_bytes.is_some() => h5_bytes.map(|b| if failed { 0 } else { b }),

@@ -5,7 +5,7 @@ use std::{collections::HashSet, fmt, ops::Range, path::Path, str::FromStr, sync:
 use serde::Deserialize;
 use strata_common::{
     FUNC_INT_HANDLES, FuncSpec, KernelEvent, MAX_ARGS, MAX_ONLY_VALUES, NO_ARG, SPEC_EMIT_AT_ENTRY,
-    SPEC_ENABLED, SPEC_KERNEL, SPEC_STREAM_END,
+    SPEC_ENABLED, SPEC_IMPLICIT_STREAM, SPEC_KERNEL, SPEC_STREAM_END,
 };
 
 /// The probes shipped with strata (the repository's probes.toml).
@@ -308,6 +308,9 @@ kinds!(
         OutInt32 = "out_int32",
         OutInt64 = "out_int64",
         Text = "text",
+        Line = "line",
+        Stdout = "stdout",
+        Stdin = "stdin",
         RequestRef = "request_ref",
         Datatype = "datatype",
         H5Type = "h5type",
@@ -349,7 +352,7 @@ impl ArgKind {
         match self {
             Self::OutHandle32 | Self::OutInt32 => Some(4),
             Self::OutHandle64 | Self::OutRequest | Self::OutInt64 => Some(8),
-            Self::Text => Some(strata_common::OUT_TEXT),
+            Self::Text | Self::Line => Some(strata_common::OUT_TEXT),
             _ => None,
         }
     }
@@ -369,7 +372,28 @@ impl ArgKind {
     fn library_only(self) -> bool {
         self.is_array()
             || self.is_deref()
-            || matches!(self, Self::Datatype | Self::H5Type | Self::Text)
+            || self.stream_var().is_some()
+            || matches!(
+                self,
+                Self::Datatype | Self::H5Type | Self::Text | Self::Line
+            )
+    }
+    /// The libc variable holding the stream a call works on without naming it (printf's
+    /// `stdout`): read at entry into this argument's slot, which is not passed.
+    pub fn stream_var(self) -> Option<&'static str> {
+        match self {
+            Self::Stdout => Some("stdout"),
+            Self::Stdin => Some("stdin"),
+            _ => None,
+        }
+    }
+    /// Text the call moves, its length read at return: with a newline after it (`line`).
+    pub fn text_extra(self) -> Option<i64> {
+        match self {
+            Self::Text => Some(0),
+            Self::Line => Some(1),
+            _ => None,
+        }
     }
     /// Read from user memory at entry for syscalls and library functions, not for kernel
     /// functions.
@@ -455,6 +479,16 @@ impl Probe {
         }
     }
 
+    /// The libc variable (`stdout`, `stdin`) of the stream the call works on without naming it.
+    pub fn stream_var(&self) -> Option<&'static str> {
+        self.args.iter().find_map(|k| k.stream_var())
+    }
+
+    /// What a call moves beyond the text its `text` or `line` argument measures.
+    pub fn text_extra(&self) -> Option<i64> {
+        self.args.iter().find_map(|k| k.text_extra())
+    }
+
     /// Index of the first argument of `kind`.
     #[inline]
     pub fn arg(&self, kind: ArgKind) -> Option<usize> {
@@ -528,6 +562,9 @@ impl Probe {
         }
         if matches!(self.op, Op::Close | Op::Reopen) {
             flags |= SPEC_STREAM_END;
+        }
+        if self.stream_var().is_some() {
+            flags |= SPEC_IMPLICIT_STREAM;
         }
         let kderef_mask = self
             .args
@@ -925,9 +962,33 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
                 .map_or_else(|| no_names.clone(), |n| n.as_slice().into()),
             _ => no_names.clone(),
         };
+        let streams = args
+            .iter()
+            .filter(|k| **k == ArgKind::Handle || k.stream_var().is_some())
+            .count();
+        if streams > 0 && args.iter().any(|k| k.stream_var().is_some()) {
+            if layer != Layer::Stdio || raw.stdio_fileno_offset.is_none() {
+                return Err(bad(
+                    "`stdout` and `stdin` are for stdio probes, with the file's \
+                     `stdio_fileno_offset`"
+                        .into(),
+                ));
+            }
+            if streams > 1 || args.len() >= MAX_ARGS {
+                return Err(bad(format!(
+                    "`stdout` or `stdin` stands for the call's one stream, in one of the \
+                     first {} argument slots (the fd goes in the next)",
+                    MAX_ARGS - 1
+                )));
+            }
+        }
         let mut first_arg = [NO_ARG; ArgKind::COUNT];
         for (i, k) in args.iter().enumerate().rev() {
             first_arg[*k as usize] = i as u8;
+            // The stream a call works on, named or not.
+            if k.stream_var().is_some() {
+                first_arg[ArgKind::Handle as usize] = i as u8;
+            }
         }
         probes.push(Probe {
             id: id as u32,
@@ -1240,6 +1301,82 @@ mod tests {
             NO_ARG,
             "no slot after six arguments"
         );
+    }
+
+    /// printf's stream is libc's `stdout`, in a slot printf does not pass: read at entry
+    /// (`SPEC_IMPLICIT_STREAM`) and decoded as a `handle` argument, its fd after it.
+    #[test]
+    fn calls_on_stdout_and_stdin_name_their_stream() {
+        let builtin = parse(BUILTIN, "probes.toml").unwrap();
+        let probe = |f: &str| builtin.iter().find(|p| p.function() == f).unwrap();
+        for (f, var, at) in [
+            ("printf", "stdout", 1),
+            ("__vprintf_chk", "stdout", 3),
+            ("puts", "stdout", 1),
+            ("getchar", "stdin", 0),
+            ("__isoc99_scanf", "stdin", 1),
+        ] {
+            let p = probe(f);
+            let spec = p.spec();
+            assert_eq!(p.stream_var(), Some(var), "{f}");
+            assert_eq!(p.arg(ArgKind::Handle), Some(at), "{f}");
+            assert_eq!(
+                (spec.stream_arg, spec.nargs),
+                (at as u8, at as u8 + 1),
+                "{f}"
+            );
+            assert_ne!(spec.flags & SPEC_IMPLICIT_STREAM, 0, "{f}");
+        }
+        assert_eq!(probe("fwrite").spec().flags & SPEC_IMPLICIT_STREAM, 0);
+        // puts writes a newline after its string; fputs does not.
+        assert_eq!(probe("puts").text_extra(), Some(1));
+        assert_eq!(probe("fputs").text_extra(), Some(0));
+
+        let with = |fileno: &str, layer: &str, args: &str| {
+            parse(
+                &format!(
+                    "{fileno}[[probe]]\nlayer = \"{layer}\"\nlibrary = \"libc.so.6\"\nsymbol = \"f\"\nop = \"write\"\nargs = {args}\nret = \"status\"\n"
+                ),
+                "t.toml",
+            )
+        };
+        let fileno = "stdio_fileno_offset = 112\n";
+        assert!(with(fileno, "stdio", "[\"buf\", \"stdout\"]").is_ok());
+        for (f, layer, args, why) in [
+            ("", "stdio", "[\"stdout\"]", "stdio_fileno_offset"),
+            (fileno, "mpiio", "[\"stdout\"]", "stdio_fileno_offset"),
+            (fileno, "stdio", "[\"handle\", \"stdout\"]", "one stream"),
+            (fileno, "stdio", "[\"stdin\", \"stdout\"]", "one stream"),
+            (
+                fileno,
+                "stdio",
+                "[\"int\", \"int\", \"int\", \"int\", \"int\", \"stdout\"]",
+                "first 5",
+            ),
+        ] {
+            let e = with(f, layer, args).unwrap_err().to_string();
+            assert!(e.contains(why), "{layer} {args}: {e}");
+        }
+    }
+
+    /// The cookie keeps a stream variable's signed distance from the probed address.
+    #[test]
+    fn stream_variable_cookies_keep_their_delta() {
+        use strata_common::{
+            COOKIE_STREAM_INDIRECT, COOKIE_STREAM_VAR, stream_var_cookie, stream_var_delta,
+        };
+        for delta in [0, 1, -1, 0x1d2e08 - 0x60770, -(1 << 28), (1 << 28) - 1] {
+            for indirect in [false, true] {
+                let c = stream_var_cookie(77, delta, indirect).unwrap();
+                assert_eq!(c as u32, 77);
+                assert_eq!(stream_var_delta(c), delta);
+                assert_ne!(c & COOKIE_STREAM_VAR, 0);
+                assert_eq!(c & COOKIE_STREAM_INDIRECT != 0, indirect);
+                assert_eq!(c & strata_common::COOKIE_LOAD_AT_CALL, 0);
+            }
+        }
+        assert_eq!(stream_var_cookie(1, 1 << 28, false), None);
+        assert_eq!(stream_var_cookie(1, -(1 << 28) - 1, true), None);
     }
 
     /// `since` names the library version that added a symbol: library functions only.

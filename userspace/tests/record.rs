@@ -2173,12 +2173,18 @@ fn stdio_calls_are_rows_under_the_names_compilers_give_them() {
         "fclose close L - - - 0",
         "dprintf write D 0 - 6 6",
         "vdprintf write D 6 - 3 3",
-        "printf write - - - 2 2",
-        "vprintf write - - - 3 3",
-        // stdout, a stream strata did not see opened: its position is not known.
+        // stdout, a stream strata did not see opened: its position is not known. printf,
+        // vprintf, puts and putchar name it through libc's `stdout`; puts's bytes are its
+        // string's and the newline.
+        "printf write S - - 2 2",
+        "vprintf write S - - 3 3",
+        "puts write S - 3 3 3",
+        "putchar write S - 1 1 33",
         "fputs write S - 4 4 1",
         "fflush flush S - - - 0",
-        "__isoc99_scanf read - - - - -1",
+        // stdin, at its end ("I"), through libc's `stdin`.
+        "__isoc99_scanf read I - - - -1",
+        "getchar read I - 1 0 -1",
     ];
     let fortified = [
         "fopen open F - - - *",
@@ -2211,12 +2217,16 @@ fn stdio_calls_are_rows_under_the_names_compilers_give_them() {
         "fclose close L - - - 0",
         "__dprintf_chk write D 0 - 6 6",
         "__vdprintf_chk write D 6 - 3 3",
-        "__printf_chk write - - - 2 2",
+        "__printf_chk write S - - 2 2",
         // The checked vprintf is __vfprintf_chk on stdout.
         "__vfprintf_chk write S - - 3 3",
+        "puts write S - 3 3 3",
+        // putchar and getchar are inlined as putc on stdout and getc (fgetc) on stdin.
+        "putc write S - 1 1 33",
         "fputs write S - 4 4 1",
         "fflush flush S - - - 0",
-        "__isoc99_scanf read - - - - -1",
+        "__isoc99_scanf read I - - - -1",
+        "fgetc read I - 1 0 -1",
     ];
     // glibc 2.38 added the C23 scanf family: absent before, without a warning.
     let nm = Command::new("nm")
@@ -2244,7 +2254,7 @@ fn stdio_calls_are_rows_under_the_names_compilers_give_them() {
         assert!(res.status.success(), "{name}: {:?}", res.status);
         assert_eq!(
             std::fs::read_to_string(wd.join("stdout.txt")).unwrap(),
-            "5\nok\nend\n",
+            "5\nok\nhi\n!end\n",
             "{name}"
         );
         let stderr = String::from_utf8_lossy(&res.stderr);
@@ -2285,6 +2295,11 @@ fn stdio_calls_are_rows_under_the_names_compilers_give_them() {
             "{name}: not opened by a traced call"
         );
         let stdout = stdout.i("handle_id");
+        // stdin's, of /dev/null: strata named the fds the command was started with before
+        // its exec (the process is gone when its calls are handled).
+        let stdin = handle_of("stream", "/dev/null");
+        assert_eq!(stdin.i("created_by_call_id"), None, "{name}");
+        let stdin = stdin.i("handle_id").unwrap();
         let o = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
         let got: Vec<String> = calls
             .iter()
@@ -2296,6 +2311,7 @@ fn stdio_calls_are_rows_under_the_names_compilers_give_them() {
                     Some(h) if h == fd => "D".into(),
                     Some(h) if h == long => "L".into(),
                     Some(h) if Some(h) == stdout => "S".into(),
+                    Some(h) if h == stdin => "I".into(),
                     Some(h) => format!("handle {h}"),
                 };
                 let ret = match c.s("function").unwrap() {
@@ -2369,7 +2385,7 @@ fn stdio_calls_are_rows_under_the_names_compilers_give_them() {
                 format!("write /fd.txt under {dprintf} 0 6"),
                 format!("lseek /fd.txt under {vdprintf} 6 -"),
                 format!("write /fd.txt under {vdprintf} 6 3"),
-                "write /stdout.txt under fflush 0 9".into(),
+                "write /stdout.txt under fflush 0 13".into(),
             ],
             "{name}"
         );
@@ -2379,7 +2395,8 @@ fn stdio_calls_are_rows_under_the_names_compilers_give_them() {
         // fgets_unlocked 3, fgetc_unlocked 1 (inlined when optimised), fread_unlocked 3;
         // written: fprintf 7, vfprintf 6, fputc, putc and fwrite 1 each, fputs 5 and 510,
         // fputc_unlocked and putc_unlocked (inlined when optimised) 1 each, dprintf 6,
-        // vdprintf 3, printf 2, vprintf 3, fputs 4 (fscanf says no count).
+        // vdprintf 3, printf 2, vprintf 3, puts 3, putchar 1, fputs 4 (fscanf says no count;
+        // getchar read nothing).
         let report = run(strata().args(["report", "--format", "json"]).arg(&out));
         assert!(report.status.success(), "{name}: {:?}", report.status);
         let report: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
@@ -2399,20 +2416,30 @@ fn stdio_calls_are_rows_under_the_names_compilers_give_them() {
                 stdio["bytes_read"].as_i64(),
                 stdio["bytes_written"].as_i64()
             ),
-            (Some(15 + inlined), Some(549 + 2 * inlined)),
+            (Some(15 + inlined), Some(553 + 2 * inlined)),
             "{name}: {stdio}"
         );
-        // The file summary: stream.txt's stdio reads, each once, and its one write(2).
+        // The file summary: stream.txt's stdio reads, each once, and its one write(2);
+        // stdout.txt's stdio writes, printf's, vprintf's, puts's and putchar's too.
         let files = report["summaries"]["files"].as_array().unwrap();
-        let stream_txt = |l: &str| {
+        let file = |l: &str, f: &str| {
             files
                 .iter()
-                .find(|f| f["layer"] == l && f["path"].as_str() == wd.join("stream.txt").to_str())
-                .unwrap_or_else(|| panic!("{name}: no {l} row for stream.txt"))
+                .find(|r| r["layer"] == l && r["path"].as_str() == wd.join(f).to_str())
+                .unwrap_or_else(|| panic!("{name}: no {l} row for {f}"))
                 .clone()
         };
-        assert_eq!(stream_txt("stdio")["bytes_read"], 15 + inlined, "{name}");
-        assert_eq!(stream_txt("posix")["bytes_written"], 23, "{name}");
+        assert_eq!(
+            file("stdio", "stream.txt")["bytes_read"],
+            15 + inlined,
+            "{name}"
+        );
+        assert_eq!(file("posix", "stream.txt")["bytes_written"], 23, "{name}");
+        assert_eq!(
+            file("stdio", "stdout.txt")["bytes_written"],
+            2 + 3 + 3 + 1 + 4,
+            "{name}"
+        );
 
         let probes = rows(&out, "probes");
         for f in ["__isoc23_fscanf", "__isoc23_vfscanf", "__isoc23_scanf"] {

@@ -551,6 +551,10 @@ pub const SPEC_EMIT_AT_ENTRY: u16 = 2;
 pub const SPEC_KERNEL: u16 = 4;
 /// [`FuncSpec::flags`]: the call closes or reopens its stream (fclose, freopen).
 pub const SPEC_STREAM_END: u16 = 8;
+/// [`FuncSpec::flags`]: the stream argument is not passed: the call works on the program's
+/// `stdout` or `stdin` (printf, puts, getchar), a libc variable the cookie finds
+/// ([`stream_var_cookie`]). Without that, the argument is 0 (no stream).
+pub const SPEC_IMPLICIT_STREAM: u16 = 16;
 
 /// The attach cookie of a uprobe: the function id in the low 32 bits, and above this shift
 /// the index of the attachment's [`TypeTable`] (0: none).
@@ -560,6 +564,37 @@ pub const COOKIE_TABLE_SHIFT: u32 = 32;
 /// its first argument plus the offset in bits 32-62, read and recorded at the call, with no
 /// return probe.
 pub const COOKIE_LOAD_AT_CALL: u64 = 1 << 63;
+/// Cookie bit of a uprobe whose call works on a C stream variable (`stdout`): its address, or
+/// with [`COOKIE_STREAM_INDIRECT`] the address of the library's GOT slot for it, is the
+/// probed address plus the signed 29-bit delta in bits 32-60.
+pub const COOKIE_STREAM_VAR: u64 = 1 << 62;
+pub const COOKIE_STREAM_INDIRECT: u64 = 1 << 61;
+const STREAM_DELTA_BITS: u32 = 29;
+
+/// The cookie of probe `func_id` on a call of the stream variable `delta` bytes from the
+/// probed address (through a GOT slot there when `indirect`); None when too far for the
+/// cookie.
+pub fn stream_var_cookie(func_id: u32, delta: i64, indirect: bool) -> Option<u64> {
+    let limit = 1i64 << (STREAM_DELTA_BITS - 1);
+    if !(-limit..limit).contains(&delta) {
+        return None;
+    }
+    let field = (delta as u64) & ((1 << STREAM_DELTA_BITS) - 1);
+    Some(
+        u64::from(func_id)
+            | field << COOKIE_TABLE_SHIFT
+            | COOKIE_STREAM_VAR
+            | if indirect { COOKIE_STREAM_INDIRECT } else { 0 },
+    )
+}
+
+/// The delta a [`stream_var_cookie`] holds.
+#[inline(always)]
+pub fn stream_var_delta(cookie: u64) -> i64 {
+    // Bit 60 to the sign bit, then back down with the sign.
+    ((cookie << (64 - COOKIE_TABLE_SHIFT - STREAM_DELTA_BITS)) as i64) >> (64 - STREAM_DELTA_BITS)
+}
+
 /// Entries of [`maps::TYPE_TABLES`]; index 0 is never used.
 pub const MAX_TYPE_TABLES: u32 = 256;
 /// Predefined types per [`TypeTable`].
@@ -651,6 +686,11 @@ pub struct ThreadStack {
     /// [`FuncSpec::stream_arg`]); 0 after a call that closes or reopens it.
     pub last_stream: u64,
     pub last_stream_fd: u64,
+    /// The library GOT slot of the stream variable (`stdout`) of this thread's last call on
+    /// one ([`SPEC_IMPLICIT_STREAM`]), and the variable's address it holds: fixed once the
+    /// process is loaded.
+    pub stream_slot: u64,
+    pub stream_var: u64,
 }
 
 /// The page-cache events merged per thread, in [`ThreadStack::runs`] order.

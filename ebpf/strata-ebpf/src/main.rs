@@ -29,13 +29,14 @@ use aya_ebpf::{
     programs::{BtfTracePointContext, ProbeContext, RetProbeContext, TracePointContext},
 };
 use strata_common::{
-    BLOB_WORDS, CALL_OUT_VALID, CLONE_THREAD, COOKIE_LOAD_AT_CALL, COOKIE_TABLE_SHIFT,
-    COUNTER_SLOTS, CallRecord, Config, Counter, DEREF_FAILED, FRAME_KERNEL, FRAME_STR_RETRY, Frame,
-    FuncSpec, IMAGE_ARGS, IMAGE_ARGS_PARTS, IMAGE_ENV, IMAGE_ENV_PARTS, IMAGE_PART, ImageHeader,
-    ImageRecord, MAX_ARGS, MAX_CGROUP_LEVEL, MAX_DEPTH, MAX_FUNCS, MAX_ONLY_VALUES, MAX_SYSCALLS,
-    MAX_TYPE_REFS, MAX_TYPE_TABLES, NO_ARG, OUT_TEXT, OnlyKey, ProcEvent, ProcRecord, RecordKind,
-    SPEC_EMIT_AT_ENTRY, SPEC_ENABLED, SPEC_STREAM_END, STR_CAP, STR_FAILED, StrHeader, StrRecord,
-    ThreadStack, TypeId, TypeIdsRecord, TypeTable, WAKEUP_BYTES,
+    BLOB_WORDS, CALL_OUT_VALID, CLONE_THREAD, COOKIE_LOAD_AT_CALL, COOKIE_STREAM_INDIRECT,
+    COOKIE_STREAM_VAR, COOKIE_TABLE_SHIFT, COUNTER_SLOTS, CallRecord, Config, Counter,
+    DEREF_FAILED, FRAME_KERNEL, FRAME_STR_RETRY, Frame, FuncSpec, IMAGE_ARGS, IMAGE_ARGS_PARTS,
+    IMAGE_ENV, IMAGE_ENV_PARTS, IMAGE_PART, ImageHeader, ImageRecord, MAX_ARGS, MAX_CGROUP_LEVEL,
+    MAX_DEPTH, MAX_FUNCS, MAX_ONLY_VALUES, MAX_SYSCALLS, MAX_TYPE_REFS, MAX_TYPE_TABLES, NO_ARG,
+    OUT_TEXT, OnlyKey, ProcEvent, ProcRecord, RecordKind, SPEC_EMIT_AT_ENTRY, SPEC_ENABLED,
+    SPEC_IMPLICIT_STREAM, SPEC_STREAM_END, STR_CAP, STR_FAILED, StrHeader, StrRecord, ThreadStack,
+    TypeId, TypeIdsRecord, TypeTable, WAKEUP_BYTES, stream_var_delta,
 };
 
 #[map]
@@ -400,6 +401,8 @@ fn emit_blobs(mask: u8, call_id: u64, args: &[u64; MAX_ARGS]) {
 struct Site {
     ip: u64,
     sp: u64,
+    /// The attach cookie where it finds a stream variable ([`COOKIE_STREAM_VAR`]), else 0.
+    stream_var: u64,
     table: u32,
     at_call: bool,
     loaded: i64,
@@ -408,6 +411,7 @@ struct Site {
 const NO_SITE: Site = Site {
     ip: 0,
     sp: 0,
+    stream_var: 0,
     table: 0,
     at_call: false,
     loaded: 0,
@@ -636,6 +640,35 @@ fn stream_fd(cfg: &Config, st: &mut ThreadStack, stream: u64, ends: bool) -> u64
     fd
 }
 
+/// The stream a call on the program's `stdout` or `stdin` works on: the variable's value now
+/// (a program may assign it), found from the probed address through the cookie (0: none).
+/// The library's GOT slot for the variable does not change in a process: the thread keeps
+/// what its last one held, as each read costs ~90 ns here.
+#[inline(always)]
+unsafe fn implicit_stream(st: *mut ThreadStack, site: Site) -> u64 {
+    if site.stream_var == 0 {
+        return 0;
+    }
+    let mut at = site
+        .ip
+        .wrapping_add(stream_var_delta(site.stream_var) as u64);
+    if site.stream_var & COOKIE_STREAM_INDIRECT != 0 {
+        let slot = at;
+        // SAFETY (all): this thread's stack; the helper tolerates bad user pointers.
+        unsafe {
+            if (*st).stream_slot == slot {
+                at = (*st).stream_var;
+            } else {
+                at = bpf_probe_read_user(slot as *const u64).unwrap_or(0);
+                (*st).stream_slot = slot;
+                (*st).stream_var = at;
+            }
+        }
+    }
+    // SAFETY: as above.
+    unsafe { bpf_probe_read_user(at as *const u64) }.unwrap_or(0)
+}
+
 /// Entry half shared by syscalls, uprobes and kernel functions: filter, push a frame, copy
 /// what the spec asks for among `CAPTURE`. Each program is built with only the captures its
 /// probes can use: older kernels' verifiers walk every loop of every capture on every path,
@@ -684,7 +717,17 @@ fn on_entry<const CAPTURE: u8>(spec: &FuncSpec, args: &mut [u64; MAX_ARGS], site
     }
     let st = thread::stack_or_new(tid)?;
     if CAPTURE & CAPTURE_LIBRARY != 0 && spec.stream_arg != NO_ARG {
-        let stream = args.get(spec.stream_arg as usize).copied().unwrap_or(0);
+        let stream = if spec.flags & SPEC_IMPLICIT_STREAM != 0 {
+            // SAFETY: this thread's stack.
+            unsafe { implicit_stream(st, site) }
+        } else {
+            args.get(spec.stream_arg as usize).copied().unwrap_or(0)
+        };
+        // Stored back either way: both paths leave the stack alike for the verifier, which
+        // then walks what follows once, not twice.
+        if let Some(a) = args.get_mut(spec.stream_arg as usize) {
+            *a = stream;
+        }
         // SAFETY: this thread's stack.
         let fd = unsafe { stream_fd(cfg, &mut *st, stream, spec.flags & SPEC_STREAM_END != 0) };
         if let Some(slot) = args.get_mut(spec.nargs as usize) {
@@ -1003,10 +1046,16 @@ fn try_uprobe_entry(ctx: &ProbeContext) -> Res<()> {
         ip: unsafe { (*ctx.regs).rip },
         // SAFETY: as above.
         sp: unsafe { (*ctx.regs).rsp },
+        stream_var: 0,
         table: (cookie >> COOKIE_TABLE_SHIFT) as u32,
         at_call: false,
         loaded: 0,
     };
+    // The cookie's upper half is a type table, a load at a call, or a stream variable.
+    if cookie & (COOKIE_LOAD_AT_CALL | COOKIE_STREAM_VAR) == COOKIE_STREAM_VAR {
+        site.stream_var = cookie;
+        site.table = 0;
+    }
     if cookie & COOKIE_LOAD_AT_CALL != 0 {
         // On the call: the callee would load its result from its first argument plus the
         // offset; the same load here, on the same thread, reads the same value.
@@ -1126,6 +1175,14 @@ fn try_process_exec(ctx: &TracePointContext) -> Res<()> {
     let _ = STRATA_TYPES_SENT.remove(tgid);
     if !traced(cfg, tgid) {
         return Ok(());
+    }
+    // ... and the streams and GOT slots the thread remembers are the old image's.
+    if let Some(st) = thread::stack(pid_tgid as u32) {
+        // SAFETY: this thread's stack.
+        unsafe {
+            (*st).last_stream = 0;
+            (*st).stream_slot = 0;
+        }
     }
     // SAFETY: offset from this kernel's sched_process_exec format file.
     let old: i32 = unsafe { ctx.read_at(cfg.exec_old_pid_off as usize) }.unwrap_or(0);
