@@ -2456,3 +2456,102 @@ fn stdio_calls_are_rows_under_the_names_compilers_give_them() {
         }
     }
 }
+
+/// A program may point `stdout` at a stream of its own (glibc: "normal variables which you can
+/// set"): printf, puts and putchar then write there, and their rows name that stream, at its
+/// positions. Built `-no-pie`, the executable has its own copy of `stdout` (a copy
+/// relocation, which the test checks is there), reached by libc through its GOT slot; built
+/// `-fPIC -pie`, libc's own variable is assigned.
+#[test]
+fn calls_on_an_assigned_stdout_name_the_stream_it_points_to() {
+    require_root();
+    let dir = std::fs::canonicalize(scratch("stdout_assigned")).unwrap();
+    for (name, flags, reloc) in [
+        ("copied", &["-O0", "-no-pie"][..], "R_X86_64_COPY"),
+        ("libc's", &["-O0", "-fPIC", "-pie"][..], "R_X86_64_GLOB_DAT"),
+    ] {
+        let exe = build_c("cc", "stdout_assigned.c", &dir.join(name), flags);
+        let relocs = Command::new("readelf")
+            .args(["-W", "-r"])
+            .arg(&exe)
+            .output()
+            .expect("readelf (binutils) runs");
+        let relocs = String::from_utf8_lossy(&relocs.stdout);
+        assert!(
+            relocs
+                .lines()
+                .any(|l| l.contains(reloc) && l.contains(" stdout@")),
+            "{name}: stdout by {reloc}:\n{relocs}"
+        );
+        let wd = dir.join(format!("wd-{name}"));
+        std::fs::create_dir(&wd).unwrap();
+        let out = dir.join(format!("out-{name}"));
+        let res = run(common::recording("posix,stdio", &out).arg(&exe).arg(&wd));
+        assert!(res.status.success(), "{name}: {:?}", res.status);
+        assert_eq!(String::from_utf8_lossy(&res.stdout), "0\n", "{name}");
+        assert_eq!(
+            std::fs::read_to_string(wd.join("log.txt")).unwrap(),
+            "42\nabc\nx",
+            "{name}"
+        );
+        let pid = workload_pid(&out, &exe);
+        let files = rows(&out, "files");
+        let mut calls: Vec<Row> = rows(&out, "calls")
+            .into_iter()
+            .filter(|c| c.i("pid") == Some(pid) && c.s("layer") == Some("stdio"))
+            .collect();
+        calls.sort_by_key(|c| c.i("ts_begin_ns"));
+        let log = calls
+            .first()
+            .filter(|c| c.s("function") == Some("fopen"))
+            .and_then(|c| c.i("handle_id"))
+            .unwrap_or_else(|| panic!("{name}: the first stdio call is the fopen"));
+        let o = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
+        let got: Vec<String> = calls
+            .iter()
+            .map(|c| {
+                let h = match c.i("handle_id") {
+                    Some(h) if h == log => "L".to_string(),
+                    Some(_) => "other".into(),
+                    None => "-".into(),
+                };
+                format!(
+                    "{} {h} {} {} {}",
+                    c.s("function").unwrap(),
+                    o(c.i("offset")),
+                    o(c.i("bytes_requested")),
+                    o(c.i("bytes_result")),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "fopen L - - -",
+                "printf L 0 - 3",
+                "puts L 3 4 4",
+                "putchar L 7 1 1",
+                "fclose L - - -",
+                // stdout again: the stream of the fd 1 the test gave the command.
+                "printf other - - 2",
+            ],
+            "{name}"
+        );
+        let last = calls.last().unwrap();
+        let h = rows(&out, "handles")
+            .into_iter()
+            .find(|h| h.i("handle_id") == last.i("handle_id"))
+            .unwrap();
+        assert_eq!(
+            (h.s("kind"), h.i("created_by_call_id")),
+            (Some("stream"), None),
+            "{name}"
+        );
+        // The test reads strata's stdout through a pipe, which the command inherited.
+        let path = path_in(&files, "file_id", h.i("file_id"), &wd);
+        assert!(
+            path.as_deref().is_some_and(|p| p.starts_with("pipe:[")),
+            "{name}: stdout's file is the inherited pipe: {path:?}"
+        );
+    }
+}
