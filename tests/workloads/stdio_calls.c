@@ -1,8 +1,8 @@
 /* A fixed sequence of stdio calls whose bytes, positions and results are known. The host
  * tests build it twice and compare the rows with this sequence:
  *   -O0                          every function below is called by its own name, except
- *                                fscanf, scanf and vfscanf, which <stdio.h> sends to
- *                                glibc's __isoc99_ versions;
+ *                                fscanf, scanf, vfscanf and vscanf, which <stdio.h> sends
+ *                                to glibc's __isoc99_ versions;
  *   -O2 -D_FORTIFY_SOURCE=2      the printf family and the reads into buffers of known size
  *                                call the checked __*_chk versions, getline becomes
  *                                __getdelim, and the *_unlocked character functions are
@@ -48,6 +48,14 @@ static int vout(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     int n = vprintf(fmt, ap);
+    va_end(ap);
+    return n;
+}
+
+static int vin(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vscanf(fmt, ap);
     va_end(ap);
     return n;
 }
@@ -126,10 +134,13 @@ int main(int argc, char **argv) {
     if (vout("%s\n", "ok") != 3) return 36;
     if (puts("hi") < 0) return 47;                             /* "hi\n" */
     if (putchar('!') != '!') return 48;
+    if (putchar_unlocked('?') != '?') return 49;
     if (fputs("end\n", stdout) < 0) return 45;
-    if (fflush(stdout) != 0) return 46;                        /* write(2) of 13 bytes at 0 */
+    if (fflush(stdout) != 0) return 46;                        /* write(2) of 14 bytes at 0 */
     /* stdin, at its end. */
     if (scanf("%d", &x) != EOF) return 37;
+    if (vin("%d", &x) != EOF) return 39;
     if (getchar() != EOF) return 38;
+    if (getchar_unlocked() != EOF) return 40;
     return 0;
 }

@@ -1315,6 +1315,8 @@ mod tests {
             ("puts", "stdout", 1),
             ("getchar", "stdin", 0),
             ("__isoc99_scanf", "stdin", 1),
+            ("__isoc99_vscanf", "stdin", 2),
+            ("putchar_unlocked", "stdout", 1),
         ] {
             let p = probe(f);
             let spec = p.spec();
