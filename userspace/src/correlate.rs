@@ -1044,11 +1044,38 @@ impl Correlator {
             Op::Exit => self.procs.set_exit_code(pid, rec.args[0] as i32),
             Op::Chdir if !failed => self.chdir(pid, path.as_deref(), handle),
             // MPI_Wait completes a request; MPI_Test only when its flag came back true.
+            // MPI_Waitall and MPI_Testall complete each of their array's, MPI_Waitany the one
+            // at the index it returns (which its row names).
             Op::Wait if !failed => {
                 let done = p.arg(ArgKind::OutHandle32).is_none()
                     || (rec.flags & CALL_OUT_VALID != 0 && rec.out != 0);
-                if let (true, Some(h)) = (done, handle) {
-                    self.handles.destroy(h, Some(call_id), Some(ts_end));
+                match p.arg(ArgKind::RequestArray) {
+                    Some(i) => {
+                        let n = arg(ArgKind::Rank).map_or(0, |n| n as u32 as usize);
+                        let mut reqs = request_array(arr(i).unwrap_or_default(), int_handles);
+                        reqs.truncate(n);
+                        let completed: Vec<u64> = match p.arg(ArgKind::OutInt32) {
+                            Some(_) => out
+                                .and_then(|at| reqs.get(at as u32 as usize).copied())
+                                .into_iter()
+                                .collect(),
+                            None if done => reqs,
+                            None => Vec::new(),
+                        };
+                        for r in completed {
+                            if let Some(h) = self.handles.lookup(pid, lib_raw(r)) {
+                                self.handles.destroy(h, Some(call_id), Some(ts_end));
+                                if p.arg(ArgKind::OutInt32).is_some() {
+                                    handle = Some(h);
+                                }
+                            }
+                        }
+                    }
+                    None => {
+                        if let (true, Some(h)) = (done, handle) {
+                            self.handles.destroy(h, Some(call_id), Some(ts_end));
+                        }
+                    }
                 }
             }
             _ => {}
@@ -1085,8 +1112,12 @@ impl Correlator {
             .or(kfile);
         let flags = arg(ArgKind::Flags).map(|v| v as i64);
         let nargs = p.args.len().min(rec.args.len());
-        // The first array argument, when the call says how long it is (`rank`).
-        let first_array = p.args.iter().position(|k| k.is_array());
+        // The first array argument, when the call says how long it is (`rank`); requests are
+        // not dimensions.
+        let first_array = p
+            .args
+            .iter()
+            .position(|k| k.is_array() && *k != ArgKind::RequestArray);
         let dims = match (
             arg(ArgKind::Rank),
             first_array.and_then(|i| arr(i).map(|w| (i, w))),
@@ -1310,6 +1341,17 @@ impl Layer {
             Layer::Hdf5 => "hid",
             Layer::Netcdf => "ncid",
         }
+    }
+}
+
+/// The requests of an `MPI_Request` array as the kernel side copied it: 64-bit pointers
+/// (Open MPI), or under the MPICH ABI 32-bit integers, two to a word.
+fn request_array(words: &[u64], int_handles: bool) -> Vec<u64> {
+    match int_handles {
+        true => crate::netcdf::ints(words)
+            .map(|v| u64::from(v as u32))
+            .collect(),
+        false => words.to_vec(),
     }
 }
 

@@ -312,6 +312,7 @@ kinds!(
         Stdout = "stdout",
         Stdin = "stdin",
         RequestRef = "request_ref",
+        RequestArray = "request_array",
         Datatype = "datatype",
         H5Type = "h5type",
         Plist = "plist",
@@ -358,7 +359,7 @@ impl ArgKind {
     }
     /// Pointers to arrays copied at entry.
     pub fn is_array(self) -> bool {
-        matches!(self, Self::Dims | Self::IntArray)
+        matches!(self, Self::Dims | Self::IntArray | Self::RequestArray)
     }
     /// Pointers to handles, read at entry (the call may overwrite them).
     fn is_deref(self) -> bool {
@@ -504,7 +505,10 @@ impl Probe {
         self.args.iter().any(|k| {
             matches!(
                 k,
-                ArgKind::Datatype | ArgKind::OutRequest | ArgKind::RequestRef
+                ArgKind::Datatype
+                    | ArgKind::OutRequest
+                    | ArgKind::RequestRef
+                    | ArgKind::RequestArray
             )
         })
     }

@@ -686,16 +686,27 @@ fn mpich_predefined_datatypes_are_sized_from_their_handles() {
     );
 }
 
-fn mpi_io_calls(mpi: Mpi) {
+/// Builds workload `src` with `mpi`'s compiler as `names` (Open MPI's, MPICH's) and records
+/// it writing `data.bin`: the executable, the file and the dataset.
+fn record_mpi_workload(
+    mpi: Mpi,
+    src: &str,
+    names: (&str, &str),
+) -> (std::path::PathBuf, std::path::PathBuf, std::path::PathBuf) {
     require_root();
     let (name, cc) = match mpi {
-        Mpi::Open => ("mpiio", "mpicc"),
-        Mpi::Mpich => ("mpich_io", "mpicc.mpich"),
+        Mpi::Open => (names.0, "mpicc"),
+        Mpi::Mpich => (names.1, "mpicc.mpich"),
     };
     let dir = scratch(&format!("{name}_build"));
-    let exe = build_c(cc, "mpiio.c", &dir.join(name), &[]);
+    let exe = build_c(cc, src, &dir.join(name), &[]);
     let file = dir.join("data.bin");
     let out = record_job(name, &[], mpi.launcher(), &exe, &[file.to_str().unwrap()]);
+    (exe, file, out)
+}
+
+fn mpi_io_calls(mpi: Mpi) {
+    let (exe, file, out) = record_mpi_workload(mpi, "mpiio.c", ("mpiio", "mpich_io"));
 
     let procs = rows(&out, "processes");
     let mut ranks: Vec<(i64, i64)> = procs
@@ -899,6 +910,89 @@ fn mpi_io_calls(mpi: Mpi) {
         .filter_map(|c| c.i("bytes_result"))
         .sum();
     assert_eq!(total, RANKS * (4096 + 8192 + 1000 + 240 + 1024));
+}
+
+/// Requests completed several at a time (tests/workloads/mpi_requests.c): the three
+/// iwrites' requests by the one MPI_Waitall, the two ireads' by one MPI_Waitany each (whose
+/// row names it), the last iwrite's by the MPI_Testall that found it done.
+fn mpi_requests_completed_together(mpi: Mpi) {
+    let (exe, _, out) = record_mpi_workload(mpi, "mpi_requests.c", ("requests", "mpich_requests"));
+    let calls = rows(&out, "calls");
+    let handles = rows(&out, "handles");
+    let ranks: Vec<i64> = rows(&out, "processes")
+        .iter()
+        .filter(|p| p.s("exe") == exe.to_str())
+        .filter_map(|p| p.i("pid"))
+        .collect();
+    assert_eq!(ranks.len(), RANKS as usize);
+    for pid in ranks {
+        let of = |f: &str| -> Vec<&Row> {
+            let mut v: Vec<&Row> = calls
+                .iter()
+                .filter(|c| c.i("pid") == Some(pid) && c.s("function") == Some(f))
+                .collect();
+            v.sort_by_key(|c| c.i("ts_begin_ns"));
+            v
+        };
+        // The request each call created.
+        let request = |c: &Row| -> &Row {
+            handles
+                .iter()
+                .find(|h| h.i("created_by_call_id") == c.i("call_id"))
+                .unwrap_or_else(|| panic!("pid {pid}: no request from {c:?}"))
+        };
+        let iwrites = of("MPI_File_iwrite_at");
+        let ireads = of("MPI_File_iread_at");
+        assert_eq!((iwrites.len(), ireads.len()), (4, 2), "pid {pid}");
+        let waitall = of("MPI_Waitall");
+        assert_eq!(waitall.len(), 1, "pid {pid}");
+        for w in &iwrites[..3] {
+            let r = request(w);
+            assert_eq!(r.s("kind"), Some("request"));
+            assert_eq!(
+                r.i("destroyed_by_call_id"),
+                waitall[0].i("call_id"),
+                "pid {pid}: {w:?}"
+            );
+        }
+        assert_eq!(waitall[0].i("handle_id"), None, "names no one request");
+        let waitany = of("MPI_Waitany");
+        assert_eq!(waitany.len(), 2, "pid {pid}");
+        let mut by: Vec<(Option<i64>, Option<i64>)> = ireads
+            .iter()
+            .map(|c| {
+                let r = request(c);
+                (r.i("handle_id"), r.i("destroyed_by_call_id"))
+            })
+            .collect();
+        let mut want: Vec<(Option<i64>, Option<i64>)> = waitany
+            .iter()
+            .map(|w| (w.i("handle_id"), w.i("call_id")))
+            .collect();
+        by.sort();
+        want.sort();
+        assert_eq!(
+            by, want,
+            "pid {pid}: each MPI_Waitany completes and names one iread's"
+        );
+        let testall = of("MPI_Testall");
+        assert!(!testall.is_empty(), "pid {pid}");
+        assert_eq!(
+            request(iwrites[3]).i("destroyed_by_call_id"),
+            testall.last().unwrap().i("call_id"),
+            "pid {pid}: the last MPI_Testall found it done"
+        );
+    }
+}
+
+#[test]
+fn mpi_requests_completed_together_are_each_destroyed_by_their_call() {
+    mpi_requests_completed_together(Mpi::Open);
+}
+
+#[test]
+fn mpich_requests_completed_together_are_each_destroyed_by_their_call() {
+    mpi_requests_completed_together(Mpi::Mpich);
 }
 
 /// HDF5 linked statically into the program (h5pcc's default): its functions are probed in

@@ -1,0 +1,47 @@
+/* Non-blocking MPI-IO requests completed several at a time, on N ranks (rank r), in FILE:
+ *   MPI_File_iwrite_at x3   100 B each at r*1000 + 0, 100, 200; then one MPI_Waitall
+ *   MPI_File_iread_at x2    100 B each at r*1000 + 0, 100; then MPI_Waitany twice
+ *   MPI_File_iwrite_at      100 B at r*1000 + 300; then MPI_Testall until its flag is set
+ * usage: mpirun -np N mpi_requests FILE (any MPI: Open MPI's or MPICH's mpicc) */
+#include <mpi.h>
+#include <string.h>
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (argc != 2) MPI_Abort(MPI_COMM_WORLD, 1);
+    MPI_File fh;
+    if (MPI_File_open(MPI_COMM_WORLD, argv[1], MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh))
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    char buf[400], back[200];
+    memset(buf, 'a' + rank, sizeof buf);
+    MPI_Offset base = (MPI_Offset)rank * 1000;
+    MPI_Request reqs[3];
+    MPI_Status sts[3];
+
+    for (int i = 0; i < 3; i++)
+        MPI_File_iwrite_at(fh, base + i * 100, buf + i * 100, 100, MPI_BYTE, &reqs[i]);
+    if (MPI_Waitall(3, reqs, sts)) MPI_Abort(MPI_COMM_WORLD, 3);
+    for (int i = 0; i < 3; i++)
+        if (reqs[i] != MPI_REQUEST_NULL) MPI_Abort(MPI_COMM_WORLD, 4);
+
+    for (int i = 0; i < 2; i++)
+        MPI_File_iread_at(fh, base + i * 100, back + i * 100, 100, MPI_BYTE, &reqs[i]);
+    for (int k = 0; k < 2; k++) {
+        int index;
+        MPI_Status st;
+        if (MPI_Waitany(2, reqs, &index, &st) || index == MPI_UNDEFINED)
+            MPI_Abort(MPI_COMM_WORLD, 5);
+    }
+    if (memcmp(back, buf, 200)) MPI_Abort(MPI_COMM_WORLD, 6);
+
+    MPI_File_iwrite_at(fh, base + 300, buf + 300, 100, MPI_BYTE, &reqs[0]);
+    int flag = 0;
+    while (!flag)
+        if (MPI_Testall(1, reqs, &flag, sts)) MPI_Abort(MPI_COMM_WORLD, 7);
+
+    MPI_File_close(&fh);
+    MPI_Finalize();
+    return 0;
+}
