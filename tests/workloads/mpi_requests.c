@@ -2,6 +2,8 @@
  *   MPI_File_iwrite_at x3   100 B each at r*1000 + 0, 100, 200; then one MPI_Waitall
  *   MPI_File_iread_at x2    100 B each at r*1000 + 0, 100; then MPI_Waitany twice
  *   MPI_File_iwrite_at      100 B at r*1000 + 300; then MPI_Testall until its flag is set
+ *   MPI_File_iwrite_at x2   100 B each at r*1000 + 400, 500; then MPI_Testany until both
+ *                           are done
  * usage: mpirun -np N mpi_requests FILE (any MPI: Open MPI's or MPICH's mpicc) */
 #include <mpi.h>
 #include <string.h>
@@ -14,7 +16,7 @@ int main(int argc, char **argv) {
     MPI_File fh;
     if (MPI_File_open(MPI_COMM_WORLD, argv[1], MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh))
         MPI_Abort(MPI_COMM_WORLD, 2);
-    char buf[400], back[200];
+    char buf[600], back[200];
     memset(buf, 'a' + rank, sizeof buf);
     MPI_Offset base = (MPI_Offset)rank * 1000;
     MPI_Request reqs[3];
@@ -40,6 +42,14 @@ int main(int argc, char **argv) {
     int flag = 0;
     while (!flag)
         if (MPI_Testall(1, reqs, &flag, sts)) MPI_Abort(MPI_COMM_WORLD, 7);
+
+    for (int i = 0; i < 2; i++)
+        MPI_File_iwrite_at(fh, base + 400 + i * 100, buf + 400 + i * 100, 100, MPI_BYTE, &reqs[i]);
+    for (int left = 2; left > 0;) {
+        int index;
+        if (MPI_Testany(2, reqs, &index, &flag, sts)) MPI_Abort(MPI_COMM_WORLD, 8);
+        if (flag && index != MPI_UNDEFINED) left--;
+    }
 
     MPI_File_close(&fh);
     MPI_Finalize();

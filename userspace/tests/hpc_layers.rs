@@ -914,7 +914,8 @@ fn mpi_io_calls(mpi: Mpi) {
 
 /// Requests completed several at a time (tests/workloads/mpi_requests.c): the three
 /// iwrites' requests by the one MPI_Waitall, the two ireads' by one MPI_Waitany each (whose
-/// row names it), the last iwrite's by the MPI_Testall that found it done.
+/// row names it), the fourth iwrite's by the MPI_Testall that found it done, the last two's
+/// by the MPI_Testany that found each done.
 fn mpi_requests_completed_together(mpi: Mpi) {
     let (exe, _, out) = record_mpi_workload(mpi, "mpi_requests.c", ("requests", "mpich_requests"));
     let calls = rows(&out, "calls");
@@ -943,7 +944,7 @@ fn mpi_requests_completed_together(mpi: Mpi) {
         };
         let iwrites = of("MPI_File_iwrite_at");
         let ireads = of("MPI_File_iread_at");
-        assert_eq!((iwrites.len(), ireads.len()), (4, 2), "pid {pid}");
+        assert_eq!((iwrites.len(), ireads.len()), (6, 2), "pid {pid}");
         let waitall = of("MPI_Waitall");
         assert_eq!(waitall.len(), 1, "pid {pid}");
         for w in &iwrites[..3] {
@@ -958,21 +959,31 @@ fn mpi_requests_completed_together(mpi: Mpi) {
         assert_eq!(waitall[0].i("handle_id"), None, "names no one request");
         let waitany = of("MPI_Waitany");
         assert_eq!(waitany.len(), 2, "pid {pid}");
-        let mut by: Vec<(Option<i64>, Option<i64>)> = ireads
-            .iter()
-            .map(|c| {
-                let r = request(c);
-                (r.i("handle_id"), r.i("destroyed_by_call_id"))
-            })
-            .collect();
-        let mut want: Vec<(Option<i64>, Option<i64>)> = waitany
-            .iter()
-            .map(|w| (w.i("handle_id"), w.i("call_id")))
-            .collect();
-        by.sort();
-        want.sort();
+        // (request, the call that destroyed it) of each of these calls' requests.
+        let destroyed = |cs: &[&Row]| {
+            let mut v: Vec<(Option<i64>, Option<i64>)> = cs
+                .iter()
+                .map(|c| {
+                    let r = request(c);
+                    (r.i("handle_id"), r.i("destroyed_by_call_id"))
+                })
+                .collect();
+            v.sort();
+            v
+        };
+        // (the request it names, itself) of each of these calls that names one.
+        let naming = |cs: &[&Row]| {
+            let mut v: Vec<(Option<i64>, Option<i64>)> = cs
+                .iter()
+                .filter(|c| c.i("handle_id").is_some())
+                .map(|c| (c.i("handle_id"), c.i("call_id")))
+                .collect();
+            v.sort();
+            v
+        };
         assert_eq!(
-            by, want,
+            destroyed(&ireads),
+            naming(&waitany),
             "pid {pid}: each MPI_Waitany completes and names one iread's"
         );
         let testall = of("MPI_Testall");
@@ -981,6 +992,13 @@ fn mpi_requests_completed_together(mpi: Mpi) {
             request(iwrites[3]).i("destroyed_by_call_id"),
             testall.last().unwrap().i("call_id"),
             "pid {pid}: the last MPI_Testall found it done"
+        );
+        // The polls that found nothing done name nothing.
+        let testany = of("MPI_Testany");
+        assert_eq!(
+            destroyed(&iwrites[4..]),
+            naming(&testany),
+            "pid {pid}: two MPI_Testany complete and name one each"
         );
     }
 }
