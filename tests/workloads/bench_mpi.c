@@ -1,9 +1,11 @@
 /* Benchmark workload: N collective writes of SIZE bytes per rank to one shared file, through
  * MPI-IO (MPI_File_write_at_all) or parallel HDF5 (H5Dwrite of a hyperslab, collective
- * transfer). Prints the slowest rank's loop time in nanoseconds on rank 0, so start-up and
+ * transfer); or `halo`: N exchanges of SIZE bytes between pairs of ranks (MPI_Irecv,
+ * MPI_Isend, MPI_Waitall), the communication that the MPI-IO layer's request probes also
+ * see. Prints the slowest rank's loop time in nanoseconds on rank 0, so start-up and
  * teardown (of the job and of a tracer) are not counted.
  *
- * usage: mpirun -np R bench_mpi mpiio|hdf5 SIZE N DIR
+ * usage: mpirun -np R bench_mpi mpiio|hdf5|halo SIZE N DIR (R even for halo)
  * (built with -DBENCH_NO_HDF5, for an MPI without an HDF5 of its own: mpiio only) */
 #ifndef BENCH_NO_HDF5
 #include <hdf5.h>
@@ -38,6 +40,20 @@ int main(int argc, char **argv) {
                                   MPI_BYTE, MPI_STATUS_IGNORE);
         t1 = MPI_Wtime();
         MPI_File_close(&fh);
+    } else if (!strcmp(mode, "halo")) {
+        char *in = malloc(size);
+        int peer = rank ^ 1;
+        if (peer >= nprocs) MPI_Abort(MPI_COMM_WORLD, 4);
+        MPI_Request reqs[2];
+        MPI_Barrier(MPI_COMM_WORLD);
+        t0 = MPI_Wtime();
+        for (long i = 0; i < n; i++) {
+            MPI_Irecv(in, (int)size, MPI_BYTE, peer, 0, MPI_COMM_WORLD, &reqs[0]);
+            MPI_Isend(buf, (int)size, MPI_BYTE, peer, 0, MPI_COMM_WORLD, &reqs[1]);
+            MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE);
+        }
+        t1 = MPI_Wtime();
+        free(in);
 #ifndef BENCH_NO_HDF5
     } else if (!strcmp(mode, "hdf5")) {
         hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);

@@ -43,7 +43,8 @@ struct TraceOpts {
     probes: Option<PathBuf>,
     /// Trace exactly these layers (comma-separated: posix, stdio, libc, mpiio, hdf5,
     /// netcdf, vfs, block, pagecache), including probes marked `enabled = false`.
-    /// Default: the probes enabled in the file (all but libc).
+    /// Default: the probes enabled in the file: all but libc's, and MPI's request waits
+    /// (MPI_Wait, MPI_Test, ...), which trap on every communication request too.
     #[arg(long, value_delimiter = ',')]
     layers: Option<Vec<String>>,
     /// Ring buffer size in MiB (rounded up to a power of two). strata copies records out of it

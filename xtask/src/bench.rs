@@ -15,6 +15,7 @@ struct Case {
     mode: &'static str,
     /// Bytes per collective write of each of 4 ranks (tests/workloads/bench_mpi.c).
     mpi_size: Option<u64>,
+    /// `--layers`; empty: strata's default probes.
     layers: &'static str,
     /// Traced calls per loop iteration (for the per-call cost).
     calls_per_iter: u64,
@@ -185,6 +186,27 @@ const CASES: &[Case] = &[
         layers: "posix,mpiio,hdf5",
         calls_per_iter: 1,
         divisor: 4_000,
+        empty: None,
+    },
+    // Communication, no I/O: 4 ranks exchanging 64 B in pairs (MPI_Irecv, MPI_Isend,
+    // MPI_Waitall). By default strata leaves MPI's request waits unprobed, since they also fire
+    // for every communication request; naming the mpiio layer probes them.
+    Case {
+        name: "MPI halo 64B x4",
+        mode: "halo",
+        mpi_size: Some(64),
+        layers: "",
+        calls_per_iter: 1,
+        divisor: 2,
+        empty: None,
+    },
+    Case {
+        name: "  + mpiio (waits)",
+        mode: "halo",
+        mpi_size: Some(64),
+        layers: "posix,mpiio",
+        calls_per_iter: 1,
+        divisor: 2,
         empty: None,
     },
 ];
@@ -359,10 +381,11 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
             );
             let mut cmd = if traced {
                 let mut c = Command::new(&strata);
-                c.args(["record", "-q", "--layers", case.layers, "-o"])
-                    .arg(&out_dir)
-                    .arg("--")
-                    .args(&argv);
+                c.args(["record", "-q", "-o"]).arg(&out_dir);
+                if !case.layers.is_empty() {
+                    c.args(["--layers", case.layers]);
+                }
+                c.arg("--").args(&argv);
                 c
             } else {
                 let mut c = Command::new(&argv[0]);
