@@ -45,12 +45,13 @@ int main(int argc, char **argv) {
         int peer = rank ^ 1;
         if (peer >= nprocs) MPI_Abort(MPI_COMM_WORLD, 4);
         MPI_Request reqs[2];
+        MPI_Status sts[2];
         MPI_Barrier(MPI_COMM_WORLD);
         t0 = MPI_Wtime();
         for (long i = 0; i < n; i++) {
             MPI_Irecv(in, (int)size, MPI_BYTE, peer, 0, MPI_COMM_WORLD, &reqs[0]);
             MPI_Isend(buf, (int)size, MPI_BYTE, peer, 0, MPI_COMM_WORLD, &reqs[1]);
-            MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE);
+            MPI_Waitall(2, reqs, sts);
         }
         t1 = MPI_Wtime();
         free(in);
