@@ -1044,8 +1044,8 @@ impl Correlator {
             Op::Exit => self.procs.set_exit_code(pid, rec.args[0] as i32),
             Op::Chdir if !failed => self.chdir(pid, path.as_deref(), handle),
             // MPI_Wait completes a request; MPI_Test only when its flag came back true.
-            // MPI_Waitall and MPI_Testall complete each of their array's, MPI_Waitany the one
-            // at the index it returns (which its row names).
+            // MPI_Waitall and MPI_Testall complete each of their array's, MPI_Waitany and
+            // MPI_Testany the one at the index they return (which their rows name).
             Op::Wait if !failed => {
                 let done = p.arg(ArgKind::OutHandle32).is_none()
                     || (rec.flags & CALL_OUT_VALID != 0 && rec.out != 0);
