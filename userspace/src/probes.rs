@@ -970,7 +970,7 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
             .iter()
             .filter(|k| **k == ArgKind::Handle || k.stream_var().is_some())
             .count();
-        if streams > 0 && args.iter().any(|k| k.stream_var().is_some()) {
+        if args.iter().any(|k| k.stream_var().is_some()) {
             if layer != Layer::Stdio || raw.stdio_fileno_offset.is_none() {
                 return Err(bad(
                     "`stdout` and `stdin` are for stdio probes, with the file's \
@@ -985,6 +985,11 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
                     MAX_ARGS - 1
                 )));
             }
+        }
+        if args.contains(&ArgKind::RequestArray) && !args.contains(&ArgKind::Rank) {
+            return Err(bad(
+                "a `request_array` needs a `rank` argument: how many requests it holds".into(),
+            ));
         }
         let mut first_arg = [NO_ARG; ArgKind::COUNT];
         for (i, k) in args.iter().enumerate().rev() {
@@ -1363,6 +1368,17 @@ mod tests {
             let e = with(f, layer, args).unwrap_err().to_string();
             assert!(e.contains(why), "{layer} {args}: {e}");
         }
+    }
+
+    /// A request array is only as long as the call says: without its `rank`, refused.
+    #[test]
+    fn a_request_array_needs_its_count() {
+        let e = parse(
+            "[[probe]]\nlayer = \"mpiio\"\nlibrary = \"libmpi.so.40\"\nsymbol = \"MPI_Waitall\"\nop = \"wait\"\nargs = [\"int\", \"request_array\", \"ptr\"]\nret = \"mpi_status\"\n",
+            "t.toml",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("needs a `rank`"), "{e}");
     }
 
     /// The cookie keeps a stream variable's signed distance from the probed address.
