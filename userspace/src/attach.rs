@@ -412,6 +412,7 @@ pub struct Options {
     pub syscall_mode: SyscallMode,
     pub datatype_size_offset: u32,
     pub stdio_fileno_offset: u32,
+    pub stdio_read_offset: u32,
 }
 
 impl Options {
@@ -432,6 +433,7 @@ impl Options {
                 .iter()
                 .find_map(|p| p.stdio_fileno_offset)
                 .unwrap_or(0) as u32,
+            stdio_read_offset: probes.iter().find_map(|p| p.stdio_read_offset).unwrap_or(0) as u32,
         }
     }
 }
@@ -985,6 +987,7 @@ fn lifecycle_config(root: &Path, opts: &Options) -> anyhow::Result<Config> {
         exec_filename_off: off(&exec, "filename")?,
         datatype_size_off: opts.datatype_size_offset,
         stdio_fileno_off: opts.stdio_fileno_offset,
+        stdio_read_off: opts.stdio_read_offset,
         stopped: 0,
         cgroup_mode: u32::from(opts.cgroup_mode),
         user_filter: u32::from(!opts.users.is_empty()),

@@ -124,8 +124,11 @@ pub struct Correlator {
     nc_vars: crate::netcdf::Variables,
     /// MPI datatype sizes asked beneath transfers, for MPIs with integer handles.
     type_sizes: crate::mpi_types::TypeSizes,
-    /// Where the calls beneath library calls began on the handles they moved.
+    /// Where the calls beneath library calls began on the handles they moved, and what
+    /// they read.
     starts_beneath: crate::handles::StartsBeneath,
+    /// The read(2) syscall is recorded: a stream's refills beneath fscanf are all seen.
+    reads_recorded: bool,
     /// Collective opens so far per (pid, file id).
     collective_opens: HashMap<(i32, i64), u32>,
     pub files: Files,
@@ -152,6 +155,9 @@ impl Correlator {
                 && matches!(p.op, Op::Read | Op::Write)
                 && p.arg(ArgKind::OutRequest).is_some()
         });
+        let reads_recorded = probes
+            .iter()
+            .any(|p| p.enabled && matches!(&p.target, Target::Syscall(n) if n == "read"));
         let mut libraries: Vec<(String, Arc<[String]>)> = probes
             .iter()
             .filter(|p| p.enabled)
@@ -195,6 +201,7 @@ impl Correlator {
             nc_vars: Default::default(),
             type_sizes: Default::default(),
             starts_beneath: Default::default(),
+            reads_recorded,
             files: Files::default(),
             summary: Summary::default(),
             kernel: Default::default(),
@@ -568,6 +575,38 @@ impl Correlator {
         Some(id)
     }
 
+    /// The bytes a call that does not say what it read (fscanf) consumed from its stream:
+    /// what the stream had buffered when it began, plus what read(2)s on the stream's fd
+    /// beneath it refilled, less what it had buffered when it returned. None where any of
+    /// these is unknown, and for a stream without an fd (fmemopen), refilled by no read.
+    fn scanned(
+        &self,
+        pid: i32,
+        p: &Probe,
+        rec: &CallRecord,
+        buffered_end: Option<u64>,
+        beneath: &[crate::handles::Beneath],
+    ) -> Option<i64> {
+        // The kernel side's slots after the arguments: the stream's fd, then what it had
+        // buffered at entry (u64::MAX: unreadable).
+        let fd = i32::try_from(*rec.args.get(p.args.len())?).ok()?;
+        let buffered_begin = *rec.args.get(p.args.len() + 1)?;
+        if !self.reads_recorded || buffered_begin == u64::MAX {
+            return None;
+        }
+        let refilled = match self.handles.lookup(pid, Raw::Fd(fd)) {
+            Some(h) => beneath
+                .iter()
+                .find(|b| b.handle == h)
+                .map_or(Some(0), |b| b.read)?,
+            None => 0,
+        };
+        let consumed = (buffered_begin as i64)
+            .checked_add(refilled)?
+            .checked_sub(i64::try_from(buffered_end?).ok()?)?;
+        (consumed >= 0).then_some(consumed)
+    }
+
     fn call(&mut self, rec: &CallRecord) -> Option<CallRow> {
         let p = Rc::clone(self.probes.get(rec.func_id as usize)?);
         if p.internal && p.op == Op::Load {
@@ -656,7 +695,8 @@ impl Correlator {
             RetKind::Char => ret == -1,
             RetKind::MpiStatus => ret != 0,
             RetKind::Hid => ret < 0,
-            RetKind::None => false,
+            // EOF from fscanf may still have consumed input (the white space before the end).
+            RetKind::Scanned | RetKind::None => false,
         };
         let errno = (kernel_ret && ret < 0).then(|| (-ret) as i32);
 
@@ -714,6 +754,17 @@ impl Correlator {
             }
             _ => h5_bytes,
         };
+        // What the calls beneath a library call did (taken for every library call, to forget
+        // what was noted beneath it).
+        let from_library = matches!(p.target, Target::Uprobe { .. });
+        let beneath = if from_library {
+            self.starts_beneath.take(rec.call_id)
+        } else {
+            Vec::new()
+        };
+        let scanned = (p.ret == RetKind::Scanned)
+            .then(|| self.scanned(pid, &p, rec, out, &beneath))
+            .flatten();
         // Text a stdio call moved (fputs's string, fgets's line): its length at return, and
         // puts's newline.
         let text_extra = p.text_extra().filter(|_| moves);
@@ -722,6 +773,7 @@ impl Correlator {
         let bytes_requested = bytes_requested.or(h5_bytes).or(text);
         let bytes_result = match p.ret {
             _ if h5_bytes.is_some() => h5_bytes.map(|b| if failed { 0 } else { b }),
+            RetKind::Scanned => scanned,
             _ if moves_text && failed => Some(0),
             _ if text.is_some() => text,
             _ if !moves => None,
@@ -848,13 +900,11 @@ impl Correlator {
         let mut explicit_parent = false;
         let ts_begin = self.clock.epoch(rec.ts_begin);
         // A library call on a handle the calls beneath it moved begins where the first of
-        // them did (taken for every library call, to forget what was noted beneath it).
-        let from_library = matches!(p.target, Target::Uprobe { .. });
-        let beneath = if from_library {
-            self.starts_beneath.take(rec.call_id, handle)
-        } else {
-            None
-        };
+        // them did.
+        let start_beneath = beneath
+            .iter()
+            .find(|b| Some(b.handle) == handle)
+            .map(|b| b.offset);
         match p.op {
             // The thin libc wrappers: the fd belongs to the posix call beneath.
             Op::Open | Op::Dup if p.layer == Layer::Libc && !failed => {
@@ -966,7 +1016,7 @@ impl Correlator {
                 {
                     offset = None;
                 }
-                if let Some(start) = beneath {
+                if let Some(start) = start_beneath {
                     offset = offset.or(start);
                 } else {
                     // A copy reads its first fd and writes its second.
@@ -983,7 +1033,12 @@ impl Correlator {
                 // Syscalls and library calls are beneath library calls (io_uring requests and
                 // kernel functions beneath syscalls).
                 if let (Some(h), true) = (handle, is_syscall || from_library) {
-                    self.starts_beneath.note(rec.parent_id, h, offset);
+                    let read = if p.op == Op::Read {
+                        bytes_result
+                    } else {
+                        Some(0)
+                    };
+                    self.starts_beneath.note(rec.parent_id, h, offset, read);
                 }
             }
             Op::Seek | Op::Tell => {

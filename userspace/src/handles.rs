@@ -590,15 +590,26 @@ fn static_str(s: &str) -> &'static str {
     .unwrap_or("other")
 }
 
-/// Where the calls beneath a library call began on each handle they moved, per library
-/// call. A library function that moves bytes through a handle by calling others on it
-/// (dprintf and the `libc` layer's wrappers through syscalls on their fd, glibc's getline
-/// through getdelim on its stream) moves its position only through them, whose rows come
-/// first: the call's own offset is where the first of them began, and it must not move the
-/// position again.
+/// What the calls beneath a library call did on each handle they moved, per library call.
+/// A library function that moves bytes through a handle by calling others on it (dprintf
+/// and the `libc` layer's wrappers through syscalls on their fd, glibc's getline through
+/// getdelim on its stream) moves its position only through them, whose rows come first: the
+/// call's own offset is where the first of them began, and it must not move the position
+/// again. A stream's reads beneath a call that does not say what it consumed (fscanf) tell
+/// it what its buffer was refilled with.
 #[derive(Default)]
 pub struct StartsBeneath {
-    beneath: HashMap<u64, Vec<(HandleId, Option<i64>)>>,
+    beneath: HashMap<u64, Vec<Beneath>>,
+}
+
+/// The calls beneath one library call on one handle.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Beneath {
+    pub handle: HandleId,
+    /// Where the first of them began.
+    pub offset: Option<i64>,
+    /// The bytes they read (None: a read whose count is unknown).
+    pub read: Option<i64>,
 }
 
 /// Library calls in flight with a call noted beneath them, at most: a call that never
@@ -609,33 +620,34 @@ const STARTS_MAX: usize = 4096;
 const STARTS_PER_CALL: usize = 4;
 
 impl StartsBeneath {
-    /// A call that moved handle `h` from `offset`, inside library call `parent` (0: none).
-    pub fn note(&mut self, parent: u64, h: HandleId, offset: Option<i64>) {
+    /// A call that moved handle `h` from `offset`, reading `read` bytes (`Some(0)` for a
+    /// write), inside library call `parent` (0: none).
+    pub fn note(&mut self, parent: u64, h: HandleId, offset: Option<i64>, read: Option<i64>) {
         if parent == 0 {
             return;
         }
         if self.beneath.len() >= STARTS_MAX {
             self.beneath.clear();
         }
-        let starts = self.beneath.entry(parent).or_default();
-        if starts.len() < STARTS_PER_CALL && !starts.iter().any(|(first, _)| *first == h) {
-            starts.push((h, offset));
+        let calls = self.beneath.entry(parent).or_default();
+        if let Some(b) = calls.iter_mut().find(|b| b.handle == h) {
+            b.read = b.read.zip(read).map(|(a, r)| a + r);
+        } else if calls.len() < STARTS_PER_CALL {
+            calls.push(Beneath {
+                handle: h,
+                offset,
+                read,
+            });
         }
     }
 
-    /// For library call `call_id` on handle `h`: `Some(offset)` where a call beneath it
-    /// moved `h` first, None where none did. Forgets the call either way (called for every
+    /// What was noted beneath library call `call_id`, forgotten here (called for every
     /// library call's row, so nothing outlives the calls in flight).
-    pub fn take(&mut self, call_id: u64, h: Option<HandleId>) -> Option<Option<i64>> {
+    pub fn take(&mut self, call_id: u64) -> Vec<Beneath> {
         if self.beneath.is_empty() {
-            return None;
+            return Vec::new();
         }
-        let starts = self.beneath.remove(&call_id)?;
-        let h = h?;
-        starts
-            .into_iter()
-            .find(|(first, _)| *first == h)
-            .map(|(_, offset)| offset)
+        self.beneath.remove(&call_id).unwrap_or_default()
     }
 }
 
@@ -877,26 +889,39 @@ mod tests {
     }
 
     /// A library call's offset on a handle is where the first call beneath it on that
-    /// handle began; calls on other handles, or with nothing beneath, learn nothing.
+    /// handle began, and its reads there add up; nothing outlives the take.
     #[test]
     fn a_library_call_starts_where_its_first_call_beneath_did() {
         let mut s = StartsBeneath::default();
-        s.note(0, 5, Some(1));
-        assert_eq!(s.take(0, Some(5)), None, "no parent, nothing noted");
-        s.note(7, 9, Some(0));
-        s.note(7, 5, Some(100));
-        s.note(7, 5, Some(106));
+        let on = |taken: &[Beneath], h: HandleId| taken.iter().find(|b| b.handle == h).copied();
+        s.note(0, 5, Some(1), Some(3));
+        assert!(s.take(0).is_empty(), "no parent, nothing noted");
+        s.note(7, 9, Some(0), Some(0));
+        s.note(7, 5, Some(100), Some(6));
+        s.note(7, 5, Some(106), Some(4096));
+        let taken = s.take(7);
+        let five = Beneath {
+            handle: 5,
+            offset: Some(100),
+            read: Some(4102),
+        };
         assert_eq!(
-            s.take(7, Some(5)),
-            Some(Some(100)),
-            "the first call's offset"
+            on(&taken, 5),
+            Some(five),
+            "the first call's offset, every read"
         );
-        assert_eq!(s.take(7, Some(5)), None, "forgotten once taken");
-        s.note(8, 6, None);
-        assert_eq!(s.take(8, Some(5)), None, "another handle");
-        assert_eq!(s.take(8, Some(6)), None, "forgotten by the first take");
+        assert_eq!(on(&taken, 9).map(|b| b.read), Some(Some(0)));
+        assert!(s.take(7).is_empty(), "forgotten once taken");
+        s.note(8, 6, None, Some(10));
+        s.note(8, 6, Some(10), None);
+        s.note(8, 6, Some(20), Some(10));
+        assert_eq!(
+            on(&s.take(8), 6).map(|b| b.read),
+            Some(None),
+            "a read of unknown size"
+        );
         for call in 1..=STARTS_MAX as u64 + 1 {
-            s.note(call, 1, Some(0));
+            s.note(call, 1, Some(0), Some(0));
         }
         assert!(s.beneath.len() <= STARTS_MAX);
     }

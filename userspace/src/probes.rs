@@ -336,6 +336,7 @@ kinds!(
         Bytes = "bytes",
         Count = "count",
         Status = "status",
+        Scanned = "scanned",
         Position = "position",
         Char = "char",
         Ptr = "ptr",
@@ -431,6 +432,9 @@ pub struct Probe {
     /// From the file's `stdio_fileno_offset`, for stdio probes with a stream argument: where
     /// a C stream keeps its fd (read at entry into the slot after the last argument).
     pub stdio_fileno_offset: Option<u64>,
+    /// From the file's `stdio_read_offset`, for `scanned` probes: where a C stream keeps its
+    /// read position in its buffer, followed by the end of what the buffer holds.
+    pub stdio_read_offset: Option<u64>,
     /// From the file's `mpi_objects_symbol`: a library defining this variable passes MPI
     /// handles as pointers to objects (Open MPI); one that does not, as 32-bit integers (the
     /// MPICH ABI). None: always objects.
@@ -557,6 +561,12 @@ impl Probe {
                 out_size = sz;
             }
         }
+        // What the stream has buffered, at entry and at return.
+        if self.ret == RetKind::Scanned {
+            if let Some(i) = self.arg(ArgKind::Handle) {
+                (out_arg, out_size) = (i as u8, strata_common::OUT_BUFFERED);
+            }
+        }
         let mut flags = SPEC_ENABLED;
         if self.op == Op::Exit {
             flags |= SPEC_EMIT_AT_ENTRY;
@@ -616,6 +626,7 @@ impl Probe {
 struct FileRaw {
     mpi_datatype_size_offset: Option<u64>,
     stdio_fileno_offset: Option<u64>,
+    stdio_read_offset: Option<u64>,
     mpi_objects_symbol: Option<String>,
     #[serde(default)]
     library_names: std::collections::HashMap<String, Vec<String>>,
@@ -933,7 +944,11 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
                 !is_syscall
                     && matches!(
                         ret,
-                        RetKind::Status | RetKind::Char | RetKind::MpiStatus | RetKind::Fd
+                        RetKind::Status
+                            | RetKind::Scanned
+                            | RetKind::Char
+                            | RetKind::MpiStatus
+                            | RetKind::Fd
                     )
             }
             Some(t) => return Err(bad(format!("unknown ret_type {t:?} (int or long)"))),
@@ -986,6 +1001,23 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
                 )));
             }
         }
+        // The stream's fd goes in the slot after the arguments, what it had buffered at entry
+        // in the next.
+        if ret == RetKind::Scanned
+            && (layer != Layer::Stdio
+                || raw.stdio_fileno_offset.is_none()
+                || raw.stdio_read_offset.is_none()
+                || streams != 1
+                || args.len() + 2 > MAX_ARGS
+                || args.iter().any(|k| k.out_size().is_some()))
+        {
+            return Err(bad(format!(
+                "ret = \"scanned\" is for stdio probes with one stream (`handle`, `stdin`), \
+                 no other value read at return and at most {} arguments, with the file's \
+                 `stdio_fileno_offset` and `stdio_read_offset`",
+                MAX_ARGS - 2
+            )));
+        }
         if args.contains(&ArgKind::RequestArray) && !args.contains(&ArgKind::Rank) {
             return Err(bad(
                 "a `request_array` needs a `rank` argument: how many requests it holds".into(),
@@ -1014,6 +1046,7 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
             line: lines.at(span.start),
             datatype_size_offset: raw.mpi_datatype_size_offset,
             stdio_fileno_offset: raw.stdio_fileno_offset.filter(|_| layer == Layer::Stdio),
+            stdio_read_offset: raw.stdio_read_offset.filter(|_| ret == RetKind::Scanned),
             mpi_objects_symbol: mpi_objects.clone(),
             other_names,
             only,
@@ -1367,6 +1400,62 @@ mod tests {
         ] {
             let e = with(f, layer, args).unwrap_err().to_string();
             assert!(e.contains(why), "{layer} {args}: {e}");
+        }
+    }
+
+    /// fscanf's stream is read at entry and at return for what it has buffered: the stream
+    /// is `out_arg`, its fd and what it had buffered go in the two slots after the arguments.
+    #[test]
+    fn scanned_calls_read_their_streams_buffer() {
+        let builtin = parse(BUILTIN, "probes.toml").unwrap();
+        let probe = |f: &str| builtin.iter().find(|p| p.function() == f).unwrap();
+        for (f, stream, nargs) in [
+            ("__isoc99_fscanf", 0, 2),
+            ("__isoc99_vfscanf", 0, 3),
+            ("__isoc99_scanf", 1, 2),
+            ("vscanf", 2, 3),
+        ] {
+            let spec = probe(f).spec();
+            assert_eq!(
+                (spec.out_arg, spec.out_size, spec.stream_arg, spec.nargs),
+                (stream, strata_common::OUT_BUFFERED, stream, nargs),
+                "{f}"
+            );
+            assert_eq!(probe(f).stdio_read_offset, Some(8), "{f}");
+        }
+        assert_eq!(
+            probe("fgets").stdio_read_offset,
+            None,
+            "its line says its bytes"
+        );
+
+        let with = |offsets: &str, layer: &str, args: &str| {
+            parse(
+                &format!(
+                    "{offsets}[[probe]]\nlayer = \"{layer}\"\nlibrary = \"libc.so.6\"\nsymbol = \"f\"\nop = \"read\"\nargs = {args}\nret = \"scanned\"\n"
+                ),
+                "t.toml",
+            )
+        };
+        let both = "stdio_fileno_offset = 112\nstdio_read_offset = 8\n";
+        assert!(with(both, "stdio", "[\"handle\", \"buf\", \"ptr\", \"int\"]").is_ok());
+        for (offsets, layer, args) in [
+            ("stdio_fileno_offset = 112\n", "stdio", "[\"handle\"]"),
+            ("stdio_read_offset = 8\n", "stdio", "[\"handle\"]"),
+            (both, "mpiio", "[\"handle\"]"),
+            (both, "stdio", "[\"buf\"]"),
+            (both, "stdio", "[\"handle\", \"text\"]"),
+            (
+                both,
+                "stdio",
+                "[\"handle\", \"int\", \"int\", \"int\", \"int\"]",
+            ),
+        ] {
+            let e = with(offsets, layer, args).unwrap_err().to_string();
+            assert!(
+                e.contains("ret = \"scanned\""),
+                "{offsets} {layer} {args}: {e}"
+            );
         }
     }
 

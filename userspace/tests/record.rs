@@ -2157,14 +2157,14 @@ fn stdio_calls_are_rows_under_the_names_compilers_give_them() {
         // getline began.
         "getline read F 4 - 3 3",
         "getdelim read F 4 - 3 3",
-        "__isoc99_fscanf read F 7 - - 1",
-        // fscanf says no byte count: the position is unknown from here. fgets's bytes are
-        // its line's length.
-        "fgets read F - 64 1 *",
-        "fgets_unlocked read F - 64 3 *",
-        "fgetc_unlocked read F - 1 1 116",
-        "__isoc99_vfscanf read F - - - 1",
-        "fread_unlocked read F - 8 3 3",
+        // fscanf does not say what it read: "00007", what the stream's buffer lost (the
+        // file was read whole by fread). fgets's bytes are its line's length.
+        "__isoc99_fscanf read F 7 - 5 1",
+        "fgets read F 12 64 1 *",
+        "fgets_unlocked read F 13 64 3 *",
+        "fgetc_unlocked read F 16 1 1 116",
+        "__isoc99_vfscanf read F 17 - 3 1",
+        "fread_unlocked read F 20 8 3 3",
         "fclose close F - - - 0",
         // A string's length is read up to 510 bytes: the second is too long to tell.
         "fopen open L - - - *",
@@ -2183,9 +2183,9 @@ fn stdio_calls_are_rows_under_the_names_compilers_give_them() {
         "putchar_unlocked write S - 1 1 63",
         "fputs write S - 4 4 1",
         "fflush flush S - - - 0",
-        // stdin, at its end ("I"), through libc's `stdin`.
-        "__isoc99_scanf read I - - - -1",
-        "__isoc99_vscanf read I - - - -1",
+        // stdin, at its end ("I"), through libc's `stdin`: EOF, nothing consumed.
+        "__isoc99_scanf read I - - 0 -1",
+        "__isoc99_vscanf read I - - 0 -1",
         "getchar read I - 1 0 -1",
         "getchar_unlocked read I - 1 0 -1",
     ];
@@ -2207,11 +2207,13 @@ fn stdio_calls_are_rows_under_the_names_compilers_give_them() {
         "ungetc seek F 4 - - 98",
         // getline is inlined as a call of __getdelim, getdelim's address.
         "getdelim read F 4 - 3 3",
-        "__isoc99_fscanf read F 7 - - 1",
-        "__fgets_chk read F - 64 1 *",
-        "__fgets_unlocked_chk read F - 64 3 *",
-        "__isoc99_vfscanf read F - - - 1",
-        "__fread_unlocked_chk read F - 8 3 3",
+        "__isoc99_fscanf read F 7 - 5 1",
+        "__fgets_chk read F 12 64 1 *",
+        "__fgets_unlocked_chk read F 13 64 3 *",
+        // fgetc_unlocked, inlined, moved the stream by a byte without a call: the position
+        // strata follows is one behind from here (17 and 20 in truth).
+        "__isoc99_vfscanf read F 16 - 3 1",
+        "__fread_unlocked_chk read F 19 8 3 3",
         "fclose close F - - - 0",
         // A string's length is read up to 510 bytes: the second is too long to tell.
         "fopen open L - - - *",
@@ -2228,8 +2230,8 @@ fn stdio_calls_are_rows_under_the_names_compilers_give_them() {
         "putc write S - 1 1 33",
         "fputs write S - 4 4 1",
         "fflush flush S - - - 0",
-        "__isoc99_scanf read I - - - -1",
-        "__isoc99_vscanf read I - - - -1",
+        "__isoc99_scanf read I - - 0 -1",
+        "__isoc99_vscanf read I - - 0 -1",
         "fgetc read I - 1 0 -1",
     ];
     // glibc 2.38 added the C23 scanf family: absent before, without a warning.
@@ -2395,12 +2397,13 @@ fn stdio_calls_are_rows_under_the_names_compilers_give_them() {
         );
 
         // The report's stdio bytes are the calls' own, each once: getline's getdelim beneath
-        // it is not counted again. Read: fread 3, fgetc 1, getc 1, getline 3, fgets 1 and
-        // fgets_unlocked 3, fgetc_unlocked 1 (inlined when optimised), fread_unlocked 3;
+        // it is not counted again. Read: fread 3, fgetc 1, getc 1, getline 3, fscanf 5,
+        // fgets 1 and fgets_unlocked 3, fgetc_unlocked 1 (inlined when optimised), vfscanf
+        // 3, fread_unlocked 3;
         // written: fprintf 7, vfprintf 6, fputc, putc and fwrite 1 each, fputs 5 and 510,
         // fputc_unlocked and putc_unlocked (inlined when optimised) 1 each, dprintf 6,
         // vdprintf 3, printf 2, vprintf 3, puts 3, putchar 1, putchar_unlocked (inlined when
-        // optimised) 1, fputs 4 (fscanf says no count; getchar read nothing).
+        // optimised) 1, fputs 4 (scanf and getchar read nothing).
         let report = run(strata().args(["report", "--format", "json"]).arg(&out));
         assert!(report.status.success(), "{name}: {:?}", report.status);
         let report: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
@@ -2420,7 +2423,7 @@ fn stdio_calls_are_rows_under_the_names_compilers_give_them() {
                 stdio["bytes_read"].as_i64(),
                 stdio["bytes_written"].as_i64()
             ),
-            (Some(15 + inlined), Some(553 + 3 * inlined)),
+            (Some(23 + inlined), Some(553 + 3 * inlined)),
             "{name}: {stdio}"
         );
         // The file summary: stream.txt's stdio reads, each once, and its one write(2);
@@ -2435,7 +2438,7 @@ fn stdio_calls_are_rows_under_the_names_compilers_give_them() {
         };
         assert_eq!(
             file("stdio", "stream.txt")["bytes_read"],
-            15 + inlined,
+            23 + inlined,
             "{name}"
         );
         assert_eq!(file("posix", "stream.txt")["bytes_written"], 23, "{name}");
@@ -2563,4 +2566,138 @@ fn calls_on_an_assigned_stdout_name_the_stream_it_points_to() {
             "{name}: stdout's file is the inherited pipe: {path:?}"
         );
     }
+}
+
+/// fscanf says how many fields it matched, not how many bytes it read. strata's bytes are
+/// what the stream had buffered when the call began, plus the read(2)s beneath it, less what
+/// it has buffered when it returns: exact across refills of the buffer, so that a stream's
+/// position is known after an input deck read field by field. The deck is written here, and
+/// each field's end found in its text.
+#[test]
+fn fscanf_bytes_are_what_it_consumed_across_buffer_refills() {
+    require_root();
+    let dir = std::fs::canonicalize(scratch("scanf_input")).unwrap();
+    let lines = 3000i64;
+    let text: String = (0..lines).map(|i| format!("{i} {}\n", i * i)).collect();
+    let deck = dir.join("deck.txt");
+    std::fs::write(&deck, &text).unwrap();
+    // Where each line's second field ends: where "%ld %ld" stops, before the newline.
+    let ends: Vec<i64> = text.match_indices('\n').map(|(at, _)| at as i64).collect();
+    let exe = build_c("cc", "scanf_input.c", &dir.join("scanf_input"), &["-O0"]);
+    let out = dir.join("out");
+    let res = run(common::recording("posix,stdio", &out)
+        .arg(&exe)
+        .arg(&deck)
+        .stdin(std::fs::File::open(&deck).unwrap()));
+    assert!(res.status.success(), "{:?}", res.status);
+    let pid = workload_pid(&out, &exe);
+    let mut calls: Vec<Row> = rows(&out, "calls")
+        .into_iter()
+        .filter(|c| c.i("pid") == Some(pid))
+        .collect();
+    calls.sort_by_key(|c| c.i("ts_begin_ns"));
+    let stdio: Vec<&Row> = calls
+        .iter()
+        .filter(|c| c.s("layer") == Some("stdio"))
+        .collect();
+    let stream = stdio[0].i("handle_id");
+    assert_eq!(stdio[0].s("function"), Some("fopen"));
+    let o = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
+    let got: Vec<String> = stdio[1..]
+        .iter()
+        .map(|c| {
+            let h = match c.i("handle_id") {
+                h if h == stream => "F",
+                None => "-",
+                Some(_) => "I",
+            };
+            format!(
+                "{} {h} {} {} {}",
+                c.s("function").unwrap(),
+                o(c.i("offset")),
+                o(c.i("bytes_result")),
+                c.i("ret").unwrap(),
+            )
+        })
+        .collect();
+    let mut want: Vec<String> = (0..lines as usize)
+        .map(|k| {
+            let from = if k == 0 { 0 } else { ends[k - 1] };
+            let f = ["__isoc99_fscanf", "__isoc99_vfscanf"][k % 2];
+            format!("{f} F {from} {} 2", ends[k] - from)
+        })
+        .collect();
+    // The last call consumes the last newline and finds the end.
+    let last = *ends.last().unwrap();
+    want.push(format!(
+        "{} F {last} 1 -1",
+        ["__isoc99_fscanf", "__isoc99_vfscanf"][lines as usize % 2]
+    ));
+    // Back at the start: "0", then fgets's " 0\n" from where fscanf left the stream.
+    want.extend(
+        [
+            "rewind F 0 - 1",
+            "__isoc99_fscanf F 0 1 1",
+            "fgets F 1 3 *",
+            "fclose F - - 0",
+        ]
+        .map(String::from),
+    );
+    // stdin, of the same deck (a stream not seen opened, at an unknown position): its
+    // first three lines, the newline after them.
+    want.push(format!("__isoc99_scanf I - {} 2", ends[0]));
+    want.push(format!("__isoc99_scanf I - {} 2", ends[1] - ends[0]));
+    want.push(format!("__isoc99_scanf I - {} 2", ends[2] - ends[1]));
+    want.push("getchar I - 1 10".into());
+    // A stream over memory has no fd (so no handle), nor reads to say what refilled it.
+    want.push("__isoc99_fscanf - - - 1".into());
+    want.push("fclose - - - 0".into());
+    let got: Vec<String> = got
+        .into_iter()
+        .map(|g| {
+            // fgets returns its buffer; rewind returns nothing.
+            let mut f: Vec<&str> = g.split(' ').collect();
+            match f[0] {
+                "fgets" => f[4] = "*",
+                "rewind" => f[4] = "1",
+                _ => {}
+            }
+            f.join(" ")
+        })
+        .collect();
+    assert_eq!(got.len(), want.len());
+    for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(g, w, "stdio call {k}");
+    }
+
+    // The deck's read(2)s, each beneath the call whose buffer it refilled, up to the rewind:
+    // the whole file, a buffer (the file's st_blksize) at a time, and the end (0 bytes).
+    let rewind = calls
+        .iter()
+        .find(|c| c.s("function") == Some("rewind"))
+        .and_then(|c| c.i("ts_begin_ns"));
+    let parent_of = |c: &Row| calls.iter().find(|p| p.i("call_id") == c.i("parent_id"));
+    let refills: Vec<&Row> = calls
+        .iter()
+        .filter(|c| c.s("function") == Some("read") && c.i("ts_begin_ns") < rewind)
+        .filter(|c| parent_of(c).is_some_and(|p| p.i("handle_id") == stream))
+        .collect();
+    let blksize = std::os::unix::fs::MetadataExt::blksize(&std::fs::metadata(&deck).unwrap());
+    assert_eq!(
+        refills.len() as u64,
+        (text.len() as u64).div_ceil(blksize) + 1,
+        "a read(2) per {blksize} bytes, and the one that found the end"
+    );
+    assert!(refills.iter().all(|c| {
+        parent_of(c)
+            .and_then(|p| p.s("function"))
+            .is_some_and(|f| f.contains("scanf"))
+    }));
+    assert_eq!(
+        refills
+            .iter()
+            .filter_map(|c| c.i("bytes_result"))
+            .sum::<i64>(),
+        text.len() as i64,
+    );
 }

@@ -386,6 +386,10 @@ pub struct Config {
     pub uring_opcode_off: u32,
     /// Where a C stream keeps its fd (probes.toml `stdio_fileno_offset`: glibc's `_fileno`).
     pub stdio_fileno_off: u32,
+    /// Where a C stream keeps its read position in its buffer, followed by the end of what
+    /// the buffer holds (probes.toml `stdio_read_offset`: glibc's `_IO_read_ptr` and
+    /// `_IO_read_end`).
+    pub stdio_read_off: u32,
 }
 
 /// Entries of [`maps::URING_OPS`]: one per io_uring opcode (a `u8`).
@@ -480,7 +484,7 @@ pub struct FuncSpec {
     /// Index of an out-pointer argument read at return, or [`NO_ARG`].
     pub out_arg: u8,
     /// Width in bytes (4 or 8) of the value behind `out_arg`; [`OUT_TEXT`]: its length as a
-    /// NUL-terminated string.
+    /// NUL-terminated string; [`OUT_BUFFERED`]: what the stream it points to has buffered.
     pub out_size: u8,
     /// [`SPEC_ENABLED`], [`SPEC_EMIT_AT_ENTRY`].
     pub flags: u16,
@@ -539,6 +543,11 @@ pub const NO_ARG: u8 = 0xff;
 /// [`FuncSpec::out_size`] of text a library call moves (fputs's string, fgets's line): the
 /// record's `out` is its length when the call returns, if shorter than [`STR_CAP`] - 1.
 pub const OUT_TEXT: u8 = 1;
+/// [`FuncSpec::out_size`] of a call that reads its stream (`out_arg`) by an amount it does
+/// not say (fscanf): the record's `out` is the bytes buffered to read in the stream when
+/// the call returns, and the bytes buffered when it began go to the slot after the stream's
+/// fd (`u64::MAX` when unreadable). Read at `Config::stdio_read_off` inside the stream.
+pub const OUT_BUFFERED: u8 = 2;
 
 /// What a `deref_mask` or `ret_deref_mask` argument holds when its pointer was null or could
 /// not be read: not a valid handle, and not an offset (the kernel refuses negative ones).
@@ -885,7 +894,7 @@ mod pod {
 }
 
 const _: () = {
-    assert!(core::mem::size_of::<Config>() == 116);
+    assert!(core::mem::size_of::<Config>() == 120);
     assert!(core::mem::size_of::<ImageHeader>() == 24);
     assert!(core::mem::size_of::<FuncSpec>() == 20);
     assert!(core::mem::size_of::<OnlyKey>() == 8);

@@ -34,9 +34,9 @@ use strata_common::{
     DEREF_FAILED, FRAME_KERNEL, FRAME_STR_RETRY, Frame, FuncSpec, IMAGE_ARGS, IMAGE_ARGS_PARTS,
     IMAGE_ENV, IMAGE_ENV_PARTS, IMAGE_PART, ImageHeader, ImageRecord, MAX_ARGS, MAX_CGROUP_LEVEL,
     MAX_DEPTH, MAX_FUNCS, MAX_ONLY_VALUES, MAX_SYSCALLS, MAX_TYPE_REFS, MAX_TYPE_TABLES, NO_ARG,
-    OUT_TEXT, OnlyKey, ProcEvent, ProcRecord, RecordKind, SPEC_EMIT_AT_ENTRY, SPEC_ENABLED,
-    SPEC_IMPLICIT_STREAM, SPEC_STREAM_END, STR_CAP, STR_FAILED, StrHeader, StrRecord, ThreadStack,
-    TypeId, TypeIdsRecord, TypeTable, WAKEUP_BYTES, stream_var_delta,
+    OUT_BUFFERED, OUT_TEXT, OnlyKey, ProcEvent, ProcRecord, RecordKind, SPEC_EMIT_AT_ENTRY,
+    SPEC_ENABLED, SPEC_IMPLICIT_STREAM, SPEC_STREAM_END, STR_CAP, STR_FAILED, StrHeader, StrRecord,
+    ThreadStack, TypeId, TypeIdsRecord, TypeTable, WAKEUP_BYTES, stream_var_delta,
 };
 
 #[map]
@@ -487,11 +487,19 @@ fn emit_call(
     };
     let mut out = 0u64;
     let mut flags = 0u32;
-    if spec.out_arg != NO_ARG && ret >= 0 {
+    // What a stream has left to read matters whatever the call returned (fscanf at the end
+    // of its input returns EOF, having consumed what came before).
+    if spec.out_arg != NO_ARG && (ret >= 0 || spec.out_size == OUT_BUFFERED) {
         if let Some(ptr) = args.get(spec.out_arg as usize) {
             // SAFETY: reads user memory through the helper, which tolerates bad pointers.
             let read = unsafe {
-                if spec.out_size == OUT_TEXT {
+                if spec.out_size == OUT_BUFFERED {
+                    // Library calls only, as for text.
+                    match (wake, config()) {
+                        (true, Ok(cfg)) => stream_buffered(cfg, *ptr).ok_or(-1),
+                        _ => Err(-1),
+                    }
+                } else if spec.out_size == OUT_TEXT {
                     // Library calls only (`wake`): the syscall programs carry no such code.
                     if wake {
                         text_len(*ptr).ok_or(-1)
@@ -640,6 +648,17 @@ fn stream_fd(cfg: &Config, st: &mut ThreadStack, stream: u64, ends: bool) -> u64
     fd
 }
 
+/// The bytes C stream `stream` holds buffered to read, the distance from its read position
+/// to the end of its read buffer (None where unreadable). A stream that is writing holds
+/// none (glibc keeps the two pointers equal then).
+#[inline(always)]
+fn stream_buffered(cfg: &Config, stream: u64) -> Option<u64> {
+    let at = stream.wrapping_add(u64::from(cfg.stdio_read_off));
+    // SAFETY: the helper tolerates null and bad user pointers.
+    let [pos, end] = unsafe { bpf_probe_read_user(at as *const [u64; 2]) }.ok()?;
+    end.checked_sub(pos)
+}
+
 /// The stream a call on the program's `stdout` or `stdin` works on: the variable's value now
 /// (a program may assign it), found from the probed address through the cookie (0: none).
 /// The library's GOT slot for the variable does not change in a process: the thread keeps
@@ -732,6 +751,11 @@ fn on_entry<const CAPTURE: u8>(spec: &FuncSpec, args: &mut [u64; MAX_ARGS], site
         let fd = unsafe { stream_fd(cfg, &mut *st, stream, spec.flags & SPEC_STREAM_END != 0) };
         if let Some(slot) = args.get_mut(spec.nargs as usize) {
             *slot = fd;
+        }
+        if spec.out_size == OUT_BUFFERED {
+            if let Some(slot) = args.get_mut(spec.nargs as usize + 1) {
+                *slot = stream_buffered(cfg, stream).unwrap_or(u64::MAX);
+            }
         }
     }
     let args = &*args;
