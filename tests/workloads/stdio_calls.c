@@ -106,16 +106,24 @@ int main(int argc, char **argv) {
     if (fread_unlocked(buf, 1, eight, f) != 3) return 29;     /* "\ncd": the end */
     if (fclose(f) != 0) return 30;
 
-    /* Text of 510 bytes, whose length strata reads, and of 511, too long for it to tell. */
+    /* Text whose length strata reads in pieces of 511 bytes, 16 at most: 510 bytes (one
+     * piece), 511 (a full piece, then its NUL alone), 8175 (the longest it tells), and 8176,
+     * too long for it to tell. */
     snprintf(path, sizeof path, "%s/long.txt", argv[1]);
     FILE *l = fopen(path, "w");
     if (!l) return 40;
-    static char text[600];
-    memset(text, 'x', 511);
+    static char text[9000];
+    memset(text, 'x', 8176);
     text[510] = '\0';
     if (fputs(text, l) < 0) return 41;                         /* at 0 */
     text[510] = 'x';
+    text[511] = '\0';
     if (fputs(text, l) < 0) return 42;                         /* at 510 */
+    text[511] = 'x';
+    text[8175] = '\0';
+    if (fputs(text, l) < 0) return 44;                         /* at 1021 */
+    text[8175] = 'x';
+    if (fputs(text, l) < 0) return 45;                         /* at 9196 */
     if (fclose(l) != 0) return 43;
 
     /* Formatted writes to a descriptor: each is one write(2) beneath it. */

@@ -2166,10 +2166,12 @@ fn stdio_calls_are_rows_under_the_names_compilers_give_them() {
         "__isoc99_vfscanf read F 17 - 3 1",
         "fread_unlocked read F 20 8 3 3",
         "fclose close F - - - 0",
-        // A string's length is read up to 510 bytes: the second is too long to tell.
+        // A string's length is read up to 8175 bytes: the last is too long to tell.
         "fopen open L - - - *",
         "fputs write L 0 510 510 1",
-        "fputs write L 510 - - 1",
+        "fputs write L 510 511 511 1",
+        "fputs write L 1021 8175 8175 1",
+        "fputs write L 9196 - - 1",
         "fclose close L - - - 0",
         "dprintf write D 0 - 6 6",
         "vdprintf write D 6 - 3 3",
@@ -2215,10 +2217,11 @@ fn stdio_calls_are_rows_under_the_names_compilers_give_them() {
         "__isoc99_vfscanf read F 16 - 3 1",
         "__fread_unlocked_chk read F 19 8 3 3",
         "fclose close F - - - 0",
-        // A string's length is read up to 510 bytes: the second is too long to tell.
         "fopen open L - - - *",
         "fputs write L 0 510 510 1",
-        "fputs write L 510 - - 1",
+        "fputs write L 510 511 511 1",
+        "fputs write L 1021 8175 8175 1",
+        "fputs write L 9196 - - 1",
         "fclose close L - - - 0",
         "__dprintf_chk write D 0 - 6 6",
         "__vdprintf_chk write D 6 - 3 3",
@@ -2399,11 +2402,11 @@ fn stdio_calls_are_rows_under_the_names_compilers_give_them() {
         // The report's stdio bytes are the calls' own, each once: getline's getdelim beneath
         // it is not counted again. Read: fread 3, fgetc 1, getc 1, getline 3, fscanf 5,
         // fgets 1 and fgets_unlocked 3, fgetc_unlocked 1 (inlined when optimised), vfscanf
-        // 3, fread_unlocked 3;
-        // written: fprintf 7, vfprintf 6, fputc, putc and fwrite 1 each, fputs 5 and 510,
-        // fputc_unlocked and putc_unlocked (inlined when optimised) 1 each, dprintf 6,
-        // vdprintf 3, printf 2, vprintf 3, puts 3, putchar 1, putchar_unlocked (inlined when
-        // optimised) 1, fputs 4 (scanf and getchar read nothing).
+        // 3, fread_unlocked 3; written: fprintf 7, vfprintf 6, fputc, putc and fwrite 1
+        // each, fputs 5, 510, 511 and 8175, fputc_unlocked and putc_unlocked (inlined when
+        // optimised) 1 each, dprintf 6, vdprintf 3, printf 2, vprintf 3, puts 3, putchar 1,
+        // putchar_unlocked (inlined when optimised) 1, fputs 4 (scanf and getchar read
+        // nothing).
         let report = run(strata().args(["report", "--format", "json"]).arg(&out));
         assert!(report.status.success(), "{name}: {:?}", report.status);
         let report: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
@@ -2423,7 +2426,7 @@ fn stdio_calls_are_rows_under_the_names_compilers_give_them() {
                 stdio["bytes_read"].as_i64(),
                 stdio["bytes_written"].as_i64()
             ),
-            (Some(23 + inlined), Some(553 + 3 * inlined)),
+            (Some(23 + inlined), Some(553 + 511 + 8175 + 3 * inlined)),
             "{name}: {stdio}"
         );
         // The file summary: stream.txt's stdio reads, each once, and its one write(2);

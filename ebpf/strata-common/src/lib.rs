@@ -541,8 +541,13 @@ pub const BLOB_WORDS: usize = 8;
 pub const NO_ARG: u8 = 0xff;
 
 /// [`FuncSpec::out_size`] of text a library call moves (fputs's string, fgets's line): the
-/// record's `out` is its length when the call returns, if shorter than [`STR_CAP`] - 1.
+/// record's `out` is its length when the call returns, if shorter than [`TEXT_MAX`].
 pub const OUT_TEXT: u8 = 1;
+/// Pieces of [`STR_CAP`] - 1 bytes a text's length is read in, at most: a long fgets line
+/// costs a read per piece, a short one a single read.
+pub const TEXT_PIECES: usize = 16;
+/// Text at least this long has no length in the record (`out` not valid).
+pub const TEXT_MAX: usize = TEXT_PIECES * (STR_CAP - 1);
 /// [`FuncSpec::out_size`] of a call that reads its stream (`out_arg`) by an amount it does
 /// not say (fscanf): the record's `out` is the bytes buffered to read in the stream when
 /// the call returns, and the bytes buffered when it began go to the slot after the stream's

@@ -36,7 +36,7 @@ use strata_common::{
     MAX_DEPTH, MAX_FUNCS, MAX_ONLY_VALUES, MAX_SYSCALLS, MAX_TYPE_REFS, MAX_TYPE_TABLES, NO_ARG,
     OUT_BUFFERED, OUT_TEXT, OnlyKey, ProcEvent, ProcRecord, RecordKind, SPEC_EMIT_AT_ENTRY,
     SPEC_ENABLED, SPEC_IMPLICIT_STREAM, SPEC_STREAM_END, STR_CAP, STR_FAILED, StrHeader, StrRecord,
-    ThreadStack, TypeId, TypeIdsRecord, TypeTable, WAKEUP_BYTES, stream_var_delta,
+    TEXT_PIECES, ThreadStack, TypeId, TypeIdsRecord, TypeTable, WAKEUP_BYTES, stream_var_delta,
 };
 
 #[map]
@@ -547,16 +547,26 @@ fn emit_call(
     });
 }
 
-/// The length of the NUL-terminated text at `ptr`, read into this CPU's string scratch; None
-/// when unreadable, or too long for the scratch to tell.
+/// The length of the NUL-terminated text at `ptr`, read piece by piece into this CPU's
+/// string scratch; None when unreadable, or [`TEXT_MAX`] bytes or longer.
 #[inline(always)]
 fn text_len(ptr: u64) -> Option<u64> {
     let rec = STRATA_STR_SCRATCH.get_ptr_mut(0)?;
-    // SAFETY: per-CPU scratch, used only for the duration of this program; the helper
-    // tolerates bad user pointers.
-    let s = unsafe { bpf_probe_read_user_str_bytes(ptr as *const u8, &mut (*rec).data) };
-    let len = s.ok()?.len();
-    (len < STR_CAP - 1).then_some(len as u64)
+    let mut len = 0u64;
+    for _ in 0..TEXT_PIECES {
+        // SAFETY: per-CPU scratch, used only for the duration of this program; the helper
+        // tolerates bad user pointers.
+        let s = unsafe {
+            bpf_probe_read_user_str_bytes(ptr.wrapping_add(len) as *const u8, &mut (*rec).data)
+        };
+        // A piece that filled the scratch may go on; a NUL right after it reads as empty.
+        let piece = s.ok()?.len();
+        len += piece as u64;
+        if piece < STR_CAP - 1 {
+            return Some(len);
+        }
+    }
+    None
 }
 
 /// The first `nargs` arguments from `arg`, the rest 0. Built element by element: an array
