@@ -12,14 +12,21 @@
  *   chmod f 0600; fchmod F 0640; fchmodat D f 0644; fchmodat2 D f 0600 0 (0, or ENOSYS
  *   before Linux 6.6)
  *   chown f 0 0; fchown F -1 -1; lchown soft 0 0; fchownat D f -1 -1 0
- *   utimensat D f NULL 0; utimensat F NULL NULL 0
+ *   utimensat D f NULL 0; utimensat F NULL NULL 0; utime f NULL; utimes f NULL; futimesat D f
+ *   NULL
  *   setxattr f user.a "v1"; fsetxattr F user.b "v22"; getxattr f user.a (2); lgetxattr
  *   f user.b (3); fgetxattr F user.a (2); listxattr f (14); llistxattr soft (0);
  *   flistxattr F (14); removexattr f user.a; fremovexattr F user.b; lremovexattr f user.a
- *   (ENODATA)
+ *   (ENODATA); setxattrat D f user.c "v333"; getxattrat D f user.c (4); listxattrat D f (7);
+ *   removexattrat D f user.c (Linux 6.13+, else ENOSYS)
  *   fadvise64 F 0 10 DONTNEED; readahead F 0 10; sync_file_range F 2 5 WRITE
  *   flock F EX; flock F UN
- *   mkdir d; d/x created; getdents64 on d (72 bytes: ".", ".." and "x"), then again (0)
+ *   name_to_handle_at D f; open_by_handle_at D (H), 4 bytes read through H, H closed
+ *   cachestat F 0 10 (Linux 6.5+); file_getattr D f, file_setattr D f with what it gave
+ *   (Linux 6.17+)
+ *   mkdir d; d/x created; getdents64 on d (72 bytes: ".", ".." and "x"), then again (0);
+ *   back to its start, getdents (72), then again (0)
+ *   mknodat D fifo FIFO 0644; mknod fifo2 FIFO 0600
  *   splice 4 bytes from F at 3 into a pipe, then from the pipe into g at 100
  */
 #define _GNU_SOURCE
@@ -37,6 +44,30 @@
 #ifndef SYS_fchmodat2
 #define SYS_fchmodat2 452
 #endif
+/* Newer than the C library's headers may be. */
+#define NR_cachestat 451
+#define NR_setxattrat 463
+#define NR_getxattrat 464
+#define NR_listxattrat 465
+#define NR_removexattrat 466
+#define NR_file_getattr 468
+#define NR_file_setattr 469
+
+struct xattr_args {
+    unsigned long long value;
+    unsigned int size, flags;
+};
+struct file_attr {
+    unsigned int xflags, extsize, nextents, projid, cowextsize, pad;
+};
+struct handle {
+    unsigned int bytes;
+    int type;
+    unsigned char data[128];
+};
+
+/* A syscall a kernel may not have: ENOSYS is fine, anything else must be `want`. */
+static void expect_new(long got, long want, const char *what);
 
 static char dir[4000];
 
@@ -55,6 +86,11 @@ static void expect(long got, long want, const char *what) {
         fprintf(stderr, "%s: %ld, expected %ld\n", what, r, want);
         exit(1);
     }
+}
+
+static void expect_new(long got, long want, const char *what) {
+    if (got < 0 && errno == ENOSYS) return;
+    expect(got, want, what);
 }
 
 int main(int argc, char **argv) {
@@ -95,6 +131,9 @@ int main(int argc, char **argv) {
     expect(syscall(SYS_fchownat, D, "f", -1, -1, 0), 0, "fchownat");
     expect(syscall(SYS_utimensat, D, "f", NULL, 0), 0, "utimensat");
     expect(syscall(SYS_utimensat, F, NULL, NULL, 0), 0, "utimensat (futimens)");
+    expect(syscall(SYS_utime, at("f"), NULL), 0, "utime");
+    expect(syscall(SYS_utimes, at("f"), NULL), 0, "utimes");
+    expect(syscall(SYS_futimesat, D, "f", NULL), 0, "futimesat");
 
     expect(syscall(SYS_setxattr, at("f"), "user.a", "v1", 2, 0), 0, "setxattr");
     expect(syscall(SYS_fsetxattr, F, "user.b", "v22", 3, 0), 0, "fsetxattr");
@@ -107,12 +146,33 @@ int main(int argc, char **argv) {
     expect(syscall(SYS_removexattr, at("f"), "user.a"), 0, "removexattr");
     expect(syscall(SYS_fremovexattr, F, "user.b"), 0, "fremovexattr");
     expect(syscall(SYS_lremovexattr, at("f"), "user.a"), -ENODATA, "lremovexattr");
+    struct xattr_args xa = {(unsigned long long)(size_t) "v333", 4, 0};
+    expect_new(syscall(NR_setxattrat, D, "f", 0, "user.c", &xa, sizeof xa), 0, "setxattrat");
+    xa.value = (unsigned long long)(size_t)buf;
+    xa.size = 64;
+    expect_new(syscall(NR_getxattrat, D, "f", 0, "user.c", &xa, sizeof xa), 4, "getxattrat");
+    expect_new(syscall(NR_listxattrat, D, "f", 0, buf, 256), 7, "listxattrat");
+    expect_new(syscall(NR_removexattrat, D, "f", 0, "user.c"), 0, "removexattrat");
 
     expect(syscall(SYS_fadvise64, F, 0, 10, POSIX_FADV_DONTNEED), 0, "fadvise64");
     expect(syscall(SYS_readahead, F, 0, 10), 0, "readahead");
     expect(syscall(SYS_sync_file_range, F, 2, 5, SYNC_FILE_RANGE_WRITE), 0, "sync_file_range");
     expect(syscall(SYS_flock, F, LOCK_EX), 0, "flock");
     expect(syscall(SYS_flock, F, LOCK_UN), 0, "flock");
+    struct handle fh = {.bytes = sizeof fh.data};
+    int mount_id;
+    expect(syscall(SYS_name_to_handle_at, D, "f", &fh, &mount_id, 0), 0, "name_to_handle_at");
+    long H = syscall(SYS_open_by_handle_at, D, &fh, O_RDONLY);
+    expect(H < 0 ? H : 0, 0, "open_by_handle_at");
+    expect(read((int)H, buf, 4), 4, "read through the handle's fd");
+    close((int)H);
+    unsigned long long range[2] = {0, 10}, cstat[5];
+    expect_new(syscall(NR_cachestat, F, range, cstat, 0), 0, "cachestat");
+    struct file_attr fa = {0};
+    long got = syscall(NR_file_getattr, D, "f", &fa, sizeof fa, 0);
+    expect_new(got, 0, "file_getattr");
+    if (got == 0)
+        expect(syscall(NR_file_setattr, D, "f", &fa, sizeof fa, 0), 0, "file_setattr");
 
     expect(mkdir(at("d"), 0755), 0, "mkdir");
     int x = open(at("d/x"), O_CREAT | O_WRONLY, 0644);
@@ -122,7 +182,13 @@ int main(int argc, char **argv) {
     expect(E < 0 ? -1 : 0, 0, "open d");
     expect(syscall(SYS_getdents64, E, buf, sizeof buf), 72, "getdents64");
     expect(syscall(SYS_getdents64, E, buf, sizeof buf), 0, "getdents64 at the end");
+    expect(lseek(E, 0, SEEK_SET), 0, "lseek d");
+    expect(syscall(SYS_getdents, E, buf, sizeof buf), 72, "getdents");
+    expect(syscall(SYS_getdents, E, buf, sizeof buf), 0, "getdents at the end");
     close(E);
+
+    expect(syscall(SYS_mknodat, D, "fifo", S_IFIFO | 0644, 0), 0, "mknodat");
+    expect(syscall(SYS_mknod, at("fifo2"), S_IFIFO | 0600, 0), 0, "mknod");
 
     int p[2];
     expect(pipe(p), 0, "pipe");

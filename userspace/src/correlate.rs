@@ -1285,7 +1285,18 @@ impl Correlator {
                 };
                 (Some(abs), Some(id))
             }
-            None => (None, None),
+            // An fd opened by no name (open_by_handle_at): its file, while /proc has it.
+            None => match fd.filter(|fd| *fd >= 0 && src.is_none() && path.is_none()) {
+                Some(fd) => match std::fs::read_link(format!("/proc/{pid}/fd/{fd}")) {
+                    Ok(link) => {
+                        let abs = files::os_text(link);
+                        let id = self.files.resolve(pid, Some(fd), &abs);
+                        (Some(abs), Some(id))
+                    }
+                    Err(_) => (None, None),
+                },
+                None => (None, None),
+            },
         };
         let src_row = src.and_then(|s| self.handles.get(s)).map(|h| &h.row);
         let file_id = file_id.or_else(|| src_row.and_then(|r| r.file_id));

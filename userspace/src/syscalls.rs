@@ -88,6 +88,18 @@ pub fn number(name: &str) -> Option<u32> {
         "readahead" => SYS_readahead,
         "flock" => SYS_flock,
         "splice" => SYS_splice,
+        "mknodat" => SYS_mknodat,
+        "name_to_handle_at" => SYS_name_to_handle_at,
+        "open_by_handle_at" => SYS_open_by_handle_at,
+        // Newer than the libc crate's tables: since Linux 5.1 every architecture numbers new
+        // syscalls alike (424 on).
+        "cachestat" => 451,
+        "setxattrat" => 463,
+        "getxattrat" => 464,
+        "listxattrat" => 465,
+        "removexattrat" => 466,
+        "file_getattr" => 468,
+        "file_setattr" => 469,
         _ => return legacy(name),
     };
     u32::try_from(nr).ok()
@@ -114,6 +126,11 @@ fn legacy(name: &str) -> Option<u32> {
         "chmod" => SYS_chmod,
         "chown" => SYS_chown,
         "lchown" => SYS_lchown,
+        "mknod" => SYS_mknod,
+        "getdents" => SYS_getdents,
+        "utime" => SYS_utime,
+        "utimes" => SYS_utimes,
+        "futimesat" => SYS_futimesat,
         _ => return None,
     };
     u32::try_from(nr).ok()

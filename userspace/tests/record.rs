@@ -1372,9 +1372,13 @@ fn links_attributes_listings_and_splices_are_rows() {
     require_root();
     let dir = std::fs::canonicalize(scratch("meta")).unwrap();
     let exe = build_c("cc", "meta.c", &dir.join("meta"), &[]);
-    // fchmodat2 is Linux 6.6+; before, its call fails with ENOSYS and its probe is absent.
-    let fchmodat2 = Path::new("/sys/kernel/tracing/events/syscalls/sys_enter_fchmodat2").exists()
-        || Path::new("/sys/kernel/debug/tracing/events/syscalls/sys_enter_fchmodat2").exists();
+    // Newer syscalls (fchmodat2 6.6, cachestat 6.5, the *xattrat 6.13, file_getattr and
+    // file_setattr 6.17): before, their calls fail with ENOSYS and their probes are absent.
+    let has = |name: &str| {
+        ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+            .iter()
+            .any(|t| Path::new(&format!("{t}/events/syscalls/sys_enter_{name}")).exists())
+    };
     for mode in SYSCALL_MODES {
         let (wd, out, res) = record_posix_in(&dir, mode, &exe);
         let stderr = String::from_utf8_lossy(&res.stderr);
@@ -1413,6 +1417,12 @@ fn links_attributes_listings_and_splices_are_rows() {
                             | "fstatfs"
                             | "splice"
                             | "sync_file_range"
+                            | "name_to_handle_at"
+                            | "open_by_handle_at"
+                            | "cachestat"
+                            | "file_getattr"
+                            | "mknod"
+                            | "mknodat"
                     )
                 )
             })
@@ -1422,14 +1432,21 @@ fn links_attributes_listings_and_splices_are_rows() {
         let got: Vec<String> = calls
             .iter()
             .map(|c| {
+                let f = c.s("function").unwrap();
                 format!(
                     "{} {} {} {} [{}] {} {} {} {} {} {} {}",
-                    c.s("function").unwrap(),
+                    f,
                     c.s("op").unwrap(),
                     rel(c.s("path")),
                     rel(c.s("path2")),
                     c.list_s("strs").join(","),
-                    file(c.i("file_id")),
+                    // An fd opened by no name is named from /proc, if the process still
+                    // lives when its row is made (checked below).
+                    if f == "open_by_handle_at" {
+                        "?".into()
+                    } else {
+                        file(c.i("file_id"))
+                    },
                     file(c.i("file2_id")),
                     o(c.i("ret")),
                     o(c.i("errno")),
@@ -1460,6 +1477,9 @@ fn links_attributes_listings_and_splices_are_rows() {
             "utimensat setattr f - [] /f - 0 - - - -",
             // A null path: the fd itself (futimens).
             "utimensat setattr - - [] /f - 0 - - - -",
+            "utime setattr /f - [] /f - 0 - - - -",
+            "utimes setattr /f - [] /f - 0 - - - -",
+            "futimesat setattr f - [] /f - 0 - - - -",
             "setxattr xattr /f - [user.a] /f - 0 - - - -",
             "fsetxattr xattr - - [user.b] /f - 0 - - - -",
             "getxattr xattr /f - [user.a] /f - 2 - - - -",
@@ -1471,35 +1491,72 @@ fn links_attributes_listings_and_splices_are_rows() {
             "removexattr xattr /f - [user.a] /f - 0 - - - -",
             "fremovexattr xattr - - [user.b] /f - 0 - - - -",
             "lremovexattr xattr /f - [user.a] /f - -61 61 - - -",
+            "setxattrat xattr f - [user.c] /f - 0 - - - -",
+            "getxattrat xattr f - [user.c] /f - 4 - - - -",
+            "listxattrat xattr f - [] /f - 7 - - - -",
+            "removexattrat xattr f - [user.c] /f - 0 - - - -",
             "fadvise64 advise - - [] /f - 0 - 0 - -",
             "readahead advise - - [] /f - 0 - 0 - -",
             "sync_file_range sync - - [] /f - 0 - 2 - -",
             "flock lock - - [] /f - 0 - - - -",
             "flock lock - - [] /f - 0 - - - -",
+            "name_to_handle_at stat f - [] /f - 0 - - - -",
+            "open_by_handle_at open - - [] ? - 5 - - - -",
+            "cachestat stat - - [] /f - 0 - - - -",
+            "file_getattr stat f - [] /f - 0 - - - -",
+            "file_setattr setattr f - [] /f - 0 - - - -",
             "getdents64 readdir - - [] /d - 72 - - - -",
             "getdents64 readdir - - [] /d - 0 - - - -",
+            "getdents readdir - - [] /d - 72 - - - -",
+            "getdents readdir - - [] /d - 0 - - - -",
+            // A new name strata has not seen as a file.
+            "mknodat meta fifo - [] - - 0 - - - -",
+            "mknod meta /fifo2 - [] - - 0 - - - -",
             // File to pipe at 3, then pipe to file at 100.
             "splice copy - - [] /f - 4 - 3 - 4",
             "splice copy - - [] - /g 4 - - 100 4",
         ];
-        if !fchmodat2 {
-            want.retain(|w| !w.starts_with("fchmodat2 "));
-        }
+        want.retain(|w| has(w.split(' ').next().unwrap()));
         assert_eq!(got, want, "{mode}");
         // The fd calls name the handles of F and of the directory listed.
         let handle_path = |id| path_in(&handles, "handle_id", id, &wd).unwrap_or("-".into());
         for c in &calls {
             let f = c.s("function").unwrap();
             let want = match f {
-                "getdents64" => "/d",
-                _ if f.starts_with('f') || f == "readahead" || f == "sync_file_range" => "/f",
+                "getdents64" | "getdents" => "/d",
+                "fchmodat" | "fchmodat2" | "fchownat" | "futimesat" | "file_getattr"
+                | "file_setattr" => continue,
+                _ if f.starts_with('f')
+                    || matches!(f, "readahead" | "sync_file_range" | "cachestat") =>
+                {
+                    "/f"
+                }
                 _ => continue,
             };
-            if f == "fchmodat" || f == "fchmodat2" || f == "fchownat" {
-                continue;
-            }
             assert_eq!(handle_path(c.i("handle_id")), want, "{mode}: {f}");
         }
+        // open_by_handle_at's fd is a handle it created, which the read through it names; its
+        // file is /f when /proc still had the process as the row was made.
+        let by_handle = calls
+            .iter()
+            .find(|c| c.s("function") == Some("open_by_handle_at"))
+            .expect("an open_by_handle_at row");
+        let h = by_handle.i("handle_id").expect("it names the fd it opened");
+        let fd = handles
+            .iter()
+            .find(|r| r.i("handle_id") == Some(h))
+            .unwrap();
+        assert_eq!(fd.i("created_by_call_id"), by_handle.i("call_id"), "{mode}");
+        assert!(
+            matches!(file(fd.i("file_id")).as_str(), "/f" | "-"),
+            "{mode}: {:?}",
+            file(fd.i("file_id"))
+        );
+        let read = rows(&out, "calls")
+            .into_iter()
+            .find(|c| c.s("function") == Some("read") && c.i("handle_id") == Some(h))
+            .expect("the read through it");
+        assert_eq!(read.i("bytes_result"), Some(4), "{mode}");
     }
 }
 
