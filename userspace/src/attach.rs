@@ -1383,15 +1383,20 @@ fn attach_uprobe(
     symbol: &str,
     uprobes: &mut Uprobes,
 ) -> Result<Option<usize>, Failure> {
-    let offset = table.offset(symbol).ok_or_else(|| match &p.since {
-        // Older than the symbol: nothing to warn about.
-        Some(since) => Failure::Absent(format!(
-            "symbol {symbol} not in this build of the library (added in {since})"
-        )),
-        None => Failure::Failed(format!(
-            "symbol {symbol} not found in this build of the library"
-        )),
-    })?;
+    let offset = table
+        .offset(symbol)
+        .ok_or_else(|| match (&p.since, &p.only_in) {
+            // Older than the symbol, or a build without it: nothing to warn about.
+            (Some(since), _) => Failure::Absent(format!(
+                "symbol {symbol} not in this build of the library (added in {since})"
+            )),
+            (None, Some(builds)) => Failure::Absent(format!(
+                "symbol {symbol} not in this build of the library (only in {builds})"
+            )),
+            (None, None) => Failure::Failed(format!(
+                "symbol {symbol} not found in this build of the library"
+            )),
+        })?;
     // Aliases (fopen/fopen64) share an address: a second probe there would record each call
     // twice, nested in itself.
     if let Some(first) = uprobes.at.get(&(path.to_owned(), offset)) {

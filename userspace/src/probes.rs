@@ -448,6 +448,9 @@ pub struct Probe {
     /// From `since`: the library version that added the symbol. An older build without it
     /// leaves the probe `absent`, not `failed`.
     pub since: Option<String>,
+    /// From `only_in`: the builds of the library that have the symbol ("parallel builds").
+    /// Another build without it leaves the probe `absent`, not `failed`.
+    pub only_in: Option<String>,
     /// The index of each kind's first argument (`NO_ARG`: none), for [`Self::arg`], which
     /// correlation asks some twenty times per call.
     first_arg: [u8; ArgKind::COUNT],
@@ -668,6 +671,7 @@ struct ProbeRaw {
     #[serde(default)]
     only_files: bool,
     since: Option<String>,
+    only_in: Option<String>,
 }
 
 fn yes() -> bool {
@@ -963,9 +967,10 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
         if p.only_files && !is_syscall {
             return Err(bad("`only_files` is for syscalls".into()));
         }
-        if p.since.is_some() && !matches!(target, Target::Uprobe { .. }) {
+        if (p.since.is_some() || p.only_in.is_some()) && !matches!(target, Target::Uprobe { .. }) {
             return Err(bad(
-                "`since` (the library version that added the symbol) is for library functions"
+                "`since` and `only_in` (the library versions or builds that have the symbol) \
+                 are for library functions"
                     .into(),
             ));
         }
@@ -1052,6 +1057,7 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
             only,
             only_files: p.only_files,
             since: p.since.clone(),
+            only_in: p.only_in.clone(),
             first_arg,
         });
     }
@@ -1488,22 +1494,30 @@ mod tests {
         assert_eq!(stream_var_cookie(1, -(1 << 28) - 1, true), None);
     }
 
-    /// `since` names the library version that added a symbol: library functions only.
+    /// `since` names the library version that added a symbol, `only_in` the builds that
+    /// have it: library functions only.
     #[test]
-    fn since_is_for_library_functions() {
+    fn since_and_only_in_are_for_library_functions() {
         let builtin = parse(BUILTIN, "probes.toml").unwrap();
-        let c23 = builtin
-            .iter()
-            .find(|p| p.function() == "__isoc23_fscanf")
-            .unwrap();
-        assert_eq!(c23.since.as_deref(), Some("glibc 2.38"));
-        let e = parse(
-            "[[probe]]\nlayer = \"posix\"\nsyscall = \"fchmodat2\"\nop = \"setattr\"\nargs = [\"dirfd\", \"path\", \"mode\", \"flags\"]\nret = \"status\"\nsince = \"Linux 6.6\"\n",
-            "t.toml",
-        )
-        .unwrap_err();
-        assert!(e.to_string().contains("`since`"), "{e}");
-        assert!(e.to_string().contains("t.toml:1"), "{e}");
+        let probe = |f: &str| builtin.iter().find(|p| p.function() == f).unwrap();
+        assert_eq!(
+            probe("__isoc23_fscanf").since.as_deref(),
+            Some("glibc 2.38")
+        );
+        assert_eq!(
+            probe("H5Pset_fapl_mpio").only_in.as_deref(),
+            Some("parallel builds")
+        );
+        assert_eq!(probe("H5Dwrite").only_in, None);
+        for key in ["since = \"Linux 6.6\"", "only_in = \"x86\""] {
+            let e = parse(
+                &format!("[[probe]]\nlayer = \"posix\"\nsyscall = \"fchmodat2\"\nop = \"setattr\"\nargs = [\"dirfd\", \"path\", \"mode\", \"flags\"]\nret = \"status\"\n{key}\n"),
+                "t.toml",
+            )
+            .unwrap_err();
+            assert!(e.to_string().contains("`only_in`"), "{e}");
+            assert!(e.to_string().contains("t.toml:1"), "{e}");
+        }
     }
 
     #[test]

@@ -1290,3 +1290,64 @@ fn hdf5_direct_chunk_writes_and_reads_are_rows_with_their_chunks() {
         "libhdf5_hl is not probed: the fourth write has no parent row"
     );
 }
+
+/// A serial HDF5 (Debian's `libhdf5_serial`, which h5dump and h5perf_serial use) is probed as
+/// the parallel builds are. It has no MPI-IO property functions: their probes are `absent`
+/// there, with the reason, and no warning. Ground truth: h5perf_serial writing a 256 KiB
+/// dataset through a 64 KiB buffer, four H5Dwrites of 64 KiB.
+#[test]
+fn a_serial_hdf5_is_probed_without_warnings_for_what_only_parallel_builds_have() {
+    require_root();
+    let dir = scratch("hdf5_serial");
+    let out = dir.join("out");
+    let res = run(common::recording("posix,hdf5", &out)
+        .args([
+            "h5perf_serial",
+            "-A",
+            "hdf5",
+            "-w",
+            "-e",
+            "256K",
+            "-x",
+            "64K",
+            "-i",
+            "1",
+        ])
+        .current_dir(&dir));
+    assert!(res.status.success(), "{:?}", res.status);
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    assert!(!stderr.contains("not attached"), "{stderr}");
+    let writes: Vec<Option<i64>> = rows(&out, "calls")
+        .iter()
+        .filter(|c| c.s("function") == Some("H5Dwrite"))
+        .map(|c| c.i("bytes_result"))
+        .collect();
+    assert_eq!(writes, [Some(65536); 4]);
+    let serial: Vec<Row> = rows(&out, "probes")
+        .into_iter()
+        .filter(|p| p.s("target").is_some_and(|t| t.contains("libhdf5_serial")))
+        .collect();
+    let status = |f: &str| {
+        serial
+            .iter()
+            .find(|p| p.s("function") == Some(f))
+            .map(|p| {
+                (
+                    p.s("status").unwrap().to_string(),
+                    p.s("reason").map(str::to_string),
+                )
+            })
+            .unwrap_or_else(|| panic!("no probe row for {f} in libhdf5_serial"))
+    };
+    assert_eq!(status("H5Dwrite"), ("attached".into(), None));
+    for f in ["H5Pset_fapl_mpio", "H5Pset_dxpl_mpio"] {
+        let (st, reason) = status(f);
+        assert_eq!(st, "absent", "{f}");
+        assert!(
+            reason
+                .as_deref()
+                .is_some_and(|r| r.contains("only in parallel builds")),
+            "{f}: {reason:?}"
+        );
+    }
+}
