@@ -19,7 +19,7 @@
  *           getdents64, as a rank polling for a file would), writing 1 KiB after every tenth
  *   lines   each rank writes 512 KiB (at rank x 512 KiB) as text through a stream (fopen "r+",
  *           fseek, fputs), in lines of 256 B, whose length strata reads
- *   long_lines  the same in lines of 1 KiB, too long for strata to read their length
+ *   long_lines  the same in lines of 16 KiB, too long for strata to read their length
  *   once    each rank opens the file once and writes the same 100 KiB in 100 pwrites
  *   mpi_small  BT-IO "simple": each rank writes its 1000 records of 640 B, interleaved with
  *              the other ranks' (record i of rank r at (i * N + r) * 640), one independent
@@ -167,7 +167,7 @@ int main(int argc, char **argv) {
         }
         MPI_File_close(&fh);
     } else if (!strcmp(mode, "lines") || !strcmp(mode, "long_lines")) {
-        size_t len = !strcmp(mode, "lines") ? 256 : 1024;
+        size_t len = !strcmp(mode, "lines") ? 256 : 16384;
         char *line = malloc(len + 1);
         memset(line, 'a' + rank, len - 1);
         line[len - 1] = '\n';
