@@ -4,9 +4,39 @@
  *   MPI_File_iwrite_at      100 B at r*1000 + 300; then MPI_Testall until its flag is set
  *   MPI_File_iwrite_at x2   100 B each at r*1000 + 400, 500; then MPI_Testany until both
  *                           are done
+ *   MPI_File_iwrite_at x3   100 B each at r*1000 + 600, 700, 800; then MPI_Waitsome until
+ *                           all are done
+ *   MPI_File_iwrite_at x3   30 B each at r*1000 + 900, 930, 960; then MPI_Testsome until
+ *                           all are done
+ * The last two pass an array of 4 whose first is MPI_REQUEST_NULL (inactive), so that the
+ * requests' indices are 1 to 3. Which they complete at each call is up to the MPI: every call
+ * that completed any writes its name and their indices to FILE.some.r, a line each
+ * ("MPI_Waitsome 1 3").
  * usage: mpirun -np N mpi_requests FILE (any MPI: Open MPI's or MPICH's mpicc) */
 #include <mpi.h>
+#include <stdio.h>
 #include <string.h>
+
+/* Starts 3 iwrites of `len` bytes from `at` into slots 1 to 3 of an array whose slot 0 is
+ * inactive, then completes them with `some`, logging each call that completed any to
+ * `log`. */
+static void some_of_three(MPI_File fh, MPI_Offset at, int len, char *buf, const char *name,
+                          int (*some)(int, MPI_Request *, int *, int *, MPI_Status *),
+                          FILE *log) {
+    MPI_Request reqs[4] = {MPI_REQUEST_NULL};
+    MPI_Status sts[4];
+    for (int i = 0; i < 3; i++)
+        MPI_File_iwrite_at(fh, at + i * len, buf + i * len, len, MPI_BYTE, &reqs[i + 1]);
+    for (int left = 3; left > 0;) {
+        int n, idx[4];
+        if (some(4, reqs, &n, idx, sts) || n == MPI_UNDEFINED) MPI_Abort(MPI_COMM_WORLD, 9);
+        if (n == 0) continue;
+        fprintf(log, "%s", name);
+        for (int k = 0; k < n; k++) fprintf(log, " %d", idx[k]);
+        fprintf(log, "\n");
+        left -= n;
+    }
+}
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
@@ -50,6 +80,14 @@ int main(int argc, char **argv) {
         if (MPI_Testany(2, reqs, &index, &flag, sts)) MPI_Abort(MPI_COMM_WORLD, 8);
         if (flag && index != MPI_UNDEFINED) left--;
     }
+
+    char path[4200];
+    snprintf(path, sizeof path, "%s.some.%d", argv[1], rank);
+    FILE *log = fopen(path, "w");
+    if (!log) MPI_Abort(MPI_COMM_WORLD, 10);
+    some_of_three(fh, base + 600, 100, buf, "MPI_Waitsome", MPI_Waitsome, log);
+    some_of_three(fh, base + 900, 30, buf, "MPI_Testsome", MPI_Testsome, log);
+    if (fclose(log)) MPI_Abort(MPI_COMM_WORLD, 11);
 
     MPI_File_close(&fh);
     MPI_Finalize();

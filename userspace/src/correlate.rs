@@ -1109,18 +1109,30 @@ impl Correlator {
                         let n = arg(ArgKind::Rank).map_or(0, |n| n as u32 as usize);
                         let mut reqs = request_array(arr(i).unwrap_or_default(), int_handles);
                         reqs.truncate(n);
-                        let completed: Vec<u64> = match p.arg(ArgKind::OutInt32) {
-                            Some(_) => out
+                        let indices = p.arg(ArgKind::IndexArray);
+                        let completed: Vec<u64> = match (indices, p.arg(ArgKind::OutInt32)) {
+                            // MPI_Waitsome, MPI_Testsome: how many completed (MPI_UNDEFINED,
+                            // negative: none was active), and at which indices.
+                            (Some(k), _) => {
+                                let count = out.map_or(0, |c| (c as u32 as i32).max(0) as usize);
+                                crate::netcdf::ints(arr(k).unwrap_or_default())
+                                    .take(count)
+                                    .filter_map(|j| reqs.get(j as u32 as usize).copied())
+                                    .collect()
+                            }
+                            (None, Some(_)) => out
                                 .and_then(|at| reqs.get(at as u32 as usize).copied())
                                 .into_iter()
                                 .collect(),
-                            None if done => reqs,
-                            None => Vec::new(),
+                            (None, None) if done => reqs,
+                            (None, None) => Vec::new(),
                         };
+                        // MPI_Waitany and MPI_Testany name the one they completed.
+                        let names_one = indices.is_none() && p.arg(ArgKind::OutInt32).is_some();
                         for r in completed {
                             if let Some(h) = self.handles.lookup(pid, lib_raw(r)) {
                                 self.handles.destroy(h, Some(call_id), Some(ts_end));
-                                if p.arg(ArgKind::OutInt32).is_some() {
+                                if names_one {
                                     handle = Some(h);
                                 }
                             }

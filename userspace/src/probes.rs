@@ -313,6 +313,7 @@ kinds!(
         Stdin = "stdin",
         RequestRef = "request_ref",
         RequestArray = "request_array",
+        IndexArray = "index_array",
         Datatype = "datatype",
         H5Type = "h5type",
         Plist = "plist",
@@ -377,7 +378,7 @@ impl ArgKind {
             || self.stream_var().is_some()
             || matches!(
                 self,
-                Self::Datatype | Self::H5Type | Self::Text | Self::Line
+                Self::Datatype | Self::H5Type | Self::Text | Self::Line | Self::IndexArray
             )
     }
     /// The libc variable holding the stream a call works on without naming it (printf's
@@ -619,7 +620,7 @@ impl Probe {
                 .arg(ArgKind::Handle)
                 .filter(|_| self.stdio_fileno_offset.is_some() && self.args.len() < MAX_ARGS)
                 .map_or(NO_ARG, |i| i as u8),
-            _pad: 0,
+            ret_blob_arg: self.arg(ArgKind::IndexArray).map_or(NO_ARG, |i| i as u8),
         }
     }
 }
@@ -1026,6 +1027,17 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
         if args.contains(&ArgKind::RequestArray) && !args.contains(&ArgKind::Rank) {
             return Err(bad(
                 "a `request_array` needs a `rank` argument: how many requests it holds".into(),
+            ));
+        }
+        if args.contains(&ArgKind::IndexArray)
+            && (args.iter().filter(|k| **k == ArgKind::IndexArray).count() > 1
+                || !args.contains(&ArgKind::RequestArray)
+                || !args.contains(&ArgKind::OutInt32))
+        {
+            return Err(bad(
+                "an `index_array` (indices into the call's `request_array`, filled by the call) \
+                 comes once, with the `request_array` and an `out_int32`: how many it holds"
+                    .into(),
             ));
         }
         let mut first_arg = [NO_ARG; ArgKind::COUNT];
@@ -1465,13 +1477,53 @@ mod tests {
         }
     }
 
-    /// A request array is only as long as the call says: without its `rank`, refused.
+    /// A request array is only as long as the call says: without its `rank`, refused. An
+    /// index array (MPI_Waitsome's) is copied at return, and needs its requests and count.
     #[test]
     fn a_request_array_needs_its_count() {
         let e = parse_err(
             "[[probe]]\nlayer = \"mpiio\"\nlibrary = \"libmpi.so.40\"\nsymbol = \"MPI_Waitall\"\nop = \"wait\"\nargs = [\"int\", \"request_array\", \"ptr\"]\nret = \"mpi_status\"\n",
         );
         assert!(e.to_string().contains("needs a `rank`"), "{e}");
+
+        let builtin = parse(BUILTIN, "probes.toml").unwrap();
+        let some = builtin
+            .iter()
+            .find(|p| p.function() == "MPI_Waitsome")
+            .unwrap();
+        let spec = some.spec();
+        assert_eq!(
+            (spec.ret_blob_arg, spec.blob_mask),
+            (3, 1 << 1),
+            "indices at return"
+        );
+        assert_eq!((spec.out_arg, spec.out_size), (2, 4), "their count");
+        assert_eq!(
+            builtin
+                .iter()
+                .find(|p| p.function() == "MPI_Waitall")
+                .unwrap()
+                .spec()
+                .ret_blob_arg,
+            NO_ARG
+        );
+        let with = |args: &str| {
+            parse(
+                &format!(
+                    "[[probe]]\nlayer = \"mpiio\"\nlibrary = \"libmpi.so.40\"\nsymbol = \"MPI_Waitsome\"\nop = \"wait\"\nargs = {args}\nret = \"mpi_status\"\n"
+                ),
+                "t.toml",
+            )
+        };
+        assert!(with("[\"rank\", \"request_array\", \"out_int32\", \"index_array\"]").is_ok());
+        for args in [
+            "[\"rank\", \"ptr\", \"out_int32\", \"index_array\"]",
+            "[\"rank\", \"request_array\", \"ptr\", \"index_array\"]",
+            "[\"rank\", \"request_array\", \"out_int32\", \"index_array\", \"index_array\"]",
+        ] {
+            let e = with(args).unwrap_err().to_string();
+            assert!(e.contains("`index_array`"), "{args}: {e}");
+        }
     }
 
     /// The cookie keeps a stream variable's signed distance from the probed address.

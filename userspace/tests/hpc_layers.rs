@@ -915,18 +915,21 @@ fn mpi_io_calls(mpi: Mpi) {
 /// Requests completed several at a time (tests/workloads/mpi_requests.c): the three
 /// iwrites' requests by the one MPI_Waitall, the two ireads' by one MPI_Waitany each (whose
 /// row names it), the fourth iwrite's by the MPI_Testall that found it done, the last two's
-/// by the MPI_Testany that found each done.
+/// by the MPI_Testany that found each done; the next three by the MPI_Waitsome calls and the
+/// last three by the MPI_Testsome calls that returned their indices, which the workload
+/// logged.
 fn mpi_requests_completed_together(mpi: Mpi) {
-    let (exe, _, out) = record_mpi_workload(mpi, "mpi_requests.c", ("requests", "mpich_requests"));
+    let (exe, file, out) =
+        record_mpi_workload(mpi, "mpi_requests.c", ("requests", "mpich_requests"));
     let calls = rows(&out, "calls");
     let handles = rows(&out, "handles");
-    let ranks: Vec<i64> = rows(&out, "processes")
+    let ranks: Vec<(i64, i64)> = rows(&out, "processes")
         .iter()
         .filter(|p| p.s("exe") == exe.to_str())
-        .filter_map(|p| p.i("pid"))
+        .filter_map(|p| Some((p.i("pid")?, p.i("rank")?)))
         .collect();
     assert_eq!(ranks.len(), RANKS as usize);
-    for pid in ranks {
+    for (pid, rank) in ranks {
         let of = |f: &str| -> Vec<&Row> {
             let mut v: Vec<&Row> = calls
                 .iter()
@@ -944,7 +947,7 @@ fn mpi_requests_completed_together(mpi: Mpi) {
         };
         let iwrites = of("MPI_File_iwrite_at");
         let ireads = of("MPI_File_iread_at");
-        assert_eq!((iwrites.len(), ireads.len()), (6, 2), "pid {pid}");
+        assert_eq!((iwrites.len(), ireads.len()), (12, 2), "pid {pid}");
         let waitall = of("MPI_Waitall");
         assert_eq!(waitall.len(), 1, "pid {pid}");
         for w in &iwrites[..3] {
@@ -996,10 +999,52 @@ fn mpi_requests_completed_together(mpi: Mpi) {
         // The polls that found nothing done name nothing.
         let testany = of("MPI_Testany");
         assert_eq!(
-            destroyed(&iwrites[4..]),
+            destroyed(&iwrites[4..6]),
             naming(&testany),
             "pid {pid}: two MPI_Testany complete and name one each"
         );
+        // Each MPI_Waitsome and MPI_Testsome that completed any: the requests at the indices
+        // it returned (1 to 3: the array's first is inactive), by handle id; the calls that
+        // completed none destroyed none.
+        let log = std::fs::read_to_string(format!("{}.some.{rank}", file.display())).unwrap();
+        for (f, started) in [
+            ("MPI_Waitsome", &iwrites[6..9]),
+            ("MPI_Testsome", &iwrites[9..12]),
+        ] {
+            let want: Vec<Vec<i64>> = log
+                .lines()
+                .filter_map(|l| l.strip_prefix(f))
+                .map(|l| {
+                    let mut ids: Vec<i64> = l
+                        .split_whitespace()
+                        .map(|j| request(started[j.parse::<usize>().unwrap() - 1]))
+                        .filter_map(|r| r.i("handle_id"))
+                        .collect();
+                    ids.sort();
+                    ids
+                })
+                .collect();
+            let made = of(f);
+            let got: Vec<Vec<i64>> = made
+                .iter()
+                .map(|c| {
+                    let mut ids: Vec<i64> = handles
+                        .iter()
+                        .filter(|h| h.i("destroyed_by_call_id") == c.i("call_id"))
+                        .filter_map(|h| h.i("handle_id"))
+                        .collect();
+                    ids.sort();
+                    ids
+                })
+                .filter(|ids| !ids.is_empty())
+                .collect();
+            assert!(!want.is_empty(), "pid {pid}: {f} logged:\n{log}");
+            assert_eq!(got, want, "pid {pid}: {f}");
+            assert!(
+                made.iter().all(|c| c.i("handle_id").is_none()),
+                "pid {pid}: {f}"
+            );
+        }
     }
 }
 

@@ -521,7 +521,10 @@ pub struct FuncSpec {
     /// argument (`u64::MAX` when unreadable), so that a stream strata did not see opened is
     /// still named by its fd.
     pub stream_arg: u8,
-    pub _pad: u8,
+    /// Index of an argument pointing to an array the call fills (MPI_Waitsome's indices), or
+    /// [`NO_ARG`]: up to [`BLOB_WORDS`] 64-bit words of it are copied at return, as a
+    /// [`RecordKind::Blob`] record sent before the call's own.
+    pub ret_blob_arg: u8,
 }
 
 /// Key of [`maps::ONLY_VALUES`]: a probe's function id and one value its `only_arg` may have.

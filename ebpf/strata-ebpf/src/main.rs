@@ -893,6 +893,10 @@ fn on_return(spec: &FuncSpec, ret: i64, wake: bool) -> Res<()> {
         if f.flags & FRAME_STR_RETRY != 0 {
             emit_strings((f.flags & FRAME_STR_RETRY) as u8, f.call_id, args, false);
         }
+        // Library calls only (`wake`): the syscall programs carry no such code.
+        if wake && spec.ret_blob_arg != NO_ARG {
+            emit_blobs(1 << (spec.ret_blob_arg & 7), f.call_id, args);
+        }
         emit_call(
             pid_tgid, wake, spec, f.call_id, parent_id, f.ts_begin, args, i as u32, ret,
         );
