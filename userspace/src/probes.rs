@@ -566,7 +566,7 @@ impl Probe {
             }
         }
         // What the stream has buffered, at entry and at return.
-        if self.ret == RetKind::Scanned {
+        if self.ret == RetKind::Scanned && self.stdio_read_offset.is_some() {
             if let Some(i) = self.arg(ArgKind::Handle) {
                 (out_arg, out_size) = (i as u8, strata_common::OUT_BUFFERED);
             }
@@ -1189,15 +1189,24 @@ pub fn load(path: Option<&Path>) -> anyhow::Result<Vec<Probe>> {
 /// Applies `--layers`: when given, exactly those layers are on, and the loader's report of
 /// loaded libraries (op `load`) whenever a library layer is.
 pub fn select_layers(probes: &mut [Probe], layers: Option<&[Layer]>) {
-    let Some(layers) = layers else {
-        return;
-    };
-    let selected = |p: &Probe| layers.contains(&p.layer) && p.op != Op::Load;
-    let libraries = probes
+    if let Some(layers) = layers {
+        let selected = |p: &Probe| layers.contains(&p.layer) && p.op != Op::Load;
+        let libraries = probes
+            .iter()
+            .any(|p| selected(p) && matches!(p.target, Target::Uprobe { .. }));
+        for p in probes.iter_mut() {
+            p.enabled = selected(p) || (p.op == Op::Load && libraries);
+        }
+    }
+    // fscanf's bytes need the read(2)s that refilled its stream: without them, the kernel
+    // side does not read what the stream has buffered (two user reads a call).
+    let reads = probes
         .iter()
-        .any(|p| selected(p) && matches!(p.target, Target::Uprobe { .. }));
-    for p in probes {
-        p.enabled = selected(p) || (p.op == Op::Load && libraries);
+        .any(|p| p.enabled && matches!(&p.target, Target::Syscall(n) if n == "read"));
+    if !reads {
+        for p in probes.iter_mut() {
+            p.stdio_read_offset = None;
+        }
     }
 }
 
@@ -1445,6 +1454,19 @@ mod tests {
             probe("fgets").stdio_read_offset,
             None,
             "its line says its bytes"
+        );
+        // Without the read(2)s beneath, the buffer is not read.
+        let spec = |layers: &[Layer]| {
+            let mut probes = builtin.clone();
+            select_layers(&mut probes, Some(layers));
+            let p = probes.iter().find(|p| p.function() == "__isoc99_fscanf");
+            p.unwrap().spec()
+        };
+        let stdio_only = spec(&[Layer::Stdio]);
+        assert_eq!((stdio_only.out_arg, stdio_only.out_size), (NO_ARG, 0));
+        assert_eq!(
+            spec(&[Layer::Stdio, Layer::Posix]).out_size,
+            strata_common::OUT_BUFFERED
         );
 
         let with = |offsets: &str, layer: &str, args: &str| {
