@@ -533,10 +533,24 @@ impl Correlator {
 
     /// The standard fds (0, 1, 2) of a process strata started and holds before its exec: fd
     /// handles named by their files now, which its descendants inherit. A short job is gone
-    /// before its first call on them is handled, and /proc with it.
+    /// before its first call on them is handled, and /proc with it. Where one is a regular
+    /// file (`job > out.txt`), its position and O_APPEND come from /proc too, so that the
+    /// job's writes to it have their offsets.
     pub fn standard_fds(&mut self, pid: i32) {
         for fd in 0..3 {
-            self.fd_handle(pid, fd);
+            let Some(h) = self.fd_handle(pid, fd) else {
+                continue;
+            };
+            let regular = std::fs::metadata(format!("/proc/{pid}/fd/{fd}"))
+                .is_ok_and(|m| m.file_type().is_file());
+            let info = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}"));
+            if let (true, Ok(info)) = (regular, info) {
+                if let Some((pos, flags)) = fdinfo_pos_flags(&info) {
+                    self.handles.set_pos(h, Some(pos));
+                    self.handles
+                        .set_append(h, flags & libc::O_APPEND as u64 != 0);
+                }
+            }
         }
     }
 
@@ -549,6 +563,7 @@ impl Correlator {
         p: &Probe,
         rec: &CallRecord,
         stream: u64,
+        beneath: &[crate::handles::Beneath],
     ) -> Option<HandleId> {
         if p.stdio_fileno_offset.is_none() || stream == 0 {
             return None;
@@ -560,14 +575,32 @@ impl Correlator {
             .and_then(|h| self.handles.get(h))
             .map(|h| (h.row.file_id, h.row.path.clone()))
             .unwrap_or_default();
-        let id = self.handles.create(NewHandle::unopened(
-            pid,
-            Raw::Lib(p.layer.as_str(), stream),
-            p.layer.as_str(),
-            "stream",
-            file_id,
-            path,
-        ));
+        // Where strata knows the fd's position (opened while traced, or a standard fd of a
+        // command it started), the stream's first call finds it there: its first I/O, since
+        // a stream of a process traced from its start is seen from its first call on. That
+        // is where the first call beneath this one on the fd began, if one did (its row came
+        // first and moved the fd on).
+        let pos = below.and_then(|h| match beneath.iter().find(|b| b.handle == h) {
+            Some(b) => b.offset,
+            None => self.handles.pos(h),
+        });
+        // Over an fd that appends, so does the stream (its writes go to the file's end).
+        let appends = below.is_some_and(|h| self.handles.appends(h));
+        let pos = pos.filter(|_| !appends);
+        let id = self.handles.create(NewHandle {
+            pos,
+            ..NewHandle::unopened(
+                pid,
+                Raw::Lib(p.layer.as_str(), stream),
+                p.layer.as_str(),
+                "stream",
+                file_id,
+                path,
+            )
+        });
+        if appends {
+            self.handles.set_append(id, true);
+        }
         // As a stream fopen made: the fd beneath it.
         if let Some(fd) = below.and_then(|h| self.handles.get_mut(h)) {
             fd.row.parent_handle_id.get_or_insert(id);
@@ -813,7 +846,7 @@ impl Correlator {
             (None, Some(h)) => self
                 .handles
                 .lookup(pid, lib_raw(h))
-                .or_else(|| self.unseen_stream(pid, &p, rec, h)),
+                .or_else(|| self.unseen_stream(pid, &p, rec, h, &beneath)),
             _ => None,
         };
         // The second fd of a copy (copy_file_range's and sendfile's destination).
@@ -1424,6 +1457,18 @@ impl Layer {
 
 /// The requests of an `MPI_Request` array as the kernel side copied it: 64-bit pointers
 /// (Open MPI), or under the MPICH ABI 32-bit integers, two to a word.
+/// `pos:` and `flags:` (octal) of a /proc/PID/fdinfo/FD.
+fn fdinfo_pos_flags(info: &str) -> Option<(i64, u64)> {
+    let field = |name: &str| {
+        info.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(str::trim)
+    };
+    let pos = field("pos:")?.parse().ok()?;
+    let flags = u64::from_str_radix(field("flags:")?, 8).ok()?;
+    Some((pos, flags))
+}
+
 fn request_array(words: &[u64], int_handles: bool) -> Vec<u64> {
     match int_handles {
         true => crate::netcdf::ints(words)
@@ -1438,6 +1483,17 @@ mod tests {
     use strata_common::RecordKind;
 
     use super::*;
+
+    /// /proc/PID/fdinfo/FD: the position in decimal, the flags in octal (O_APPEND 02000).
+    #[test]
+    fn fdinfo_gives_position_and_flags() {
+        let info = "pos:\t100\nflags:\t0102001\nmnt_id:\t29\nino:\t1234\n";
+        let (pos, flags) = fdinfo_pos_flags(info).unwrap();
+        assert_eq!(pos, 100);
+        assert_ne!(flags & libc::O_APPEND as u64, 0);
+        assert_eq!(flags & 3, libc::O_WRONLY as u64);
+        assert_eq!(fdinfo_pos_flags("mnt_id:\t29\n"), None);
+    }
 
     /// Handles created beneath a call whose return never comes (its record is never read)
     /// are written all the same: at most `ADOPTION_MAX_HANDLES` wait at once, none longer

@@ -2232,15 +2232,16 @@ fn stdio_calls_are_rows_under_the_names_compilers_give_them() {
         "fclose close L - - - 0",
         "dprintf write D 0 - 6 6",
         "vdprintf write D 6 - 3 3",
-        // stdout, a stream strata did not see opened: its position is not known. printf,
-        // vprintf, puts and putchar name it through libc's `stdout`; puts's bytes are its
-        // string's and the newline.
-        "printf write S - - 2 2",
-        "vprintf write S - - 3 3",
-        "puts write S - 3 3 3",
-        "putchar write S - 1 1 33",
-        "putchar_unlocked write S - 1 1 63",
-        "fputs write S - 4 4 1",
+        // stdout, a stream strata did not see opened, over the stdout.txt the test gave the
+        // command (its position, 0, read from /proc before the command ran): known from the
+        // stream's first call on. printf, vprintf, puts and putchar name it through libc's
+        // `stdout`; puts's bytes are its string's and the newline.
+        "printf write S 0 - 2 2",
+        "vprintf write S 2 - 3 3",
+        "puts write S 5 3 3 3",
+        "putchar write S 8 1 1 33",
+        "putchar_unlocked write S 9 1 1 63",
+        "fputs write S 10 4 4 1",
         "fflush flush S - - - 0",
         // stdin, at its end ("I"), through libc's `stdin`: EOF, nothing consumed.
         "__isoc99_scanf read I - - 0 -1",
@@ -2282,13 +2283,14 @@ fn stdio_calls_are_rows_under_the_names_compilers_give_them() {
         "fclose close L - - - 0",
         "__dprintf_chk write D 0 - 6 6",
         "__vdprintf_chk write D 6 - 3 3",
-        "__printf_chk write S - - 2 2",
+        "__printf_chk write S 0 - 2 2",
         // The checked vprintf is __vfprintf_chk on stdout.
-        "__vfprintf_chk write S - - 3 3",
-        "puts write S - 3 3 3",
-        // putchar and getchar are inlined as putc on stdout and getc (fgetc) on stdin.
-        "putc write S - 1 1 33",
-        "fputs write S - 4 4 1",
+        "__vfprintf_chk write S 2 - 3 3",
+        "puts write S 5 3 3 3",
+        // putchar and getchar are inlined as putc on stdout and getc (fgetc) on stdin;
+        // putchar_unlocked's byte (inlined, no call) is not seen: fputs is at 10 in truth.
+        "putc write S 8 1 1 33",
+        "fputs write S 9 4 4 1",
         "fflush flush S - - - 0",
         "__isoc99_scanf read I - - 0 -1",
         "__isoc99_vscanf read I - - 0 -1",
@@ -2703,12 +2705,21 @@ fn fscanf_bytes_are_what_it_consumed_across_buffer_refills() {
         ]
         .map(String::from),
     );
-    // stdin, of the same deck (a stream not seen opened, at an unknown position): its
-    // first three lines, the newline after them.
-    want.push(format!("__isoc99_scanf I - {} 2", ends[0]));
-    want.push(format!("__isoc99_scanf I - {} 2", ends[1] - ends[0]));
-    want.push(format!("__isoc99_scanf I - {} 2", ends[2] - ends[1]));
-    want.push("getchar I - 1 10".into());
+    // stdin, of the same deck: a stream not seen opened, over the fd the test gave the
+    // command at 0 (read from /proc before the command ran), so at known positions from its
+    // first call on: its first three lines, the newline after them.
+    want.push(format!("__isoc99_scanf I 0 {} 2", ends[0]));
+    want.push(format!(
+        "__isoc99_scanf I {} {} 2",
+        ends[0],
+        ends[1] - ends[0]
+    ));
+    want.push(format!(
+        "__isoc99_scanf I {} {} 2",
+        ends[1],
+        ends[2] - ends[1]
+    ));
+    want.push(format!("getchar I {} 1 10", ends[2]));
     // A stream over memory has no fd (so no handle), nor reads to say what refilled it.
     want.push("__isoc99_fscanf - - - 1".into());
     want.push("fclose - - - 0".into());
@@ -2760,4 +2771,73 @@ fn fscanf_bytes_are_what_it_consumed_across_buffer_refills() {
             .sum::<i64>(),
         text.len() as i64,
     );
+}
+
+/// A command whose stdout the caller sent to a file (`job > out.txt`): strata reads the fd's
+/// position and O_APPEND from /proc before the command runs, so the job's printf and
+/// write(2) rows have their offsets, from where the file was left; appended (`>>`), the
+/// writes go to the file's end, whose offset strata does not claim to know.
+#[test]
+fn a_commands_stdout_sent_to_a_file_has_its_offsets() {
+    require_root();
+    let dir = std::fs::canonicalize(scratch("stdout_lines")).unwrap();
+    let exe = build_c("cc", "stdout_lines.c", &dir.join("stdout_lines"), &["-O0"]);
+    for append in [false, true] {
+        let name = if append { "appended" } else { "at_100" };
+        let log = dir.join(format!("{name}.txt"));
+        std::fs::write(&log, [b'.'; 100]).unwrap();
+        let stdout = if append {
+            std::fs::OpenOptions::new().append(true).open(&log).unwrap()
+        } else {
+            // Left at 100 by its writer, as a shell's `>` after earlier output would.
+            let mut f = std::fs::OpenOptions::new().write(true).open(&log).unwrap();
+            std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(100)).unwrap();
+            f
+        };
+        let out = dir.join(format!("out-{name}"));
+        let res = run(common::recording("posix,stdio", &out)
+            .arg(&exe)
+            .stdout(stdout));
+        assert!(res.status.success(), "{name}: {:?}", res.status);
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert_eq!(&text[100..], "one\ntwo\nthree\nraw\n", "{name}");
+        let pid = workload_pid(&out, &exe);
+        let file = common::file_id_of(&out, &log);
+        let mut calls: Vec<Row> = rows(&out, "calls")
+            .into_iter()
+            .filter(|c| c.i("pid") == Some(pid) && c.i("file_id") == Some(file))
+            .filter(|c| c.s("op") == Some("write"))
+            .collect();
+        calls.sort_by_key(|c| c.i("ts_begin_ns"));
+        let o = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
+        let got: Vec<String> = calls
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} {} {}",
+                    c.s("function").unwrap(),
+                    o(c.i("offset")),
+                    o(c.i("bytes_result"))
+                )
+            })
+            .collect();
+        let want = if append {
+            [
+                "printf - 4",
+                "printf - 4",
+                "printf - 6",
+                "write - 14",
+                "write - 4",
+            ]
+        } else {
+            [
+                "printf 100 4",
+                "printf 104 4",
+                "printf 108 6",
+                "write 100 14",
+                "write 114 4",
+            ]
+        };
+        assert_eq!(got, want, "{name}");
+    }
 }
