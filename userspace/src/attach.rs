@@ -1589,10 +1589,7 @@ fn fdinfo(fd: RawFd) -> Option<String> {
 
 /// The number after `key:` in a /proc fdinfo text.
 fn fdinfo_field(info: &str, key: &str) -> Option<u64> {
-    info.lines().find_map(|l| {
-        let (k, v) = l.split_once(':')?;
-        (k.trim() == key).then(|| v.trim().parse().ok()).flatten()
-    })
+    crate::procs::fdinfo_value(info, key)?.parse().ok()
 }
 
 /// Time spent in strata's programs and how often they ran, since load, when the kernel keeps

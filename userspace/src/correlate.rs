@@ -1457,15 +1457,11 @@ impl Layer {
 
 /// The requests of an `MPI_Request` array as the kernel side copied it: 64-bit pointers
 /// (Open MPI), or under the MPICH ABI 32-bit integers, two to a word.
-/// `pos:` and `flags:` (octal) of a /proc/PID/fdinfo/FD.
+/// `pos` and `flags` (octal) of a /proc/PID/fdinfo/FD.
 fn fdinfo_pos_flags(info: &str) -> Option<(i64, u64)> {
-    let field = |name: &str| {
-        info.lines()
-            .find_map(|l| l.strip_prefix(name))
-            .map(str::trim)
-    };
-    let pos = field("pos:")?.parse().ok()?;
-    let flags = u64::from_str_radix(field("flags:")?, 8).ok()?;
+    use crate::procs::fdinfo_value;
+    let pos = fdinfo_value(info, "pos")?.parse().ok()?;
+    let flags = u64::from_str_radix(fdinfo_value(info, "flags")?, 8).ok()?;
     Some((pos, flags))
 }
 

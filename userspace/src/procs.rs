@@ -8,6 +8,15 @@ use strata_common::{IMAGE_ARGS, IMAGE_ARGS_PARTS, IMAGE_ENV, IMAGE_ENV_PARTS, IM
 
 use crate::{fast::HashMap, schema::ProcessRow};
 
+/// The text after `key:` in a /proc fdinfo (`pos`, `flags`, a BPF program's
+/// `run_time_ns`), trimmed.
+pub fn fdinfo_value<'a>(info: &'a str, key: &str) -> Option<&'a str> {
+    info.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        (k.trim() == key).then(|| v.trim())
+    })
+}
+
 /// Environment variables that carry the MPI rank, first match wins.
 const RANK_VARS: &[&str] = &[
     "OMPI_COMM_WORLD_RANK",
