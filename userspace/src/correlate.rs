@@ -127,8 +127,6 @@ pub struct Correlator {
     /// Where the calls beneath library calls began on the handles they moved, and what
     /// they read.
     starts_beneath: crate::handles::StartsBeneath,
-    /// The read(2) syscall is recorded: a stream's refills beneath fscanf are all seen.
-    reads_recorded: bool,
     /// Collective opens so far per (pid, file id).
     collective_opens: HashMap<(i32, i64), u32>,
     pub files: Files,
@@ -155,9 +153,6 @@ impl Correlator {
                 && matches!(p.op, Op::Read | Op::Write)
                 && p.arg(ArgKind::OutRequest).is_some()
         });
-        let reads_recorded = probes
-            .iter()
-            .any(|p| p.enabled && matches!(&p.target, Target::Syscall(n) if n == "read"));
         let mut libraries: Vec<(String, Arc<[String]>)> = probes
             .iter()
             .filter(|p| p.enabled)
@@ -201,7 +196,6 @@ impl Correlator {
             nc_vars: Default::default(),
             type_sizes: Default::default(),
             starts_beneath: Default::default(),
-            reads_recorded,
             files: Files::default(),
             summary: Summary::default(),
             kernel: Default::default(),
@@ -611,7 +605,9 @@ impl Correlator {
     /// The bytes a call that does not say what it read (fscanf) consumed from its stream:
     /// what the stream had buffered when it began, plus what read(2)s on the stream's fd
     /// beneath it refilled, less what it had buffered when it returned. None where any of
-    /// these is unknown, and for a stream without an fd (fmemopen), refilled by no read.
+    /// these is unknown, and for a stream without an fd (fmemopen), refilled by no read. The
+    /// probe has its `stdio_read_offset` only where the read syscall is recorded
+    /// ([`crate::probes::select_layers`]): only then are all the refills seen.
     fn scanned(
         &self,
         pid: i32,
@@ -624,7 +620,7 @@ impl Correlator {
         // buffered at entry (u64::MAX: unreadable).
         let fd = i32::try_from(*rec.args.get(p.args.len())?).ok()?;
         let buffered_begin = *rec.args.get(p.args.len() + 1)?;
-        if !self.reads_recorded || buffered_begin == u64::MAX {
+        if p.stdio_read_offset.is_none() || buffered_begin == u64::MAX {
             return None;
         }
         let refilled = match self.handles.lookup(pid, Raw::Fd(fd)) {
