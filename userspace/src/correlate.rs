@@ -1353,8 +1353,16 @@ impl Correlator {
                 self.library_opens.push((pid, a.clone()));
             }
         }
-        let append = flags.is_some_and(|f| f & i64::from(libc::O_APPEND) != 0)
+        let mut append = flags.is_some_and(|f| f & i64::from(libc::O_APPEND) != 0)
             || modestr.as_deref().is_some_and(|m| m.starts_with('a'));
+        // A stream made over an fd (fdopen) starts where the fd is, and appends where it does.
+        let start = match (kind, src) {
+            ("stream", Some(fd)) => {
+                append |= self.handles.appends(fd);
+                self.handles.pos(fd)
+            }
+            _ => Some(0),
+        };
         let id = self.handles.create(NewHandle {
             pid,
             raw,
@@ -1370,8 +1378,11 @@ impl Correlator {
             share_with: None,
             // Byte positions are followed for fds and streams; MPI-IO and library handles
             // have views and selections instead.
-            pos: (!append && matches!(kind, "fd" | "stream")).then_some(0),
+            pos: start.filter(|_| !append && matches!(kind, "fd" | "stream")),
         });
+        if append && kind == "stream" {
+            self.handles.set_append(id, true);
+        }
         // The k-th collective open of a file by each rank is the same collective open: its
         // handles share a key, so analysis can join them across processes.
         if let (true, Some(f)) = (p.collective, file_id) {

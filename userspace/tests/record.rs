@@ -2841,3 +2841,43 @@ fn a_commands_stdout_sent_to_a_file_has_its_offsets() {
         assert_eq!(got, want, "{name}");
     }
 }
+
+/// A stream made over an fd already used (fdopen) starts where the fd is, and appends where
+/// it does (tests/workloads/fdopen_streams.c): fputs at 10 after 10 bytes written, fread at 2
+/// after an lseek, and no offset for a stream over an O_APPEND fd.
+#[test]
+fn streams_made_over_an_fd_start_where_it_is() {
+    require_root();
+    let dir = std::fs::canonicalize(scratch("fdopen_streams")).unwrap();
+    let exe = build_c(
+        "cc",
+        "fdopen_streams.c",
+        &dir.join("fdopen_streams"),
+        &["-O0"],
+    );
+    let file = dir.join("a.txt");
+    let out = dir.join("out");
+    let res = run(common::recording("posix,stdio", &out).arg(&exe).arg(&file));
+    assert!(res.status.success(), "{:?}", res.status);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "0123456789abcxy");
+    let pid = workload_pid(&out, &exe);
+    let mut calls: Vec<Row> = rows(&out, "calls")
+        .into_iter()
+        .filter(|c| c.i("pid") == Some(pid) && c.s("layer") == Some("stdio"))
+        .collect();
+    calls.sort_by_key(|c| c.i("ts_begin_ns"));
+    let o = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
+    let got: Vec<String> = calls
+        .iter()
+        .filter(|c| matches!(c.s("op"), Some("read" | "write")))
+        .map(|c| {
+            format!(
+                "{} {} {}",
+                c.s("function").unwrap(),
+                o(c.i("offset")),
+                o(c.i("bytes_result"))
+            )
+        })
+        .collect();
+    assert_eq!(got, ["fputs 10 3", "fread 2 3", "fputs - 2"]);
+}
