@@ -224,11 +224,12 @@ impl Correlator {
                 words,
                 ..
             } => {
-                self.pending_args
-                    .entry(call_id)
-                    .or_default()
-                    .blobs
-                    .push((arg, words));
+                let blobs = &mut self.pending_args.entry(call_id).or_default().blobs;
+                // A counted array comes in pieces, in order.
+                match blobs.iter_mut().find(|(a, _)| *a == arg) {
+                    Some((_, w)) => w.extend(words),
+                    None => blobs.push((arg, words)),
+                }
             }
             Event::RequestBegin { req, rec } => {
                 if self.uring_pending.len() >= URING_MAX_PENDING {

@@ -127,9 +127,14 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
             let hdr: StrHeader = read(bytes)?;
             let data = &bytes[size_of::<StrHeader>()..];
             let data = &data[..(hdr.len as usize).min(data.len())];
+            // An array of an odd number of C ints ends in half a word: zero-filled.
             let words = data
-                .chunks_exact(8)
-                .map(|c| u64::from_ne_bytes(c.try_into().expect("8-byte chunk")))
+                .chunks(8)
+                .map(|c| {
+                    let mut w = [0u8; 8];
+                    w[..c.len()].copy_from_slice(c);
+                    u64::from_ne_bytes(w)
+                })
                 .collect();
             Ok(Event::Blob {
                 pid: hdr.pid,

@@ -541,6 +541,7 @@ impl Probe {
         if self.arg(ArgKind::OutRequest).is_some() {
             spec.out_size = 4;
         }
+        spec.array_elem_shift = 2;
         spec
     }
 
@@ -557,7 +558,7 @@ impl Probe {
             if k.is_deref() {
                 deref_mask |= 1 << i;
             }
-            if k.is_array() {
+            if k.is_array() && *k != ArgKind::RequestArray {
                 blob_mask |= 1 << i;
             }
             if let Some(sz) = k.out_size() {
@@ -621,6 +622,15 @@ impl Probe {
                 .filter(|_| self.stdio_fileno_offset.is_some() && self.args.len() < MAX_ARGS)
                 .map_or(NO_ARG, |i| i as u8),
             ret_blob_arg: self.arg(ArgKind::IndexArray).map_or(NO_ARG, |i| i as u8),
+            array_arg: self.arg(ArgKind::RequestArray).map_or(NO_ARG, |i| i as u8),
+            // probes.toml checked that a request array comes with its count.
+            array_len_arg: self
+                .arg(ArgKind::RequestArray)
+                .and(self.arg(ArgKind::Rank))
+                .map_or(NO_ARG, |i| i as u8),
+            // MPI_Request: a pointer (Open MPI); see `int_handles_spec`.
+            array_elem_shift: 3,
+            _pad: 0,
         }
     }
 }
@@ -1024,9 +1034,14 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
                 MAX_ARGS - 2
             )));
         }
-        if args.contains(&ArgKind::RequestArray) && !args.contains(&ArgKind::Rank) {
+        if args.contains(&ArgKind::RequestArray)
+            && (!args.contains(&ArgKind::Rank)
+                || args.iter().filter(|k| **k == ArgKind::RequestArray).count() > 1)
+        {
             return Err(bad(
-                "a `request_array` needs a `rank` argument: how many requests it holds".into(),
+                "a `request_array` comes once, with a `rank` argument: how many requests it \
+                 holds"
+                    .into(),
             ));
         }
         if args.contains(&ArgKind::IndexArray)
@@ -1499,14 +1514,20 @@ mod tests {
         }
     }
 
-    /// A request array is only as long as the call says: without its `rank`, refused. An
-    /// index array (MPI_Waitsome's) is copied at return, and needs its requests and count.
+    /// A request array is only as long as the call says: without its `rank`, or twice,
+    /// refused; the kernel side copies that many requests of the MPI's width. An index array
+    /// (MPI_Waitsome's) is copied at return, and needs its requests and count.
     #[test]
     fn a_request_array_needs_its_count() {
-        let e = parse_err(
-            "[[probe]]\nlayer = \"mpiio\"\nlibrary = \"libmpi.so.40\"\nsymbol = \"MPI_Waitall\"\nop = \"wait\"\nargs = [\"int\", \"request_array\", \"ptr\"]\nret = \"mpi_status\"\n",
-        );
-        assert!(e.to_string().contains("needs a `rank`"), "{e}");
+        for args in [
+            "[\"int\", \"request_array\", \"ptr\"]",
+            "[\"rank\", \"request_array\", \"request_array\"]",
+        ] {
+            let e = parse_err(&format!(
+                "[[probe]]\nlayer = \"mpiio\"\nlibrary = \"libmpi.so.40\"\nsymbol = \"MPI_Waitall\"\nop = \"wait\"\nargs = {args}\nret = \"mpi_status\"\n",
+            ));
+            assert!(e.to_string().contains("with a `rank`"), "{args}: {e}");
+        }
 
         let builtin = parse(BUILTIN, "probes.toml").unwrap();
         let some = builtin
@@ -1516,19 +1537,29 @@ mod tests {
         let spec = some.spec();
         assert_eq!(
             (spec.ret_blob_arg, spec.blob_mask),
-            (3, 1 << 1),
-            "indices at return"
+            (3, 0),
+            "indices at return, not a fixed-size array"
         );
-        assert_eq!((spec.out_arg, spec.out_size), (2, 4), "their count");
         assert_eq!(
-            builtin
-                .iter()
-                .find(|p| p.function() == "MPI_Waitall")
-                .unwrap()
-                .spec()
-                .ret_blob_arg,
-            NO_ARG
+            (spec.array_arg, spec.array_len_arg, spec.array_elem_shift),
+            (1, 0, 3),
+            "requests at entry, as many as the first argument says, pointers"
         );
+        assert_eq!(some.int_handles_spec().array_elem_shift, 2, "MPICH: ints");
+        assert_eq!((spec.out_arg, spec.out_size), (2, 4), "their count");
+        let waitall = builtin
+            .iter()
+            .find(|p| p.function() == "MPI_Waitall")
+            .unwrap()
+            .spec();
+        assert_eq!((waitall.ret_blob_arg, waitall.array_arg), (NO_ARG, 1));
+        let h5 = builtin
+            .iter()
+            .find(|p| p.function() == "H5Sselect_hyperslab")
+            .unwrap()
+            .spec();
+        assert_eq!(h5.array_arg, NO_ARG, "dimensions are fixed-size arrays");
+        assert_ne!(h5.blob_mask, 0);
         let with = |args: &str| {
             parse(
                 &format!(

@@ -913,11 +913,11 @@ fn mpi_io_calls(mpi: Mpi) {
 }
 
 /// Requests completed several at a time (tests/workloads/mpi_requests.c): the three
-/// iwrites' requests by the one MPI_Waitall, the two ireads' by one MPI_Waitany each (whose
-/// row names it), the fourth iwrite's by the MPI_Testall that found it done, the last two's
+/// iwrites' requests by the first MPI_Waitall, the two ireads' by one MPI_Waitany each (whose
+/// row names it), the fourth iwrite's by the MPI_Testall that found it done, the next two's
 /// by the MPI_Testany that found each done; the next three by the MPI_Waitsome calls and the
-/// last three by the MPI_Testsome calls that returned their indices, which the workload
-/// logged.
+/// three after by the MPI_Testsome calls that returned their indices, which the workload
+/// logged; then 200 by the second MPI_Waitall, and 150 by the MPI_Waitsome calls after it.
 fn mpi_requests_completed_together(mpi: Mpi) {
     let (exe, file, out) =
         record_mpi_workload(mpi, "mpi_requests.c", ("requests", "mpich_requests"));
@@ -947,19 +947,32 @@ fn mpi_requests_completed_together(mpi: Mpi) {
         };
         let iwrites = of("MPI_File_iwrite_at");
         let ireads = of("MPI_File_iread_at");
-        assert_eq!((iwrites.len(), ireads.len()), (12, 2), "pid {pid}");
+        assert_eq!(
+            (iwrites.len(), ireads.len()),
+            (12 + 200 + 150, 2),
+            "pid {pid}"
+        );
         let waitall = of("MPI_Waitall");
-        assert_eq!(waitall.len(), 1, "pid {pid}");
-        for w in &iwrites[..3] {
+        assert_eq!(waitall.len(), 2, "pid {pid}");
+        // The second's 200 requests span four of the kernel side's records (two under
+        // MPICH's integer handles).
+        for (w, all) in iwrites[..3]
+            .iter()
+            .map(|w| (w, &waitall[0]))
+            .chain(iwrites[12..212].iter().map(|w| (w, &waitall[1])))
+        {
             let r = request(w);
             assert_eq!(r.s("kind"), Some("request"));
             assert_eq!(
                 r.i("destroyed_by_call_id"),
-                waitall[0].i("call_id"),
+                all.i("call_id"),
                 "pid {pid}: {w:?}"
             );
         }
-        assert_eq!(waitall[0].i("handle_id"), None, "names no one request");
+        assert!(
+            waitall.iter().all(|w| w.i("handle_id").is_none()),
+            "names no one request"
+        );
         let waitany = of("MPI_Waitany");
         assert_eq!(waitany.len(), 2, "pid {pid}");
         // (request, the call that destroyed it) of each of these calls' requests.
@@ -1004,20 +1017,35 @@ fn mpi_requests_completed_together(mpi: Mpi) {
             "pid {pid}: two MPI_Testany complete and name one each"
         );
         // Each MPI_Waitsome and MPI_Testsome that completed any: the requests at the indices
-        // it returned (1 to 3: the array's first is inactive), by handle id; the calls that
-        // completed none destroyed none.
+        // it returned (1 to n: the array's first is inactive), by handle id; the calls that
+        // completed none destroyed none. The log names the 150-request MPI_Waitsome calls
+        // (whose indices span two records) apart.
         let log = std::fs::read_to_string(format!("{}.some.{rank}", file.display())).unwrap();
-        for (f, started) in [
-            ("MPI_Waitsome", &iwrites[6..9]),
-            ("MPI_Testsome", &iwrites[9..12]),
-        ] {
-            let want: Vec<Vec<i64>> = log
-                .lines()
-                .filter_map(|l| l.strip_prefix(f))
-                .map(|l| {
-                    let mut ids: Vec<i64> = l
-                        .split_whitespace()
-                        .map(|j| request(started[j.parse::<usize>().unwrap() - 1]))
+        let lines: Vec<(&str, Vec<usize>)> = log
+            .lines()
+            .map(|l| {
+                let mut words = l.split_whitespace();
+                let name = words.next().unwrap();
+                (name, words.map(|j| j.parse().unwrap()).collect())
+            })
+            .collect();
+        assert!(
+            lines.iter().any(|(name, _)| *name == "MPI_Waitsome150"),
+            "pid {pid}:\n{log}"
+        );
+        for f in ["MPI_Waitsome", "MPI_Testsome"] {
+            let want: Vec<Vec<i64>> = lines
+                .iter()
+                .filter(|(name, _)| name.starts_with(f))
+                .map(|(name, indices)| {
+                    let started = match *name {
+                        "MPI_Waitsome" => &iwrites[6..9],
+                        "MPI_Testsome" => &iwrites[9..12],
+                        _ => &iwrites[212..],
+                    };
+                    let mut ids: Vec<i64> = indices
+                        .iter()
+                        .map(|j| request(started[j - 1]))
                         .filter_map(|r| r.i("handle_id"))
                         .collect();
                     ids.sort();

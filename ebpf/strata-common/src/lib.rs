@@ -496,7 +496,7 @@ pub struct FuncSpec {
     /// datatype's size, read at `Config::datatype_size_off` inside the datatype object.
     pub datatype_arg: u8,
     /// Bit i set: argument i points to an array of up to [`BLOB_WORDS`] 64-bit integers
-    /// (HDF5 dimensions, counts), copied at entry.
+    /// (HDF5 dimensions, counts), copied at entry. (A counted array is `array_arg`.)
     pub blob_mask: u8,
     /// Index of a kernel `struct file *` argument, or [`NO_ARG`]: replaced at entry by the
     /// file's inode number; its file system's dev_t goes to the slot after the last argument.
@@ -521,11 +521,27 @@ pub struct FuncSpec {
     /// argument (`u64::MAX` when unreadable), so that a stream strata did not see opened is
     /// still named by its fd.
     pub stream_arg: u8,
-    /// Index of an argument pointing to an array the call fills (MPI_Waitsome's indices), or
-    /// [`NO_ARG`]: up to [`BLOB_WORDS`] 64-bit words of it are copied at return, as a
-    /// [`RecordKind::Blob`] record sent before the call's own.
+    /// Index of an argument pointing to a C `int` array the call fills (MPI_Waitsome's
+    /// indices), or [`NO_ARG`]: its first `array_len_arg` elements are copied at return, as
+    /// [`RecordKind::Blob`] records sent before the call's own.
     pub ret_blob_arg: u8,
+    /// Index of an argument pointing to an array of as many elements as argument
+    /// `array_len_arg` says (MPI_Waitall's requests), or [`NO_ARG`]: copied at entry, up to
+    /// [`ARRAY_MAX_BYTES`], in [`RecordKind::Blob`] records of up to [`STR_CAP`] bytes each,
+    /// in order.
+    pub array_arg: u8,
+    /// Index of the argument counting the elements of `array_arg` and `ret_blob_arg`.
+    pub array_len_arg: u8,
+    /// log2 of the width in bytes of an element of `array_arg` (3: pointers; 2: C ints).
+    pub array_elem_shift: u8,
+    pub _pad: u8,
 }
+
+/// Bytes of a counted array copied at most ([`FuncSpec::array_arg`]): 512 Open MPI requests
+/// (pointers), 1,024 MPICH ones (ints).
+pub const ARRAY_MAX_BYTES: usize = ARRAY_PIECES * STR_CAP;
+/// Records a counted array is sent in, at most.
+pub const ARRAY_PIECES: usize = 8;
 
 /// Key of [`maps::ONLY_VALUES`]: a probe's function id and one value its `only_arg` may have.
 #[repr(C)]
@@ -904,7 +920,7 @@ mod pod {
 const _: () = {
     assert!(core::mem::size_of::<Config>() == 120);
     assert!(core::mem::size_of::<ImageHeader>() == 24);
-    assert!(core::mem::size_of::<FuncSpec>() == 20);
+    assert!(core::mem::size_of::<FuncSpec>() == 24);
     assert!(core::mem::size_of::<OnlyKey>() == 8);
     assert!(core::mem::size_of::<TypeTable>() == 8 + 16 * MAX_TYPE_REFS);
     assert!(core::mem::size_of::<TypeIdsRecord>() == 16 + 16 * MAX_TYPE_REFS);

@@ -29,14 +29,15 @@ use aya_ebpf::{
     programs::{BtfTracePointContext, ProbeContext, RetProbeContext, TracePointContext},
 };
 use strata_common::{
-    BLOB_WORDS, CALL_OUT_VALID, CLONE_THREAD, COOKIE_LOAD_AT_CALL, COOKIE_STREAM_INDIRECT,
-    COOKIE_STREAM_VAR, COOKIE_TABLE_SHIFT, COUNTER_SLOTS, CallRecord, Config, Counter,
-    DEREF_FAILED, FRAME_KERNEL, FRAME_STR_RETRY, Frame, FuncSpec, IMAGE_ARGS, IMAGE_ARGS_PARTS,
-    IMAGE_ENV, IMAGE_ENV_PARTS, IMAGE_PART, ImageHeader, ImageRecord, MAX_ARGS, MAX_CGROUP_LEVEL,
-    MAX_DEPTH, MAX_FUNCS, MAX_ONLY_VALUES, MAX_SYSCALLS, MAX_TYPE_REFS, MAX_TYPE_TABLES, NO_ARG,
-    OUT_BUFFERED, OUT_TEXT, OnlyKey, ProcEvent, ProcRecord, RecordKind, SPEC_EMIT_AT_ENTRY,
-    SPEC_ENABLED, SPEC_IMPLICIT_STREAM, SPEC_STREAM_END, STR_CAP, STR_FAILED, StrHeader, StrRecord,
-    TEXT_PIECES, ThreadStack, TypeId, TypeIdsRecord, TypeTable, WAKEUP_BYTES, stream_var_delta,
+    ARRAY_MAX_BYTES, ARRAY_PIECES, BLOB_WORDS, CALL_OUT_VALID, CLONE_THREAD, COOKIE_LOAD_AT_CALL,
+    COOKIE_STREAM_INDIRECT, COOKIE_STREAM_VAR, COOKIE_TABLE_SHIFT, COUNTER_SLOTS, CallRecord,
+    Config, Counter, DEREF_FAILED, FRAME_KERNEL, FRAME_STR_RETRY, Frame, FuncSpec, IMAGE_ARGS,
+    IMAGE_ARGS_PARTS, IMAGE_ENV, IMAGE_ENV_PARTS, IMAGE_PART, ImageHeader, ImageRecord, MAX_ARGS,
+    MAX_CGROUP_LEVEL, MAX_DEPTH, MAX_FUNCS, MAX_ONLY_VALUES, MAX_SYSCALLS, MAX_TYPE_REFS,
+    MAX_TYPE_TABLES, NO_ARG, OUT_BUFFERED, OUT_TEXT, OnlyKey, ProcEvent, ProcRecord, RecordKind,
+    SPEC_EMIT_AT_ENTRY, SPEC_ENABLED, SPEC_IMPLICIT_STREAM, SPEC_STREAM_END, STR_CAP, STR_FAILED,
+    StrHeader, StrRecord, TEXT_PIECES, ThreadStack, TypeId, TypeIdsRecord, TypeTable, WAKEUP_BYTES,
+    stream_var_delta,
 };
 
 #[map]
@@ -391,6 +392,69 @@ fn emit_blobs(mask: u8, call_id: u64, args: &[u64; MAX_ARGS]) {
         let used = core::mem::size_of::<StrHeader>() + bounded(len, STR_CAP);
         // SAFETY: `used` <= size_of::<StrRecord>().
         unsafe { output_prefix(rec, used) };
+    }
+}
+
+/// Bytes of the counted array of `spec` whose elements are `1 << shift` bytes wide, at most
+/// [`ARRAY_MAX_BYTES`].
+#[inline(always)]
+fn array_bytes(spec: &FuncSpec, args: &[u64; MAX_ARGS], shift: u8) -> usize {
+    let n = (arg_at(args, spec.array_len_arg) as u32 as i32).max(0) as usize;
+    (n << (shift & 3)).min(ARRAY_MAX_BYTES)
+}
+
+/// Argument `i` (0 past the last): loads at constant offsets. An index checked and then
+/// reloaded from the stack loses its bound on 6.1's verifier.
+#[inline(always)]
+fn arg_at(args: &[u64; MAX_ARGS], i: u8) -> u64 {
+    let mut v = 0;
+    for (k, a) in args.iter().enumerate() {
+        if k == usize::from(i) {
+            v = *a;
+        }
+    }
+    v
+}
+
+/// Copies the `bytes` bytes of the counted array at `ptr` (argument `arg`) in records of up
+/// to `STR_CAP` bytes, in order. It stops at the first piece it cannot read or send: user
+/// space takes the elements it has and knows how many there were.
+#[inline(always)]
+fn emit_array(arg: u8, call_id: u64, ptr: u64, bytes: usize) {
+    if ptr == 0 {
+        return;
+    }
+    let Some(rec) = STRATA_STR_SCRATCH.get_ptr_mut(0) else {
+        return;
+    };
+    let pid = (bpf_get_current_pid_tgid() >> 32) as u32;
+    for piece in 0..ARRAY_PIECES {
+        let at = piece * STR_CAP;
+        if at >= bytes {
+            break;
+        }
+        let len = masked((bytes - at).min(STR_CAP), STR_CAP);
+        let src = ptr.wrapping_add(at as u64) as *const u8;
+        // SAFETY: per-CPU scratch, used only for the duration of this program; `len` is
+        // bounded by its data's size.
+        unsafe {
+            let Some(dst) = (*rec).data.get_mut(..len) else {
+                return;
+            };
+            if bpf_probe_read_user_buf(src, dst).is_err() {
+                return;
+            }
+            (*rec).hdr = StrHeader {
+                kind: RecordKind::Blob as u32,
+                arg: u32::from(arg),
+                call_id,
+                len: len as u32,
+                pid,
+            };
+            if !output_prefix(rec, core::mem::size_of::<StrHeader>() + len) {
+                return;
+            }
+        }
     }
 }
 
@@ -791,6 +855,11 @@ fn on_entry<const CAPTURE: u8>(spec: &FuncSpec, args: &mut [u64; MAX_ARGS], site
     if CAPTURE & CAPTURE_LIBRARY != 0 && spec.blob_mask != 0 {
         emit_blobs(spec.blob_mask, call_id, args);
     }
+    if CAPTURE & CAPTURE_LIBRARY != 0 && spec.array_arg != NO_ARG {
+        let ptr = arg_at(args, spec.array_arg);
+        let bytes = array_bytes(spec, args, spec.array_elem_shift);
+        emit_array(spec.array_arg, call_id, ptr, bytes);
+    }
     if CAPTURE & CAPTURE_LIBRARY != 0 && site.table != 0 {
         send_type_ids(site, (pid_tgid >> 32) as u32);
     }
@@ -895,7 +964,14 @@ fn on_return(spec: &FuncSpec, ret: i64, wake: bool) -> Res<()> {
         }
         // Library calls only (`wake`): the syscall programs carry no such code.
         if wake && spec.ret_blob_arg != NO_ARG {
-            emit_blobs(1 << (spec.ret_blob_arg & 7), f.call_id, args);
+            let ptr = arg_at(args, spec.ret_blob_arg);
+            // C ints.
+            emit_array(
+                spec.ret_blob_arg,
+                f.call_id,
+                ptr,
+                array_bytes(spec, args, 2),
+            );
         }
         emit_call(
             pid_tgid, wake, spec, f.call_id, parent_id, f.ts_begin, args, i as u32, ret,
