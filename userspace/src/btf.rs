@@ -256,6 +256,16 @@ pub fn image_offsets(btf: &Btf) -> Result<[u32; 5], BtfError> {
     ])
 }
 
+/// (task_struct.files, files_struct.fdt, fdtable.max_fds, fdtable.fd): a descriptor's file.
+pub fn fd_offsets(btf: &Btf) -> Result<[u32; 4], BtfError> {
+    Ok([
+        member_offset(btf, "task_struct", "files")?,
+        member_offset(btf, "files_struct", "fdt")?,
+        member_offset(btf, "fdtable", "max_fds")?,
+        member_offset(btf, "fdtable", "fd")?,
+    ])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -272,6 +282,15 @@ mod tests {
             member_offset(&btf, "inode", "no_such_field"),
             Err(BtfError::Missing(..))
         ));
+    }
+
+    /// struct fdtable begins with its size, then the array of files.
+    #[test]
+    fn finds_descriptor_table_fields() {
+        let btf = kernel().expect("this kernel has BTF");
+        let [files, fdt, max_fds, fd] = fd_offsets(&btf).unwrap();
+        assert!(files > 0 && files % 8 == 0 && fdt % 8 == 0);
+        assert_eq!((max_fds, fd), (0, 8));
     }
 
     /// struct request keeps its queue pointer first and the sector after the flags;

@@ -847,7 +847,7 @@ impl Correlator {
             _ => None,
         };
         // The second fd of a copy (copy_file_range's and sendfile's destination).
-        let handle2 = arg(ArgKind::Fd2)
+        let mut handle2 = arg(ArgKind::Fd2)
             .filter(|_| errno != Some(EBADF as i32))
             .and_then(|fd| self.fd_handle(pid, fd as i32));
         // Whether a transfer is collective is set beforehand: on an HDF5 transfer property
@@ -925,7 +925,7 @@ impl Correlator {
                 file_before = self.files.at_path(abs);
             }
         }
-        let file2 = file_of(&self.handles, handle2);
+        let mut file2 = file_of(&self.handles, handle2);
         let mut created: Option<HandleId> = None;
         let mut explicit_parent = false;
         let ts_begin = self.clock.epoch(rec.ts_begin);
@@ -1127,6 +1127,42 @@ impl Correlator {
                 }
             }
             Op::Exit => self.procs.set_exit_code(pid, rec.args[0] as i32),
+            // pipe(2): the row names the read end, then the write end, both on the pipe.
+            Op::Pipe if !failed => {
+                if let Some(pair) = arg(ArgKind::FdPair).filter(|v| *v != DEREF_FAILED) {
+                    let ends = [pair as u32 as i32, (pair >> 32) as u32 as i32];
+                    let file = self.made_fd_file(&p, rec, ends[0], None);
+                    let flags = arg(ArgKind::Flags).unwrap_or(0) as i64;
+                    let [read, write] = ends.map(|fd| {
+                        let access = if fd == ends[0] {
+                            libc::O_RDONLY
+                        } else {
+                            libc::O_WRONLY
+                        };
+                        let id = self.handles.create(NewHandle {
+                            pid,
+                            raw: Raw::Fd(fd),
+                            layer: p.layer.as_str(),
+                            kind: "fd",
+                            parent: None,
+                            file_id: file.1,
+                            path: file.0.clone(),
+                            mode: None,
+                            flags: Some(flags | i64::from(access)),
+                            call_id: Some(call_id),
+                            ts: Some(ts_begin),
+                            share_with: None,
+                            // A pipe has no position.
+                            pos: None,
+                        });
+                        self.handles
+                            .set_cloexec(id, flags & i64::from(libc::O_CLOEXEC) != 0);
+                        id
+                    });
+                    (handle, handle2) = (Some(read), Some(write));
+                    (file_before, file2) = (file.1, file.1);
+                }
+            }
             Op::Chdir if !failed => self.chdir(pid, path.as_deref(), handle),
             // MPI_Wait completes a request; MPI_Test only when its flag came back true.
             // MPI_Waitall and MPI_Testall complete each of their array's, MPI_Waitany and
@@ -1270,7 +1306,9 @@ impl Correlator {
                 .zip(&p.args)
                 .map(|(v, k)| match *v as i64 {
                     // As given: an offset, or -1 for none.
-                    v if k.is_ret_deref() && v != -1 => v.wrapping_sub(moved),
+                    v if k.is_ret_deref() && *k != ArgKind::FdPair && v != -1 => {
+                        v.wrapping_sub(moved)
+                    }
                     v => v,
                 })
                 .collect(),
@@ -1327,18 +1365,13 @@ impl Correlator {
                 };
                 (Some(abs), Some(id))
             }
-            // An fd opened by no name (open_by_handle_at): its file, while /proc has it.
-            None => match fd.filter(|fd| *fd >= 0 && src.is_none() && path.is_none()) {
-                Some(fd) => match std::fs::read_link(format!("/proc/{pid}/fd/{fd}")) {
-                    Ok(link) => {
-                        let abs = files::os_text(link);
-                        let id = self.files.resolve(pid, Some(fd), &abs);
-                        (Some(abs), Some(id))
-                    }
-                    Err(_) => (None, None),
-                },
-                None => (None, None),
-            },
+            // An fd opened by no path (open_by_handle_at, memfd_create).
+            None => {
+                match fd.filter(|fd| *fd >= 0 && src.is_none() && (path.is_none() || p.fd_inode)) {
+                    Some(fd) => self.made_fd_file(p, rec, fd, path),
+                    None => (None, None),
+                }
+            }
         };
         let src_row = src.and_then(|s| self.handles.get(s)).map(|h| &h.row);
         let file_id = file_id.or_else(|| src_row.and_then(|r| r.file_id));
@@ -1395,6 +1428,45 @@ impl Correlator {
             }
         }
         id
+    }
+
+    /// The file (path, id) of descriptor `fd` that call `rec` made with no path: known by the
+    /// inode the kernel side read (`fd_inode`), else while /proc has it. A file first known
+    /// by that inode is named as /proc names it: `pipe:[INO]`, `/memfd:NAME (deleted)` for a
+    /// call with a `name`, else `inode INO`.
+    fn made_fd_file(
+        &mut self,
+        p: &Probe,
+        rec: &CallRecord,
+        fd: i32,
+        name: Option<&str>,
+    ) -> (Option<String>, Option<i64>) {
+        let pid = rec.pid as i32;
+        let n = p.args.len();
+        let inode = match (p.fd_inode, rec.args.get(n), rec.args.get(n + 1)) {
+            (true, Some(&ino), Some(&dev)) if ino != 0 => {
+                Some((crate::kernel::user_dev(dev as u32), ino))
+            }
+            _ => None,
+        };
+        if let Some(id) = inode.and_then(|(dev, ino)| self.files.by_inode(Some(dev), ino)) {
+            return (self.files.path(id), Some(id));
+        }
+        if let Ok(link) = std::fs::read_link(format!("/proc/{pid}/fd/{fd}")) {
+            let abs = files::os_text(link);
+            let id = self.files.resolve(pid, Some(fd), &abs);
+            return (Some(abs), Some(id));
+        }
+        let Some((dev, ino)) = inode else {
+            return (None, None);
+        };
+        let named = match (p.op, name) {
+            (Op::Pipe, _) => format!("pipe:[{ino}]"),
+            (_, Some(n)) => format!("/memfd:{n} (deleted)"),
+            (_, None) => format!("inode {ino}"),
+        };
+        let id = self.files.by_kernel_inode(dev, ino, &named);
+        (Some(named), Some(id))
     }
 
     /// Links handles created beneath this call to the handle it created (see module docs).

@@ -185,14 +185,7 @@ impl Files {
             self.known.ids.entry(key).or_insert(id);
             return (id, inode);
         }
-        if self.known.paths.len() >= GENERATION {
-            self.older = std::mem::take(&mut self.known);
-        }
-        self.next += 1;
-        let id = self.next;
-        self.known.ids.insert(key, id);
-        self.known.ids.insert(path_key, id);
-        self.known.paths.insert(id, canonical.clone());
+        let id = self.new_id(key, Some(path_key), &canonical);
         if let Some(m) = meta.as_ref().filter(|m| m.is_file()) {
             self.new_inodes.push(m.ino());
             let e = self.known.by_ino.entry(m.ino()).or_insert(id);
@@ -277,6 +270,41 @@ impl Files {
             .get(&id)
             .or_else(|| self.older.paths.get(&id))
             .cloned()
+    }
+
+    /// The file the kernel side found behind a descriptor a call made, by its device (as
+    /// `stat` gives it) and inode: a pipe or a memfd, which has no path to resolve and is known
+    /// this way after its process is gone. `name` is its path column, as /proc names it.
+    pub fn by_kernel_inode(&mut self, dev: u64, ino: u64, name: &str) -> i64 {
+        let key = Key::Inode(dev, ino);
+        if let Some(id) = self.known_id(&key) {
+            return id;
+        }
+        // Such names need not be unique (two memfds of one name): no path key.
+        let id = self.new_id(key, None, name);
+        self.new_rows.push(FileRow {
+            file_id: id,
+            path: name.to_string(),
+            dev: Some(format!("{}:{}", libc::major(dev), libc::minor(dev))),
+            ino: Some(ino as i64),
+            ..FileRow::default()
+        });
+        id
+    }
+
+    /// A new file id under `key` (and `path_key`), with its path.
+    fn new_id(&mut self, key: Key, path_key: Option<Key>, path: &str) -> i64 {
+        if self.known.paths.len() >= GENERATION {
+            self.older = std::mem::take(&mut self.known);
+        }
+        self.next += 1;
+        let id = self.next;
+        self.known.ids.insert(key, id);
+        if let Some(k) = path_key {
+            self.known.ids.insert(k, id);
+        }
+        self.known.paths.insert(id, path.to_string());
+        id
     }
 
     /// The file strata already knows at absolute path `abs` (found there when it was

@@ -268,6 +268,7 @@ kinds!(
         Map = "map",
         Unmap = "unmap",
         Exit = "exit",
+        Pipe = "pipe",
         Wait = "wait",
         Meta = "meta",
         Load = "load",
@@ -298,6 +299,7 @@ kinds!(
         Offset = "offset",
         OffsetRef = "offset_ref",
         Offset2Ref = "offset2_ref",
+        FdPair = "fd_pair",
         Whence = "whence",
         Flags = "flags",
         Mode = "mode",
@@ -369,7 +371,7 @@ impl ArgKind {
     }
     /// Pointers to offsets the call advances, read at return.
     pub fn is_ret_deref(self) -> bool {
-        matches!(self, Self::OffsetRef | Self::Offset2Ref)
+        matches!(self, Self::OffsetRef | Self::Offset2Ref | Self::FdPair)
     }
     /// Read for library functions (uprobes) only: at entry, or `text` at return.
     fn library_only(self) -> bool {
@@ -446,6 +448,9 @@ pub struct Probe {
     pub only: Option<Only>,
     /// From `only_files`: the call is recorded only when its `fd` argument is a descriptor.
     pub only_files: bool,
+    /// From `fd_inode`: the kernel side reads the inode and device of the descriptor the call
+    /// returns or fills (`fd_pair`) into the two slots after the arguments.
+    pub fd_inode: bool,
     /// From `since`: the library version that added the symbol. An older build without it
     /// leaves the probe `absent`, not `failed`.
     pub since: Option<String>,
@@ -622,6 +627,11 @@ impl Probe {
                 .filter(|_| self.stdio_fileno_offset.is_some() && self.args.len() < MAX_ARGS)
                 .map_or(NO_ARG, |i| i as u8),
             ret_blob_arg: self.arg(ArgKind::IndexArray).map_or(NO_ARG, |i| i as u8),
+            fd_file_arg: match (self.fd_inode, self.arg(ArgKind::FdPair)) {
+                (false, _) => NO_ARG,
+                (true, Some(i)) => i as u8,
+                (true, None) => strata_common::FD_FROM_RET,
+            },
             array_arg: self.arg(ArgKind::RequestArray).map_or(NO_ARG, |i| i as u8),
             // probes.toml checked that a request array comes with its count.
             array_len_arg: self
@@ -630,7 +640,6 @@ impl Probe {
                 .map_or(NO_ARG, |i| i as u8),
             // MPI_Request: a pointer (Open MPI); see `int_handles_spec`.
             array_elem_shift: 3,
-            _pad: 0,
         }
     }
 }
@@ -681,6 +690,8 @@ struct ProbeRaw {
     only: std::collections::BTreeMap<String, toml::Table>,
     #[serde(default)]
     only_files: bool,
+    #[serde(default)]
+    fd_inode: bool,
     since: Option<String>,
     only_in: Option<String>,
 }
@@ -985,6 +996,28 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
                     .into(),
             ));
         }
+        // The inode of a descriptor the call makes: from the calling task's descriptor table
+        // when the call returns, into the two slots after the arguments.
+        if p.fd_inode
+            && (!is_syscall
+                || !((op == Op::Open && ret == RetKind::Fd) || args.contains(&ArgKind::FdPair))
+                || args.len() + 2 > MAX_ARGS)
+        {
+            return Err(bad(format!(
+                "`fd_inode` is for syscalls that return a descriptor (op = \"open\", ret = \"fd\") \
+                 or fill a pair (`fd_pair`), with at most {} arguments",
+                MAX_ARGS - 2
+            )));
+        }
+        if (op == Op::Pipe) != (args.iter().filter(|k| **k == ArgKind::FdPair).count() == 1)
+            || args.iter().filter(|k| **k == ArgKind::FdPair).count() > 1
+        {
+            return Err(bad(
+                "op = \"pipe\" makes the two descriptors of its one `fd_pair` argument, which \
+                 only it has"
+                    .into(),
+            ));
+        }
         if p.only_files && !args.contains(&ArgKind::Fd) {
             return Err(bad(
                 "`only_files` keeps calls whose `fd` argument is a descriptor: declare one".into(),
@@ -1083,6 +1116,7 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
             other_names,
             only,
             only_files: p.only_files,
+            fd_inode: p.fd_inode,
             since: p.since.clone(),
             only_in: p.only_in.clone(),
             first_arg,
@@ -1511,6 +1545,83 @@ mod tests {
                 e.contains("ret = \"scanned\""),
                 "{offsets} {layer} {args}: {e}"
             );
+        }
+    }
+
+    /// `fd_inode`: the kernel side reads the file of the descriptor a syscall returns or
+    /// fills; refused elsewhere. `op = "pipe"` and `fd_pair` come together.
+    #[test]
+    fn fd_inode_names_the_descriptor_a_syscall_makes() {
+        let builtin = parse(BUILTIN, "probes.toml").unwrap();
+        let spec = |f: &str| builtin.iter().find(|p| p.function() == f).unwrap().spec();
+        assert_eq!(spec("pipe2").fd_file_arg, 0, "the pair");
+        assert_eq!(spec("pipe2").ret_deref_mask, 1, "read at return");
+        assert_eq!(spec("memfd_create").fd_file_arg, strata_common::FD_FROM_RET);
+        assert_eq!(spec("openat").fd_file_arg, NO_ARG, "a path names it");
+        let with = |target: &str, op: &str, args: &str, ret: &str, extra: &str| {
+            parse(
+                &format!(
+                    "[[probe]]\nlayer = \"posix\"\n{target}\nop = \"{op}\"\nargs = {args}\nret = \"{ret}\"\n{extra}"
+                ),
+                "t.toml",
+            )
+        };
+        let sys = "syscall = \"pipe2\"";
+        assert!(
+            with(
+                sys,
+                "pipe",
+                "[\"fd_pair\", \"flags\"]",
+                "status",
+                "fd_inode = true\n"
+            )
+            .is_ok()
+        );
+        assert!(with(sys, "pipe", "[\"fd_pair\", \"flags\"]", "status", "").is_ok());
+        for (target, op, args, ret, extra, says) in [
+            (
+                "library = \"libc.so.6\"\nsymbol = \"memfd_create\"",
+                "open",
+                "[\"name\", \"flags\"]",
+                "fd",
+                "fd_inode = true\n",
+                "`fd_inode`",
+            ),
+            (
+                sys,
+                "meta",
+                "[\"ptr\", \"flags\"]",
+                "status",
+                "fd_inode = true\n",
+                "`fd_inode`",
+            ),
+            (
+                sys,
+                "pipe",
+                "[\"ptr\", \"flags\"]",
+                "status",
+                "",
+                "`fd_pair`",
+            ),
+            (
+                sys,
+                "meta",
+                "[\"fd_pair\", \"flags\"]",
+                "status",
+                "",
+                "`fd_pair`",
+            ),
+            (
+                sys,
+                "pipe",
+                "[\"fd_pair\", \"fd_pair\"]",
+                "status",
+                "",
+                "`fd_pair`",
+            ),
+        ] {
+            let e = with(target, op, args, ret, extra).unwrap_err().to_string();
+            assert!(e.contains(says), "{op} {args} {extra}: {e}");
         }
     }
 

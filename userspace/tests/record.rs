@@ -2863,11 +2863,12 @@ fn streams_made_over_an_fd_start_where_it_is() {
 }
 
 /// "function offset bytes" of each call, `-` for a null.
-fn function_offset_bytes(calls: &[Row]) -> Vec<String> {
+fn function_offset_bytes<R: std::borrow::Borrow<Row>>(calls: &[R]) -> Vec<String> {
     let o = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
     calls
         .iter()
         .map(|c| {
+            let c = c.borrow();
             format!(
                 "{} {} {}",
                 c.s("function").unwrap(),
@@ -2876,4 +2877,151 @@ fn function_offset_bytes(calls: &[Row]) -> Vec<String> {
             )
         })
         .collect()
+}
+
+/// Files with no path (tests/workloads/pipes.c): the pipe2 and pipe rows name the read end,
+/// then the write end, on a file `pipe:[INO]` whose inode the workload logged; the child's
+/// reads (another process, the fd inherited by fork) and the parent's writes are on that
+/// file with no offsets, their bytes what went through; the memfd is
+/// `/memfd:strata-stage (deleted)` with its offsets followed like any file's. In every
+/// syscall mode.
+#[test]
+fn pipes_and_memfds_are_files_their_readers_and_writers_share() {
+    require_root();
+    let dir = std::fs::canonicalize(scratch("pipes")).unwrap();
+    let exe = build_c("cc", "pipes.c", &dir.join("pipes"), &["-O0"]);
+    for mode in SYSCALL_MODES {
+        pipes_and_memfds_in(mode, &dir, &exe);
+    }
+}
+
+fn pipes_and_memfds_in(mode: &str, dir: &Path, exe: &Path) {
+    eprintln!("--syscall-mode {mode}");
+    let log = dir.join(format!("inodes-{mode}.txt"));
+    let out = dir.join(format!("out-{mode}"));
+    let res = run(strata()
+        .args([
+            "record",
+            "-q",
+            "--layers",
+            "posix",
+            "--syscall-mode",
+            mode,
+            "-o",
+        ])
+        .arg(&out)
+        .arg("--")
+        .arg(exe)
+        .arg(&log));
+    assert!(res.status.success(), "{mode}: {:?}", res.status);
+    let inodes: std::collections::HashMap<String, i64> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (name, ino) = l.split_once(' ').unwrap();
+            (name.to_string(), ino.parse().unwrap())
+        })
+        .collect();
+    let files = rows(&out, "files");
+    let file = |what: &str, path: String| -> i64 {
+        let ino = inodes[what];
+        let f = files
+            .iter()
+            .find(|f| f.i("ino") == Some(ino) && f.s("path") == Some(&path))
+            .unwrap_or_else(|| panic!("no file {path} with inode {ino}: {files:?}"));
+        f.i("file_id").unwrap()
+    };
+    let pipe2 = file("pipe2", format!("pipe:[{}]", inodes["pipe2"]));
+    let pipe = file("pipe", format!("pipe:[{}]", inodes["pipe"]));
+    let memfd = file("memfd", "/memfd:strata-stage (deleted)".to_string());
+
+    // The parent and the forked reader run the same program.
+    let procs: Vec<(i64, i64)> = rows(&out, "processes")
+        .iter()
+        .filter(|p| p.s("exe") == exe.to_str())
+        .filter_map(|p| Some((p.i("pid")?, p.i("ppid")?)))
+        .collect();
+    let [(a, a_parent), (b, _)] = procs[..] else {
+        panic!("two processes: {procs:?}");
+    };
+    let (pid, child) = if a_parent == b { (b, a) } else { (a, b) };
+    let calls = rows(&out, "calls");
+    let handles = rows(&out, "handles");
+    let on = |p: i64, f: i64| -> Vec<&Row> {
+        let mut v: Vec<&Row> = calls
+            .iter()
+            .filter(|c| c.i("pid") == Some(p) && c.i("file_id") == Some(f))
+            // The workload's fstat, whichever syscall glibc makes it.
+            .filter(|c| c.s("op") != Some("stat"))
+            .collect();
+        v.sort_by_key(|c| c.i("ts_begin_ns"));
+        v
+    };
+    let ends = |c: &Row| -> Vec<(i64, i64)> {
+        let pair = c.list_i("args")[0];
+        [
+            ("handle_id", pair as u32 as i64),
+            ("handle2_id", pair >> 32),
+        ]
+        .into_iter()
+        .map(|(col, fd)| {
+            let h = handles
+                .iter()
+                .find(|h| h.i("handle_id") == c.i(col))
+                .unwrap_or_else(|| panic!("{col} of {c:?}"));
+            assert_eq!(h.i("raw_handle"), Some(fd), "{h:?}");
+            assert_eq!(h.i("file_id"), c.i("file_id"), "{h:?}");
+            (fd, h.i("flags").unwrap() & !i64::from(libc::O_CLOEXEC))
+        })
+        .collect()
+    };
+
+    let made = on(pid, pipe2);
+    assert_eq!(made[0].s("function"), Some("pipe2"));
+    assert_eq!(made[0].i("file2_id"), Some(pipe2));
+    let pair = ends(made[0]);
+    assert_eq!(
+        pair.iter().map(|(_, f)| *f).collect::<Vec<_>>(),
+        [libc::O_RDONLY as i64, libc::O_WRONLY as i64]
+    );
+    assert_eq!(
+        function_offset_bytes(&made[1..]),
+        [
+            "close - -",
+            "write - 1000",
+            "write - 1000",
+            "write - 1000",
+            "close - -"
+        ]
+    );
+    let reads = on(child, pipe2);
+    let data: Vec<&&Row> = reads
+        .iter()
+        .filter(|c| c.s("function") == Some("read"))
+        .collect();
+    assert!(data.len() >= 7, "3000 bytes in reads of 512: {reads:?}");
+    assert_eq!(
+        data.iter().filter_map(|c| c.i("bytes_result")).sum::<i64>(),
+        3000
+    );
+    assert!(data.iter().all(|c| c.i("offset").is_none()), "{data:?}");
+    assert_eq!(data.last().unwrap().i("bytes_result"), Some(0), "its end");
+
+    let made = on(pid, pipe);
+    assert_eq!(made[0].s("function"), Some("pipe"));
+    ends(made[0]);
+    assert_eq!(
+        function_offset_bytes(&made[1..]),
+        ["write - 10", "read - 10", "close - -", "close - -"]
+    );
+    assert_eq!(
+        function_offset_bytes(&on(pid, memfd)),
+        [
+            "memfd_create - -",
+            "write 0 4096",
+            "lseek 0 -",
+            "read 0 100",
+            "close - -"
+        ]
+    );
 }

@@ -390,6 +390,13 @@ pub struct Config {
     /// the buffer holds (probes.toml `stdio_read_offset`: glibc's `_IO_read_ptr` and
     /// `_IO_read_end`).
     pub stdio_read_off: u32,
+    /// From the kernel's BTF: `struct task_struct.files`, `struct files_struct.fdt`,
+    /// `struct fdtable.max_fds`, `.fd`, to find the file behind a descriptor a call made
+    /// ([`FuncSpec::fd_file_arg`]); `task_files_off` 0 when unknown.
+    pub task_files_off: u32,
+    pub files_fdt_off: u32,
+    pub fdt_max_fds_off: u32,
+    pub fdt_fd_off: u32,
 }
 
 /// Entries of [`maps::URING_OPS`]: one per io_uring opcode (a `u8`).
@@ -534,8 +541,16 @@ pub struct FuncSpec {
     pub array_len_arg: u8,
     /// log2 of the width in bytes of an element of `array_arg` (3: pointers; 2: C ints).
     pub array_elem_shift: u8,
-    pub _pad: u8,
+    /// Index of an argument whose low 32 bits at return are a descriptor the call made
+    /// (pipe2's pair, read at return), [`FD_FROM_RET`] for the descriptor it returns, or
+    /// [`NO_ARG`]: the inode number of the descriptor's file goes to the slot after the last
+    /// argument, its file system's device to the next (0s when unknown). A file with no path
+    /// (a pipe, a memfd) is then known after its process is gone.
+    pub fd_file_arg: u8,
 }
+
+/// [`FuncSpec::fd_file_arg`] of a call that returns the descriptor.
+pub const FD_FROM_RET: u8 = 0xfe;
 
 /// Bytes of a counted array copied at most ([`FuncSpec::array_arg`]): 512 Open MPI requests
 /// (pointers), 1,024 MPICH ones (ints).
@@ -918,7 +933,7 @@ mod pod {
 }
 
 const _: () = {
-    assert!(core::mem::size_of::<Config>() == 120);
+    assert!(core::mem::size_of::<Config>() == 136);
     assert!(core::mem::size_of::<ImageHeader>() == 24);
     assert!(core::mem::size_of::<FuncSpec>() == 24);
     assert!(core::mem::size_of::<OnlyKey>() == 8);

@@ -6,7 +6,9 @@
 //! (`bpf_get_func_ip`); the return takes the function of the top frame.
 use aya_ebpf::{
     EbpfContext as _,
-    helpers::{bpf_get_current_pid_tgid, bpf_get_func_ip, bpf_probe_read_kernel},
+    helpers::{
+        bpf_get_current_pid_tgid, bpf_get_current_task, bpf_get_func_ip, bpf_probe_read_kernel,
+    },
     macros::{kprobe, kretprobe, map},
     maps::HashMap,
     programs::{ProbeContext, RetProbeContext},
@@ -103,6 +105,31 @@ pub(crate) fn file_ids(cfg: &Config, file: u64) -> (u64, u32) {
         kread(inode + u64::from(cfg.inode_ino_off)).unwrap_or(0),
         dev,
     )
+}
+
+/// The kernel `struct file *` behind descriptor `fd` of the current task (0 when unknown):
+/// its files table, that table's current array, the entry.
+#[inline(always)]
+pub(crate) fn fd_file(cfg: &Config, fd: i64) -> u64 {
+    if cfg.task_files_off == 0
+        || cfg.file_inode_off == 0
+        || !(0..=i64::from(i32::MAX)).contains(&fd)
+    {
+        return 0;
+    }
+    let file = || -> Res<u64> {
+        // SAFETY: the helper returns the current task; reads below go through kread.
+        let task = unsafe { bpf_get_current_task() };
+        let files: u64 = kread(task + u64::from(cfg.task_files_off))?;
+        let fdt: u64 = kread(files + u64::from(cfg.files_fdt_off))?;
+        let max: u32 = kread(fdt + u64::from(cfg.fdt_max_fds_off))?;
+        if fd as u64 >= u64::from(max) {
+            return Err(-1);
+        }
+        let array: u64 = kread(fdt + u64::from(cfg.fdt_fd_off))?;
+        kread(array + 8 * fd as u64)
+    };
+    file().unwrap_or(0)
 }
 
 #[kretprobe]

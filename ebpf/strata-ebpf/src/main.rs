@@ -31,9 +31,9 @@ use aya_ebpf::{
 use strata_common::{
     ARRAY_MAX_BYTES, ARRAY_PIECES, BLOB_WORDS, CALL_OUT_VALID, CLONE_THREAD, COOKIE_LOAD_AT_CALL,
     COOKIE_STREAM_INDIRECT, COOKIE_STREAM_VAR, COOKIE_TABLE_SHIFT, COUNTER_SLOTS, CallRecord,
-    Config, Counter, DEREF_FAILED, FRAME_KERNEL, FRAME_STR_RETRY, Frame, FuncSpec, IMAGE_ARGS,
-    IMAGE_ARGS_PARTS, IMAGE_ENV, IMAGE_ENV_PARTS, IMAGE_PART, ImageHeader, ImageRecord, MAX_ARGS,
-    MAX_CGROUP_LEVEL, MAX_DEPTH, MAX_FUNCS, MAX_ONLY_VALUES, MAX_SYSCALLS, MAX_TYPE_REFS,
+    Config, Counter, DEREF_FAILED, FD_FROM_RET, FRAME_KERNEL, FRAME_STR_RETRY, Frame, FuncSpec,
+    IMAGE_ARGS, IMAGE_ARGS_PARTS, IMAGE_ENV, IMAGE_ENV_PARTS, IMAGE_PART, ImageHeader, ImageRecord,
+    MAX_ARGS, MAX_CGROUP_LEVEL, MAX_DEPTH, MAX_FUNCS, MAX_ONLY_VALUES, MAX_SYSCALLS, MAX_TYPE_REFS,
     MAX_TYPE_TABLES, NO_ARG, OUT_BUFFERED, OUT_TEXT, OnlyKey, ProcEvent, ProcRecord, RecordKind,
     SPEC_EMIT_AT_ENTRY, SPEC_ENABLED, SPEC_IMPLICIT_STREAM, SPEC_STREAM_END, STR_CAP, STR_FAILED,
     StrHeader, StrRecord, TEXT_PIECES, ThreadStack, TypeId, TypeIdsRecord, TypeTable, WAKEUP_BYTES,
@@ -401,6 +401,17 @@ fn emit_blobs(mask: u8, call_id: u64, args: &[u64; MAX_ARGS]) {
 fn array_bytes(spec: &FuncSpec, args: &[u64; MAX_ARGS], shift: u8) -> usize {
     let n = (arg_at(args, spec.array_len_arg) as u32 as i32).max(0) as usize;
     (n << (shift & 3)).min(ARRAY_MAX_BYTES)
+}
+
+/// Sets argument slot `i` (none past the last), by stores at constant offsets (see
+/// `arg_at`).
+#[inline(always)]
+fn set_arg(args: &mut [u64; MAX_ARGS], i: u8, v: u64) {
+    for (k, a) in args.iter_mut().enumerate() {
+        if k == usize::from(i) {
+            *a = v;
+        }
+    }
 }
 
 /// Argument `i` (0 past the last): loads at constant offsets. An index checked and then
@@ -950,6 +961,18 @@ fn on_return(spec: &FuncSpec, ret: i64, wake: bool) -> Res<()> {
                     // SAFETY: the helper tolerates null and bad user pointers.
                     *a = bpf_probe_read_user(*a as *const u64).unwrap_or(DEREF_FAILED);
                 }
+            }
+        }
+        // The file of a descriptor the call made, while the descriptor is surely its.
+        if spec.fd_file_arg != NO_ARG && ret >= 0 {
+            let fd = match spec.fd_file_arg {
+                FD_FROM_RET => ret,
+                k => i64::from(arg_at(&f.args, k) as i32),
+            };
+            if let Ok(cfg) = config() {
+                let (ino, dev) = kfunc::file_ids(cfg, kfunc::fd_file(cfg, fd));
+                set_arg(&mut f.args, spec.nargs, ino);
+                set_arg(&mut f.args, spec.nargs.wrapping_add(1), u64::from(dev));
             }
         }
         let f = &*f;
