@@ -4,6 +4,9 @@
  *   pipe (the syscall itself: glibc's pipe() makes a pipe2); 10 bytes written and read back
  *     by the same process
  *   memfd_create("strata-stage"): 4096 bytes written, lseek to 0, 100 read
+ *   mkfifo LOG.fifo; fork: the child opens it to write and writes 3 x 10 bytes; the parent
+ *     opens it to read and reads it in 7-byte reads until its end
+ *   /dev/null: 5 bytes written, lseek to 100 (which stays at 0), 5 bytes written
  * Writes each file's inode (fstat) to LOG, a line each: "pipe2 INO", "pipe INO",
  * "memfd INO".
  * usage: pipes LOG */
@@ -65,5 +68,32 @@ int main(int argc, char **argv) {
         read(mfd, buf, 100) != 100)
         return 11;
     close(mfd);
+
+    char fifo[4200];
+    snprintf(fifo, sizeof fifo, "%s.fifo", argv[1]);
+    unlink(fifo);
+    if (mkfifo(fifo, 0600)) return 13;
+    fflush(log);
+    if ((child = fork()) < 0) return 14;
+    if (child == 0) {
+        int w = open(fifo, O_WRONLY);
+        for (int i = 0; i < 3; i++)
+            if (write(w, buf, 10) != 10) _exit(15);
+        _exit(close(w) ? 16 : 0);
+    }
+    int r = open(fifo, O_RDONLY);
+    long total = 0;
+    for (ssize_t n; (n = read(r, buf, 7)) > 0;) total += n;
+    close(r);
+    if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) ||
+        total != 30)
+        return 17;
+    unlink(fifo);
+
+    int null = open("/dev/null", O_WRONLY);
+    /* Linux's /dev/null stays at 0: lseek returns 0. */
+    if (write(null, buf, 5) != 5 || lseek(null, 100, SEEK_SET) < 0 || write(null, buf, 5) != 5)
+        return 18;
+    close(null);
     return fclose(log) ? 12 : 0;
 }

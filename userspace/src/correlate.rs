@@ -1089,7 +1089,9 @@ impl Correlator {
                             _ => None,
                         }
                     };
-                    self.handles.set_pos(h, new);
+                    // lseek on a character device succeeds and moves nothing.
+                    let positioned = file_before.is_none_or(|f| self.files.has_position(f));
+                    self.handles.set_pos(h, new.filter(|_| positioned));
                     offset = new;
                 }
             }
@@ -1412,7 +1414,11 @@ impl Correlator {
             share_with: None,
             // Byte positions are followed for fds and streams; MPI-IO and library handles
             // have views and selections instead.
-            pos: start.filter(|_| !append && matches!(kind, "fd" | "stream")),
+            pos: start.filter(|_| {
+                !append
+                    && matches!(kind, "fd" | "stream")
+                    && file_id.is_none_or(|f| self.files.has_position(f))
+            }),
         });
         if append && kind == "stream" {
             self.handles.set_append(id, true);

@@ -5,7 +5,7 @@ use std::{
     fs,
     os::unix::{
         ffi::{OsStrExt as _, OsStringExt as _},
-        fs::MetadataExt as _,
+        fs::{FileTypeExt as _, MetadataExt as _},
     },
     path::{Component, Path, PathBuf},
 };
@@ -77,6 +77,8 @@ struct Known {
     paths: HashMap<i64, String>,
     /// File ids by inode number alone (writeback events name no device); 0: ambiguous.
     by_ino: HashMap<u64, i64>,
+    /// Files with no position to read or write at: FIFOs, sockets, character devices.
+    unpositioned: std::collections::HashSet<i64, foldhash::fast::RandomState>,
 }
 
 /// Files per generation: a node traced for days sees millions of distinct files (temporary
@@ -186,6 +188,12 @@ impl Files {
             return (id, inode);
         }
         let id = self.new_id(key, Some(path_key), &canonical);
+        if meta.as_ref().is_some_and(|m| {
+            let t = m.file_type();
+            t.is_fifo() || t.is_socket() || t.is_char_device()
+        }) {
+            self.known.unpositioned.insert(id);
+        }
         if let Some(m) = meta.as_ref().filter(|m| m.is_file()) {
             self.new_inodes.push(m.ino());
             let e = self.known.by_ino.entry(m.ino()).or_insert(id);
@@ -282,6 +290,10 @@ impl Files {
         }
         // Such names need not be unique (two memfds of one name): no path key.
         let id = self.new_id(key, None, name);
+        // Pipes, and a memfd (a file) read through its name.
+        if name.starts_with("pipe:") {
+            self.known.unpositioned.insert(id);
+        }
         self.new_rows.push(FileRow {
             file_id: id,
             path: name.to_string(),
@@ -290,6 +302,12 @@ impl Files {
             ..FileRow::default()
         });
         id
+    }
+
+    /// Whether reads and writes of file `id` are at a position (not a FIFO, socket or
+    /// character device, whose fd's offset means nothing: /dev/null's stays 0).
+    pub fn has_position(&self, id: i64) -> bool {
+        !self.known.unpositioned.contains(&id) && !self.older.unpositioned.contains(&id)
     }
 
     /// A new file id under `key` (and `path_key`), with its path.
@@ -321,6 +339,9 @@ impl Files {
         }
         let id = *self.older.ids.get(key)?;
         self.known.ids.insert(key.clone(), id);
+        if self.older.unpositioned.contains(&id) {
+            self.known.unpositioned.insert(id);
+        }
         if let Some(p) = self.older.paths.get(&id) {
             self.known.paths.insert(id, p.clone());
         }

@@ -2883,8 +2883,9 @@ fn function_offset_bytes<R: std::borrow::Borrow<Row>>(calls: &[R]) -> Vec<String
 /// then the write end, on a file `pipe:[INO]` whose inode the workload logged; the child's
 /// reads (another process, the fd inherited by fork) and the parent's writes are on that
 /// file with no offsets, their bytes what went through; the memfd is
-/// `/memfd:strata-stage (deleted)` with its offsets followed like any file's. In every
-/// syscall mode.
+/// `/memfd:strata-stage (deleted)` with its offsets followed like any file's. A FIFO's and
+/// /dev/null's reads and writes have no offsets either (the fd's offset means nothing there:
+/// /dev/null's stays 0 whatever lseek says). In every syscall mode.
 #[test]
 fn pipes_and_memfds_are_files_their_readers_and_writers_share() {
     require_root();
@@ -2935,16 +2936,17 @@ fn pipes_and_memfds_in(mode: &str, dir: &Path, exe: &Path) {
     let pipe = file("pipe", format!("pipe:[{}]", inodes["pipe"]));
     let memfd = file("memfd", "/memfd:strata-stage (deleted)".to_string());
 
-    // The parent and the forked reader run the same program.
-    let procs: Vec<(i64, i64)> = rows(&out, "processes")
+    // The parent, the pipe's reader and the FIFO's writer run the same program.
+    let mut procs: Vec<(i64, i64, i64)> = rows(&out, "processes")
         .iter()
         .filter(|p| p.s("exe") == exe.to_str())
-        .filter_map(|p| Some((p.i("pid")?, p.i("ppid")?)))
+        .filter_map(|p| Some((p.i("start_ns")?, p.i("pid")?, p.i("ppid")?)))
         .collect();
-    let [(a, a_parent), (b, _)] = procs[..] else {
-        panic!("two processes: {procs:?}");
+    procs.sort();
+    let [(_, pid, _), (_, child, a), (_, fifo_writer, b)] = procs[..] else {
+        panic!("three processes: {procs:?}");
     };
-    let (pid, child) = if a_parent == b { (b, a) } else { (a, b) };
+    assert_eq!((a, b), (pid, pid), "{procs:?}");
     let calls = rows(&out, "calls");
     let handles = rows(&out, "handles");
     let on = |p: i64, f: i64| -> Vec<&Row> {
@@ -3021,6 +3023,31 @@ fn pipes_and_memfds_in(mode: &str, dir: &Path, exe: &Path) {
             "write 0 4096",
             "lseek 0 -",
             "read 0 100",
+            "close - -"
+        ]
+    );
+    let fifo = common::file_id_of(&out, &dir.join(format!("inodes-{mode}.txt.fifo")));
+    let mut writes = on(fifo_writer, fifo);
+    writes.retain(|c| c.s("op") == Some("write"));
+    assert_eq!(function_offset_bytes(&writes), ["write - 10"; 3]);
+    let reads = on(pid, fifo);
+    let got = function_offset_bytes(&reads);
+    let n = got.len();
+    assert_eq!(got[0], "openat - -");
+    assert_eq!(got[n - 3..], ["read - 0", "close - -", "unlink - -"]);
+    let read: i64 = got[1..n - 3]
+        .iter()
+        .map(|r| r.strip_prefix("read - ").expect(r).parse::<i64>().unwrap())
+        .sum();
+    assert_eq!(read, 30, "{got:?}");
+    let null = common::file_id_of(&out, Path::new("/dev/null"));
+    assert_eq!(
+        function_offset_bytes(&on(pid, null)),
+        [
+            "openat - -",
+            "write - 5",
+            "lseek 0 -",
+            "write - 5",
             "close - -"
         ]
     );
