@@ -1458,10 +1458,19 @@ impl Correlator {
         if let Some(id) = inode.and_then(|(dev, ino)| self.files.by_inode(Some(dev), ino)) {
             return (self.files.path(id), Some(id));
         }
-        if let Ok(link) = std::fs::read_link(format!("/proc/{pid}/fd/{fd}")) {
-            let abs = files::os_text(link);
-            let id = self.files.resolve(pid, Some(fd), &abs);
-            return (Some(abs), Some(id));
+        // The descriptor may since have been closed and its number reused: where the kernel
+        // side read the inode, /proc is trusted only if it shows that one.
+        use std::os::unix::fs::MetadataExt as _;
+        let at = format!("/proc/{pid}/fd/{fd}");
+        if let Ok(link) = std::fs::read_link(&at) {
+            let same = inode.is_none_or(|(dev, ino)| {
+                std::fs::metadata(&at).is_ok_and(|m| (m.dev(), m.ino()) == (dev, ino))
+            });
+            if same {
+                let abs = files::os_text(link);
+                let id = self.files.resolve(pid, Some(fd), &abs);
+                return (Some(abs), Some(id));
+            }
         }
         let Some((dev, ino)) = inode else {
             return (None, None);
