@@ -63,6 +63,20 @@ pub fn look_up<T>(s: &str, op: impl Fn(&Path) -> std::io::Result<T>) -> std::io:
     }
 }
 
+/// The `kind` column: what `stat` says a file is.
+fn kind_of(t: fs::FileType) -> &'static str {
+    match () {
+        _ if t.is_file() => "file",
+        _ if t.is_dir() => "dir",
+        _ if t.is_symlink() => "symlink",
+        _ if t.is_fifo() => "fifo",
+        _ if t.is_socket() => "socket",
+        _ if t.is_char_device() => "char",
+        _ if t.is_block_device() => "block",
+        _ => "other",
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum Key {
     Inode(u64, u64),
@@ -188,10 +202,10 @@ impl Files {
             return (id, inode);
         }
         let id = self.new_id(key, Some(path_key), &canonical);
-        if meta.as_ref().is_some_and(|m| {
-            let t = m.file_type();
-            t.is_fifo() || t.is_socket() || t.is_char_device()
-        }) {
+        if meta
+            .as_ref()
+            .is_some_and(|m| matches!(kind_of(m.file_type()), "fifo" | "socket" | "char"))
+        {
             self.known.unpositioned.insert(id);
         }
         if let Some(m) = meta.as_ref().filter(|m| m.is_file()) {
@@ -207,6 +221,7 @@ impl Files {
         let mut row = FileRow {
             file_id: id,
             path: canonical,
+            kind: meta.as_ref().map(|m| kind_of(m.file_type()).to_string()),
             dev: meta
                 .as_ref()
                 .map(|m| format!("{}:{}", libc::major(m.dev()), libc::minor(m.dev()))),
@@ -290,13 +305,15 @@ impl Files {
         }
         // Such names need not be unique (two memfds of one name): no path key.
         let id = self.new_id(key, None, name);
-        // Pipes, and a memfd (a file) read through its name.
-        if name.starts_with("pipe:") {
+        // A pipe, or a memfd (a regular file in memory).
+        let pipe = name.starts_with("pipe:");
+        if pipe {
             self.known.unpositioned.insert(id);
         }
         self.new_rows.push(FileRow {
             file_id: id,
             path: name.to_string(),
+            kind: Some(if pipe { "fifo" } else { "file" }.to_string()),
             dev: Some(format!("{}:{}", libc::major(dev), libc::minor(dev))),
             ino: Some(ino as i64),
             ..FileRow::default()

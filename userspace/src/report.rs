@@ -39,6 +39,7 @@ pub const QUERIES: &[(&str, &str)] = &[
         "hidden_files",
         include_str!("../../report/hidden_files.sql"),
     ),
+    ("pipe_stages", include_str!("../../report/pipe_stages.sql")),
     (
         "layer_amplification",
         include_str!("../../report/layer_amplification.sql"),

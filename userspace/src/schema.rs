@@ -59,6 +59,7 @@ table!(Files, FileRow, "files", {
     path: Str,
     dev: OptStr,
     ino: OptI64,
+    kind: OptStr,
     fs_type: OptStr,
     mount_point: OptStr,
     mount_source: OptStr,

@@ -546,3 +546,53 @@ fn stripe_crossing_requests_are_found_and_aligned_ones_are_not() {
         "aligned writes"
     );
 }
+
+/// `sh -c 'dd ... | cat > OUT'`: dd's 64 writes of 4 KiB go through a pipe that cat reads
+/// and copies to OUT; the finding names both programs, the bytes on each side and cat's
+/// output. dd writing OUT itself joins no processes by a pipe.
+#[test]
+fn processes_joined_by_a_pipe_are_found_and_a_direct_write_is_not() {
+    require_root();
+    let dir = std::fs::canonicalize(scratch("report_pipe_stages")).unwrap();
+    let target = dir.join("out.bin");
+    let record = |name: &str, script: String| {
+        let out = dir.join(name);
+        let res = run(common::recording("posix", &out)
+            .args(["sh", "-c"])
+            .arg(script));
+        assert!(res.status.success(), "{name}: {:?}", res.status);
+        assert_eq!(std::fs::metadata(&target).unwrap().len(), 64 * 4096);
+        report(&out)
+    };
+    let dd = "dd if=/dev/zero bs=4096 count=64 status=none";
+    let r = record("piped", format!("{dd} | cat > {}", target.display()));
+    let found: Vec<&Value> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["detector"] == "pipe_stages")
+        .map(|f| &f["where"])
+        .collect();
+    assert_eq!(found.len(), 1, "{found:?}");
+    let f = found[0];
+    assert!(f["path"].as_str().unwrap().starts_with("pipe:["), "{f}");
+    assert_eq!(f["writer_exe"], "/usr/bin/dd");
+    assert_eq!(
+        (f["writes"].as_i64(), f["bytes_written"].as_i64()),
+        (Some(64), Some(262_144))
+    );
+    assert_eq!(f["reader_exe"], "/usr/bin/cat");
+    assert_eq!(f["bytes_read"].as_i64(), Some(262_144));
+    assert_eq!(f["reader_output"], target.to_str().unwrap());
+    assert_eq!(f["reader_output_bytes"].as_i64(), Some(262_144));
+
+    let r = record("direct", format!("{dd} of={}", target.display()));
+    assert!(
+        r["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["detector"] != "pipe_stages"),
+        "{r}"
+    );
+}
