@@ -1439,13 +1439,9 @@ fn links_attributes_listings_and_splices_are_rows() {
                     rel(c.s("path")),
                     rel(c.s("path2")),
                     c.list_s("strs").join(","),
-                    // An fd opened by no name is named from /proc, if the process still
-                    // lives when its row is made (checked below).
-                    if f == "open_by_handle_at" {
-                        "?".into()
-                    } else {
-                        file(c.i("file_id"))
-                    },
+                    // open_by_handle_at's fd, opened by no name, is named by the inode the
+                    // kernel side read (or from /proc).
+                    file(c.i("file_id")),
                     file(c.i("file2_id")),
                     o(c.i("ret")),
                     o(c.i("errno")),
@@ -1500,7 +1496,7 @@ fn links_attributes_listings_and_splices_are_rows() {
             "flock lock - - [] /f - 0 - - - -",
             "flock lock - - [] /f - 0 - - - -",
             "name_to_handle_at stat f - [] /f - 0 - - - -",
-            "open_by_handle_at open - - [] ? - 5 - - - -",
+            "open_by_handle_at open - - [] /f - 5 - - - -",
             "cachestat stat - - [] /f - 0 - - - -",
             "file_getattr stat f - [] /f - 0 - - - -",
             "file_setattr setattr f - [] /f - 0 - - - -",
@@ -1534,8 +1530,8 @@ fn links_attributes_listings_and_splices_are_rows() {
             };
             assert_eq!(handle_path(c.i("handle_id")), want, "{mode}: {f}");
         }
-        // open_by_handle_at's fd is a handle it created, which the read through it names; its
-        // file is /f when /proc still had the process as the row was made.
+        // open_by_handle_at's fd is a handle it created, on /f, which the read through it
+        // names.
         let by_handle = calls
             .iter()
             .find(|c| c.s("function") == Some("open_by_handle_at"))
@@ -1546,11 +1542,7 @@ fn links_attributes_listings_and_splices_are_rows() {
             .find(|r| r.i("handle_id") == Some(h))
             .unwrap();
         assert_eq!(fd.i("created_by_call_id"), by_handle.i("call_id"), "{mode}");
-        assert!(
-            matches!(file(fd.i("file_id")).as_str(), "/f" | "-"),
-            "{mode}: {:?}",
-            file(fd.i("file_id"))
-        );
+        assert_eq!(file(fd.i("file_id")), "/f", "{mode}");
         let read = rows(&out, "calls")
             .into_iter()
             .find(|c| c.s("function") == Some("read") && c.i("handle_id") == Some(h))
