@@ -7,7 +7,7 @@
 //! a kept bio may be in them: user space matches bios to requests by device and sector range.
 use aya_ebpf::{
     EbpfContext as _,
-    helpers::{bpf_get_current_pid_tgid, bpf_ktime_get_ns, bpf_probe_read_kernel, generated},
+    helpers::{bpf_get_current_pid_tgid, bpf_ktime_get_ns, generated},
     macros::{btf_tracepoint, map, tracepoint},
     maps::{Array, HashMap, LruHashMap, PerCpuArray},
     programs::{BtfTracePointContext, TracePointContext},
@@ -370,9 +370,8 @@ pub fn strata_kb_rq_complete(ctx: BtfTracePointContext) -> i32 {
 
 /// A kernel value at `base + off`.
 #[inline(always)]
-fn kread<T: Copy>(base: u64, off: u32) -> Res<T> {
-    // SAFETY: a checked read of kernel memory; a bad address is an error, not a fault.
-    unsafe { bpf_probe_read_kernel((base + u64::from(off)) as *const T) }.map_err(|e| e as i64)
+fn kread<T>(base: u64, off: u32) -> Res<T> {
+    crate::kfunc::kread(base + u64::from(off))
 }
 
 fn try_btf_rq_complete(ctx: &BtfTracePointContext) -> Res<()> {
