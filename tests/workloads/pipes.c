@@ -7,8 +7,10 @@
  *   mkfifo LOG.fifo; fork: the child opens it to write and writes 3 x 10 bytes; the parent
  *     opens it to read and reads it in 7-byte reads until its end
  *   /dev/null: 5 bytes written, lseek to 100 (which stays at 0), 5 bytes written
+ *   two pipes: vmsplice of 12 bytes (two iovecs, 5 + 7) into the first; tee of them into the
+ *     second; both read (12 bytes each)
  * Writes each file's inode (fstat) to LOG, a line each: "pipe2 INO", "pipe INO",
- * "memfd INO".
+ * "memfd INO", "tee_a INO", "tee_b INO".
  * usage: pipes LOG */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -18,6 +20,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -95,5 +98,14 @@ int main(int argc, char **argv) {
     if (write(null, buf, 5) != 5 || lseek(null, 100, SEEK_SET) < 0 || write(null, buf, 5) != 5)
         return 18;
     close(null);
+
+    int a[2], b[2];
+    if (pipe(a) || pipe(b)) return 19;
+    fprintf(log, "tee_a %lu\ntee_b %lu\n", ino(a[0]), ino(b[0]));
+    struct iovec iov[2] = {{buf, 5}, {buf + 5, 7}};
+    if (vmsplice(a[1], iov, 2, 0) != 12 || tee(a[0], b[1], 12, 0) != 12 ||
+        read(a[0], buf, 64) != 12 || read(b[0], buf, 64) != 12)
+        return 20;
+    for (int i = 0; i < 2; i++) close(a[i]), close(b[i]);
     return fclose(log) ? 12 : 0;
 }

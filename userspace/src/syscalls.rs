@@ -91,6 +91,8 @@ pub fn number(name: &str) -> Option<u32> {
         "readahead" => SYS_readahead,
         "flock" => SYS_flock,
         "splice" => SYS_splice,
+        "tee" => SYS_tee,
+        "vmsplice" => SYS_vmsplice,
         "mknodat" => SYS_mknodat,
         "name_to_handle_at" => SYS_name_to_handle_at,
         "open_by_handle_at" => SYS_open_by_handle_at,

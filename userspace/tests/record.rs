@@ -2876,7 +2876,8 @@ fn function_offset_bytes<R: std::borrow::Borrow<Row>>(calls: &[R]) -> Vec<String
 /// file with no offsets, their bytes what went through; the memfd is
 /// `/memfd:strata-stage (deleted)` with its offsets followed like any file's. A FIFO's and
 /// /dev/null's reads and writes have no offsets either (the fd's offset means nothing there:
-/// /dev/null's stays 0 whatever lseek says). In every syscall mode.
+/// /dev/null's stays 0 whatever lseek says). vmsplice writes into a pipe, and tee copies
+/// one pipe into another. In every syscall mode.
 #[test]
 fn pipes_and_memfds_are_files_their_readers_and_writers_share() {
     require_root();
@@ -3031,6 +3032,28 @@ fn pipes_and_memfds_in(mode: &str, dir: &Path, exe: &Path) {
         .map(|r| r.strip_prefix("read - ").expect(r).parse::<i64>().unwrap())
         .sum();
     assert_eq!(read, 30, "{got:?}");
+    // vmsplice into pipe a, tee of a into b: the copy names a, then b.
+    let (a, b) = (
+        file("tee_a", format!("pipe:[{}]", inodes["tee_a"])),
+        file("tee_b", format!("pipe:[{}]", inodes["tee_b"])),
+    );
+    let on_a = on(pid, a);
+    assert_eq!(
+        function_offset_bytes(&on_a),
+        [
+            "pipe2 - -",
+            "vmsplice - 12",
+            "tee - 12",
+            "read - 12",
+            "close - -",
+            "close - -"
+        ]
+    );
+    assert_eq!(on_a[2].i("file2_id"), Some(b));
+    assert_eq!(
+        function_offset_bytes(&on(pid, b)),
+        ["pipe2 - -", "read - 12", "close - -", "close - -"]
+    );
     let null = common::file_id_of(&out, Path::new("/dev/null"));
     assert_eq!(
         function_offset_bytes(&on(pid, null)),
