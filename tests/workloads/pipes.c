@@ -9,8 +9,9 @@
  *   /dev/null: 5 bytes written, lseek to 100 (which stays at 0), 5 bytes written
  *   two pipes: vmsplice of 12 bytes (two iovecs, 5 + 7) into the first; tee of them into the
  *     second; both read (12 bytes each)
+ *   LOG.tmp created, removed at once, 100 bytes written, closed (a temporary file)
  * Writes each file's inode (fstat) to LOG, a line each: "pipe2 INO", "pipe INO",
- * "memfd INO", "tee_a INO", "tee_b INO".
+ * "memfd INO", "tee_a INO", "tee_b INO", "tmp INO".
  * usage: pipes LOG */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -107,5 +108,13 @@ int main(int argc, char **argv) {
         read(a[0], buf, 64) != 12 || read(b[0], buf, 64) != 12)
         return 20;
     for (int i = 0; i < 2; i++) close(a[i]), close(b[i]);
+
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp", argv[1]);
+    int t = open(tmp, O_CREAT | O_RDWR | O_TRUNC, 0600);
+    if (t < 0 || unlink(tmp)) return 21;
+    fprintf(log, "tmp %lu\n", ino(t));
+    if (write(t, buf, 100) != 100) return 22;
+    close(t);
     return fclose(log) ? 12 : 0;
 }

@@ -532,13 +532,14 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
         Err(e) => log::info!("process identities come from /proc only: {e}"),
     }
     match crate::btf::offsets(&kernel_btf, crate::btf::fd_offsets) {
-        Ok([files, fdt, max_fds, fd]) => {
+        Ok([files, fdt, max_fds, fd, mode]) => {
             config.task_files_off = files;
             config.files_fdt_off = fdt;
             config.fdt_max_fds_off = max_fds;
             config.fdt_fd_off = fd;
+            config.inode_mode_off = mode;
         }
-        Err(e) => log::info!("pipes and memfds are named from /proc only: {e}"),
+        Err(e) => log::info!("files opened are known from /proc and their paths only: {e}"),
     }
     if let Ok([q, disk, major, minor, sector, flags]) = request_offsets {
         config.rq_q_off = q;

@@ -256,13 +256,15 @@ pub fn image_offsets(btf: &Btf) -> Result<[u32; 5], BtfError> {
     ])
 }
 
-/// (task_struct.files, files_struct.fdt, fdtable.max_fds, fdtable.fd): a descriptor's file.
-pub fn fd_offsets(btf: &Btf) -> Result<[u32; 4], BtfError> {
+/// (task_struct.files, files_struct.fdt, fdtable.max_fds, fdtable.fd, inode.i_mode): a
+/// descriptor's file, and what it is.
+pub fn fd_offsets(btf: &Btf) -> Result<[u32; 5], BtfError> {
     Ok([
         member_offset(btf, "task_struct", "files")?,
         member_offset(btf, "files_struct", "fdt")?,
         member_offset(btf, "fdtable", "max_fds")?,
         member_offset(btf, "fdtable", "fd")?,
+        member_offset(btf, "inode", "i_mode")?,
     ])
 }
 
@@ -288,9 +290,9 @@ mod tests {
     #[test]
     fn finds_descriptor_table_fields() {
         let btf = kernel().expect("this kernel has BTF");
-        let [files, fdt, max_fds, fd] = fd_offsets(&btf).unwrap();
+        let [files, fdt, max_fds, fd, mode] = fd_offsets(&btf).unwrap();
         assert!(files > 0 && files % 8 == 0 && fdt % 8 == 0);
-        assert_eq!((max_fds, fd), (0, 8));
+        assert_eq!((max_fds, fd, mode), (0, 8, 0), "i_mode opens struct inode");
     }
 
     /// struct request keeps its queue pointer first and the sector after the flags;

@@ -1359,11 +1359,13 @@ impl Correlator {
         let (abs, file_id) = match fs_path {
             Some(name) => {
                 let abs = self.abs_path(pid, dirfd, name);
-                let hit = remembered_fd.and_then(|fd| self.files.recent_open(pid, fd, &abs));
+                let kernel = kernel_file(p, rec);
+                let hit =
+                    remembered_fd.and_then(|fd| self.files.recent_open(pid, fd, &abs, kernel));
                 let id = match (hit, remembered_fd) {
                     (Some(id), _) => id,
-                    (None, Some(fd)) => self.files.resolve_open(pid, fd, &abs),
-                    (None, None) => self.files.resolve(pid, fd, &abs),
+                    (None, Some(fd)) => self.files.resolve_open(pid, fd, &abs, kernel),
+                    (None, None) => self.files.resolve_made(pid, fd, &abs, kernel),
                 };
                 (Some(abs), Some(id))
             }
@@ -1448,13 +1450,7 @@ impl Correlator {
         name: Option<&str>,
     ) -> (Option<String>, Option<i64>) {
         let pid = rec.pid as i32;
-        let n = p.args.len();
-        let inode = match (p.fd_inode, rec.args.get(n), rec.args.get(n + 1)) {
-            (true, Some(&ino), Some(&dev)) if ino != 0 => {
-                Some((crate::kernel::user_dev(dev as u32), ino))
-            }
-            _ => None,
-        };
+        let inode = kernel_file(p, rec).map(|k| (k.dev, k.ino));
         if let Some(id) = inode.and_then(|(dev, ino)| self.files.by_inode(Some(dev), ino)) {
             return (self.files.path(id), Some(id));
         }
@@ -1558,6 +1554,15 @@ fn fdinfo_pos_flags(info: &str) -> Option<(i64, u64)> {
     let pos = fdinfo_value(info, "pos")?.parse().ok()?;
     let flags = u64::from_str_radix(fdinfo_value(info, "flags")?, 8).ok()?;
     Some((pos, flags))
+}
+
+/// What the kernel side read of the file of the descriptor call `rec` made (`fd_inode`).
+fn kernel_file(p: &Probe, rec: &CallRecord) -> Option<files::KernelFile> {
+    let n = p.args.len();
+    match (p.fd_inode, rec.args.get(n), rec.args.get(n + 1)) {
+        (true, Some(&ino), Some(&dev_mode)) => files::KernelFile::from_slots(ino, dev_mode),
+        _ => None,
+    }
 }
 
 fn request_array(words: &[u64], int_handles: bool) -> Vec<u64> {

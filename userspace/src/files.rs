@@ -123,27 +123,83 @@ struct RecentOpen {
     id: i64,
 }
 
+/// What the kernel side read of the file behind a descriptor as the call that made it
+/// returned (probes.toml `fd_inode`): the file's identity even if it is removed, or its fd
+/// closed and reused, before user space looks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelFile {
+    /// As `stat` gives it.
+    pub dev: u64,
+    pub ino: u64,
+    /// `i_mode`: the file's type and permissions.
+    pub mode: u32,
+}
+
+impl KernelFile {
+    /// From the two slots the kernel side fills: the inode number, then the device with the
+    /// mode above it. None when it read nothing.
+    pub fn from_slots(ino: u64, dev_mode: u64) -> Option<Self> {
+        (ino != 0).then(|| Self {
+            dev: crate::kernel::user_dev(dev_mode as u32),
+            ino,
+            mode: ((dev_mode >> 32) & 0xffff) as u32,
+        })
+    }
+
+    fn kind(&self) -> &'static str {
+        match self.mode & libc::S_IFMT {
+            libc::S_IFREG => "file",
+            libc::S_IFDIR => "dir",
+            libc::S_IFLNK => "symlink",
+            libc::S_IFIFO => "fifo",
+            libc::S_IFSOCK => "socket",
+            libc::S_IFCHR => "char",
+            libc::S_IFBLK => "block",
+            _ => "other",
+        }
+    }
+}
+
 impl Files {
     /// The file an fd (or a path) of `pid` refers to. `path` is absolute in the process's view.
     pub fn resolve(&mut self, pid: i32, fd: Option<i32>, path: &str) -> i64 {
-        self.resolve_inode(pid, fd, path).0
+        self.resolve_inode(pid, fd, path, None).0
     }
 
-    /// `resolve`, and what the open of `abs` led to is remembered for `recent_open`.
-    pub fn resolve_open(&mut self, pid: i32, fd: i32, abs: &str) -> i64 {
-        let (id, inode) = self.resolve_inode(pid, Some(fd), abs);
+    /// `resolve`, for an open the kernel side read the file of (`kernel`): its identity when
+    /// the file is gone by now.
+    pub fn resolve_made(
+        &mut self,
+        pid: i32,
+        fd: Option<i32>,
+        path: &str,
+        kernel: Option<KernelFile>,
+    ) -> i64 {
+        self.resolve_inode(pid, fd, path, kernel).0
+    }
+
+    /// `resolve_made`, and what the open of `abs` led to is remembered for `recent_open`.
+    pub fn resolve_open(
+        &mut self,
+        pid: i32,
+        fd: i32,
+        abs: &str,
+        kernel: Option<KernelFile>,
+    ) -> i64 {
+        let (id, inode) = self.resolve_inode(pid, Some(fd), abs, kernel);
         if let Some((dev, ino)) = inode {
             self.remember_open(pid, abs, RecentOpen { dev, ino, id });
         }
         id
     }
 
-    /// The file id, and (dev, ino) when the file could be stat'ed.
+    /// The file id, and (dev, ino) when the file could be stat'ed or the kernel side read it.
     fn resolve_inode(
         &mut self,
         pid: i32,
         fd: Option<i32>,
         path: &str,
+        kernel: Option<KernelFile>,
     ) -> (i64, Option<(u64, u64)>) {
         let proc_root = format!("/proc/{pid}/root");
         let in_root = in_root(pid, path);
@@ -189,43 +245,51 @@ impl Files {
                 (meta, canonical.unwrap_or_else(|| path.to_string()), at)
             }
         };
-        let inode = meta.as_ref().map(|m| (m.dev(), m.ino()));
-        let key = match &meta {
-            Some(m) => Key::Inode(m.dev(), m.ino()),
+        // Gone before it could be stat'ed: what the kernel side read, if it did.
+        let kernel = kernel.filter(|_| meta.is_none());
+        let inode = meta
+            .as_ref()
+            .map(|m| (m.dev(), m.ino()))
+            .or(kernel.map(|k| (k.dev, k.ino)));
+        let kind = match (&meta, kernel) {
+            (Some(m), _) => Some(kind_of(m.file_type())),
+            (None, Some(k)) => Some(k.kind()),
+            (None, None) => None,
+        };
+        let key = match inode {
+            Some((dev, ino)) => Key::Inode(dev, ino),
             None => Key::Path(canonical.clone()),
         };
         // The same file seen once by inode and once only by name (closed or gone before it
         // could be stat'ed) keeps one id.
         let path_key = Key::Path(canonical.clone());
-        if let Some(id) = self.known_id(&key).or_else(|| self.known_id(&path_key)) {
+        // A removed file's inode number is soon another file's: known only from the kernel
+        // side, under another name, it is that other file (the key moves to it).
+        let by_key = self
+            .known_id(&key)
+            .filter(|id| kernel.is_none() || self.path(*id).is_none_or(|known| known == canonical));
+        if let Some(id) = by_key.or_else(|| self.known_id(&path_key)) {
             self.known.ids.entry(key).or_insert(id);
             return (id, inode);
         }
         let id = self.new_id(key, Some(path_key), &canonical);
-        if meta
-            .as_ref()
-            .is_some_and(|m| matches!(kind_of(m.file_type()), "fifo" | "socket" | "char"))
-        {
+        if matches!(kind, Some("fifo" | "socket" | "char")) {
             self.known.unpositioned.insert(id);
         }
-        if let Some(m) = meta.as_ref().filter(|m| m.is_file()) {
-            self.new_inodes.push(m.ino());
-            let e = self.known.by_ino.entry(m.ino()).or_insert(id);
+        if let (Some((_, ino)), Some("file")) = (inode, kind) {
+            self.new_inodes.push(ino);
+            let e = self.known.by_ino.entry(ino).or_insert(id);
             if *e != id {
                 *e = 0;
             }
         }
-        let mount = meta
-            .as_ref()
-            .and_then(|m| self.mount_of(pid, m.dev(), &canonical));
+        let mount = inode.and_then(|(dev, _)| self.mount_of(pid, dev, &canonical));
         let mut row = FileRow {
             file_id: id,
             path: canonical,
-            kind: meta.as_ref().map(|m| kind_of(m.file_type()).to_string()),
-            dev: meta
-                .as_ref()
-                .map(|m| format!("{}:{}", libc::major(m.dev()), libc::minor(m.dev()))),
-            ino: meta.as_ref().map(|m| m.ino() as i64),
+            kind: kind.map(str::to_string),
+            dev: inode.map(|(dev, _)| format!("{}:{}", libc::major(dev), libc::minor(dev))),
+            ino: inode.map(|(_, ino)| ino as i64),
             fs_type: mount.as_ref().map(|m| m.fs_type.clone()),
             mount_point: mount.as_ref().map(|m| os_text(&m.mount_point)),
             mount_source: mount.as_ref().and_then(|m| m.mount_source.clone()),
@@ -241,14 +305,22 @@ impl Files {
     /// The file of an open of `abs` by `pid` that returned `fd`, when the same path led to
     /// the same file before: one stat of the fd instead of resolving the path again (a job
     /// that opens the same files over and over costs strata one system call per open).
-    pub fn recent_open(&mut self, pid: i32, fd: i32, abs: &str) -> Option<i64> {
+    pub fn recent_open(
+        &mut self,
+        pid: i32,
+        fd: i32,
+        abs: &str,
+        kernel: Option<KernelFile>,
+    ) -> Option<i64> {
         let r = self.recent.get(&pid)?.get(abs)?;
         let (dev, ino, id) = (r.dev, r.ino, r.id);
-        // The fd names the file if it is still open (it may since be closed, or reused by
-        // an open of the same file); else the path, in the process's root. A process that
-        // is gone can no longer be asked: what its path led to before is the best answer.
+        // What the kernel side read says it without a look; else the fd names the file if
+        // it is still open (it may since be closed, or reused by an open of the same file);
+        // else the path, in the process's root. A process that is gone can no longer be
+        // asked: what its path led to before is the best answer.
         let same = |m: fs::Metadata| (m.dev(), m.ino()) == (dev, ino);
-        let confirmed = fs::metadata(format!("/proc/{pid}/fd/{fd}")).is_ok_and(same)
+        let confirmed = kernel.is_some_and(|k| (k.dev, k.ino) == (dev, ino))
+            || fs::metadata(format!("/proc/{pid}/fd/{fd}")).is_ok_and(same)
             || look_up(&format!("/proc/{pid}/root{abs}"), |p| fs::metadata(p)).is_ok_and(same)
             || !Path::new(&format!("/proc/{pid}")).exists();
         if !confirmed {
@@ -520,22 +592,71 @@ mod tests {
         let mut files = Files::default();
         let f = fs::File::create(&path).unwrap();
         let fd = f.as_raw_fd();
-        assert_eq!(files.recent_open(me, fd, name), None, "never opened before");
-        let id = files.resolve_open(me, fd, name);
-        assert_eq!(files.recent_open(me, fd, name), Some(id));
+        assert_eq!(
+            files.recent_open(me, fd, name, None),
+            None,
+            "never opened before"
+        );
+        let id = files.resolve_open(me, fd, name, None);
+        assert_eq!(files.recent_open(me, fd, name, None), Some(id));
         // Closed: the name still leads to the same file.
         drop(f);
-        assert_eq!(files.recent_open(me, fd, name), Some(id));
+        assert_eq!(files.recent_open(me, fd, name, None), Some(id));
         // Replaced by another file under the same name: resolved again (`resolve` decides).
         let other = dir.join("other");
         fs::write(&other, b"x").unwrap();
         fs::rename(&other, &path).unwrap();
         let f = fs::File::open(&path).unwrap();
-        assert_eq!(files.recent_open(me, f.as_raw_fd(), name), None);
+        assert_eq!(files.recent_open(me, f.as_raw_fd(), name, None), None);
         files.forget_process(me);
-        assert_eq!(files.recent_open(me, f.as_raw_fd(), name), None);
+        assert_eq!(files.recent_open(me, f.as_raw_fd(), name, None), None);
         assert_eq!(files.recent_len, 0);
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A file removed before user space looks (a temporary file, a FIFO): what the kernel
+    /// side read when it was opened is its identity and its kind; without that, only its name.
+    #[test]
+    fn a_file_gone_before_it_is_looked_at_keeps_what_the_kernel_read() {
+        // A pid that does not exist: paths are taken as they are, nothing is there.
+        let pid = i32::MAX;
+        let mut files = Files::default();
+        let kdev = 99u64; // MKDEV(0, 99) in the kernel's encoding
+        let k = KernelFile::from_slots(4242, kdev | (u64::from(libc::S_IFIFO | 0o600) << 32));
+        assert_eq!(
+            k,
+            Some(KernelFile {
+                dev: libc::makedev(0, 99),
+                ino: 4242,
+                mode: libc::S_IFIFO | 0o600
+            })
+        );
+        assert_eq!(KernelFile::from_slots(0, kdev), None, "nothing read");
+        let id = files.resolve_made(pid, Some(3), "/gone/fifo", k);
+        let row = files.new_rows.last().unwrap();
+        assert_eq!(
+            (row.dev.as_deref(), row.ino, row.kind.as_deref()),
+            (Some("0:99"), Some(4242), Some("fifo"))
+        );
+        assert!(!files.has_position(id), "a FIFO has no offsets");
+        assert_eq!(
+            files.resolve_made(pid, Some(5), "/gone/fifo", k),
+            id,
+            "opened again"
+        );
+        // Its inode number reused by a file made after it was removed: another file.
+        let k2 = KernelFile::from_slots(4242, kdev | (u64::from(libc::S_IFREG) << 32));
+        let reused = files.resolve_made(pid, Some(5), "/gone/tmp", k2);
+        assert_ne!(reused, id);
+        assert_eq!(files.new_rows.last().unwrap().kind.as_deref(), Some("file"));
+        assert!(files.has_position(reused));
+        let other = files.resolve(pid, Some(4), "/gone/other");
+        let row = files.new_rows.last().unwrap();
+        assert_eq!(
+            (row.file_id, row.ino, row.kind.as_deref()),
+            (other, None, None)
+        );
+        assert!(files.has_position(other));
     }
 
     #[test]

@@ -1557,7 +1557,16 @@ mod tests {
         assert_eq!(spec("pipe2").fd_file_arg, 0, "the pair");
         assert_eq!(spec("pipe2").ret_deref_mask, 1, "read at return");
         assert_eq!(spec("memfd_create").fd_file_arg, strata_common::FD_FROM_RET);
-        assert_eq!(spec("openat").fd_file_arg, NO_ARG, "a path names it");
+        assert_eq!(
+            spec("openat").fd_file_arg,
+            strata_common::FD_FROM_RET,
+            "a file removed before strata looks keeps its inode"
+        );
+        assert_eq!(
+            spec("dup").fd_file_arg,
+            NO_ARG,
+            "a dup's file is its original's"
+        );
         let with = |target: &str, op: &str, args: &str, ret: &str, extra: &str| {
             parse(
                 &format!(

@@ -2877,7 +2877,8 @@ fn function_offset_bytes<R: std::borrow::Borrow<Row>>(calls: &[R]) -> Vec<String
 /// `/memfd:strata-stage (deleted)` with its offsets followed like any file's. A FIFO's and
 /// /dev/null's reads and writes have no offsets either (the fd's offset means nothing there:
 /// /dev/null's stays 0 whatever lseek says). vmsplice writes into a pipe, and tee copies
-/// one pipe into another. In every syscall mode.
+/// one pipe into another. A file removed right after its open keeps its inode and kind. In
+/// every syscall mode.
 #[test]
 fn pipes_and_memfds_are_files_their_readers_and_writers_share() {
     require_root();
@@ -2923,6 +2924,13 @@ fn pipes_and_memfds_in(mode: &str, dir: &Path, exe: &Path) {
             .find(|f| f.i("ino") == Some(ino) && f.s("path") == Some(&path))
             .unwrap_or_else(|| panic!("no file {path} with inode {ino}: {files:?}"));
         f.i("file_id").unwrap()
+    };
+    let kind = |id: i64| {
+        files
+            .iter()
+            .find(|f| f.i("file_id") == Some(id))
+            .and_then(|f| f.s("kind"))
+            .map(str::to_string)
     };
     let pipe2 = file("pipe2", format!("pipe:[{}]", inodes["pipe2"]));
     let pipe = file("pipe", format!("pipe:[{}]", inodes["pipe"]));
@@ -3053,6 +3061,20 @@ fn pipes_and_memfds_in(mode: &str, dir: &Path, exe: &Path) {
     assert_eq!(
         function_offset_bytes(&on(pid, b)),
         ["pipe2 - -", "read - 12", "close - -", "close - -"]
+    );
+    // Removed at once: the inode and kind the kernel side read when it was opened.
+    let tmp = dir.join(format!("inodes-{mode}.txt.tmp"));
+    let gone = file("tmp", tmp.to_str().unwrap().to_string());
+    assert_eq!(kind(gone).as_deref(), Some("file"));
+    assert_eq!(
+        kind(fifo).as_deref(),
+        Some("fifo"),
+        "removed before strata looked"
+    );
+    assert_eq!(kind(pipe2).as_deref(), Some("fifo"));
+    assert_eq!(
+        function_offset_bytes(&on(pid, gone)),
+        ["openat - -", "unlink - -", "write 0 100", "close - -"]
     );
     let null = common::file_id_of(&out, Path::new("/dev/null"));
     assert_eq!(

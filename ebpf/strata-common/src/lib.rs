@@ -397,6 +397,8 @@ pub struct Config {
     pub files_fdt_off: u32,
     pub fdt_max_fds_off: u32,
     pub fdt_fd_off: u32,
+    /// From the kernel's BTF: `struct inode.i_mode` (u16), read with a descriptor's file.
+    pub inode_mode_off: u32,
 }
 
 /// Entries of [`maps::URING_OPS`]: one per io_uring opcode (a `u8`).
@@ -544,8 +546,10 @@ pub struct FuncSpec {
     /// Index of an argument whose low 32 bits at return are a descriptor the call made
     /// (pipe2's pair, read at return), [`FD_FROM_RET`] for the descriptor it returns, or
     /// [`NO_ARG`]: the inode number of the descriptor's file goes to the slot after the last
-    /// argument, its file system's device to the next (0s when unknown). A file with no path
-    /// (a pipe, a memfd) is then known after its process is gone.
+    /// argument, its file system's device to the next, in its low 32 bits, with the inode's
+    /// mode (`i_mode`: the file's type) above them (0s when unknown). A file with no path (a
+    /// pipe, a memfd), or one removed before user space could look, is then known after its
+    /// process is gone.
     pub fd_file_arg: u8,
 }
 
@@ -933,7 +937,7 @@ mod pod {
 }
 
 const _: () = {
-    assert!(core::mem::size_of::<Config>() == 136);
+    assert!(core::mem::size_of::<Config>() == 140);
     assert!(core::mem::size_of::<ImageHeader>() == 24);
     assert!(core::mem::size_of::<FuncSpec>() == 24);
     assert!(core::mem::size_of::<OnlyKey>() == 8);

@@ -132,6 +132,20 @@ pub(crate) fn fd_file(cfg: &Config, fd: i64) -> u64 {
     file().unwrap_or(0)
 }
 
+/// The inode number of the file behind descriptor `fd`, and its file system's device with
+/// the inode's mode above it (see `FuncSpec::fd_file_arg`); 0s when unknown.
+#[inline(always)]
+pub(crate) fn fd_identity(cfg: &Config, fd: i64) -> (u64, u64) {
+    let file = fd_file(cfg, fd);
+    let (ino, dev) = file_ids(cfg, file);
+    if ino == 0 {
+        return (0, 0);
+    }
+    let inode: u64 = kread(file + u64::from(cfg.file_inode_off)).unwrap_or(0);
+    let mode: u16 = kread(inode + u64::from(cfg.inode_mode_off)).unwrap_or(0);
+    (ino, u64::from(dev) | (u64::from(mode) << 32))
+}
+
 #[kretprobe]
 pub fn strata_kprobe_return(ctx: RetProbeContext) -> u32 {
     match try_kprobe_return(&ctx) {
