@@ -93,6 +93,9 @@ struct Known {
     by_ino: HashMap<u64, i64>,
     /// Files with no position to read or write at: FIFOs, sockets, character devices.
     unpositioned: std::collections::HashSet<i64, foldhash::fast::RandomState>,
+    /// Files known only from the kernel side's read at their open: removed before strata
+    /// looked. Their inode numbers may be another file's by now.
+    removed: std::collections::HashSet<i64, foldhash::fast::RandomState>,
 }
 
 /// Files per generation: a node traced for days sees millions of distinct files (temporary
@@ -263,16 +266,23 @@ impl Files {
         // The same file seen once by inode and once only by name (closed or gone before it
         // could be stat'ed) keeps one id.
         let path_key = Key::Path(canonical.clone());
-        // A removed file's inode number is soon another file's: known only from the kernel
-        // side, under another name, it is that other file (the key moves to it).
-        let by_key = self
-            .known_id(&key)
-            .filter(|id| kernel.is_none() || self.path(*id).is_none_or(|known| known == canonical));
+        // A removed file's inode number is soon another file's: under another name, a file
+        // that was already removed, or one now known only from the kernel side, is that other
+        // file (the key moves to it).
+        let by_key = self.known_id(&key).filter(|id| {
+            let removed = kernel.is_some()
+                || self.known.removed.contains(id)
+                || self.older.removed.contains(id);
+            !removed || self.path(*id).is_none_or(|known| known == canonical)
+        });
         if let Some(id) = by_key.or_else(|| self.known_id(&path_key)) {
             self.known.ids.entry(key).or_insert(id);
             return (id, inode);
         }
         let id = self.new_id(key, Some(path_key), &canonical);
+        if kernel.is_some() {
+            self.known.removed.insert(id);
+        }
         if matches!(kind, Some("fifo" | "socket" | "char")) {
             self.known.unpositioned.insert(id);
         }
@@ -430,6 +440,9 @@ impl Files {
         self.known.ids.insert(key.clone(), id);
         if self.older.unpositioned.contains(&id) {
             self.known.unpositioned.insert(id);
+        }
+        if self.older.removed.contains(&id) {
+            self.known.removed.insert(id);
         }
         if let Some(p) = self.older.paths.get(&id) {
             self.known.paths.insert(id, p.clone());
@@ -650,6 +663,22 @@ mod tests {
         assert_ne!(reused, id);
         assert_eq!(files.new_rows.last().unwrap().kind.as_deref(), Some("file"));
         assert!(files.has_position(reused));
+        // A file that exists, whose inode a removed one had (strata's own scratch file, with
+        // a removed file's identity made up to match).
+        let dir = std::env::temp_dir().join(format!("strata-reuse-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let live = dir.join("live");
+        fs::write(&live, b"x").unwrap();
+        let m = fs::metadata(&live).unwrap();
+        let dev_k = u64::from((libc::major(m.dev()) << 20) | libc::minor(m.dev()));
+        let before = KernelFile::from_slots(m.ino(), dev_k | (u64::from(libc::S_IFREG) << 32));
+        let was = files.resolve_made(pid, Some(6), "/gone/was-here", before);
+        let now = files.resolve(std::process::id() as i32, None, live.to_str().unwrap());
+        assert_ne!(
+            now, was,
+            "the inode number of a removed file, now another's"
+        );
+        fs::remove_dir_all(&dir).unwrap();
         let other = files.resolve(pid, Some(4), "/gone/other");
         let row = files.new_rows.last().unwrap();
         assert_eq!(
