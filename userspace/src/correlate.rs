@@ -1129,6 +1129,23 @@ impl Correlator {
                 }
             }
             Op::Exit => self.procs.set_exit_code(pid, rec.args[0] as i32),
+            // A file renamed keeps its identity under its new name (a temporary file written,
+            // then renamed into place; an exchange swaps two names, which is left alone).
+            Op::Rename if !failed => {
+                let exchange =
+                    arg(ArgKind::Flags).is_some_and(|f| f & u64::from(libc::RENAME_EXCHANGE) != 0);
+                if let (Some(id), Some(to), false) = (file_before, path2.as_deref(), exchange) {
+                    let dirfd2 = p
+                        .args
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, k)| **k == ArgKind::Dirfd)
+                        .nth(1)
+                        .map(|(i, _)| rec.args[i] as i32);
+                    let abs = self.abs_path(pid, dirfd2, to);
+                    self.files.renamed(id, abs);
+                }
+            }
             // pipe(2): the row names the read end, then the write end, both on the pipe.
             Op::Pipe if !failed => {
                 if let Some(pair) = arg(ArgKind::FdPair).filter(|v| *v != DEREF_FAILED) {
@@ -1450,8 +1467,8 @@ impl Correlator {
         name: Option<&str>,
     ) -> (Option<String>, Option<i64>) {
         let pid = rec.pid as i32;
-        let inode = kernel_file(p, rec).map(|k| (k.dev, k.ino));
-        if let Some(id) = inode.and_then(|(dev, ino)| self.files.by_inode(Some(dev), ino)) {
+        let kernel = kernel_file(p, rec);
+        if let Some(id) = kernel.and_then(|k| self.files.by_inode(Some(k.dev), k.ino)) {
             return (self.files.path(id), Some(id));
         }
         // The descriptor may since have been closed and its number reused: where the kernel
@@ -1459,24 +1476,25 @@ impl Correlator {
         use std::os::unix::fs::MetadataExt as _;
         let at = format!("/proc/{pid}/fd/{fd}");
         if let Ok(link) = std::fs::read_link(&at) {
-            let same = inode.is_none_or(|(dev, ino)| {
-                std::fs::metadata(&at).is_ok_and(|m| (m.dev(), m.ino()) == (dev, ino))
+            let same = kernel.is_none_or(|k| {
+                std::fs::metadata(&at).is_ok_and(|m| (m.dev(), m.ino()) == (k.dev, k.ino))
             });
             if same {
+                // The kernel's read still stands if the fd closes before /proc is asked again.
                 let abs = files::os_text(link);
-                let id = self.files.resolve(pid, Some(fd), &abs);
+                let id = self.files.resolve_made(pid, Some(fd), &abs, kernel);
                 return (Some(abs), Some(id));
             }
         }
-        let Some((dev, ino)) = inode else {
+        let Some(k) = kernel else {
             return (None, None);
         };
         let named = match (p.op, name) {
-            (Op::Pipe, _) => format!("pipe:[{ino}]"),
+            (Op::Pipe, _) => format!("pipe:[{}]", k.ino),
             (_, Some(n)) => format!("/memfd:{n} (deleted)"),
-            (_, None) => format!("inode {ino}"),
+            (_, None) => format!("inode {}", k.ino),
         };
-        let id = self.files.by_kernel_inode(dev, ino, &named);
+        let id = self.files.by_kernel_inode(k, &named);
         (Some(named), Some(id))
     }
 

@@ -218,9 +218,12 @@ impl Files {
         let by_fd = fd.and_then(|fd| {
             let link = format!("/proc/{pid}/fd/{fd}");
             let target = os_text(fs::read_link(&link).ok()?);
-            let same = target == path
-                || target.strip_suffix(" (deleted)") == Some(path)
-                || by_path().is_some_and(|c| os_text(c) == target);
+            // Unlinked since: named as it was opened, as when only the kernel side's read is
+            // left (the suffix is /proc's, not the file's).
+            if target.strip_suffix(" (deleted)") == Some(path) {
+                return Some((fs::metadata(&link).ok()?, path.to_string()));
+            }
+            let same = target == path || by_path().is_some_and(|c| os_text(c) == target);
             let meta = fs::metadata(&link).ok()?;
             same.then_some((meta, target))
         });
@@ -266,14 +269,21 @@ impl Files {
         // The same file seen once by inode and once only by name (closed or gone before it
         // could be stat'ed) keeps one id.
         let path_key = Key::Path(canonical.clone());
-        // A removed file's inode number is soon another file's: under another name, a file
-        // that was already removed, or one now known only from the kernel side, is that other
-        // file (the key moves to it).
-        let by_key = self.known_id(&key).filter(|id| {
-            let removed = kernel.is_some()
-                || self.known.removed.contains(id)
-                || self.older.removed.contains(id);
-            !removed || self.path(*id).is_none_or(|known| known == canonical)
+        // A removed file's inode number is soon another file's. Under another name (a hard
+        // link, a bind mount, or a reused number), the known file is this one only if it was
+        // not already removed, this one is not known from the kernel side alone, and the
+        // known name still leads to this inode; else the key moves to a new file.
+        let by_key = self.known_id(&key).filter(|id| match self.path(*id) {
+            Some(known) if known != canonical => {
+                let removed = kernel.is_some()
+                    || self.known.removed.contains(id)
+                    || self.older.removed.contains(id);
+                !removed
+                    && inode.is_some_and(|(dev, ino)| {
+                        fs::metadata(&known).is_ok_and(|m| (m.dev(), m.ino()) == (dev, ino))
+                    })
+            }
+            _ => true,
         });
         if let Some(id) = by_key.or_else(|| self.known_id(&path_key)) {
             self.known.ids.entry(key).or_insert(id);
@@ -380,27 +390,32 @@ impl Files {
     /// The file the kernel side found behind a descriptor a call made, by its device (as
     /// `stat` gives it) and inode: a pipe or a memfd, which has no path to resolve and is known
     /// this way after its process is gone. `name` is its path column, as /proc names it.
-    pub fn by_kernel_inode(&mut self, dev: u64, ino: u64, name: &str) -> i64 {
-        let key = Key::Inode(dev, ino);
+    pub fn by_kernel_inode(&mut self, k: KernelFile, name: &str) -> i64 {
+        let key = Key::Inode(k.dev, k.ino);
         if let Some(id) = self.known_id(&key) {
             return id;
         }
         // Such names need not be unique (two memfds of one name): no path key.
         let id = self.new_id(key, None, name);
-        // A pipe, or a memfd (a regular file in memory).
-        let pipe = name.starts_with("pipe:");
-        if pipe {
+        let kind = k.kind();
+        if matches!(kind, "fifo" | "socket" | "char") {
             self.known.unpositioned.insert(id);
         }
         self.new_rows.push(FileRow {
             file_id: id,
             path: name.to_string(),
-            kind: Some(if pipe { "fifo" } else { "file" }.to_string()),
-            dev: Some(format!("{}:{}", libc::major(dev), libc::minor(dev))),
-            ino: Some(ino as i64),
+            kind: Some(kind.to_string()),
+            dev: Some(format!("{}:{}", libc::major(k.dev), libc::minor(k.dev))),
+            ino: Some(k.ino as i64),
             ..FileRow::default()
         });
         id
+    }
+
+    /// File `id` renamed to `abs`: known under that name from now on.
+    pub fn renamed(&mut self, id: i64, abs: String) {
+        self.known.ids.insert(Key::Path(abs.clone()), id);
+        self.known.paths.insert(id, abs);
     }
 
     /// Whether reads and writes of file `id` are at a position (not a FIFO, socket or
@@ -677,6 +692,32 @@ mod tests {
         assert_ne!(
             now, was,
             "the inode number of a removed file, now another's"
+        );
+        fs::remove_dir_all(&dir).unwrap();
+        // Another name for a file: a hard link is the same file while the first name leads
+        // to it; a rename strata saw moves the name; one it did not see is another file.
+        let dir = std::env::temp_dir().join(format!("strata-names-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let me = std::process::id() as i32;
+        let (a, b, c, d) = (dir.join("a"), dir.join("b"), dir.join("c"), dir.join("d"));
+        fs::write(&a, b"x").unwrap();
+        fs::hard_link(&a, &b).unwrap();
+        let name = |p: &Path| p.to_str().unwrap().to_string();
+        let first = files.resolve(me, None, &name(&a));
+        assert_eq!(files.resolve(me, None, &name(&b)), first, "a hard link");
+        fs::remove_file(&b).unwrap();
+        fs::rename(&a, &c).unwrap();
+        files.renamed(first, name(&c));
+        assert_eq!(
+            files.resolve(me, None, &name(&c)),
+            first,
+            "renamed, as seen"
+        );
+        fs::rename(&c, &d).unwrap();
+        assert_ne!(
+            files.resolve(me, None, &name(&d)),
+            first,
+            "its first name is gone"
         );
         fs::remove_dir_all(&dir).unwrap();
         let other = files.resolve(pid, Some(4), "/gone/other");
