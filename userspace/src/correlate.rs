@@ -1152,12 +1152,8 @@ impl Correlator {
                     let ends = [pair as u32 as i32, (pair >> 32) as u32 as i32];
                     let file = self.made_fd_file(&p, rec, ends[0], None);
                     let flags = arg(ArgKind::Flags).unwrap_or(0) as i64;
-                    let [read, write] = ends.map(|fd| {
-                        let access = if fd == ends[0] {
-                            libc::O_RDONLY
-                        } else {
-                            libc::O_WRONLY
-                        };
+                    let ends = [(ends[0], libc::O_RDONLY), (ends[1], libc::O_WRONLY)];
+                    let [read, write] = ends.map(|(fd, access)| {
                         let id = self.handles.create(NewHandle {
                             pid,
                             raw: Raw::Fd(fd),
