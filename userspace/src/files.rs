@@ -5,7 +5,7 @@ use std::{
     fs,
     os::unix::{
         ffi::{OsStrExt as _, OsStringExt as _},
-        fs::{FileTypeExt as _, MetadataExt as _},
+        fs::MetadataExt as _,
     },
     path::{Component, Path, PathBuf},
 };
@@ -63,16 +63,16 @@ pub fn look_up<T>(s: &str, op: impl Fn(&Path) -> std::io::Result<T>) -> std::io:
     }
 }
 
-/// The `kind` column: what `stat` says a file is.
-fn kind_of(t: fs::FileType) -> &'static str {
-    match () {
-        _ if t.is_file() => "file",
-        _ if t.is_dir() => "dir",
-        _ if t.is_symlink() => "symlink",
-        _ if t.is_fifo() => "fifo",
-        _ if t.is_socket() => "socket",
-        _ if t.is_char_device() => "char",
-        _ if t.is_block_device() => "block",
+/// The `kind` column: what a file's mode (`st_mode`, `i_mode`) says it is.
+fn kind_of(mode: u32) -> &'static str {
+    match mode & libc::S_IFMT {
+        libc::S_IFREG => "file",
+        libc::S_IFDIR => "dir",
+        libc::S_IFLNK => "symlink",
+        libc::S_IFIFO => "fifo",
+        libc::S_IFSOCK => "socket",
+        libc::S_IFCHR => "char",
+        libc::S_IFBLK => "block",
         _ => "other",
     }
 }
@@ -150,16 +150,7 @@ impl KernelFile {
     }
 
     fn kind(&self) -> &'static str {
-        match self.mode & libc::S_IFMT {
-            libc::S_IFREG => "file",
-            libc::S_IFDIR => "dir",
-            libc::S_IFLNK => "symlink",
-            libc::S_IFIFO => "fifo",
-            libc::S_IFSOCK => "socket",
-            libc::S_IFCHR => "char",
-            libc::S_IFBLK => "block",
-            _ => "other",
-        }
+        kind_of(self.mode)
     }
 }
 
@@ -258,7 +249,7 @@ impl Files {
             .map(|m| (m.dev(), m.ino()))
             .or(kernel.map(|k| (k.dev, k.ino)));
         let kind = match (&meta, kernel) {
-            (Some(m), _) => Some(kind_of(m.file_type())),
+            (Some(m), _) => Some(kind_of(m.mode())),
             (None, Some(k)) => Some(k.kind()),
             (None, None) => None,
         };
