@@ -87,11 +87,21 @@ fn try_kprobe_entry(ctx: &ProbeContext) -> Res<()> {
 /// pointer is null or unreadable): a `kfile` argument.
 #[inline(always)]
 pub(crate) fn file_ids(cfg: &Config, file: u64) -> (u64, u32) {
-    let inode: u64 = if file == 0 {
-        0
-    } else {
-        kread(file + u64::from(cfg.file_inode_off)).unwrap_or(0)
-    };
+    inode_ids(cfg, file_inode(cfg, file))
+}
+
+/// The `struct inode *` of a kernel `struct file *` (0 when null or unreadable).
+#[inline(always)]
+fn file_inode(cfg: &Config, file: u64) -> u64 {
+    if file == 0 {
+        return 0;
+    }
+    kread(file + u64::from(cfg.file_inode_off)).unwrap_or(0)
+}
+
+/// The inode number of a `struct inode *` and its file system's device (0s where unknown).
+#[inline(always)]
+fn inode_ids(cfg: &Config, inode: u64) -> (u64, u32) {
     if inode == 0 {
         return (0, 0);
     }
@@ -136,12 +146,11 @@ pub(crate) fn fd_file(cfg: &Config, fd: i64) -> u64 {
 /// the inode's mode above it (see `FuncSpec::fd_file_arg`); 0s when unknown.
 #[inline(always)]
 pub(crate) fn fd_identity(cfg: &Config, fd: i64) -> (u64, u64) {
-    let file = fd_file(cfg, fd);
-    let (ino, dev) = file_ids(cfg, file);
+    let inode = file_inode(cfg, fd_file(cfg, fd));
+    let (ino, dev) = inode_ids(cfg, inode);
     if ino == 0 {
         return (0, 0);
     }
-    let inode: u64 = kread(file + u64::from(cfg.file_inode_off)).unwrap_or(0);
     let mode: u16 = kread(inode + u64::from(cfg.inode_mode_off)).unwrap_or(0);
     (ino, u64::from(dev) | (u64::from(mode) << 32))
 }
