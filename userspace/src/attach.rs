@@ -515,6 +515,12 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
     if let Ok(off) = uring_opcode {
         config.uring_opcode_off = off;
     }
+    let uring_offsets = crate::btf::offsets(&kernel_btf, crate::btf::uring_offsets);
+    if let Ok([_, ctx, flags, res]) = uring_offsets {
+        config.uring_ctx_off = ctx;
+        config.uring_flags_off = flags;
+        config.cqe_res_off = res;
+    }
     if let Ok([f_inode, i_ino, i_sb, s_dev]) = file_offsets {
         config.file_inode_off = f_inode;
         config.inode_ino_off = i_ino;
@@ -540,6 +546,11 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
             config.inode_mode_off = mode;
         }
         Err(e) => log::info!("files opened are known from /proc and their paths only: {e}"),
+    }
+    let lifecycle_fields = crate::btf::offsets(&kernel_btf, crate::btf::lifecycle_offsets);
+    if let Ok([pid, filename]) = lifecycle_fields {
+        config.task_pid_off = pid;
+        config.bprm_filename_off = filename;
     }
     if let Ok([q, disk, major, minor, sector, flags]) = request_offsets {
         config.rq_q_off = q;
@@ -655,6 +666,8 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
                         btf: &aya_btf,
                         request_offsets: &request_offsets,
                         uring_opcode: &uring_opcode,
+                        uring_offsets: &uring_offsets,
+                        kernel_btf: &kernel_btf,
                     },
                     &mut status,
                 ),
@@ -686,7 +699,12 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
     } else {
         Vec::new()
     };
-    attach_lifecycle(&mut ebpf)?;
+    attach_lifecycle(
+        &mut ebpf,
+        &aya_btf,
+        &kernel_btf,
+        lifecycle_fields.map(|_| ()),
+    )?;
     let traced = BpfHashMap::try_from(map(&mut ebpf, maps::TRACED)?)?;
     let counters = PerCpuArray::try_from(map(&mut ebpf, maps::COUNTERS)?)?;
     let events = crate::ring::EventRing::new(map(&mut ebpf, maps::EVENTS)?, maps::EVENTS)?;
@@ -1006,12 +1024,34 @@ fn lifecycle_config(root: &Path, opts: &Options) -> anyhow::Result<Config> {
     })
 }
 
-fn attach_lifecycle(ebpf: &mut Ebpf) -> anyhow::Result<()> {
+/// Attaches the process lifecycle programs: on BTF raw tracepoints where the kernel has BTF
+/// (their detach does not wait on the kernel's trace-event lock: some 50 ms each here), else
+/// on the trace events.
+fn attach_lifecycle(
+    ebpf: &mut Ebpf,
+    aya_btf: &Result<aya::Btf, String>,
+    kernel_btf: &Result<btf_rs::Btf, String>,
+    fields: Result<(), String>,
+) -> anyhow::Result<()> {
     for (prog, cat, name) in [
         (programs::TASK_NEWTASK, "task", "task_newtask"),
         (programs::PROCESS_EXEC, "sched", "sched_process_exec"),
         (programs::PROCESS_EXIT, "sched", "sched_process_exit"),
     ] {
+        let on_btf = fields
+            .clone()
+            .and_then(|()| lifecycle_btf_program(kernel_btf, name))
+            .and_then(|with_btf| {
+                load_btf(ebpf, aya_btf, with_btf, name)?;
+                program::<BtfTracePoint>(ebpf, with_btf)
+                    .and_then(|p| Ok(p.attach()?))
+                    .map(drop)
+                    .map_err(|e| format!("attaching {with_btf}: {e:#}"))
+            });
+        match on_btf {
+            Ok(()) => continue,
+            Err(e) => log::info!("{name}: on its trace event ({e})"),
+        }
         let tp = program::<TracePoint>(ebpf, prog)?;
         tp.load()
             .with_context(|| format!("the kernel rejected program {prog}"))?;
@@ -1019,6 +1059,22 @@ fn attach_lifecycle(ebpf: &mut Ebpf) -> anyhow::Result<()> {
             .with_context(|| format!("cannot attach to tracepoint {cat}/{name}"))?;
     }
     Ok(())
+}
+
+/// The program for lifecycle tracepoint `name` on its BTF raw tracepoint: the one whose
+/// arguments are the kernel's (sched_process_exit gained `group_dead` in Linux 6.9).
+fn lifecycle_btf_program(
+    kernel_btf: &Result<btf_rs::Btf, String>,
+    name: &str,
+) -> Result<&'static str, String> {
+    let args = crate::btf::tracepoint_args(kernel_btf.as_ref()?, name).map_err(|e| e.to_string());
+    match (name, args?) {
+        ("task_newtask", 2) => Ok(programs::BTF_TASK_NEWTASK),
+        ("sched_process_exec", 3) => Ok(programs::BTF_PROCESS_EXEC),
+        ("sched_process_exit", 1) => Ok(programs::BTF_PROCESS_EXIT),
+        ("sched_process_exit", 2) => Ok(programs::BTF_PROCESS_EXIT_GROUP),
+        (_, n) => Err(format!("{name} has {n} arguments on this kernel")),
+    }
 }
 
 fn attach_syscall(
@@ -1083,6 +1139,10 @@ struct KernelStructs<'a> {
     request_offsets: &'a Result<[u32; 6], String>,
     /// `io_kiocb.opcode`, which the completion program reads.
     uring_opcode: &'a Result<u32, String>,
+    /// [`crate::btf::uring_offsets`]
+    uring_offsets: &'a Result<[u32; 4], String>,
+    /// To count a BTF raw tracepoint's arguments.
+    kernel_btf: &'a Result<btf_rs::Btf, String>,
 }
 
 /// Attaches a kernel event through the first mechanism of `attach` that works here.
@@ -1108,9 +1168,16 @@ fn attach_kernel(
         Mechanism::BtfTracepoint { name } => {
             status.mechanism = "tp_btf";
             status.target = name.clone();
-            let prog = crate::probes::kernel_btf_program(event, name)?;
-            // The program reads the request through BTF offsets (the only user today).
-            if let Err(e) = kernel.request_offsets {
+            let btf = kernel.kernel_btf.as_ref().map_err(|e| anyhow!("{e}"))?;
+            let args = crate::btf::tracepoint_args(btf, name)?;
+            let prog = crate::probes::kernel_btf_program(event, name, Some(args))?;
+            // The request's fields, through BTF offsets.
+            let offsets = if event.is_uring() {
+                kernel.uring_offsets.as_ref().map(drop)
+            } else {
+                kernel.request_offsets.as_ref().map(drop)
+            };
+            if let Err(e) = offsets {
                 anyhow::bail!("{e}");
             }
             load_btf(ebpf, kernel.btf, prog, name).map_err(|e| anyhow!(e))?;
@@ -1727,6 +1794,10 @@ mod tests {
             programs::TASK_NEWTASK,
             programs::PROCESS_EXEC,
             programs::PROCESS_EXIT,
+            programs::BTF_TASK_NEWTASK,
+            programs::BTF_PROCESS_EXEC,
+            programs::BTF_PROCESS_EXIT,
+            programs::BTF_PROCESS_EXIT_GROUP,
             programs::KPROBE_ENTRY,
             programs::KPROBE_RETURN,
             programs::EMPTY_TRACEPOINT,
@@ -1743,7 +1814,11 @@ mod tests {
         .map(String::from)
         .collect();
         named.extend(programs::KERNEL_TRACEPOINT.iter().map(|s| s.to_string()));
-        named.extend(programs::KERNEL_BTF.iter().map(|(_, _, p)| p.to_string()));
+        named.extend(
+            programs::KERNEL_BTF
+                .iter()
+                .map(|(_, _, _, p)| p.to_string()),
+        );
         assert_eq!(
             progs, named,
             "programs of the object vs strata_common::programs"

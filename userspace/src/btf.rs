@@ -256,6 +256,47 @@ pub fn image_offsets(btf: &Btf) -> Result<[u32; 5], BtfError> {
     ])
 }
 
+/// (io_kiocb.opcode, io_kiocb.ctx, io_kiocb.flags, io_uring_cqe.res): what the io_uring
+/// programs on BTF raw tracepoints read from the request and its completion entry.
+pub fn uring_offsets(btf: &Btf) -> Result<[u32; 4], BtfError> {
+    Ok([
+        member_offset(btf, "io_kiocb", "opcode")?,
+        member_offset(btf, "io_kiocb", "ctx")?,
+        member_offset(btf, "io_kiocb", "flags")?,
+        member_offset(btf, "io_uring_cqe", "res")?,
+    ])
+}
+
+/// (task_struct.pid, linux_binprm.filename): what the lifecycle programs on BTF raw
+/// tracepoints read behind their arguments.
+pub fn lifecycle_offsets(btf: &Btf) -> Result<[u32; 2], BtfError> {
+    Ok([
+        member_offset(btf, "task_struct", "pid")?,
+        member_offset(btf, "linux_binprm", "filename")?,
+    ])
+}
+
+/// How many arguments tracepoint `name` hands its BTF raw tracepoint programs (its
+/// `TP_PROTO`), from the kernel's `btf_trace_NAME` typedef; a program that reads past them is
+/// refused at load.
+pub fn tracepoint_args(btf: &Btf, name: &str) -> Result<usize, BtfError> {
+    let missing = || BtfError::Missing(format!("tracepoint {name}"), "prototype".into());
+    let typedef = btf
+        .resolve_types_by_name(&format!("btf_trace_{name}"))
+        .map_err(|_| missing())?
+        .into_iter()
+        .find(|t| matches!(t, Type::Typedef(_)))
+        .ok_or_else(missing)?;
+    let Type::Ptr(ptr) = strip(btf, typedef)? else {
+        return Err(missing());
+    };
+    match btf.resolve_chained_type(&ptr) {
+        // The first parameter is the tracepoint's private data, not an argument.
+        Ok(Type::FuncProto(f)) => Ok(f.parameters.len().saturating_sub(1)),
+        _ => Err(missing()),
+    }
+}
+
 /// (task_struct.files, files_struct.fdt, fdtable.max_fds, fdtable.fd, inode.i_mode): a
 /// descriptor's file, and what it is.
 pub fn fd_offsets(btf: &Btf) -> Result<[u32; 5], BtfError> {
@@ -363,6 +404,35 @@ mod tests {
             }
         }
         assert!(checked >= 20, "{checked} requests checked");
+    }
+
+    /// The lifecycle tracepoints' prototypes: task_newtask (task, clone_flags),
+    /// sched_process_exec (p, old_pid, bprm), sched_process_exit (p[, group_dead]) as its
+    /// trace event's format says; a name that is no tracepoint is an error.
+    #[test]
+    fn counts_tracepoint_arguments() {
+        let btf = kernel().expect("this kernel has BTF");
+        assert_eq!(tracepoint_args(&btf, "task_newtask").unwrap(), 2);
+        assert_eq!(tracepoint_args(&btf, "sched_process_exec").unwrap(), 3);
+        assert_eq!(tracepoint_args(&btf, "block_rq_complete").unwrap(), 3);
+        let format = crate::tracefs::format(
+            &crate::tracefs::root().unwrap(),
+            "sched",
+            "sched_process_exit",
+        )
+        .unwrap();
+        let expected = if format.field("group_dead").is_some() {
+            2
+        } else {
+            1
+        };
+        assert_eq!(
+            tracepoint_args(&btf, "sched_process_exit").unwrap(),
+            expected
+        );
+        assert!(tracepoint_args(&btf, "no_such_tracepoint").is_err());
+        let [pid, filename] = lifecycle_offsets(&btf).unwrap();
+        assert!(pid > 0 && pid % 4 == 0 && filename % 8 == 0);
     }
 
     /// mm_struct keeps the four bounds of the arguments and environment adjacent, in order.

@@ -131,24 +131,38 @@ pub enum Mechanism {
     BtfTracepoint { name: String },
 }
 
-/// strata's program for kernel event `event` on the BTF raw tracepoint `name`.
-pub fn kernel_btf_program(event: KernelEvent, name: &str) -> anyhow::Result<&'static str> {
+/// strata's program for kernel event `event` on the BTF raw tracepoint `name`, for the
+/// tracepoint's prototype of `args` arguments (any, when checking probes.toml).
+pub fn kernel_btf_program(
+    event: KernelEvent,
+    name: &str,
+    args: Option<usize>,
+) -> anyhow::Result<&'static str> {
     let known = strata_common::programs::KERNEL_BTF;
-    known
+    let for_event = |(e, tp, _, _): &&(KernelEvent, &str, usize, &str)| *e == event && *tp == name;
+    if let Some((_, _, _, prog)) = known
         .iter()
-        .find(|(e, tp, _)| *e == event && *tp == name)
-        .map(|(_, _, prog)| *prog)
-        .ok_or_else(|| {
-            let have: Vec<String> = known
-                .iter()
-                .map(|(e, tp, _)| format!("{} on tp_btf:{tp}", e.name()))
-                .collect();
-            anyhow::anyhow!(
-                "no tp_btf program for {} on {name} (strata has: {})",
-                event.name(),
-                have.join(", ")
-            )
-        })
+        .filter(for_event)
+        .find(|(_, _, n, _)| args.is_none_or(|a| a == *n))
+    {
+        return Ok(prog);
+    }
+    if let Some(args) = args {
+        if known.iter().any(|k| for_event(&k)) {
+            anyhow::bail!("strata has no program for {name} with {args} arguments (this kernel's)");
+        }
+    }
+    let have: Vec<String> = known
+        .iter()
+        .map(|(e, tp, _, _)| format!("{} on tp_btf:{tp}", e.name()))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    anyhow::bail!(
+        "no tp_btf program for {} on {name} (strata has: {})",
+        event.name(),
+        have.join(", ")
+    )
 }
 
 impl FromStr for Mechanism {
@@ -897,7 +911,8 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
                         match m {
                             Mechanism::Tracepoint { .. } => {}
                             Mechanism::BtfTracepoint { name } => {
-                                kernel_btf_program(event, name).map_err(|e| bad(e.to_string()))?;
+                                kernel_btf_program(event, name, None)
+                                    .map_err(|e| bad(e.to_string()))?;
                             }
                             Mechanism::Kprobe { .. } => {
                                 return Err(bad(format!(

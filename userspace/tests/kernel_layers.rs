@@ -500,6 +500,21 @@ fn io_uring_requests_are_rows_beneath_the_entry_that_submitted_them() {
     const EBADF: i64 = 9;
     let t = UringRun::trace("requests");
     let (data, ino, file, handle) = (t.data, t.ino, t.file, t.handle);
+    // On BTF raw tracepoints (the test kernels have BTF), whose programs read the request
+    // themselves: the rows below come from them.
+    let probes = rows(&t.out, "probes");
+    for event in ["uring_submit", "uring_complete", "uring_failed"] {
+        let p = probes
+            .iter()
+            .find(|p| p.s("function") == Some(event))
+            .unwrap_or_else(|| panic!("no probes row for {event}"));
+        assert_eq!(
+            (p.s("status"), p.s("mechanism")),
+            (Some("attached"), Some("tp_btf")),
+            "{event}: {:?}",
+            p.s("reason")
+        );
+    }
     let enters = t.of(|c| c.s("function") == Some("io_uring_enter"));
     assert_eq!(enters.len(), 7, "{enters:?}");
     let requests = t.of(|c| c.s("layer") == Some("uring"));
@@ -1097,6 +1112,44 @@ fn io_uring_opens_and_closes_make_and_end_handles() {
     );
 }
 
+/// The trace-event programs are what a kernel without BTF runs (for the lifecycle, io_uring
+/// and rq_complete, which use BTF raw tracepoints where they can): each loads on this kernel
+/// within the same share of the verifier's budget, though no run here attaches it.
+#[test]
+fn the_trace_event_fallbacks_verify_too() {
+    require_root();
+    let mut ebpf = strata::attach::load_object(None, true, true).expect("the object loads");
+    let mut checked = Vec::new();
+    for (name, p) in ebpf.programs_mut() {
+        let aya::programs::Program::TracePoint(p) = p else {
+            continue;
+        };
+        p.load()
+            .unwrap_or_else(|e| panic!("the kernel rejected {name}: {e:?}"));
+        let n = p
+            .info()
+            .ok()
+            .and_then(|i| i.verified_instruction_count())
+            .unwrap_or(0);
+        assert!(n <= 250_000, "{name}: {n} verifier instructions");
+        checked.push(name.to_string());
+    }
+    for fallback in [
+        "strata_task_newtask",
+        "strata_process_exec",
+        "strata_process_exit",
+        "strata_k_uring_submit",
+        "strata_k_uring_complete",
+        "strata_k_uring_failed",
+        "strata_k_rq_complete",
+    ] {
+        assert!(
+            checked.iter().any(|c| c == fallback),
+            "{fallback}: {checked:?}"
+        );
+    }
+}
+
 /// The verifier's work per program, as the kernel reports it (Linux 5.16+). Older kernels
 /// prune fewer paths: a program at a few percent of the 1,000,000-instruction budget on a
 /// new kernel can exceed it on an old one (a change that passed on 6.18 hit the limit on
@@ -1132,15 +1185,26 @@ fn every_program_verifies_well_within_the_kernels_budget() {
         "strata_btf_sys_exit",
         "strata_uprobe_entry",
         "strata_uprobe_return",
-        "strata_task_newtask",
-        "strata_process_exit",
-        "strata_k_uring_submit",
-        "strata_k_uring_complete",
-        "strata_k_uring_failed",
+        // The lifecycle on BTF raw tracepoints: the test kernels have BTF.
+        "strata_kb_task_newtask",
+        "strata_kb_process_exec",
+        "strata_kb_uring_submit",
+        "strata_kb_uring_failed",
     ] {
         assert!(
             counts.iter().any(|(n, _)| *n == always),
             "no verifier count for {always}: {counts:?}"
+        );
+    }
+    // One program of each pair, for the kernel's prototype.
+    for pair in [
+        ["strata_kb_process_exit", "strata_kb_process_exit_group"],
+        ["strata_kb_uring_complete", "strata_kb_uring_complete_res"],
+    ] {
+        assert_eq!(
+            counts.iter().filter(|(n, _)| pair.contains(n)).count(),
+            1,
+            "one of {pair:?}: {counts:?}"
         );
     }
     let worst = counts.iter().max_by_key(|(_, n)| *n).unwrap();

@@ -83,6 +83,12 @@ pub mod programs {
     pub const TASK_NEWTASK: &str = "strata_task_newtask";
     pub const PROCESS_EXEC: &str = "strata_process_exec";
     pub const PROCESS_EXIT: &str = "strata_process_exit";
+    /// The lifecycle programs on BTF raw tracepoints (the default where the kernel has BTF);
+    /// sched_process_exit has one for each of its prototypes.
+    pub const BTF_TASK_NEWTASK: &str = "strata_kb_task_newtask";
+    pub const BTF_PROCESS_EXEC: &str = "strata_kb_process_exec";
+    pub const BTF_PROCESS_EXIT: &str = "strata_kb_process_exit";
+    pub const BTF_PROCESS_EXIT_GROUP: &str = "strata_kb_process_exit_group";
     pub const KPROBE_ENTRY: &str = "strata_kprobe_entry";
     pub const KPROBE_RETURN: &str = "strata_kprobe_return";
     /// Programs that return at once, for the benchmark's empty-probe baseline.
@@ -97,14 +103,49 @@ pub mod programs {
     pub const FLOOR_UPROBE: &str = "strata_floor_uprobe";
     pub const FLOOR_URETPROBE: &str = "strata_floor_uretprobe";
     /// Kernel events that also have a program on a BTF raw tracepoint: (event, tracepoint,
-    /// program). The kernel skips a trace-event program whenever any such program is running
-    /// on the CPU, a raw-tracepoint program only when that same program is: a completion
-    /// interrupt that lands inside a probe of the issuing process is not lost.
-    pub const KERNEL_BTF: [(super::KernelEvent, &str, &str); 1] = [(
-        super::KernelEvent::RqComplete,
-        "block_rq_complete",
-        "strata_kb_rq_complete",
-    )];
+    /// its arguments, program), a program for each prototype the tracepoint has had. The
+    /// kernel skips a trace-event program whenever any such program is running on the CPU, a
+    /// raw-tracepoint program only when that same program is: a completion interrupt that
+    /// lands inside a probe of the issuing process is not lost. And a trace event's detach
+    /// waits for RCU grace periods under the kernel's trace-event lock, one after another.
+    pub const KERNEL_BTF: [(super::KernelEvent, &str, usize, &str); 6] = [
+        (
+            super::KernelEvent::RqComplete,
+            "block_rq_complete",
+            3,
+            "strata_kb_rq_complete",
+        ),
+        (
+            super::KernelEvent::UringSubmit,
+            "io_uring_submit_req",
+            1,
+            "strata_kb_uring_submit",
+        ),
+        (
+            super::KernelEvent::UringSubmit,
+            "io_uring_submit_sqe",
+            2,
+            "strata_kb_uring_submit",
+        ),
+        (
+            super::KernelEvent::UringComplete,
+            "io_uring_complete",
+            3,
+            "strata_kb_uring_complete",
+        ),
+        (
+            super::KernelEvent::UringComplete,
+            "io_uring_complete",
+            7,
+            "strata_kb_uring_complete_res",
+        ),
+        (
+            super::KernelEvent::UringFailed,
+            "io_uring_req_failed",
+            3,
+            "strata_kb_uring_failed",
+        ),
+    ];
     /// The tracepoint program of kernel event `e` is `KERNEL_TRACEPOINT[e as usize]`.
     pub const KERNEL_TRACEPOINT: [&str; super::KERNEL_EVENTS] = [
         "strata_k_bio_queue",
@@ -399,6 +440,16 @@ pub struct Config {
     pub fdt_fd_off: u32,
     /// From the kernel's BTF: `struct inode.i_mode` (u16), read with a descriptor's file.
     pub inode_mode_off: u32,
+    /// From the kernel's BTF, for the lifecycle programs on BTF raw tracepoints:
+    /// `struct task_struct.pid` (the new task's) and `struct linux_binprm.filename`.
+    pub task_pid_off: u32,
+    pub bprm_filename_off: u32,
+    /// From the kernel's BTF, for the io_uring programs on BTF raw tracepoints:
+    /// `struct io_kiocb.ctx` and `.flags`, `struct io_uring_cqe.res`.
+    pub uring_ctx_off: u32,
+    pub uring_flags_off: u32,
+    pub cqe_res_off: u32,
+    pub _pad: u32,
 }
 
 /// Entries of [`maps::URING_OPS`]: one per io_uring opcode (a `u8`).
@@ -937,7 +988,7 @@ mod pod {
 }
 
 const _: () = {
-    assert!(core::mem::size_of::<Config>() == 140);
+    assert!(core::mem::size_of::<Config>() == 164);
     assert!(core::mem::size_of::<ImageHeader>() == 24);
     assert!(core::mem::size_of::<FuncSpec>() == 24);
     assert!(core::mem::size_of::<OnlyKey>() == 8);

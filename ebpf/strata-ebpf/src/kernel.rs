@@ -13,7 +13,7 @@ use aya_ebpf::{
     programs::{BtfTracePointContext, TracePointContext},
 };
 use strata_common::{
-    BioKey, Counter, FIELD_NONE, FRAME_KERNEL, KERNEL_EVENTS, KERNEL_WINDOW, KernelEvent,
+    BioKey, Config, Counter, FIELD_NONE, FRAME_KERNEL, KERNEL_EVENTS, KERNEL_WINDOW, KernelEvent,
     KernelFields, KernelRecord, PAGE_RUN_EVENTS, RecordKind, ThreadStack,
 };
 
@@ -120,6 +120,45 @@ fn watched(ino: u64) -> bool {
     unsafe { STRATA_WATCHED_INODES.get(ino) }.is_some()
 }
 
+/// What a kernel event says, from its trace event's record or read by its BTF raw
+/// tracepoint's program; fields the event lacks are 0.
+#[derive(Default)]
+pub(crate) struct Values {
+    pub dev: u32,
+    pub sector: u64,
+    pub nr_sector: u32,
+    pub ino: u64,
+    /// The page index (page events) or `writeback_index`, where the event has one.
+    pub index: Option<u64>,
+    pub order: u8,
+    pub old_dev: u32,
+    pub old_sector: u64,
+    pub new_sector: u64,
+    pub wrote: u64,
+    pub error: i32,
+    pub tag: [u8; 8],
+}
+
+impl Values {
+    #[inline(always)]
+    fn from_record(w: &[u64; KERNEL_WINDOW / 8], f: &KernelFields) -> Self {
+        Self {
+            dev: field(w, f.dev),
+            sector: field(w, f.sector),
+            nr_sector: field(w, f.nr_sector),
+            ino: field(w, f.ino),
+            index: (f.index != FIELD_NONE).then(|| field(w, f.index)),
+            order: field(w, f.order),
+            old_dev: field(w, f.old_dev),
+            old_sector: field(w, f.old_sector),
+            new_sector: field(w, f.new_sector),
+            wrote: field(w, f.wrote),
+            error: field(w, f.error),
+            tag: field(w, f.tag),
+        }
+    }
+}
+
 fn try_kernel_event(ctx: &TracePointContext, event: KernelEvent) -> Res<()> {
     let cfg = config()?;
     if cfg.stopped != 0 {
@@ -127,12 +166,17 @@ fn try_kernel_event(ctx: &TracePointContext, event: KernelEvent) -> Res<()> {
     }
     let f = STRATA_KERNEL_FIELDS.get(event as u32).ok_or(-1)?;
     let w = window(ctx, f)?;
+    on_kernel_event(cfg, event, &Values::from_record(w, f))
+}
+
+/// Keeps or drops kernel event `event`, and sends or merges its record.
+#[inline(always)]
+fn on_kernel_event(cfg: &Config, event: KernelEvent, v: &Values) -> Res<()> {
     let pid_tgid = bpf_get_current_pid_tgid();
     let (tgid, tid) = ((pid_tgid >> 32) as u32, pid_tgid as u32);
     let mine = traced(cfg, tgid);
-    let dev: u32 = field(w, f.dev);
-    let sector: u64 = field(w, f.sector);
-    let mut ino: u64 = field(w, f.ino);
+    let (dev, sector) = (v.dev, v.sector);
+    let mut ino = v.ino;
     let key = BioKey {
         dev,
         _pad: 0,
@@ -155,9 +199,9 @@ fn try_kernel_event(ctx: &TracePointContext, event: KernelEvent) -> Res<()> {
         }
         KernelEvent::BioRemap => {
             let old = BioKey {
-                dev: field(w, f.old_dev),
+                dev: v.old_dev,
                 _pad: 0,
-                sector: field(w, f.old_sector),
+                sector: v.old_sector,
             };
             unsafe { STRATA_PENDING_BIOS.get(old) }.ok_or(0)?;
             let _ = STRATA_PENDING_BIOS.remove(old);
@@ -169,7 +213,7 @@ fn try_kernel_event(ctx: &TracePointContext, event: KernelEvent) -> Res<()> {
             let rest = BioKey {
                 dev,
                 _pad: 0,
-                sector: field(w, f.new_sector),
+                sector: v.new_sector,
             };
             let _ = STRATA_PENDING_BIOS.insert(rest, 1, 0);
         }
@@ -212,19 +256,14 @@ fn try_kernel_event(ctx: &TracePointContext, event: KernelEvent) -> Res<()> {
         }
     }
 
-    let order: u8 = field(w, f.order);
     let nr = match event {
-        KernelEvent::WritebackEnd => field::<u64>(w, f.wrote) as u32,
+        KernelEvent::WritebackEnd => v.wrote as u32,
         KernelEvent::PageDirty | KernelEvent::CacheAdd | KernelEvent::CacheDelete => {
-            1u32 << (order & 31)
+            1u32 << (v.order & 31)
         }
-        _ => field(w, f.nr_sector),
+        _ => v.nr_sector,
     };
-    let pos = if f.index != FIELD_NONE {
-        field(w, f.index)
-    } else {
-        sector
-    };
+    let pos = v.index.unwrap_or(sector);
     let rec = KernelRecord {
         kind: RecordKind::Kernel as u32,
         event: event as u32,
@@ -236,16 +275,16 @@ fn try_kernel_event(ctx: &TracePointContext, event: KernelEvent) -> Res<()> {
         nr,
         ino,
         pos,
-        old_dev: field(w, f.old_dev),
-        error: field(w, f.error),
+        old_dev: v.old_dev,
+        error: v.error,
         old_pos: match event {
-            KernelEvent::BioSplit => field(w, f.new_sector),
+            KernelEvent::BioSplit => v.new_sector,
             KernelEvent::CacheAdd | KernelEvent::CacheDelete => pos + u64::from(nr) - 1,
             KernelEvent::PageDirty => pos,
-            _ => field(w, f.old_sector),
+            _ => v.old_sector,
         },
         ts_end: 0,
-        tag: field(w, f.tag),
+        tag: v.tag,
     };
     match run {
         // SAFETY: the current thread's stack.

@@ -11,6 +11,7 @@
 
 mod kernel;
 mod kfunc;
+mod lifecycle;
 mod thread;
 mod uring;
 
@@ -18,9 +19,8 @@ use aya_ebpf::{
     EbpfContext as _,
     bindings::{BPF_RB_AVAIL_DATA, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP, pt_regs},
     helpers::{
-        bpf_get_attach_cookie, bpf_get_current_ancestor_cgroup_id, bpf_get_current_comm,
-        bpf_get_current_pid_tgid, bpf_get_current_task, bpf_get_current_uid_gid,
-        bpf_get_smp_processor_id, bpf_ktime_get_ns, bpf_probe_read_kernel,
+        bpf_get_attach_cookie, bpf_get_current_ancestor_cgroup_id, bpf_get_current_pid_tgid,
+        bpf_get_current_uid_gid, bpf_get_smp_processor_id, bpf_ktime_get_ns,
         bpf_probe_read_kernel_buf, bpf_probe_read_kernel_str_bytes, bpf_probe_read_user,
         bpf_probe_read_user_buf, bpf_probe_read_user_str_bytes,
     },
@@ -29,15 +29,13 @@ use aya_ebpf::{
     programs::{BtfTracePointContext, ProbeContext, RetProbeContext, TracePointContext},
 };
 use strata_common::{
-    ARRAY_MAX_BYTES, ARRAY_PIECES, BLOB_WORDS, CALL_OUT_VALID, CLONE_THREAD, COOKIE_LOAD_AT_CALL,
+    ARRAY_MAX_BYTES, ARRAY_PIECES, BLOB_WORDS, CALL_OUT_VALID, COOKIE_LOAD_AT_CALL,
     COOKIE_STREAM_INDIRECT, COOKIE_STREAM_VAR, COOKIE_TABLE_SHIFT, COUNTER_SLOTS, CallRecord,
     Config, Counter, DEREF_FAILED, FD_FROM_RET, FRAME_KERNEL, FRAME_STR_RETRY, Frame, FuncSpec,
-    IMAGE_ARGS, IMAGE_ARGS_PARTS, IMAGE_ENV, IMAGE_ENV_PARTS, IMAGE_PART, ImageHeader, ImageRecord,
     MAX_ARGS, MAX_CGROUP_LEVEL, MAX_DEPTH, MAX_FUNCS, MAX_ONLY_VALUES, MAX_SYSCALLS, MAX_TYPE_REFS,
-    MAX_TYPE_TABLES, NO_ARG, OUT_BUFFERED, OUT_TEXT, OnlyKey, ProcEvent, ProcRecord, RecordKind,
-    SPEC_EMIT_AT_ENTRY, SPEC_ENABLED, SPEC_IMPLICIT_STREAM, SPEC_STREAM_END, STR_CAP, STR_FAILED,
-    StrHeader, StrRecord, TEXT_PIECES, ThreadStack, TypeId, TypeIdsRecord, TypeTable, WAKEUP_BYTES,
-    stream_var_delta,
+    MAX_TYPE_TABLES, NO_ARG, OUT_BUFFERED, OUT_TEXT, OnlyKey, RecordKind, SPEC_EMIT_AT_ENTRY,
+    SPEC_ENABLED, SPEC_IMPLICIT_STREAM, SPEC_STREAM_END, STR_CAP, STR_FAILED, StrHeader, StrRecord,
+    TEXT_PIECES, ThreadStack, TypeId, TypeIdsRecord, TypeTable, WAKEUP_BYTES, stream_var_delta,
 };
 
 #[map]
@@ -82,10 +80,6 @@ static STRATA_TYPE_TABLES: Array<TypeTable> = Array::with_max_entries(MAX_TYPE_T
 /// exit; least recently used first out, so that a full map costs a resend, not a miss).
 #[map]
 static STRATA_TYPES_SENT: LruHashMap<u32, u32> = LruHashMap::with_max_entries(16384, 0);
-
-/// Where a part of a new image's arguments or environment is assembled.
-#[map]
-static STRATA_IMAGE_SCRATCH: PerCpuArray<ImageRecord> = PerCpuArray::with_max_entries(1, 0);
 
 /// Where a string record is assembled before its used part is copied out.
 #[map]
@@ -250,11 +244,14 @@ fn masked(n: usize, max: usize) -> usize {
 /// `used` must not exceed the size of `*rec`.
 #[inline(always)]
 unsafe fn output_prefix<T>(rec: *const T, used: usize) -> bool {
-    // SAFETY: the caller's bound keeps the slice inside the record.
+    let flags = wakeup(used, false);
+    // Bounded again after the helper call above: the compiler may keep `used` on the stack
+    // across it from before the caller's bound, and 6.1's verifier does not carry a bound
+    // over to a spilled copy.
+    let used = bounded(used, core::mem::size_of::<T>());
+    // SAFETY: `used` is at most the record's size.
     let bytes = unsafe { core::slice::from_raw_parts(rec.cast::<u8>(), used) };
-    let sent = STRATA_EVENTS
-        .output::<[u8]>(bytes, wakeup(used, false))
-        .is_ok();
+    let sent = STRATA_EVENTS.output::<[u8]>(bytes, flags).is_ok();
     if !sent {
         count(Counter::RingbufFull);
     }
@@ -1216,229 +1213,6 @@ pub fn strata_uprobe_return(ctx: RetProbeContext) -> u32 {
 fn try_uprobe_return(ctx: &RetProbeContext) -> Res<()> {
     let spec = func_spec(ctx)?;
     on_return(spec, ctx.ret(), true)
-}
-
-// ---- process lifecycle ----
-
-#[inline(always)]
-fn emit_proc(
-    ctx: &TracePointContext,
-    event: ProcEvent,
-    pid: u32,
-    tid: u32,
-    other: u32,
-    flags: u32,
-    filename_loc: Option<u32>,
-) {
-    let Some(mut entry) = STRATA_EVENTS.reserve::<ProcRecord>(0) else {
-        count(Counter::RingbufFull);
-        return;
-    };
-    let rec = entry.as_mut_ptr();
-    // SAFETY: reserved ring-buffer memory of the right size; every field is written.
-    unsafe {
-        (*rec).kind = RecordKind::Proc as u32;
-        (*rec).event = event as u32;
-        (*rec).ts = bpf_ktime_get_ns();
-        (*rec).pid = pid;
-        (*rec).tid = tid;
-        (*rec).other = other;
-        (*rec).flags = flags;
-        (*rec).comm = bpf_get_current_comm().unwrap_or([0; 16]);
-        (*rec).filename[0] = 0;
-        // __data_loc: offset of the string in the record (low 16 bits), length (high 16).
-        if let Some(loc) = filename_loc {
-            let src = ctx.as_ptr().cast::<u8>().add((loc & 0xffff) as usize);
-            let _ = bpf_probe_read_kernel_str_bytes(src, &mut (*rec).filename);
-        }
-    }
-    // Lifecycle events are rare and user space reads /proc for them while the process still
-    // exists: wake it at once.
-    entry.submit(u64::from(BPF_RB_FORCE_WAKEUP));
-}
-
-#[tracepoint]
-pub fn strata_task_newtask(ctx: TracePointContext) -> u32 {
-    match try_task_newtask(&ctx) {
-        Ok(()) | Err(_) => 0,
-    }
-}
-
-fn try_task_newtask(ctx: &TracePointContext) -> Res<()> {
-    let cfg = config()?;
-    let pid_tgid = bpf_get_current_pid_tgid();
-    let tgid = (pid_tgid >> 32) as u32;
-    // Children of a target are targets whatever their user (a root launcher starts a
-    // user's ranks); only traced processes' events are recorded.
-    if !in_target(cfg, tgid) {
-        return Ok(());
-    }
-    // SAFETY: offsets come from this kernel's task_newtask format file.
-    let child: i32 = unsafe { ctx.read_at(cfg.newtask_pid_off as usize) }.map_err(|e| e as i64)?;
-    let clone_flags: u64 =
-        unsafe { ctx.read_at(cfg.newtask_flags_off as usize) }.map_err(|e| e as i64)?;
-    // A new process (not a thread) of a traced process is traced from its first instruction.
-    // (In cgroup mode the child is in its parent's cgroup: the filter already sees it.)
-    if clone_flags & CLONE_THREAD == 0 && cfg.trace_all == 0 && cfg.cgroup_mode == 0 {
-        let _ = STRATA_TRACED.insert(child as u32, 1, 0);
-    }
-    if !user_traced(cfg) {
-        return Ok(());
-    }
-    emit_proc(
-        ctx,
-        ProcEvent::NewTask,
-        tgid,
-        pid_tgid as u32,
-        child as u32,
-        clone_flags as u32,
-        None,
-    );
-    Ok(())
-}
-
-#[tracepoint]
-pub fn strata_process_exec(ctx: TracePointContext) -> u32 {
-    match try_process_exec(&ctx) {
-        Ok(()) | Err(_) => 0,
-    }
-}
-
-fn try_process_exec(ctx: &TracePointContext) -> Res<()> {
-    let cfg = config()?;
-    let pid_tgid = bpf_get_current_pid_tgid();
-    let tgid = (pid_tgid >> 32) as u32;
-    // A new image: its predefined types are to be sent again.
-    let _ = STRATA_TYPES_SENT.remove(tgid);
-    if !traced(cfg, tgid) {
-        return Ok(());
-    }
-    // ... and the streams and GOT slots the thread remembers are the old image's.
-    if let Some(st) = thread::stack(pid_tgid as u32) {
-        // SAFETY: this thread's stack.
-        unsafe {
-            (*st).last_stream = 0;
-            (*st).stream_slot = 0;
-        }
-    }
-    // SAFETY: offset from this kernel's sched_process_exec format file.
-    let old: i32 = unsafe { ctx.read_at(cfg.exec_old_pid_off as usize) }.unwrap_or(0);
-    let loc: u32 = unsafe { ctx.read_at(cfg.exec_filename_off as usize) }.unwrap_or(0);
-    emit_proc(
-        ctx,
-        ProcEvent::Exec,
-        tgid,
-        pid_tgid as u32,
-        old as u32,
-        0,
-        Some(loc),
-    );
-    if cfg.task_mm_off != 0 {
-        send_image(cfg, tgid);
-    }
-    Ok(())
-}
-
-/// Sends the new image's arguments and environment, which exec has just copied to the top
-/// of its stack (resident), in parts of at most `IMAGE_PART` bytes.
-#[inline(always)]
-fn send_image(cfg: &Config, tgid: u32) {
-    // SAFETY: kernel reads through the helper, at offsets from this kernel's BTF.
-    let mm = unsafe {
-        let task = bpf_get_current_task();
-        bpf_probe_read_kernel((task + u64::from(cfg.task_mm_off)) as *const u64)
-    };
-    let Ok(mm) = mm else {
-        return;
-    };
-    // SAFETY: as above.
-    let field = |off: u32| {
-        unsafe { bpf_probe_read_kernel((mm + u64::from(off)) as *const u64) }.unwrap_or(0)
-    };
-    let (args, args_end) = (field(cfg.mm_arg_start_off), field(cfg.mm_arg_end_off));
-    send_area(tgid, IMAGE_ARGS, args, args_end, IMAGE_ARGS_PARTS);
-    let (env, env_end) = (field(cfg.mm_env_start_off), field(cfg.mm_env_end_off));
-    send_area(tgid, IMAGE_ENV, env, env_end, IMAGE_ENV_PARTS);
-}
-
-#[inline(always)]
-fn send_area(tgid: u32, what: u32, start: u64, end: u64, parts: usize) {
-    let total = end.saturating_sub(start).min(u64::from(u32::MAX));
-    // What is sent, bounded for the verifier.
-    let sent = bounded(total as usize, IMAGE_ENV_PARTS * IMAGE_PART) as u64;
-    for part in 0..IMAGE_ENV_PARTS {
-        let offset = (part * IMAGE_PART) as u64;
-        if part >= parts || offset >= sent {
-            break;
-        }
-        let Some(rec) = STRATA_IMAGE_SCRATCH.get_ptr_mut(0) else {
-            return;
-        };
-        let len = masked((sent - offset).min(IMAGE_PART as u64) as usize, IMAGE_PART);
-        // SAFETY: per-CPU scratch, used only for the duration of this program; the helper
-        // tolerates bad user pointers.
-        let len = unsafe {
-            let data = &mut (*rec).data;
-            let dst = &mut data[..len];
-            if bpf_probe_read_user_buf((start + offset) as *const u8, dst).is_err() {
-                return;
-            }
-            (*rec).hdr = ImageHeader {
-                kind: RecordKind::Image as u32,
-                pid: tgid,
-                what,
-                offset: offset as u32,
-                len: len as u32,
-                total: total as u32,
-            };
-            len
-        };
-        let used = core::mem::size_of::<ImageHeader>() + bounded(len, IMAGE_PART);
-        // SAFETY: `used` <= size_of::<ImageRecord>().
-        if !unsafe { output_prefix(rec, used) } {
-            return;
-        }
-    }
-}
-
-#[tracepoint]
-pub fn strata_process_exit(ctx: TracePointContext) -> u32 {
-    match try_process_exit(&ctx) {
-        Ok(()) | Err(_) => 0,
-    }
-}
-
-fn try_process_exit(ctx: &TracePointContext) -> Res<()> {
-    let cfg = config()?;
-    let pid_tgid = bpf_get_current_pid_tgid();
-    let tgid = (pid_tgid >> 32) as u32;
-    let tid = pid_tgid as u32;
-    if let Some(st) = thread::stack(tid) {
-        // SAFETY: the current thread's stack. Page events in its exit (files closed) or in
-        // a call whose return never came.
-        unsafe { kernel::flush_runs(st) };
-    }
-    // Unconditionally: the thread may have been traced before its cgroup stopped being.
-    thread::forget(tid);
-    if !in_target(cfg, tgid) {
-        return Ok(());
-    }
-    // Kernels before 6.9 have no `group_dead` field (offset 0): take the leader's exit.
-    let group_dead = if cfg.exit_group_dead_off == 0 {
-        tid == tgid
-    } else {
-        // SAFETY: offset from this kernel's sched_process_exit format file.
-        unsafe { ctx.read_at::<u8>(cfg.exit_group_dead_off as usize) }.unwrap_or(0) != 0
-    };
-    if group_dead {
-        let _ = STRATA_TRACED.remove(tgid);
-        let _ = STRATA_TYPES_SENT.remove(tgid);
-        if !user_traced(cfg) {
-            return Ok(());
-        }
-        emit_proc(ctx, ProcEvent::Exit, tgid, tid, tid, 1, None);
-    }
-    Ok(())
 }
 
 // ---- empty programs: the baseline of `cargo xtask bench` (the machine's cost of a probe hit,

@@ -4,7 +4,9 @@
 //!
 //! Which opcodes are recorded, as which probe, and where each argument lies in the prepared
 //! request come from user space (probes.toml `request` and `fields`, resolved through the
-//! kernel's BTF); the results from the completion's trace event.
+//! kernel's BTF); the results from the completion event. Each event has a program on its BTF
+//! raw tracepoint (the default), which reads the request through BTF offsets, and one on its
+//! trace event, which reads the trace record.
 //!
 //! The submission and the completion are sent as two records ([`RequestBegin`],
 //! [`RequestEnd`]) that user space joins by the request's address: keeping the request in a
@@ -16,14 +18,14 @@ use core::ptr::{addr_of_mut, write_volatile};
 use aya_ebpf::{
     cty::c_void,
     helpers::{bpf_get_current_pid_tgid, bpf_ktime_get_ns, generated::bpf_probe_read_kernel},
-    macros::{map, tracepoint},
+    macros::{btf_tracepoint, map, tracepoint},
     maps::{Array, LruHashMap, PerCpuArray},
-    programs::TracePointContext,
+    programs::{BtfTracePointContext, TracePointContext},
 };
 use strata_common::{
-    Counter, KERNEL_WINDOW, KernelEvent, KernelFields, MAX_ARGS, MAX_DEPTH, RecordKind,
-    RequestBegin, RequestEnd, SPEC_ENABLED, URING_FIELD_DEREF, URING_FIELD_SIGNED,
-    URING_FIXED_FILE, URING_OPS, URING_SPAN, UringField, UringOp,
+    Counter, KernelEvent, MAX_ARGS, MAX_DEPTH, RecordKind, RequestBegin, RequestEnd, SPEC_ENABLED,
+    URING_FIELD_DEREF, URING_FIELD_SIGNED, URING_FIXED_FILE, URING_OPS, URING_SPAN, UringField,
+    UringOp,
 };
 
 use crate::{
@@ -49,22 +51,116 @@ static STRATA_URING_RINGS: LruHashMap<u64, u32> = LruHashMap::with_max_entries(4
 
 #[tracepoint]
 pub fn strata_k_uring_submit(ctx: TracePointContext) -> u32 {
-    match try_submit(&ctx) {
-        Ok(()) | Err(_) => 0,
-    }
+    let _ = traced_thread().and_then(|t| {
+        let ev = ReqEvent::from_record(&ctx, KernelEvent::UringSubmit)?;
+        on_submit(t, &ev)
+    });
+    0
 }
 
-#[tracepoint]
-pub fn strata_k_uring_complete(ctx: TracePointContext) -> u32 {
-    match try_complete(&ctx) {
-        Ok(()) | Err(_) => 0,
-    }
+/// io_uring_submit_req(struct io_kiocb *req), or before Linux 6.4
+/// io_uring_submit_sqe(struct io_kiocb *req, bool force_nonblock).
+#[btf_tracepoint(function = "io_uring_submit_req")]
+pub fn strata_kb_uring_submit(ctx: BtfTracePointContext) -> i32 {
+    let req: u64 = ctx.arg(0);
+    let _ = traced_thread().and_then(|t| on_submit(t, &ReqEvent::from_request(req)?));
+    0
 }
 
 #[tracepoint]
 pub fn strata_k_uring_failed(ctx: TracePointContext) -> u32 {
-    match try_failed(&ctx) {
-        Ok(()) | Err(_) => 0,
+    let _ = traced_thread().and_then(|t| {
+        let ev = ReqEvent::from_record(&ctx, KernelEvent::UringFailed)?;
+        on_failed(t, &ev)
+    });
+    0
+}
+
+/// io_uring_req_failed(const struct io_uring_sqe *sqe, struct io_kiocb *req, int error).
+#[btf_tracepoint(function = "io_uring_req_failed")]
+pub fn strata_kb_uring_failed(ctx: BtfTracePointContext) -> i32 {
+    let req: u64 = ctx.arg(1);
+    let _ = traced_thread().and_then(|t| on_failed(t, &ReqEvent::from_request(req)?));
+    0
+}
+
+#[tracepoint]
+pub fn strata_k_uring_complete(ctx: TracePointContext) -> u32 {
+    let _ = (|| {
+        let f = STRATA_KERNEL_FIELDS
+            .get(KernelEvent::UringComplete as u32)
+            .ok_or(-1)?;
+        let w = window(&ctx, f)?;
+        on_complete(field(w, f.ctx), field(w, f.req), || Ok(field(w, f.res)))
+    })();
+    0
+}
+
+/// Linux 6.3 and later: io_uring_complete(struct io_ring_ctx *ctx, void *req,
+/// struct io_uring_cqe *cqe).
+#[btf_tracepoint(function = "io_uring_complete")]
+pub fn strata_kb_uring_complete(ctx: BtfTracePointContext) -> i32 {
+    let (ring, req, cqe): (u64, u64, u64) = (ctx.arg(0), ctx.arg(1), ctx.arg(2));
+    let _ = on_complete(ring, req, || kread(cqe + u64::from(config()?.cqe_res_off)));
+    0
+}
+
+/// Before: io_uring_complete(void *ctx, void *req, u64 user_data, int res, unsigned cflags,
+/// u64 extra1, u64 extra2).
+#[btf_tracepoint(function = "io_uring_complete")]
+pub fn strata_kb_uring_complete_res(ctx: BtfTracePointContext) -> i32 {
+    let (ring, req, res): (u64, u64, u64) = (ctx.arg(0), ctx.arg(1), ctx.arg(3));
+    let _ = on_complete(ring, req, || Ok(res as i32));
+    0
+}
+
+/// What a request event says of its request: from the trace event's record, or read from the
+/// request the BTF raw tracepoint hands over.
+struct ReqEvent {
+    /// The ring (`struct io_ring_ctx *`).
+    ring: u64,
+    /// The request (`struct io_kiocb *`).
+    req: u64,
+    opcode: u8,
+    /// The request's flags (their low half: REQ_F_FIXED_FILE is bit 0).
+    flags: u32,
+}
+
+impl ReqEvent {
+    #[inline(always)]
+    fn from_record(ctx: &TracePointContext, event: KernelEvent) -> Res<Self> {
+        let f = STRATA_KERNEL_FIELDS.get(event as u32).ok_or(-1)?;
+        let w = window(ctx, f)?;
+        Ok(Self {
+            ring: field(w, f.ctx),
+            req: field(w, f.req),
+            opcode: field(w, f.opcode),
+            flags: field(w, f.req_flags),
+        })
+    }
+
+    /// At offsets from the kernel's BTF.
+    #[inline(always)]
+    fn from_request(req: u64) -> Res<Self> {
+        let cfg = config()?;
+        Ok(Self {
+            ring: kread(req + u64::from(cfg.uring_ctx_off))?,
+            req,
+            opcode: kread(req + u64::from(cfg.uring_opcode_off))?,
+            flags: kread(req + u64::from(cfg.uring_flags_off))?,
+        })
+    }
+}
+
+/// The current thread (tgid, tid), if it is traced; an error (nothing to do) if not.
+#[inline(always)]
+fn traced_thread() -> Res<(u32, u32)> {
+    let pid_tgid = bpf_get_current_pid_tgid();
+    let (tgid, tid) = ((pid_tgid >> 32) as u32, pid_tgid as u32);
+    if traced(config()?, tgid) {
+        Ok((tgid, tid))
+    } else {
+        Err(0)
     }
 }
 
@@ -82,7 +178,9 @@ fn word_at(copy: &[u64; URING_SPAN / 8], off: u16) -> u64 {
 /// verifiers walk every path.
 #[inline(always)]
 fn read_field(copy: &[u64; URING_SPAN / 8], f: &UringField) -> Res<u64> {
-    let n = bounded(usize::from(f.size), 8);
+    // 1 to 8 by arithmetic, not by a comparison: a compared copy is not what the compiler
+    // always hands the helper, and 6.1's verifier then sees an unbounded size.
+    let n = (usize::from(f.size).wrapping_sub(1) & 7) + 1;
     let buf = if f.flags & URING_FIELD_DEREF != 0 {
         let base = word_at(copy, f.off);
         if base == 0 {
@@ -116,27 +214,17 @@ fn read_field(copy: &[u64; URING_SPAN / 8], f: &UringField) -> Res<u64> {
 }
 
 /// A request event of a traced thread, on an opcode recorded.
-struct Traced {
+struct Traced<'a> {
     tgid: u32,
     tid: u32,
-    fields: &'static KernelFields,
-    window: &'static [u64; KERNEL_WINDOW / 8],
+    ev: &'a ReqEvent,
     op: &'static UringOp,
 }
 
-/// The event's request, if a traced thread makes it and its opcode is recorded.
+/// The event's request, if its opcode is recorded.
 #[inline(always)]
-fn traced_request(ctx: &TracePointContext, event: KernelEvent) -> Res<Option<Traced>> {
-    let cfg = config()?;
-    let pid_tgid = bpf_get_current_pid_tgid();
-    let (tgid, tid) = ((pid_tgid >> 32) as u32, pid_tgid as u32);
-    if !traced(cfg, tgid) {
-        return Ok(None);
-    }
-    let f = STRATA_KERNEL_FIELDS.get(event as u32).ok_or(-1)?;
-    let w = window(ctx, f)?;
-    let opcode: u8 = field(w, f.opcode);
-    let op = STRATA_URING_OPS.get(u32::from(opcode)).ok_or(-1)?;
+fn recorded((tgid, tid): (u32, u32), ev: &ReqEvent) -> Res<Option<Traced<'_>>> {
+    let op = STRATA_URING_OPS.get(u32::from(ev.opcode)).ok_or(-1)?;
     if op.probe == 0 {
         return Ok(None);
     }
@@ -144,22 +232,15 @@ fn traced_request(ctx: &TracePointContext, event: KernelEvent) -> Res<Option<Tra
     if spec.flags & SPEC_ENABLED == 0 {
         return Ok(None);
     }
-    Ok(Some(Traced {
-        tgid,
-        tid,
-        fields: f,
-        window: w,
-        op,
-    }))
+    Ok(Some(Traced { tgid, tid, ev, op }))
 }
 
-fn try_submit(ctx: &TracePointContext) -> Res<()> {
-    let Some(t) = traced_request(ctx, KernelEvent::UringSubmit)? else {
+#[inline(always)]
+fn on_submit(thread: (u32, u32), ev: &ReqEvent) -> Res<()> {
+    let Some(t) = recorded(thread, ev)? else {
         return Ok(());
     };
-    let (f, w, op) = (t.fields, t.window, t.op);
-    let req: u64 = field(w, f.req);
-    let req_flags: u32 = field(w, f.req_flags);
+    let (op, req, req_flags) = (t.op, ev.req, ev.flags);
     let call_id = next_call_id();
     // The request's fields in one read (each read of kernel memory costs some 50 ns here).
     let copy = STRATA_URING_SCRATCH.get_ptr_mut(0).ok_or(-1)?;
@@ -199,8 +280,9 @@ fn try_submit(ctx: &TracePointContext) -> Res<()> {
 /// this one carries names no descriptor. Its record begins here with no argument known (the
 /// descriptor's marked as none, not 0: stdin); its completion, which carries the error, ends
 /// it as any other.
-fn try_failed(ctx: &TracePointContext) -> Res<()> {
-    let Some(t) = traced_request(ctx, KernelEvent::UringFailed)? else {
+#[inline(always)]
+fn on_failed(thread: (u32, u32), ev: &ReqEvent) -> Res<()> {
+    let Some(t) = recorded(thread, ev)? else {
         return Ok(());
     };
     let none = |i: usize| {
@@ -219,9 +301,7 @@ fn try_failed(ctx: &TracePointContext) -> Res<()> {
 /// progress, and has its ring's completions kept from now on.
 #[inline(always)]
 fn begin_request(t: &Traced, call_id: u64, args: [u64; MAX_ARGS]) {
-    let (tgid, tid) = (t.tgid, t.tid);
-    let req: u64 = field(t.window, t.fields.req);
-    let ring: u64 = field(t.window, t.fields.ctx);
+    let (tgid, tid, req, ring) = (t.tgid, t.tid, t.ev.req, t.ev.ring);
     let (parent_id, depth) = match thread::current_frame(tid) {
         // SAFETY: the current thread's own stack.
         Some((st, frame)) => unsafe { ((*frame).call_id, (*st).depth.min(MAX_DEPTH as u32)) },
@@ -261,19 +341,15 @@ fn begin_request(t: &Traced, call_id: u64, args: [u64; MAX_ARGS]) {
     entry.submit(wakeup(core::mem::size_of::<RequestBegin>(), true));
 }
 
-fn try_complete(ctx: &TracePointContext) -> Res<()> {
+/// A completion on ring `ring` of request `req`, whose result `res` gives.
+#[inline(always)]
+fn on_complete(ring: u64, req: u64, res: impl FnOnce() -> Res<i32>) -> Res<()> {
     let cfg = config()?;
     if cfg.stopped != 0 {
         return Ok(());
     }
-    let f = STRATA_KERNEL_FIELDS
-        .get(KernelEvent::UringComplete as u32)
-        .ok_or(-1)?;
-    let w = window(ctx, f)?;
-    let ring: u64 = field(w, f.ctx);
     // SAFETY: read-only lookup of a plain value.
     let pid = *unsafe { STRATA_URING_RINGS.get(ring) }.ok_or(0)?;
-    let req: u64 = field(w, f.req);
     // Only the opcodes recorded: the ring may carry others (network requests).
     let opcode: u8 = kread(req + u64::from(cfg.uring_opcode_off))?;
     let op = STRATA_URING_OPS.get(u32::from(opcode)).ok_or(-1)?;
@@ -286,6 +362,7 @@ fn try_complete(ctx: &TracePointContext) -> Res<()> {
     } else {
         (0, 0)
     };
+    let res = res()?;
     // In place, as the submission's record.
     let Some(mut entry) = STRATA_EVENTS.reserve::<RequestEnd>(0) else {
         count(Counter::RingbufFull);
@@ -298,7 +375,7 @@ fn try_complete(ctx: &TracePointContext) -> Res<()> {
         (*e).pid = pid;
         (*e).req = req;
         (*e).ts_end = bpf_ktime_get_ns();
-        (*e).ret = i64::from(field::<i32>(w, f.res));
+        (*e).ret = i64::from(res);
         (*e).ino = ino;
         (*e).dev = dev;
         (*e)._pad = 0;
