@@ -552,6 +552,26 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
         config.task_pid_off = pid;
         config.bprm_filename_off = filename;
     }
+    let flag_bits = kernel_btf
+        .as_ref()
+        .map_err(Clone::clone)
+        .and_then(|b| crate::btf::req_flag_bits(b).map_err(|e| e.to_string()));
+    let block_fields = crate::btf::offsets(&kernel_btf, crate::btf::block_offsets);
+    if let (Ok([bdev, disk, sector, size, opf, len]), Ok(bits)) = (&block_fields, &flag_bits) {
+        config.bio_bdev_off = *bdev;
+        config.bdev_disk_off = *disk;
+        config.bio_sector_off = *sector;
+        config.bio_size_off = *size;
+        config.bio_opf_off = *opf;
+        config.rq_len_off = *len;
+        config.req_flag_bits = *bits;
+    }
+    // The block programs on BTF raw tracepoints read through all three.
+    let block_offsets: Result<(), String> = request_offsets
+        .clone()
+        .and(block_fields)
+        .and(flag_bits)
+        .map(drop);
     if let Ok([q, disk, major, minor, sector, flags]) = request_offsets {
         config.rq_q_off = q;
         config.q_disk_off = disk;
@@ -664,7 +684,7 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
                     attach,
                     &KernelStructs {
                         btf: &aya_btf,
-                        request_offsets: &request_offsets,
+                        block_offsets: &block_offsets,
                         uring_opcode: &uring_opcode,
                         uring_offsets: &uring_offsets,
                         kernel_btf: &kernel_btf,
@@ -1135,8 +1155,9 @@ fn attach_syscall(
 /// What the kernel events' programs read kernel structures with, or why they cannot.
 struct KernelStructs<'a> {
     btf: &'a Result<aya::Btf, String>,
-    /// [`crate::btf::request_offsets`]
-    request_offsets: &'a Result<[u32; 6], String>,
+    /// [`crate::btf::request_offsets`], [`crate::btf::block_offsets`] and
+    /// [`crate::btf::req_flag_bits`]: whether the block programs have them.
+    block_offsets: &'a Result<(), String>,
     /// `io_kiocb.opcode`, which the completion program reads.
     uring_opcode: &'a Result<u32, String>,
     /// [`crate::btf::uring_offsets`]
@@ -1175,7 +1196,7 @@ fn attach_kernel(
             let offsets = if event.is_uring() {
                 kernel.uring_offsets.as_ref().map(drop)
             } else {
-                kernel.request_offsets.as_ref().map(drop)
+                kernel.block_offsets.as_ref().map(drop)
             };
             if let Err(e) = offsets {
                 anyhow::bail!("{e}");

@@ -267,6 +267,33 @@ pub fn uring_offsets(btf: &Btf) -> Result<[u32; 4], BtfError> {
     ])
 }
 
+/// (bio.bi_bdev, block_device.bd_disk, bio.bi_iter.bi_sector, bio.bi_iter.bi_size,
+/// bio.bi_opf, request.__data_len): what the bio and request programs on BTF raw tracepoints
+/// read, beside [`request_offsets`].
+pub fn block_offsets(btf: &Btf) -> Result<[u32; 6], BtfError> {
+    let iter = member_offset(btf, "bio", "bi_iter")?;
+    Ok([
+        member_offset(btf, "bio", "bi_bdev")?,
+        member_offset(btf, "block_device", "bd_disk")?,
+        iter + member_offset(btf, "bvec_iter", "bi_sector")?,
+        iter + member_offset(btf, "bvec_iter", "bi_size")?,
+        member_offset(btf, "bio", "bi_opf")?,
+        member_offset(btf, "request", "__data_len")?,
+    ])
+}
+
+/// The bit numbers of the request flags of `rwbs` (`strata_common::RWBS_FLAGS`), from the
+/// kernel's `enum req_flag_bits`; `NO_FLAG_BIT` for one it lacks.
+pub fn req_flag_bits(btf: &Btf) -> Result<[u8; 8], BtfError> {
+    let mut bits = [strata_common::NO_FLAG_BIT; 8];
+    for (bit, (_, name)) in bits.iter_mut().zip(strata_common::RWBS_FLAGS) {
+        if let Some(v) = enumerator(btf, "req_flag_bits", name)?.filter(|v| *v < 32) {
+            *bit = v as u8;
+        }
+    }
+    Ok(bits)
+}
+
 /// (task_struct.pid, linux_binprm.filename): what the lifecycle programs on BTF raw
 /// tracepoints read behind their arguments.
 pub fn lifecycle_offsets(btf: &Btf) -> Result<[u32; 2], BtfError> {
@@ -404,6 +431,22 @@ mod tests {
             }
         }
         assert!(checked >= 20, "{checked} requests checked");
+    }
+
+    /// bvec_iter begins with the sector, then the size; the rwbs flags are distinct bits
+    /// above the operation's byte.
+    #[test]
+    fn finds_bio_fields_and_request_flag_bits() {
+        let btf = kernel().expect("this kernel has BTF");
+        let [bdev, disk, sector, size, opf, len] = block_offsets(&btf).unwrap();
+        assert_eq!(size, sector + 8);
+        assert!(bdev % 8 == 0 && disk % 8 == 0 && opf % 4 == 0 && len % 4 == 0);
+        let bits = req_flag_bits(&btf).unwrap();
+        let mut known: Vec<u8> = bits[..strata_common::RWBS_FLAGS.len()].to_vec();
+        assert!(known.iter().all(|b| (8..32).contains(b)), "{bits:?}");
+        known.sort_unstable();
+        known.dedup();
+        assert_eq!(known.len(), strata_common::RWBS_FLAGS.len(), "{bits:?}");
     }
 
     /// The lifecycle tracepoints' prototypes: task_newtask (task, clone_flags),

@@ -2008,12 +2008,26 @@ mod tests {
         let e = parse_err(&format!("{kernel}attach = [\"tracepoint:block\"]\n"));
         assert!(e.reason.contains("CATEGORY/NAME"), "{e}");
         // tp_btf only where strata has a program written for that tracepoint's arguments.
-        let e = parse_err(&format!("{kernel}attach = [\"tp_btf:block_bio_queue\"]\n"));
+        let e = parse_err(&format!("{kernel}attach = [\"tp_btf:block_rq_issue\"]\n"));
         assert!(
-            e.reason.contains("no tp_btf program for bio_queue")
+            e.reason
+                .contains("no tp_btf program for bio_queue on block_rq_issue")
+                && e.reason.contains("bio_queue on tp_btf:block_bio_queue")
                 && e.reason.contains("rq_complete on tp_btf:block_rq_complete"),
             "{e}"
         );
+        // One program per prototype a tracepoint has had; another count has none.
+        let complete = KernelEvent::UringComplete;
+        assert_eq!(
+            kernel_btf_program(complete, "io_uring_complete", Some(3)).unwrap(),
+            "strata_kb_uring_complete"
+        );
+        assert_eq!(
+            kernel_btf_program(complete, "io_uring_complete", Some(7)).unwrap(),
+            "strata_kb_uring_complete_res"
+        );
+        let e = kernel_btf_program(complete, "io_uring_complete", Some(4)).unwrap_err();
+        assert!(e.to_string().contains("with 4 arguments"), "{e}");
         let complete = "[[probe]]\nlayer = \"block\"\nkernel = \"rq_complete\"\n";
         let e = parse_err(&format!("{complete}attach = [\"tp_btf:block_rq_issue\"]\n"));
         assert!(e.reason.contains("no tp_btf program"), "{e}");

@@ -189,6 +189,10 @@ fn direct_writes_have_block_requests_of_their_size() {
         );
         for r in reqs {
             assert_eq!(r.s("origin"), Some("call"));
+            // A direct write is REQ_OP_WRITE | REQ_SYNC (and REQ_FUA where O_DSYNC meets a
+            // device that has it): the flag letters are decoded from this kernel's bits.
+            let rwbs = r.s("rwbs").unwrap();
+            assert!(rwbs == "WS" || rwbs == "WFS", "rwbs {rwbs:?} of {r:?}");
             assert_eq!(r.i("file_id"), Some(t.file.0));
             assert_eq!(r.i("pid"), Some(t.pid));
             // Direct I/O is synchronous: queued, issued and completed inside the call.
@@ -208,7 +212,8 @@ fn direct_writes_have_block_requests_of_their_size() {
     }
     // The run says how each kernel event was attached on this kernel.
     for (event, mechanism, target) in [
-        ("bio_queue", "tracepoint", "block/block_bio_queue"),
+        ("bio_queue", "tp_btf", "block_bio_queue"),
+        ("rq_issue", "tp_btf", "block_rq_issue"),
         ("rq_complete", "tp_btf", "block_rq_complete"),
         (
             "cache_add",
@@ -1141,6 +1146,8 @@ fn the_trace_event_fallbacks_verify_too() {
         "strata_k_uring_submit",
         "strata_k_uring_complete",
         "strata_k_uring_failed",
+        "strata_k_bio_queue",
+        "strata_k_rq_issue",
         "strata_k_rq_complete",
     ] {
         assert!(
@@ -1190,6 +1197,11 @@ fn every_program_verifies_well_within_the_kernels_budget() {
         "strata_kb_process_exec",
         "strata_kb_uring_submit",
         "strata_kb_uring_failed",
+        "strata_kb_bio_queue",
+        "strata_kb_bio_split",
+        "strata_kb_bio_remap",
+        "strata_kb_rq_issue",
+        "strata_kb_rq_complete",
     ] {
         assert!(
             counts.iter().any(|(n, _)| *n == always),

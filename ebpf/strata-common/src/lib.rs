@@ -108,7 +108,31 @@ pub mod programs {
     /// raw-tracepoint program only when that same program is: a completion interrupt that
     /// lands inside a probe of the issuing process is not lost. And a trace event's detach
     /// waits for RCU grace periods under the kernel's trace-event lock, one after another.
-    pub const KERNEL_BTF: [(super::KernelEvent, &str, usize, &str); 6] = [
+    pub const KERNEL_BTF: [(super::KernelEvent, &str, usize, &str); 10] = [
+        (
+            super::KernelEvent::BioQueue,
+            "block_bio_queue",
+            1,
+            "strata_kb_bio_queue",
+        ),
+        (
+            super::KernelEvent::BioSplit,
+            "block_split",
+            2,
+            "strata_kb_bio_split",
+        ),
+        (
+            super::KernelEvent::BioRemap,
+            "block_bio_remap",
+            3,
+            "strata_kb_bio_remap",
+        ),
+        (
+            super::KernelEvent::RqIssue,
+            "block_rq_issue",
+            1,
+            "strata_kb_rq_issue",
+        ),
         (
             super::KernelEvent::RqComplete,
             "block_rq_complete",
@@ -449,8 +473,32 @@ pub struct Config {
     pub uring_ctx_off: u32,
     pub uring_flags_off: u32,
     pub cqe_res_off: u32,
-    pub _pad: u32,
+    /// From the kernel's BTF, for the block programs on BTF raw tracepoints: `struct
+    /// bio.bi_bdev`, `struct block_device.bd_disk`, `struct bio.bi_iter.bi_sector`,
+    /// `.bi_iter.bi_size` and `.bi_opf`, `struct request.__data_len`.
+    pub bio_bdev_off: u32,
+    pub bdev_disk_off: u32,
+    pub bio_sector_off: u32,
+    pub bio_size_off: u32,
+    pub bio_opf_off: u32,
+    pub rq_len_off: u32,
+    /// The bit numbers of the request flags the trace events' `rwbs` shows, in
+    /// [`RWBS_FLAGS`] order (enum req_flag_bits; [`NO_FLAG_BIT`] where the kernel has none).
+    pub req_flag_bits: [u8; 8],
 }
+
+/// The request flags of `rwbs` strata spells (letter, `enum req_flag_bits` name), in
+/// [`Config::req_flag_bits`] order: preflush comes before the operation, the rest after it.
+pub const RWBS_FLAGS: [(u8, &str); 5] = [
+    (b'F', "__REQ_PREFLUSH"),
+    (b'F', "__REQ_FUA"),
+    (b'A', "__REQ_RAHEAD"),
+    (b'S', "__REQ_SYNC"),
+    (b'M', "__REQ_META"),
+];
+
+/// A flag of [`RWBS_FLAGS`] this kernel does not have.
+pub const NO_FLAG_BIT: u8 = 0xff;
 
 /// Entries of [`maps::URING_OPS`]: one per io_uring opcode (a `u8`).
 pub const URING_OPS: u32 = 256;
@@ -988,7 +1036,7 @@ mod pod {
 }
 
 const _: () = {
-    assert!(core::mem::size_of::<Config>() == 164);
+    assert!(core::mem::size_of::<Config>() == 192);
     assert!(core::mem::size_of::<ImageHeader>() == 24);
     assert!(core::mem::size_of::<FuncSpec>() == 24);
     assert!(core::mem::size_of::<OnlyKey>() == 8);

@@ -14,7 +14,7 @@ use aya_ebpf::{
 };
 use strata_common::{
     BioKey, Config, Counter, FIELD_NONE, FRAME_KERNEL, KERNEL_EVENTS, KERNEL_WINDOW, KernelEvent,
-    KernelFields, KernelRecord, PAGE_RUN_EVENTS, RecordKind, ThreadStack,
+    KernelFields, KernelRecord, PAGE_RUN_EVENTS, RWBS_FLAGS, RecordKind, ThreadStack,
 };
 
 use crate::{
@@ -398,14 +398,9 @@ fn submit(mut rec: KernelRecord) {
     entry.submit(wakeup(core::mem::size_of::<KernelRecord>(), true));
 }
 
-/// block_rq_complete on its BTF raw tracepoint (see `programs::KERNEL_BTF`); the same record
-/// as the trace event's, read from the request through offsets of the kernel's BTF.
-#[btf_tracepoint(function = "block_rq_complete")]
-pub fn strata_kb_rq_complete(ctx: BtfTracePointContext) -> i32 {
-    match try_btf_rq_complete(&ctx) {
-        Ok(()) | Err(_) => 0,
-    }
-}
+// ---- the block events on their BTF raw tracepoints (see `programs::KERNEL_BTF`): the same
+// records as the trace events', read from the bio or request through offsets of the
+// kernel's BTF ----
 
 /// A kernel value at `base + off`.
 #[inline(always)]
@@ -413,46 +408,136 @@ fn kread<T>(base: u64, off: u32) -> Res<T> {
     crate::kfunc::kread(base + u64::from(off))
 }
 
-fn try_btf_rq_complete(ctx: &BtfTracePointContext) -> Res<()> {
-    let cfg = config()?;
-    if cfg.stopped != 0 {
-        return Ok(());
-    }
-    // TP_PROTO(struct request *rq, blk_status_t error, unsigned int nr_bytes)
-    let rq: u64 = ctx.arg(0);
-    let status: u64 = ctx.arg(1);
-    let nr_bytes: u64 = ctx.arg(2);
-    let q: u64 = kread(rq, cfg.rq_q_off)?;
-    let disk: u64 = kread(q, cfg.q_disk_off)?;
-    // As the trace event: dev 0 for a queue without a disk.
-    let dev = if disk == 0 {
-        0
-    } else {
-        let major: u32 = kread(disk, cfg.disk_major_off)?;
-        let minor: u32 = kread(disk, cfg.disk_minor_off)?;
-        (major << 20) | minor
-    };
-    busy(dev)?;
-    let flags: u32 = kread(rq, cfg.rq_flags_off)?;
-    let pid_tgid = bpf_get_current_pid_tgid();
-    submit(KernelRecord {
-        kind: RecordKind::Kernel as u32,
-        event: KernelEvent::RqComplete as u32,
-        ts: 0,
-        call_id: 0,
-        pid: (pid_tgid >> 32) as u32,
-        tid: pid_tgid as u32,
-        dev,
-        nr: (nr_bytes >> 9) as u32,
-        ino: 0,
-        pos: kread(rq, cfg.rq_sector_off)?,
-        old_dev: 0,
-        error: errno_of(status as u8),
-        old_pos: 0,
-        ts_end: 0,
-        tag: op_tag(flags),
+/// Runs `event`'s common part on what `values` reads, unless recording has stopped.
+#[inline(always)]
+fn btf_event(event: KernelEvent, values: impl FnOnce(&Config) -> Res<Values>) -> i32 {
+    let _ = config().and_then(|cfg| {
+        if cfg.stopped != 0 {
+            return Ok(());
+        }
+        on_kernel_event(cfg, event, &values(cfg)?)
     });
-    Ok(())
+    0
+}
+
+/// What the bio trace events say of a bio: its disk, first sector, size and flags.
+#[inline(always)]
+fn bio_values(cfg: &Config, bio: u64) -> Res<Values> {
+    let bdev: u64 = kread(bio, cfg.bio_bdev_off)?;
+    let size: u32 = kread(bio, cfg.bio_size_off)?;
+    Ok(Values {
+        // `bio_dev`: the whole disk's, also for a bio on a partition.
+        dev: disk_dev(cfg, kread(bdev, cfg.bdev_disk_off)?)?,
+        sector: kread(bio, cfg.bio_sector_off)?,
+        nr_sector: size >> 9,
+        tag: rwbs(cfg, kread(bio, cfg.bio_opf_off)?),
+        ..Values::default()
+    })
+}
+
+/// block_bio_queue(struct bio *bio)
+#[btf_tracepoint(function = "block_bio_queue")]
+pub fn strata_kb_bio_queue(ctx: BtfTracePointContext) -> i32 {
+    let bio: u64 = ctx.arg(0);
+    btf_event(KernelEvent::BioQueue, |cfg| {
+        // Most bios on a node are neither a traced process's nor a watched writeback's:
+        // decided before any read.
+        let pid_tgid = bpf_get_current_pid_tgid();
+        // SAFETY: read-only lookup of a plain value.
+        if !traced(cfg, (pid_tgid >> 32) as u32)
+            && unsafe { STRATA_WRITEBACK_THREADS.get(pid_tgid as u32) }.is_none()
+        {
+            return Err(0);
+        }
+        bio_values(cfg, bio)
+    })
+}
+
+/// block_split(struct bio *bio, unsigned int new_sector)
+#[btf_tracepoint(function = "block_split")]
+pub fn strata_kb_bio_split(ctx: BtfTracePointContext) -> i32 {
+    let (bio, new_sector): (u64, u64) = (ctx.arg(0), ctx.arg(1));
+    btf_event(KernelEvent::BioSplit, |cfg| {
+        Ok(Values {
+            new_sector: u64::from(new_sector as u32),
+            ..bio_values(cfg, bio)?
+        })
+    })
+}
+
+/// block_bio_remap(struct bio *bio, dev_t dev, sector_t from)
+#[btf_tracepoint(function = "block_bio_remap")]
+pub fn strata_kb_bio_remap(ctx: BtfTracePointContext) -> i32 {
+    let (bio, dev, from): (u64, u64, u64) = (ctx.arg(0), ctx.arg(1), ctx.arg(2));
+    btf_event(KernelEvent::BioRemap, |cfg| {
+        Ok(Values {
+            old_dev: dev as u32,
+            old_sector: from,
+            ..bio_values(cfg, bio)?
+        })
+    })
+}
+
+/// block_rq_issue(struct request *rq)
+#[btf_tracepoint(function = "block_rq_issue")]
+pub fn strata_kb_rq_issue(ctx: BtfTracePointContext) -> i32 {
+    let rq: u64 = ctx.arg(0);
+    btf_event(KernelEvent::RqIssue, |cfg| {
+        // Requests of devices without kept bios are dropped before any other read.
+        let dev = rq_dev(cfg, rq)?;
+        busy(dev)?;
+        let flags: u32 = kread(rq, cfg.rq_flags_off)?;
+        // A passthrough command (REQ_OP_DRV_IN, _OUT) has no sectors in the trace event.
+        let passthrough = matches!(flags & 0xff, 34 | 35);
+        let (sector, len): (u64, u32) = if passthrough {
+            (0, 0)
+        } else {
+            (kread(rq, cfg.rq_sector_off)?, kread(rq, cfg.rq_len_off)?)
+        };
+        Ok(Values {
+            dev,
+            sector,
+            nr_sector: len >> 9,
+            tag: rwbs(cfg, flags),
+            ..Values::default()
+        })
+    })
+}
+
+/// block_rq_complete(struct request *rq, blk_status_t error, unsigned int nr_bytes)
+#[btf_tracepoint(function = "block_rq_complete")]
+pub fn strata_kb_rq_complete(ctx: BtfTracePointContext) -> i32 {
+    let (rq, status, nr_bytes): (u64, u64, u64) = (ctx.arg(0), ctx.arg(1), ctx.arg(2));
+    btf_event(KernelEvent::RqComplete, |cfg| {
+        let dev = rq_dev(cfg, rq)?;
+        busy(dev)?;
+        Ok(Values {
+            dev,
+            sector: kread(rq, cfg.rq_sector_off)?,
+            nr_sector: (nr_bytes >> 9) as u32,
+            error: errno_of(status as u8),
+            tag: rwbs(cfg, kread(rq, cfg.rq_flags_off)?),
+            ..Values::default()
+        })
+    })
+}
+
+/// The dev_t of a request's disk, as the trace events give it (0 for a queue without one).
+#[inline(always)]
+fn rq_dev(cfg: &Config, rq: u64) -> Res<u32> {
+    let q: u64 = kread(rq, cfg.rq_q_off)?;
+    disk_dev(cfg, kread(q, cfg.q_disk_off)?)
+}
+
+/// `disk_devt`: the kernel's dev_t of a disk (major << 20 | first minor); 0 for none.
+#[inline(always)]
+fn disk_dev(cfg: &Config, disk: u64) -> Res<u32> {
+    if disk == 0 {
+        return Ok(0);
+    }
+    let major: u32 = kread(disk, cfg.disk_major_off)?;
+    let minor: u32 = kread(disk, cfg.disk_minor_off)?;
+    Ok((major << 20) | minor)
 }
 
 /// The negative errno the trace event reports for a block status (`blk_status_to_errno`;
@@ -477,18 +562,36 @@ fn errno_of(status: u8) -> i32 {
     }
 }
 
-/// The operation letters of the trace event's `rwbs` for `cmd_flags` (REQ_OP_* in the low
-/// byte; the flag letters that follow it are left out).
+/// The trace events' `rwbs` for request flags `opf` (`blk_fill_rwbs`): F for a preflush,
+/// the operation (REQ_OP_* in the low byte), then F (FUA), A (readahead), S (sync),
+/// M (metadata). In arithmetic, not branches: a branch per letter multiplies the paths the
+/// verifier walks through the rest of the program (6.1's walked half a million
+/// instructions for `bio_queue` so).
 #[inline(always)]
-fn op_tag(flags: u32) -> [u8; 8] {
-    let mut tag = [0u8; 8];
-    match flags & 0xff {
-        0 => tag[0] = b'R',
-        1 => tag[0] = b'W',
-        2 => tag[0] = b'F',
-        3 => tag[0] = b'D',
-        5 => tag[..2].copy_from_slice(b"DE"),
-        _ => tag[0] = b'N',
+fn rwbs(cfg: &Config, opf: u32) -> [u8; 8] {
+    // The operation's letters, by REQ_OP_*: READ, WRITE, FLUSH, DISCARD, (none: N),
+    // SECURE_ERASE (DE); others N.
+    const FIRST: u64 = u64::from_le_bytes(*b"RWFDND\0\0");
+    const SECOND: u64 = u64::from_le_bytes(*b"\0\0\0\0\0E\0\0");
+    let op = opf & 0xff;
+    let idx = u64::from(if op > 5 { 4 } else { op });
+    let first = (FIRST >> (8 * idx)) & 0xff;
+    let second = (SECOND >> (8 * idx)) & 0xff;
+    // Whether flag `k` is set: 0 or 1 (bits past 31 are the kernel's lack of it).
+    let set = |k: usize| {
+        let bit = u32::from(cfg.req_flag_bits[k]);
+        u64::from((opf >> (bit & 31)) & ((bit >> 5) ^ 1) & 1)
+    };
+    let preflush = set(0);
+    let mut acc = u64::from(RWBS_FLAGS[0].0) * preflush;
+    let mut n = preflush;
+    acc |= (first | (second << 8)) << (8 * n);
+    // One letter, or two when the second is there ('E' has bit 6 set).
+    n += 1 + ((second >> 6) & 1);
+    for (k, (letter, _)) in RWBS_FLAGS.iter().enumerate().skip(1) {
+        let on = set(k);
+        acc |= (u64::from(*letter) * on) << (8 * (n & 7));
+        n += on;
     }
-    tag
+    acc.to_le_bytes()
 }
