@@ -572,6 +572,29 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
         .and(block_fields)
         .and(flag_bits)
         .map(drop);
+    let page_fields = crate::btf::offsets(&kernel_btf, crate::btf::page_offsets);
+    if let Ok(o) = page_fields {
+        config.folio_flags_off = o[0];
+        config.folio_mapping_off = o[1];
+        config.folio_index_off = o[2];
+        config.folio_order_off = o[3];
+        config.pg_head_bit = o[4];
+        config.mapping_host_off = o[5];
+        config.mapping_wb_index_off = o[6];
+        config.inode_mapping_off = o[7];
+        config.inode_rdev_off = o[8];
+        config.sb_bdi_off = o[9];
+        config.bdi_dev_off = o[10];
+        config.bdi_name_off = o[11];
+        config.wbc_nr_to_write_off = o[12];
+        config.bdev_vfs_inode_off = o[13];
+        config.disk_bdi_off = o[14];
+    }
+    // The page programs also read an inode's number, superblock and mode through these.
+    let page_offsets: Result<(), String> = page_fields
+        .map(drop)
+        .and(file_offsets.as_ref().map(drop).map_err(Clone::clone))
+        .and(crate::btf::offsets(&kernel_btf, crate::btf::fd_offsets).map(drop));
     if let Ok([q, disk, major, minor, sector, flags]) = request_offsets {
         config.rq_q_off = q;
         config.q_disk_off = disk;
@@ -685,6 +708,7 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
                     &KernelStructs {
                         btf: &aya_btf,
                         block_offsets: &block_offsets,
+                        page_offsets: &page_offsets,
                         uring_opcode: &uring_opcode,
                         uring_offsets: &uring_offsets,
                         kernel_btf: &kernel_btf,
@@ -1158,6 +1182,9 @@ struct KernelStructs<'a> {
     /// [`crate::btf::request_offsets`], [`crate::btf::block_offsets`] and
     /// [`crate::btf::req_flag_bits`]: whether the block programs have them.
     block_offsets: &'a Result<(), String>,
+    /// [`crate::btf::page_offsets`] and [`crate::btf::file_offsets`]: whether the page-cache
+    /// and writeback programs have them.
+    page_offsets: &'a Result<(), String>,
     /// `io_kiocb.opcode`, which the completion program reads.
     uring_opcode: &'a Result<u32, String>,
     /// [`crate::btf::uring_offsets`]
@@ -1195,6 +1222,8 @@ fn attach_kernel(
             // The request's fields, through BTF offsets.
             let offsets = if event.is_uring() {
                 kernel.uring_offsets.as_ref().map(drop)
+            } else if event.is_page() {
+                kernel.page_offsets.as_ref().map(drop)
             } else {
                 kernel.block_offsets.as_ref().map(drop)
             };

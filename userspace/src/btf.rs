@@ -282,6 +282,35 @@ pub fn block_offsets(btf: &Btf) -> Result<[u32; 6], BtfError> {
     ])
 }
 
+/// What the page-cache and writeback programs on BTF raw tracepoints read, in the order of
+/// `strata_common::Config`'s `folio_flags_off` to `disk_bdi_off` (the fifth is the bit number
+/// of PG_head).
+pub fn page_offsets(btf: &Btf) -> Result<[u32; 15], BtfError> {
+    // A large folio's order: the low byte of `_flags_1` (Linux 6.6 on), `_folio_order` before.
+    let order = member_offset(btf, "folio", "_flags_1")
+        .or_else(|_| member_offset(btf, "folio", "_folio_order"))?;
+    let head = enumerator(btf, "pageflags", "PG_head")?
+        .filter(|b| *b < 64)
+        .ok_or_else(|| BtfError::Missing("enum pageflags".into(), "PG_head".into()))?;
+    Ok([
+        member_offset(btf, "folio", "flags")?,
+        member_offset(btf, "folio", "mapping")?,
+        member_offset(btf, "folio", "index")?,
+        order,
+        head as u32,
+        member_offset(btf, "address_space", "host")?,
+        member_offset(btf, "address_space", "writeback_index")?,
+        member_offset(btf, "inode", "i_mapping")?,
+        member_offset(btf, "inode", "i_rdev")?,
+        member_offset(btf, "super_block", "s_bdi")?,
+        member_offset(btf, "backing_dev_info", "dev")?,
+        member_offset(btf, "backing_dev_info", "dev_name")?,
+        member_offset(btf, "writeback_control", "nr_to_write")?,
+        member_offset(btf, "bdev_inode", "vfs_inode")?,
+        member_offset(btf, "gendisk", "bdi")?,
+    ])
+}
+
 /// The bit numbers of the request flags of `rwbs` (`strata_common::RWBS_FLAGS`), from the
 /// kernel's `enum req_flag_bits`; `NO_FLAG_BIT` for one it lacks.
 pub fn req_flag_bits(btf: &Btf) -> Result<[u8; 8], BtfError> {
@@ -447,6 +476,19 @@ mod tests {
         known.sort_unstable();
         known.dedup();
         assert_eq!(known.len(), strata_common::RWBS_FLAGS.len(), "{bits:?}");
+    }
+
+    /// A folio begins with its flags and keeps its order in its second page; the head flag
+    /// is a low bit.
+    #[test]
+    fn finds_folio_and_writeback_fields() {
+        let btf = kernel().expect("this kernel has BTF");
+        let o = page_offsets(&btf).unwrap();
+        let [flags, mapping, index, order, head] = [o[0], o[1], o[2], o[3], o[4]];
+        assert_eq!(flags, 0);
+        assert_eq!(index, mapping + 8);
+        assert!(order >= 64, "order in the second page: {order}");
+        assert!(head < 32, "PG_head {head}");
     }
 
     /// The lifecycle tracepoints' prototypes: task_newtask (task, clone_flags),

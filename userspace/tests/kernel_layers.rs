@@ -31,6 +31,11 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Runs `kernel_io MODE FILE` under strata with the POSIX and kernel layers.
 fn trace(mode: &str, prepare: impl FnOnce(&Path)) -> Traced {
+    trace_with(mode, prepare, &[])
+}
+
+/// As [`trace`], with more options for `strata record`.
+fn trace_with(mode: &str, prepare: impl FnOnce(&Path), options: &[&std::ffi::OsStr]) -> Traced {
     require_root();
     let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = scratch(&format!("kernel_{mode}"));
@@ -56,6 +61,7 @@ fn trace(mode: &str, prepare: impl FnOnce(&Path)) -> Traced {
             "-o",
         ])
         .arg(&out)
+        .args(options)
         .arg("--")
         .arg(&exe)
         .arg(mode)
@@ -215,11 +221,9 @@ fn direct_writes_have_block_requests_of_their_size() {
         ("bio_queue", "tp_btf", "block_bio_queue"),
         ("rq_issue", "tp_btf", "block_rq_issue"),
         ("rq_complete", "tp_btf", "block_rq_complete"),
-        (
-            "cache_add",
-            "tracepoint",
-            "filemap/mm_filemap_add_to_page_cache",
-        ),
+        ("cache_add", "tp_btf", "mm_filemap_add_to_page_cache"),
+        ("page_dirty", "tp_btf", "writeback_dirty_folio"),
+        ("writeback_end", "tp_btf", "writeback_single_inode"),
     ] {
         let p = t
             .probes
@@ -231,6 +235,125 @@ fn direct_writes_have_block_requests_of_their_size() {
             (Some("attached"), Some(mechanism), Some(target)),
             "{event}: {:?}",
             p.s("reason")
+        );
+    }
+}
+
+/// The programs on BTF raw tracepoints (the default) and on trace events (a kernel without
+/// BTF) read the same values from different sources: traced both ways, a buffered write and
+/// its fsync, a cold read and a sync()'s writeback give the same page-cache and block rows.
+#[test]
+fn btf_and_trace_event_programs_record_the_same_rows() {
+    let dir = scratch("kernel_trace_events");
+    // The built-in probes without their `tp_btf:` mechanisms.
+    let classic = dir.join("probes.toml");
+    let text = strata::probes::BUILTIN;
+    let mut stripped = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("\"tp_btf:") {
+        stripped.push_str(&rest[..at]);
+        let end = rest[at + 1..].find('"').unwrap() + at + 2;
+        rest = rest[end..].trim_start_matches([',', ' ', '\n']);
+    }
+    stripped.push_str(rest);
+    assert!(!stripped.contains("\"tp_btf:"));
+    std::fs::write(&classic, stripped).unwrap();
+    let classic_args = [std::ffi::OsStr::new("--probes"), classic.as_os_str()];
+
+    // What must agree: the data file's page rows inside the workload's calls (event,
+    // device, pages), the pages writeback wrote of it in all, and the bytes of data block
+    // requests by origin, operation and rwbs. (The file system's own metadata and journal
+    // flushes land in the calls or in its journal thread as its state has it: not compared.)
+    type Summary = (Vec<String>, i64, Vec<String>);
+    let summary = |t: &Traced| -> Summary {
+        let function = |call_id: Option<i64>| {
+            t.calls
+                .iter()
+                .find(|c| c.i("call_id") == call_id)
+                .and_then(|c| c.s("function"))
+                .unwrap_or("-")
+                .to_string()
+        };
+        let mut pages: Vec<String> = t
+            .pages
+            .iter()
+            .filter(|p| p.i("pid") == Some(t.pid) && p.i("call_id").is_some())
+            .filter(|p| p.i("ino") == Some(t.file.1))
+            .map(|p| {
+                format!(
+                    "{} {} {:?} {:?}-{:?} pages={:?}",
+                    function(p.i("call_id")),
+                    p.s("event").unwrap(),
+                    p.s("dev"),
+                    p.i("first_page"),
+                    p.i("last_page"),
+                    p.i("pages")
+                )
+            })
+            .collect();
+        pages.sort();
+        let written: i64 = t
+            .pages
+            .iter()
+            .filter(|p| p.s("event") == Some("writeback") && p.i("ino") == Some(t.file.1))
+            .filter_map(|p| p.i("pages"))
+            .sum();
+        let mut bytes: std::collections::BTreeMap<String, i64> = Default::default();
+        let data = |b: &&Row| {
+            matches!(b.s("op"), Some("read" | "write")) && !b.s("rwbs").unwrap().contains('M')
+        };
+        // Requests of the file's calls, or of its writeback.
+        let ours = |b: &&Row| b.i("file_id") == Some(t.file.0) || b.i("ino") == Some(t.file.1);
+        for b in t.block.iter().filter(ours).filter(data) {
+            // A writeback's sync flag is the writer's: sync()'s own pass (WB_SYNC_ALL) or
+            // the flusher it woke (not), whichever reached the pages first.
+            let rwbs = match b.s("origin") {
+                Some("writeback") => "-",
+                _ => b.s("rwbs").unwrap(),
+            };
+            let key = format!("{:?} {:?} {rwbs}", b.s("origin"), b.s("op"));
+            *bytes.entry(key).or_default() += b.i("bytes").unwrap_or(0);
+        }
+        let bytes = bytes.into_iter().map(|(k, v)| format!("{k} {v}")).collect();
+        (pages, written, bytes)
+    };
+    let drop_cache = |data: &Path| {
+        std::fs::write(data, vec![b'r'; 256 * 1024]).unwrap();
+        let f = std::fs::File::open(data).unwrap();
+        f.sync_all().unwrap();
+        use std::os::fd::AsRawFd as _;
+        // SAFETY: a plain syscall on an open descriptor.
+        let r = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        assert_eq!(r, 0);
+    };
+    for mode in ["fsync", "read", "writeback"] {
+        let prepare = |data: &Path| {
+            if mode == "read" {
+                drop_cache(data);
+            }
+        };
+        let btf = trace_with(mode, prepare, &[]);
+        let events = trace_with(mode, prepare, &classic_args);
+        for (t, mechanism) in [(&btf, "tp_btf"), (&events, "tracepoint")] {
+            for p in t.probes.iter().filter(|p| {
+                matches!(p.s("layer"), Some("block" | "pagecache"))
+                    && p.s("status") == Some("attached")
+            }) {
+                assert_eq!(p.s("mechanism"), Some(mechanism), "{mode}: {p:?}");
+            }
+        }
+        // Every page dirtied has its backing device, a block device's own pages (the file
+        // system's metadata buffers) too.
+        for t in [&btf, &events] {
+            for p in t.pages.iter().filter(|p| p.s("event") == Some("dirty")) {
+                assert!(p.s("dev").is_some(), "{mode}: no device for {p:?}");
+            }
+        }
+        let (a, b) = (summary(&btf), summary(&events));
+        assert!(!a.0.is_empty(), "{mode}: no page rows in calls");
+        assert_eq!(
+            a, b,
+            "{mode}: BTF raw tracepoints (left) vs trace events (right)"
         );
     }
 }
@@ -1117,9 +1240,9 @@ fn io_uring_opens_and_closes_make_and_end_handles() {
     );
 }
 
-/// The trace-event programs are what a kernel without BTF runs (for the lifecycle, io_uring
-/// and rq_complete, which use BTF raw tracepoints where they can): each loads on this kernel
-/// within the same share of the verifier's budget, though no run here attaches it.
+/// The trace-event programs are what a kernel without BTF runs (the lifecycle and kernel
+/// events use BTF raw tracepoints where they can): each loads on this kernel within the same
+/// share of the verifier's budget, though no run here attaches it.
 #[test]
 fn the_trace_event_fallbacks_verify_too() {
     require_root();
@@ -1149,6 +1272,8 @@ fn the_trace_event_fallbacks_verify_too() {
         "strata_k_bio_queue",
         "strata_k_rq_issue",
         "strata_k_rq_complete",
+        "strata_k_cache_add",
+        "strata_k_writeback_end",
     ] {
         assert!(
             checked.iter().any(|c| c == fallback),
@@ -1202,6 +1327,11 @@ fn every_program_verifies_well_within_the_kernels_budget() {
         "strata_kb_bio_remap",
         "strata_kb_rq_issue",
         "strata_kb_rq_complete",
+        "strata_kb_cache_add",
+        "strata_kb_cache_delete",
+        "strata_kb_page_dirty",
+        "strata_kb_writeback_start",
+        "strata_kb_writeback_end",
     ] {
         assert!(
             counts.iter().any(|(n, _)| *n == always),

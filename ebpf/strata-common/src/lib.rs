@@ -108,7 +108,37 @@ pub mod programs {
     /// raw-tracepoint program only when that same program is: a completion interrupt that
     /// lands inside a probe of the issuing process is not lost. And a trace event's detach
     /// waits for RCU grace periods under the kernel's trace-event lock, one after another.
-    pub const KERNEL_BTF: [(super::KernelEvent, &str, usize, &str); 10] = [
+    pub const KERNEL_BTF: [(super::KernelEvent, &str, usize, &str); 15] = [
+        (
+            super::KernelEvent::CacheAdd,
+            "mm_filemap_add_to_page_cache",
+            1,
+            "strata_kb_cache_add",
+        ),
+        (
+            super::KernelEvent::CacheDelete,
+            "mm_filemap_delete_from_page_cache",
+            1,
+            "strata_kb_cache_delete",
+        ),
+        (
+            super::KernelEvent::PageDirty,
+            "writeback_dirty_folio",
+            2,
+            "strata_kb_page_dirty",
+        ),
+        (
+            super::KernelEvent::WritebackStart,
+            "writeback_single_inode_start",
+            3,
+            "strata_kb_writeback_start",
+        ),
+        (
+            super::KernelEvent::WritebackEnd,
+            "writeback_single_inode",
+            3,
+            "strata_kb_writeback_end",
+        ),
         (
             super::KernelEvent::BioQueue,
             "block_bio_queue",
@@ -265,6 +295,17 @@ impl KernelEvent {
         matches!(
             self,
             Self::UringSubmit | Self::UringComplete | Self::UringFailed
+        )
+    }
+    /// The page-cache and writeback events (layer `pagecache`).
+    pub const fn is_page(self) -> bool {
+        matches!(
+            self,
+            Self::PageDirty
+                | Self::CacheAdd
+                | Self::CacheDelete
+                | Self::WritebackStart
+                | Self::WritebackEnd
         )
     }
     pub fn from_u32(v: u32) -> Option<Self> {
@@ -485,6 +526,29 @@ pub struct Config {
     /// The bit numbers of the request flags the trace events' `rwbs` shows, in
     /// [`RWBS_FLAGS`] order (enum req_flag_bits; [`NO_FLAG_BIT`] where the kernel has none).
     pub req_flag_bits: [u8; 8],
+    /// From the kernel's BTF, for the page-cache and writeback programs on BTF raw
+    /// tracepoints: `struct folio.flags`, `.mapping`, `.index`, where a large folio keeps its
+    /// order (the low byte of `._flags_1`, or `._folio_order` before Linux 6.6), the bit of
+    /// PG_head; `struct address_space.host`, `.writeback_index`; `struct inode.i_mapping`,
+    /// `.i_rdev`; `struct super_block.s_bdi`; `struct backing_dev_info.dev`, `.dev_name`;
+    /// `struct writeback_control.nr_to_write`.
+    pub folio_flags_off: u32,
+    pub folio_mapping_off: u32,
+    pub folio_index_off: u32,
+    pub folio_order_off: u32,
+    pub pg_head_bit: u32,
+    pub mapping_host_off: u32,
+    pub mapping_wb_index_off: u32,
+    pub inode_mapping_off: u32,
+    pub inode_rdev_off: u32,
+    pub sb_bdi_off: u32,
+    pub bdi_dev_off: u32,
+    pub bdi_name_off: u32,
+    pub wbc_nr_to_write_off: u32,
+    /// From the kernel's BTF: `struct bdev_inode.vfs_inode` and `struct gendisk.bdi`, for the
+    /// backing device of a block device's own page cache.
+    pub bdev_vfs_inode_off: u32,
+    pub disk_bdi_off: u32,
 }
 
 /// The request flags of `rwbs` strata spells (letter, `enum req_flag_bits` name), in
@@ -1036,7 +1100,7 @@ mod pod {
 }
 
 const _: () = {
-    assert!(core::mem::size_of::<Config>() == 192);
+    assert!(core::mem::size_of::<Config>() == 252);
     assert!(core::mem::size_of::<ImageHeader>() == 24);
     assert!(core::mem::size_of::<FuncSpec>() == 24);
     assert!(core::mem::size_of::<OnlyKey>() == 8);

@@ -522,6 +522,158 @@ pub fn strata_kb_rq_complete(ctx: BtfTracePointContext) -> i32 {
     })
 }
 
+// ---- page cache and writeback ----
+
+/// What the page-cache trace events say of a folio: its file's inode and device, its index
+/// and its order.
+#[inline(always)]
+fn folio_values(cfg: &Config, folio: u64) -> Res<Values> {
+    let mapping: u64 = kread(folio, cfg.folio_mapping_off)?;
+    let host: u64 = kread(mapping, cfg.mapping_host_off)?;
+    let ino: u64 = kread(host, cfg.inode_ino_off)?;
+    kept_page(cfg, ino)?;
+    let flags: u64 = kread(folio, cfg.folio_flags_off)?;
+    // `folio_order`: 0 unless the folio is large (its first page a head page).
+    let order: u8 = if (flags >> (cfg.pg_head_bit & 63)) & 1 != 0 {
+        kread(folio, cfg.folio_order_off)?
+    } else {
+        0
+    };
+    // The superblock's device, or the inode's own for one without a superblock.
+    let sb: u64 = kread(host, cfg.inode_sb_off)?;
+    let dev: u32 = if sb != 0 {
+        kread(sb, cfg.sb_dev_off)?
+    } else {
+        kread(host, cfg.inode_rdev_off)?
+    };
+    Ok(Values {
+        dev,
+        ino,
+        index: Some(kread(folio, cfg.folio_index_off)?),
+        order,
+        ..Values::default()
+    })
+}
+
+/// Whether a page event on inode `ino` may be kept (`on_kernel_event` decides): in a traced
+/// process, or on a watched file. Most page events on a node are neither: they are dropped
+/// before the rest is read.
+#[inline(always)]
+fn kept_page(cfg: &Config, ino: u64) -> Res<()> {
+    if traced(cfg, (bpf_get_current_pid_tgid() >> 32) as u32) || watched(ino) {
+        Ok(())
+    } else {
+        Err(0)
+    }
+}
+
+/// The first 8 bytes of the name of an inode's backing device ("major:minor", as the
+/// writeback events' `name`; none where the device has no name). `inode_to_bdi`: a block
+/// device's own inode (its page cache: metadata buffers) is backed by its disk, others by
+/// their file system's device.
+#[inline(always)]
+fn bdi_name(cfg: &Config, inode: u64) -> Res<[u8; 8]> {
+    const S_IFMT: u16 = 0o170000;
+    const S_IFBLK: u16 = 0o060000;
+    let mode: u16 = kread(inode, cfg.inode_mode_off)?;
+    let bdi: u64 = if mode & S_IFMT == S_IFBLK {
+        // `I_BDEV`: the block device is the inode's container, `struct bdev_inode`. The
+        // verifier refuses to move a pointer the tracepoint handed over below its object:
+        // the address is first copied as a plain number.
+        let addr: u64 = crate::kfunc::kread((&raw const inode) as u64)?;
+        let bdev = addr.wrapping_sub(u64::from(cfg.bdev_vfs_inode_off));
+        let disk: u64 = kread(bdev, cfg.bdev_disk_off)?;
+        kread(disk, cfg.disk_bdi_off)?
+    } else {
+        let sb: u64 = kread(inode, cfg.inode_sb_off)?;
+        kread(sb, cfg.sb_bdi_off)?
+    };
+    let dev: u64 = kread(bdi, cfg.bdi_dev_off)?;
+    if dev == 0 {
+        return Ok([0; 8]);
+    }
+    kread(bdi, cfg.bdi_name_off)
+}
+
+/// What the writeback events say of an inode: its number, where its writeback resumes, its
+/// backing device.
+#[inline(always)]
+fn inode_values(cfg: &Config, inode: u64) -> Res<Values> {
+    let mapping: u64 = kread(inode, cfg.inode_mapping_off)?;
+    Ok(Values {
+        ino: kread(inode, cfg.inode_ino_off)?,
+        index: Some(kread(mapping, cfg.mapping_wb_index_off)?),
+        tag: bdi_name(cfg, inode)?,
+        ..Values::default()
+    })
+}
+
+/// mm_filemap_add_to_page_cache(struct folio *folio)
+#[btf_tracepoint(function = "mm_filemap_add_to_page_cache")]
+pub fn strata_kb_cache_add(ctx: BtfTracePointContext) -> i32 {
+    let folio: u64 = ctx.arg(0);
+    btf_event(KernelEvent::CacheAdd, |cfg| folio_values(cfg, folio))
+}
+
+/// mm_filemap_delete_from_page_cache(struct folio *folio)
+#[btf_tracepoint(function = "mm_filemap_delete_from_page_cache")]
+pub fn strata_kb_cache_delete(ctx: BtfTracePointContext) -> i32 {
+    let folio: u64 = ctx.arg(0);
+    btf_event(KernelEvent::CacheDelete, |cfg| folio_values(cfg, folio))
+}
+
+/// writeback_dirty_folio(struct folio *folio, struct address_space *mapping)
+#[btf_tracepoint(function = "writeback_dirty_folio")]
+pub fn strata_kb_page_dirty(ctx: BtfTracePointContext) -> i32 {
+    let (folio, mapping): (u64, u64) = (ctx.arg(0), ctx.arg(1));
+    btf_event(KernelEvent::PageDirty, |cfg| {
+        let host: u64 = if mapping == 0 {
+            0
+        } else {
+            kread(mapping, cfg.mapping_host_off)?
+        };
+        let ino: u64 = if host == 0 {
+            0
+        } else {
+            kread(host, cfg.inode_ino_off)?
+        };
+        kept_page(cfg, ino)?;
+        let tag = if host == 0 {
+            [0; 8]
+        } else {
+            bdi_name(cfg, host)?
+        };
+        Ok(Values {
+            ino,
+            index: Some(kread(folio, cfg.folio_index_off)?),
+            tag,
+            ..Values::default()
+        })
+    })
+}
+
+/// writeback_single_inode_start(struct inode *inode, struct writeback_control *wbc,
+/// unsigned long nr_to_write)
+#[btf_tracepoint(function = "writeback_single_inode_start")]
+pub fn strata_kb_writeback_start(ctx: BtfTracePointContext) -> i32 {
+    let inode: u64 = ctx.arg(0);
+    btf_event(KernelEvent::WritebackStart, |cfg| inode_values(cfg, inode))
+}
+
+/// writeback_single_inode(struct inode *inode, struct writeback_control *wbc,
+/// unsigned long nr_to_write): `wrote` is what the pass took off `nr_to_write`.
+#[btf_tracepoint(function = "writeback_single_inode")]
+pub fn strata_kb_writeback_end(ctx: BtfTracePointContext) -> i32 {
+    let (inode, wbc, nr_to_write): (u64, u64, u64) = (ctx.arg(0), ctx.arg(1), ctx.arg(2));
+    btf_event(KernelEvent::WritebackEnd, |cfg| {
+        let left: u64 = kread(wbc, cfg.wbc_nr_to_write_off)?;
+        Ok(Values {
+            wrote: nr_to_write.wrapping_sub(left),
+            ..inode_values(cfg, inode)?
+        })
+    })
+}
+
 /// The dev_t of a request's disk, as the trace events give it (0 for a queue without one).
 #[inline(always)]
 fn rq_dev(cfg: &Config, rq: u64) -> Res<u32> {
