@@ -472,6 +472,7 @@ pub fn load_object(
     ring_bytes: Option<u32>,
     task_storage: bool,
     floor_ring: bool,
+    page_offsets: &strata_common::PageOffsets,
 ) -> anyhow::Result<Ebpf> {
     // The map is created either way.
     if !aya::sys::is_map_supported(aya::maps::MapType::TaskStorage).unwrap_or(true) {
@@ -489,6 +490,7 @@ pub fn load_object(
     loader
         .override_global(globals::USE_TASK_STORAGE, &flag, true)
         .override_global(globals::FLOOR_RING, &floor_ring, true)
+        .override_global(globals::PAGE_OFFSETS, page_offsets, true)
         // aya has no wrapper for task storage; only the programs use it.
         .allow_unsupported_maps()
         .load(EBPF)
@@ -501,7 +503,19 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
     // with the reason, nothing else does.
     let kernel_btf = crate::btf::kernel().map_err(|e| e.to_string());
     // Thread stacks in task-local storage need the kernel's BTF (the task pointer's type).
-    let mut ebpf = load_object(Some(opts.ring_bytes), kernel_btf.is_ok(), true)?;
+    // Where the page programs read: constants to the verifier, so set before loading.
+    let page_fields = kernel_btf
+        .as_ref()
+        .map_err(Clone::clone)
+        .and_then(|b| crate::btf::page_offsets(b).map_err(|e| e.to_string()));
+    let mut ebpf = load_object(
+        Some(opts.ring_bytes),
+        kernel_btf.is_ok(),
+        true,
+        page_fields
+            .as_ref()
+            .unwrap_or(&strata_common::PageOffsets::NONE),
+    )?;
     // While every map is still in `ebpf`: the multi-uprobe programs use them all.
     let mut uprobes = Uprobes::new(&ebpf);
 
@@ -572,29 +586,7 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
         .and(block_fields)
         .and(flag_bits)
         .map(drop);
-    let page_fields = crate::btf::offsets(&kernel_btf, crate::btf::page_offsets);
-    if let Ok(o) = page_fields {
-        config.folio_flags_off = o[0];
-        config.folio_mapping_off = o[1];
-        config.folio_index_off = o[2];
-        config.folio_order_off = o[3];
-        config.pg_head_bit = o[4];
-        config.mapping_host_off = o[5];
-        config.mapping_wb_index_off = o[6];
-        config.inode_mapping_off = o[7];
-        config.inode_rdev_off = o[8];
-        config.sb_bdi_off = o[9];
-        config.bdi_dev_off = o[10];
-        config.bdi_name_off = o[11];
-        config.wbc_nr_to_write_off = o[12];
-        config.bdev_vfs_inode_off = o[13];
-        config.disk_bdi_off = o[14];
-    }
-    // The page programs also read an inode's number, superblock and mode through these.
-    let page_offsets: Result<(), String> = page_fields
-        .map(drop)
-        .and(file_offsets.as_ref().map(drop).map_err(Clone::clone))
-        .and(crate::btf::offsets(&kernel_btf, crate::btf::fd_offsets).map(drop));
+    let page_offsets: Result<(), String> = page_fields.map(drop);
     if let Ok([q, disk, major, minor, sector, flags]) = request_offsets {
         config.rq_q_off = q;
         config.q_disk_off = disk;
@@ -1182,8 +1174,7 @@ struct KernelStructs<'a> {
     /// [`crate::btf::request_offsets`], [`crate::btf::block_offsets`] and
     /// [`crate::btf::req_flag_bits`]: whether the block programs have them.
     block_offsets: &'a Result<(), String>,
-    /// [`crate::btf::page_offsets`] and [`crate::btf::file_offsets`]: whether the page-cache
-    /// and writeback programs have them.
+    /// [`crate::btf::page_offsets`]: whether the page-cache and writeback programs have them.
     page_offsets: &'a Result<(), String>,
     /// `io_kiocb.opcode`, which the completion program reads.
     uring_opcode: &'a Result<u32, String>,
@@ -1902,7 +1893,8 @@ mod tests {
             object_globals,
             BTreeSet::from([
                 globals::USE_TASK_STORAGE.to_string(),
-                globals::FLOOR_RING.to_string()
+                globals::FLOOR_RING.to_string(),
+                globals::PAGE_OFFSETS.to_string(),
             ]),
             "read-only globals of the object vs strata_common::globals"
         );

@@ -282,33 +282,35 @@ pub fn block_offsets(btf: &Btf) -> Result<[u32; 6], BtfError> {
     ])
 }
 
-/// What the page-cache and writeback programs on BTF raw tracepoints read, in the order of
-/// `strata_common::Config`'s `folio_flags_off` to `disk_bdi_off` (the fifth is the bit number
-/// of PG_head).
-pub fn page_offsets(btf: &Btf) -> Result<[u32; 15], BtfError> {
+/// Where the page-cache and writeback programs on BTF raw tracepoints read.
+pub fn page_offsets(btf: &Btf) -> Result<strata_common::PageOffsets, BtfError> {
+    let m = |s: &str, f: &str| member_offset(btf, s, f);
     // A large folio's order: the low byte of `_flags_1` (Linux 6.6 on), `_folio_order` before.
-    let order = member_offset(btf, "folio", "_flags_1")
-        .or_else(|_| member_offset(btf, "folio", "_folio_order"))?;
-    let head = enumerator(btf, "pageflags", "PG_head")?
+    let folio_order = m("folio", "_flags_1").or_else(|_| m("folio", "_folio_order"))?;
+    let pg_head = enumerator(btf, "pageflags", "PG_head")?
         .filter(|b| *b < 64)
         .ok_or_else(|| BtfError::Missing("enum pageflags".into(), "PG_head".into()))?;
-    Ok([
-        member_offset(btf, "folio", "flags")?,
-        member_offset(btf, "folio", "mapping")?,
-        member_offset(btf, "folio", "index")?,
-        order,
-        head as u32,
-        member_offset(btf, "address_space", "host")?,
-        member_offset(btf, "address_space", "writeback_index")?,
-        member_offset(btf, "inode", "i_mapping")?,
-        member_offset(btf, "inode", "i_rdev")?,
-        member_offset(btf, "super_block", "s_bdi")?,
-        member_offset(btf, "backing_dev_info", "dev")?,
-        member_offset(btf, "backing_dev_info", "dev_name")?,
-        member_offset(btf, "writeback_control", "nr_to_write")?,
-        member_offset(btf, "bdev_inode", "vfs_inode")?,
-        member_offset(btf, "gendisk", "bdi")?,
-    ])
+    Ok(strata_common::PageOffsets {
+        folio_flags: m("folio", "flags")?,
+        folio_mapping: m("folio", "mapping")?,
+        folio_index: m("folio", "index")?,
+        folio_order,
+        pg_head: pg_head as u32,
+        mapping_host: m("address_space", "host")?,
+        mapping_wb_index: m("address_space", "writeback_index")?,
+        inode_mapping: m("inode", "i_mapping")?,
+        inode_ino: m("inode", "i_ino")?,
+        inode_sb: m("inode", "i_sb")?,
+        inode_mode: m("inode", "i_mode")?,
+        sb_dev: m("super_block", "s_dev")?,
+        sb_bdi: m("super_block", "s_bdi")?,
+        bdi_dev: m("backing_dev_info", "dev")?,
+        bdi_name: m("backing_dev_info", "dev_name")?,
+        wbc_nr_to_write: m("writeback_control", "nr_to_write")?,
+        bdev_vfs_inode: m("bdev_inode", "vfs_inode")?,
+        bdev_disk: m("block_device", "bd_disk")?,
+        disk_bdi: m("gendisk", "bdi")?,
+    })
 }
 
 /// The bit numbers of the request flags of `rwbs` (`strata_common::RWBS_FLAGS`), from the
@@ -484,11 +486,11 @@ mod tests {
     fn finds_folio_and_writeback_fields() {
         let btf = kernel().expect("this kernel has BTF");
         let o = page_offsets(&btf).unwrap();
-        let [flags, mapping, index, order, head] = [o[0], o[1], o[2], o[3], o[4]];
-        assert_eq!(flags, 0);
-        assert_eq!(index, mapping + 8);
-        assert!(order >= 64, "order in the second page: {order}");
-        assert!(head < 32, "PG_head {head}");
+        assert_eq!(o.folio_flags, 0);
+        assert_eq!(o.folio_index, o.folio_mapping + 8);
+        assert!(o.folio_order >= 64, "order in the second page: {o:?}");
+        assert!(o.pg_head < 32, "PG_head: {o:?}");
+        assert_eq!(o.inode_mode, 0, "i_mode opens struct inode");
     }
 
     /// The lifecycle tracepoints' prototypes: task_newtask (task, clone_flags),

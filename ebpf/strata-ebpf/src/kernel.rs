@@ -14,7 +14,7 @@ use aya_ebpf::{
 };
 use strata_common::{
     BioKey, Config, Counter, FIELD_NONE, FRAME_KERNEL, KERNEL_EVENTS, KERNEL_WINDOW, KernelEvent,
-    KernelFields, KernelRecord, PAGE_RUN_EVENTS, RWBS_FLAGS, RecordKind, ThreadStack,
+    KernelFields, KernelRecord, PAGE_RUN_EVENTS, PageOffsets, RWBS_FLAGS, RecordKind, ThreadStack,
 };
 
 use crate::{
@@ -522,34 +522,53 @@ pub fn strata_kb_rq_complete(ctx: BtfTracePointContext) -> i32 {
     })
 }
 
-// ---- page cache and writeback ----
+// ---- page cache and writeback: the fields are loaded directly from the objects the
+// tracepoints hand over, at offsets the verifier knows (`STRATA_PAGE_OFFSETS`) ----
+
+/// Set at load from the kernel's BTF (read-only data: constants to the verifier).
+#[unsafe(no_mangle)]
+static STRATA_PAGE_OFFSETS: PageOffsets = PageOffsets::NONE;
+
+/// Offset `$f` of [`STRATA_PAGE_OFFSETS`].
+macro_rules! off {
+    ($f:ident) => {
+        // SAFETY: a read of a plain global (volatile: its value is set at load time).
+        unsafe { core::ptr::read_volatile(&raw const STRATA_PAGE_OFFSETS.$f) }
+    };
+}
+
+/// The `T` at byte `off` of kernel object `base`: a direct load, which the verifier checks
+/// against the kernel's BTF and which reads 0 where `base` is no mapped object.
+#[inline(always)]
+fn at<T: Copy>(base: *const u8, off: u32) -> T {
+    // SAFETY: for the verifier to allow (a field of the object's BTF type); the kernel
+    // handles a fault of such a load.
+    unsafe { core::ptr::read_volatile(base.wrapping_add(off as usize).cast::<T>()) }
+}
 
 /// What the page-cache trace events say of a folio: its file's inode and device, its index
 /// and its order.
 #[inline(always)]
-fn folio_values(cfg: &Config, folio: u64) -> Res<Values> {
-    let mapping: u64 = kread(folio, cfg.folio_mapping_off)?;
-    let host: u64 = kread(mapping, cfg.mapping_host_off)?;
-    let ino: u64 = kread(host, cfg.inode_ino_off)?;
+fn folio_values(cfg: &Config, folio: *const u8) -> Res<Values> {
+    let mapping: *const u8 = at(folio, off!(folio_mapping));
+    let host: *const u8 = at(mapping, off!(mapping_host));
+    let ino: u64 = at(host, off!(inode_ino));
     kept_page(cfg, ino)?;
-    let flags: u64 = kread(folio, cfg.folio_flags_off)?;
+    let flags: u64 = at(folio, off!(folio_flags));
     // `folio_order`: 0 unless the folio is large (its first page a head page).
-    let order: u8 = if (flags >> (cfg.pg_head_bit & 63)) & 1 != 0 {
-        kread(folio, cfg.folio_order_off)?
+    let order: u8 = if (flags >> (off!(pg_head) & 63)) & 1 != 0 {
+        at(folio, off!(folio_order))
     } else {
         0
     };
-    // The superblock's device, or the inode's own for one without a superblock.
-    let sb: u64 = kread(host, cfg.inode_sb_off)?;
-    let dev: u32 = if sb != 0 {
-        kread(sb, cfg.sb_dev_off)?
-    } else {
-        kread(host, cfg.inode_rdev_off)?
-    };
+    // The superblock's device (every inode in a page cache has a superblock; the trace
+    // event's fallback to `i_rdev` is for none).
+    let sb: *const u8 = at(host, off!(inode_sb));
+    let dev: u32 = at(sb, off!(sb_dev));
     Ok(Values {
         dev,
         ino,
-        index: Some(kread(folio, cfg.folio_index_off)?),
+        index: Some(at(folio, off!(folio_index))),
         order,
         ..Values::default()
     })
@@ -572,38 +591,45 @@ fn kept_page(cfg: &Config, ino: u64) -> Res<()> {
 /// device's own inode (its page cache: metadata buffers) is backed by its disk, others by
 /// their file system's device.
 #[inline(always)]
-fn bdi_name(cfg: &Config, inode: u64) -> Res<[u8; 8]> {
+fn bdi_name(inode: *const u8) -> Res<[u8; 8]> {
     const S_IFMT: u16 = 0o170000;
     const S_IFBLK: u16 = 0o060000;
-    let mode: u16 = kread(inode, cfg.inode_mode_off)?;
-    let bdi: u64 = if mode & S_IFMT == S_IFBLK {
-        // `I_BDEV`: the block device is the inode's container, `struct bdev_inode`. The
-        // verifier refuses to move a pointer the tracepoint handed over below its object:
-        // the address is first copied as a plain number.
-        let addr: u64 = crate::kfunc::kread((&raw const inode) as u64)?;
-        let bdev = addr.wrapping_sub(u64::from(cfg.bdev_vfs_inode_off));
-        let disk: u64 = kread(bdev, cfg.bdev_disk_off)?;
-        kread(disk, cfg.disk_bdi_off)?
-    } else {
-        let sb: u64 = kread(inode, cfg.inode_sb_off)?;
-        kread(sb, cfg.sb_bdi_off)?
-    };
-    let dev: u64 = kread(bdi, cfg.bdi_dev_off)?;
+    if at::<u16>(inode, off!(inode_mode)) & S_IFMT == S_IFBLK {
+        return bdev_bdi_name(inode);
+    }
+    let sb: *const u8 = at(inode, off!(inode_sb));
+    let bdi: *const u8 = at(sb, off!(sb_bdi));
+    if at::<u64>(bdi, off!(bdi_dev)) == 0 {
+        return Ok([0; 8]);
+    }
+    Ok(at::<u64>(bdi, off!(bdi_name)).to_le_bytes())
+}
+
+/// [`bdi_name`] of a block device's own inode (`I_BDEV`: the block device contains the
+/// inode, `struct bdev_inode`). The verifier does not let a pointer move below its object:
+/// the address is taken as a number, and the rest read through the helper.
+#[inline(always)]
+fn bdev_bdi_name(inode: *const u8) -> Res<[u8; 8]> {
+    let addr: u64 = crate::kfunc::kread((&raw const inode) as u64)?;
+    let bdev = addr.wrapping_sub(u64::from(off!(bdev_vfs_inode)));
+    let disk: u64 = crate::kfunc::kread(bdev + u64::from(off!(bdev_disk)))?;
+    let bdi: u64 = crate::kfunc::kread(disk + u64::from(off!(disk_bdi)))?;
+    let dev: u64 = crate::kfunc::kread(bdi + u64::from(off!(bdi_dev)))?;
     if dev == 0 {
         return Ok([0; 8]);
     }
-    kread(bdi, cfg.bdi_name_off)
+    crate::kfunc::kread(bdi + u64::from(off!(bdi_name)))
 }
 
 /// What the writeback events say of an inode: its number, where its writeback resumes, its
 /// backing device.
 #[inline(always)]
-fn inode_values(cfg: &Config, inode: u64) -> Res<Values> {
-    let mapping: u64 = kread(inode, cfg.inode_mapping_off)?;
+fn inode_values(inode: *const u8) -> Res<Values> {
+    let mapping: *const u8 = at(inode, off!(inode_mapping));
     Ok(Values {
-        ino: kread(inode, cfg.inode_ino_off)?,
-        index: Some(kread(mapping, cfg.mapping_wb_index_off)?),
-        tag: bdi_name(cfg, inode)?,
+        ino: at(inode, off!(inode_ino)),
+        index: Some(at(mapping, off!(mapping_wb_index))),
+        tag: bdi_name(inode)?,
         ..Values::default()
     })
 }
@@ -611,41 +637,41 @@ fn inode_values(cfg: &Config, inode: u64) -> Res<Values> {
 /// mm_filemap_add_to_page_cache(struct folio *folio)
 #[btf_tracepoint(function = "mm_filemap_add_to_page_cache")]
 pub fn strata_kb_cache_add(ctx: BtfTracePointContext) -> i32 {
-    let folio: u64 = ctx.arg(0);
+    let folio: *const u8 = ctx.arg(0);
     btf_event(KernelEvent::CacheAdd, |cfg| folio_values(cfg, folio))
 }
 
 /// mm_filemap_delete_from_page_cache(struct folio *folio)
 #[btf_tracepoint(function = "mm_filemap_delete_from_page_cache")]
 pub fn strata_kb_cache_delete(ctx: BtfTracePointContext) -> i32 {
-    let folio: u64 = ctx.arg(0);
+    let folio: *const u8 = ctx.arg(0);
     btf_event(KernelEvent::CacheDelete, |cfg| folio_values(cfg, folio))
 }
 
 /// writeback_dirty_folio(struct folio *folio, struct address_space *mapping)
 #[btf_tracepoint(function = "writeback_dirty_folio")]
 pub fn strata_kb_page_dirty(ctx: BtfTracePointContext) -> i32 {
-    let (folio, mapping): (u64, u64) = (ctx.arg(0), ctx.arg(1));
+    let (folio, mapping): (*const u8, *const u8) = (ctx.arg(0), ctx.arg(1));
     btf_event(KernelEvent::PageDirty, |cfg| {
-        let host: u64 = if mapping == 0 {
-            0
+        let host: *const u8 = if mapping.is_null() {
+            core::ptr::null()
         } else {
-            kread(mapping, cfg.mapping_host_off)?
+            at(mapping, off!(mapping_host))
         };
-        let ino: u64 = if host == 0 {
+        let ino: u64 = if host.is_null() {
             0
         } else {
-            kread(host, cfg.inode_ino_off)?
+            at(host, off!(inode_ino))
         };
         kept_page(cfg, ino)?;
-        let tag = if host == 0 {
+        let tag = if host.is_null() {
             [0; 8]
         } else {
-            bdi_name(cfg, host)?
+            bdi_name(host)?
         };
         Ok(Values {
             ino,
-            index: Some(kread(folio, cfg.folio_index_off)?),
+            index: Some(at(folio, off!(folio_index))),
             tag,
             ..Values::default()
         })
@@ -656,20 +682,21 @@ pub fn strata_kb_page_dirty(ctx: BtfTracePointContext) -> i32 {
 /// unsigned long nr_to_write)
 #[btf_tracepoint(function = "writeback_single_inode_start")]
 pub fn strata_kb_writeback_start(ctx: BtfTracePointContext) -> i32 {
-    let inode: u64 = ctx.arg(0);
-    btf_event(KernelEvent::WritebackStart, |cfg| inode_values(cfg, inode))
+    let inode: *const u8 = ctx.arg(0);
+    btf_event(KernelEvent::WritebackStart, |_| inode_values(inode))
 }
 
 /// writeback_single_inode(struct inode *inode, struct writeback_control *wbc,
 /// unsigned long nr_to_write): `wrote` is what the pass took off `nr_to_write`.
 #[btf_tracepoint(function = "writeback_single_inode")]
 pub fn strata_kb_writeback_end(ctx: BtfTracePointContext) -> i32 {
-    let (inode, wbc, nr_to_write): (u64, u64, u64) = (ctx.arg(0), ctx.arg(1), ctx.arg(2));
-    btf_event(KernelEvent::WritebackEnd, |cfg| {
-        let left: u64 = kread(wbc, cfg.wbc_nr_to_write_off)?;
+    let (inode, wbc, nr_to_write): (*const u8, *const u8, u64) =
+        (ctx.arg(0), ctx.arg(1), ctx.arg(2));
+    btf_event(KernelEvent::WritebackEnd, |_| {
+        let left: u64 = at(wbc, off!(wbc_nr_to_write));
         Ok(Values {
             wrote: nr_to_write.wrapping_sub(left),
-            ..inode_values(cfg, inode)?
+            ..inode_values(inode)?
         })
     })
 }
