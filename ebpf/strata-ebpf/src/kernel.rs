@@ -166,15 +166,16 @@ fn try_kernel_event(ctx: &TracePointContext, event: KernelEvent) -> Res<()> {
     }
     let f = STRATA_KERNEL_FIELDS.get(event as u32).ok_or(-1)?;
     let w = window(ctx, f)?;
-    on_kernel_event(cfg, event, &Values::from_record(w, f))
+    let mine = traced(cfg, (bpf_get_current_pid_tgid() >> 32) as u32);
+    on_kernel_event(cfg, event, &Values::from_record(w, f), mine)
 }
 
-/// Keeps or drops kernel event `event`, and sends or merges its record.
+/// Keeps or drops kernel event `event`, and sends or merges its record; `mine`: whether the
+/// current process is traced.
 #[inline(always)]
-fn on_kernel_event(cfg: &Config, event: KernelEvent, v: &Values) -> Res<()> {
+fn on_kernel_event(cfg: &Config, event: KernelEvent, v: &Values, mine: bool) -> Res<()> {
     let pid_tgid = bpf_get_current_pid_tgid();
     let (tgid, tid) = ((pid_tgid >> 32) as u32, pid_tgid as u32);
-    let mine = traced(cfg, tgid);
     let (dev, sector) = (v.dev, v.sector);
     let mut ino = v.ino;
     let key = BioKey {
@@ -408,14 +409,16 @@ fn kread<T>(base: u64, off: u32) -> Res<T> {
     crate::kfunc::kread(base + u64::from(off))
 }
 
-/// Runs `event`'s common part on what `values` reads, unless recording has stopped.
+/// Runs `event`'s common part on what `values` reads (told whether the current process is
+/// traced), unless recording has stopped.
 #[inline(always)]
-fn btf_event(event: KernelEvent, values: impl FnOnce(&Config) -> Res<Values>) -> i32 {
+fn btf_event(event: KernelEvent, values: impl FnOnce(&Config, bool) -> Res<Values>) -> i32 {
     let _ = config().and_then(|cfg| {
         if cfg.stopped != 0 {
             return Ok(());
         }
-        on_kernel_event(cfg, event, &values(cfg)?)
+        let mine = traced(cfg, (bpf_get_current_pid_tgid() >> 32) as u32);
+        on_kernel_event(cfg, event, &values(cfg, mine)?, mine)
     });
     0
 }
@@ -439,14 +442,12 @@ fn bio_values(cfg: &Config, bio: u64) -> Res<Values> {
 #[btf_tracepoint(function = "block_bio_queue")]
 pub fn strata_kb_bio_queue(ctx: BtfTracePointContext) -> i32 {
     let bio: u64 = ctx.arg(0);
-    btf_event(KernelEvent::BioQueue, |cfg| {
+    btf_event(KernelEvent::BioQueue, |cfg, mine| {
         // Most bios on a node are neither a traced process's nor a watched writeback's:
         // decided before any read.
-        let pid_tgid = bpf_get_current_pid_tgid();
+        let tid = bpf_get_current_pid_tgid() as u32;
         // SAFETY: read-only lookup of a plain value.
-        if !traced(cfg, (pid_tgid >> 32) as u32)
-            && unsafe { STRATA_WRITEBACK_THREADS.get(pid_tgid as u32) }.is_none()
-        {
+        if !mine && unsafe { STRATA_WRITEBACK_THREADS.get(tid) }.is_none() {
             return Err(0);
         }
         bio_values(cfg, bio)
@@ -457,7 +458,7 @@ pub fn strata_kb_bio_queue(ctx: BtfTracePointContext) -> i32 {
 #[btf_tracepoint(function = "block_split")]
 pub fn strata_kb_bio_split(ctx: BtfTracePointContext) -> i32 {
     let (bio, new_sector): (u64, u64) = (ctx.arg(0), ctx.arg(1));
-    btf_event(KernelEvent::BioSplit, |cfg| {
+    btf_event(KernelEvent::BioSplit, |cfg, _| {
         Ok(Values {
             new_sector: u64::from(new_sector as u32),
             ..bio_values(cfg, bio)?
@@ -469,7 +470,7 @@ pub fn strata_kb_bio_split(ctx: BtfTracePointContext) -> i32 {
 #[btf_tracepoint(function = "block_bio_remap")]
 pub fn strata_kb_bio_remap(ctx: BtfTracePointContext) -> i32 {
     let (bio, dev, from): (u64, u64, u64) = (ctx.arg(0), ctx.arg(1), ctx.arg(2));
-    btf_event(KernelEvent::BioRemap, |cfg| {
+    btf_event(KernelEvent::BioRemap, |cfg, _| {
         Ok(Values {
             old_dev: dev as u32,
             old_sector: from,
@@ -482,7 +483,7 @@ pub fn strata_kb_bio_remap(ctx: BtfTracePointContext) -> i32 {
 #[btf_tracepoint(function = "block_rq_issue")]
 pub fn strata_kb_rq_issue(ctx: BtfTracePointContext) -> i32 {
     let rq: u64 = ctx.arg(0);
-    btf_event(KernelEvent::RqIssue, |cfg| {
+    btf_event(KernelEvent::RqIssue, |cfg, _| {
         // Requests of devices without kept bios are dropped before any other read.
         let dev = rq_dev(cfg, rq)?;
         busy(dev)?;
@@ -508,7 +509,7 @@ pub fn strata_kb_rq_issue(ctx: BtfTracePointContext) -> i32 {
 #[btf_tracepoint(function = "block_rq_complete")]
 pub fn strata_kb_rq_complete(ctx: BtfTracePointContext) -> i32 {
     let (rq, status, nr_bytes): (u64, u64, u64) = (ctx.arg(0), ctx.arg(1), ctx.arg(2));
-    btf_event(KernelEvent::RqComplete, |cfg| {
+    btf_event(KernelEvent::RqComplete, |cfg, _| {
         let dev = rq_dev(cfg, rq)?;
         busy(dev)?;
         Ok(Values {
@@ -549,11 +550,11 @@ fn at<T: Copy>(base: *const u8, off: u32) -> T {
 /// What the page-cache trace events say of a folio: its file's inode and device, its index
 /// and its order.
 #[inline(always)]
-fn folio_values(cfg: &Config, folio: *const u8) -> Res<Values> {
+fn folio_values(mine: bool, folio: *const u8) -> Res<Values> {
     let mapping: *const u8 = at(folio, off!(folio_mapping));
     let host: *const u8 = at(mapping, off!(mapping_host));
     let ino: u64 = at(host, off!(inode_ino));
-    kept_page(cfg, ino)?;
+    kept_page(mine, ino)?;
     let flags: u64 = at(folio, off!(folio_flags));
     // `folio_order`: 0 unless the folio is large (its first page a head page).
     let order: u8 = if (flags >> (off!(pg_head) & 63)) & 1 != 0 {
@@ -575,15 +576,11 @@ fn folio_values(cfg: &Config, folio: *const u8) -> Res<Values> {
 }
 
 /// Whether a page event on inode `ino` may be kept (`on_kernel_event` decides): in a traced
-/// process, or on a watched file. Most page events on a node are neither: they are dropped
-/// before the rest is read.
+/// process (`mine`), or on a watched file. Most page events on a node are neither: they are
+/// dropped before the rest is read.
 #[inline(always)]
-fn kept_page(cfg: &Config, ino: u64) -> Res<()> {
-    if traced(cfg, (bpf_get_current_pid_tgid() >> 32) as u32) || watched(ino) {
-        Ok(())
-    } else {
-        Err(0)
-    }
+fn kept_page(mine: bool, ino: u64) -> Res<()> {
+    if mine || watched(ino) { Ok(()) } else { Err(0) }
 }
 
 /// The first 8 bytes of the name of an inode's backing device ("major:minor", as the
@@ -610,15 +607,14 @@ fn bdi_name(inode: *const u8) -> Res<[u8; 8]> {
 /// the address is taken as a number, and the rest read through the helper.
 #[inline(always)]
 fn bdev_bdi_name(inode: *const u8) -> Res<[u8; 8]> {
-    let addr: u64 = crate::kfunc::kread((&raw const inode) as u64)?;
+    let addr: u64 = kread((&raw const inode) as u64, 0)?;
     let bdev = addr.wrapping_sub(u64::from(off!(bdev_vfs_inode)));
-    let disk: u64 = crate::kfunc::kread(bdev + u64::from(off!(bdev_disk)))?;
-    let bdi: u64 = crate::kfunc::kread(disk + u64::from(off!(disk_bdi)))?;
-    let dev: u64 = crate::kfunc::kread(bdi + u64::from(off!(bdi_dev)))?;
-    if dev == 0 {
+    let disk: u64 = kread(bdev, off!(bdev_disk))?;
+    let bdi: u64 = kread(disk, off!(disk_bdi))?;
+    if kread::<u64>(bdi, off!(bdi_dev))? == 0 {
         return Ok([0; 8]);
     }
-    crate::kfunc::kread(bdi + u64::from(off!(bdi_name)))
+    kread(bdi, off!(bdi_name))
 }
 
 /// What the writeback events say of an inode: its number, where its writeback resumes, its
@@ -638,21 +634,23 @@ fn inode_values(inode: *const u8) -> Res<Values> {
 #[btf_tracepoint(function = "mm_filemap_add_to_page_cache")]
 pub fn strata_kb_cache_add(ctx: BtfTracePointContext) -> i32 {
     let folio: *const u8 = ctx.arg(0);
-    btf_event(KernelEvent::CacheAdd, |cfg| folio_values(cfg, folio))
+    btf_event(KernelEvent::CacheAdd, |_, mine| folio_values(mine, folio))
 }
 
 /// mm_filemap_delete_from_page_cache(struct folio *folio)
 #[btf_tracepoint(function = "mm_filemap_delete_from_page_cache")]
 pub fn strata_kb_cache_delete(ctx: BtfTracePointContext) -> i32 {
     let folio: *const u8 = ctx.arg(0);
-    btf_event(KernelEvent::CacheDelete, |cfg| folio_values(cfg, folio))
+    btf_event(KernelEvent::CacheDelete, |_, mine| {
+        folio_values(mine, folio)
+    })
 }
 
 /// writeback_dirty_folio(struct folio *folio, struct address_space *mapping)
 #[btf_tracepoint(function = "writeback_dirty_folio")]
 pub fn strata_kb_page_dirty(ctx: BtfTracePointContext) -> i32 {
     let (folio, mapping): (*const u8, *const u8) = (ctx.arg(0), ctx.arg(1));
-    btf_event(KernelEvent::PageDirty, |cfg| {
+    btf_event(KernelEvent::PageDirty, |_, mine| {
         let host: *const u8 = if mapping.is_null() {
             core::ptr::null()
         } else {
@@ -663,7 +661,7 @@ pub fn strata_kb_page_dirty(ctx: BtfTracePointContext) -> i32 {
         } else {
             at(host, off!(inode_ino))
         };
-        kept_page(cfg, ino)?;
+        kept_page(mine, ino)?;
         let tag = if host.is_null() {
             [0; 8]
         } else {
@@ -683,7 +681,7 @@ pub fn strata_kb_page_dirty(ctx: BtfTracePointContext) -> i32 {
 #[btf_tracepoint(function = "writeback_single_inode_start")]
 pub fn strata_kb_writeback_start(ctx: BtfTracePointContext) -> i32 {
     let inode: *const u8 = ctx.arg(0);
-    btf_event(KernelEvent::WritebackStart, |_| inode_values(inode))
+    btf_event(KernelEvent::WritebackStart, |_, _| inode_values(inode))
 }
 
 /// writeback_single_inode(struct inode *inode, struct writeback_control *wbc,
@@ -692,7 +690,7 @@ pub fn strata_kb_writeback_start(ctx: BtfTracePointContext) -> i32 {
 pub fn strata_kb_writeback_end(ctx: BtfTracePointContext) -> i32 {
     let (inode, wbc, nr_to_write): (*const u8, *const u8, u64) =
         (ctx.arg(0), ctx.arg(1), ctx.arg(2));
-    btf_event(KernelEvent::WritebackEnd, |_| {
+    btf_event(KernelEvent::WritebackEnd, |_, _| {
         let left: u64 = at(wbc, off!(wbc_nr_to_write));
         Ok(Values {
             wrote: nr_to_write.wrapping_sub(left),
