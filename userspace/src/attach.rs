@@ -1097,20 +1097,21 @@ fn attach_lifecycle(
     Ok(())
 }
 
-/// The program for lifecycle tracepoint `name` on its BTF raw tracepoint: the one whose
-/// arguments are the kernel's (sched_process_exit gained `group_dead` in Linux 6.9).
+/// The program for lifecycle tracepoint `name` on its BTF raw tracepoint: the one written for
+/// the kernel's prototype (`programs::LIFECYCLE_BTF`).
 fn lifecycle_btf_program(
     kernel_btf: &Result<btf_rs::Btf, String>,
     name: &str,
 ) -> Result<&'static str, String> {
-    let args = crate::btf::tracepoint_args(kernel_btf.as_ref()?, name).map_err(|e| e.to_string());
-    match (name, args?) {
-        ("task_newtask", 2) => Ok(programs::BTF_TASK_NEWTASK),
-        ("sched_process_exec", 3) => Ok(programs::BTF_PROCESS_EXEC),
-        ("sched_process_exit", 1) => Ok(programs::BTF_PROCESS_EXIT),
-        ("sched_process_exit", 2) => Ok(programs::BTF_PROCESS_EXIT_GROUP),
-        (_, n) => Err(format!("{name} has {n} arguments on this kernel")),
-    }
+    let args =
+        crate::btf::tracepoint_args(kernel_btf.as_ref()?, name).map_err(|e| e.to_string())?;
+    programs::LIFECYCLE_BTF
+        .iter()
+        .find(|(tp, n, _)| *tp == name && *n == args)
+        .map(|(_, _, prog)| *prog)
+        .ok_or_else(|| {
+            format!("strata has no program for {name} with {args} arguments (this kernel's)")
+        })
 }
 
 fn attach_syscall(
@@ -1835,10 +1836,6 @@ mod tests {
             programs::TASK_NEWTASK,
             programs::PROCESS_EXEC,
             programs::PROCESS_EXIT,
-            programs::BTF_TASK_NEWTASK,
-            programs::BTF_PROCESS_EXEC,
-            programs::BTF_PROCESS_EXIT,
-            programs::BTF_PROCESS_EXIT_GROUP,
             programs::KPROBE_ENTRY,
             programs::KPROBE_RETURN,
             programs::EMPTY_TRACEPOINT,
@@ -1855,6 +1852,11 @@ mod tests {
         .map(String::from)
         .collect();
         named.extend(programs::KERNEL_TRACEPOINT.iter().map(|s| s.to_string()));
+        named.extend(
+            programs::LIFECYCLE_BTF
+                .iter()
+                .map(|(_, _, p)| p.to_string()),
+        );
         named.extend(
             programs::KERNEL_BTF
                 .iter()

@@ -85,12 +85,15 @@ pub mod programs {
     pub const TASK_NEWTASK: &str = "strata_task_newtask";
     pub const PROCESS_EXEC: &str = "strata_process_exec";
     pub const PROCESS_EXIT: &str = "strata_process_exit";
-    /// The lifecycle programs on BTF raw tracepoints (the default where the kernel has BTF);
-    /// sched_process_exit has one for each of its prototypes.
-    pub const BTF_TASK_NEWTASK: &str = "strata_kb_task_newtask";
-    pub const BTF_PROCESS_EXEC: &str = "strata_kb_process_exec";
-    pub const BTF_PROCESS_EXIT: &str = "strata_kb_process_exit";
-    pub const BTF_PROCESS_EXIT_GROUP: &str = "strata_kb_process_exit_group";
+    /// The lifecycle programs on BTF raw tracepoints (the default where the kernel has BTF):
+    /// (tracepoint, its arguments, program); sched_process_exit has one for each of its
+    /// prototypes (it gained `group_dead` in Linux 6.9).
+    pub const LIFECYCLE_BTF: [(&str, usize, &str); 4] = [
+        ("task_newtask", 2, "strata_kb_task_newtask"),
+        ("sched_process_exec", 3, "strata_kb_process_exec"),
+        ("sched_process_exit", 1, "strata_kb_process_exit"),
+        ("sched_process_exit", 2, "strata_kb_process_exit_group"),
+    ];
     pub const KPROBE_ENTRY: &str = "strata_kprobe_entry";
     pub const KPROBE_RETURN: &str = "strata_kprobe_return";
     /// Programs that return at once, for the benchmark's empty-probe baseline.
