@@ -18,7 +18,9 @@ use strata_common::{
 };
 
 use crate::{
-    Res, STRATA_EVENTS, bounded, config, count, masked,
+    Res, STRATA_EVENTS, bounded, config, count,
+    kfunc::kread_at as kread,
+    masked,
     thread::{self, current_call},
     traced, wakeup,
 };
@@ -402,12 +404,6 @@ fn submit(mut rec: KernelRecord) {
 // ---- the block events on their BTF raw tracepoints (see `programs::KERNEL_BTF`): the same
 // records as the trace events', read from the bio or request through offsets of the
 // kernel's BTF ----
-
-/// A kernel value at `base + off`.
-#[inline(always)]
-fn kread<T>(base: u64, off: u32) -> Res<T> {
-    crate::kfunc::kread(base + u64::from(off))
-}
 
 /// Runs `event`'s common part on what `values` reads (told whether the current process is
 /// traced), unless recording has stopped.

@@ -36,6 +36,12 @@ pub(crate) fn kread<T>(addr: u64) -> Res<T> {
     unsafe { bpf_probe_read_kernel(addr as *const T) }.map_err(|e| e as i64)
 }
 
+/// A kernel value at `base + off` (a field of a kernel object, at an offset from BTF).
+#[inline(always)]
+pub(crate) fn kread_at<T>(base: u64, off: u32) -> Res<T> {
+    kread(base + u64::from(off))
+}
+
 fn try_kprobe_entry(ctx: &ProbeContext) -> Res<()> {
     // SAFETY: the helper reads the probed address of the current kprobe.
     let ip = unsafe { bpf_get_func_ip(ctx.as_ptr()) };

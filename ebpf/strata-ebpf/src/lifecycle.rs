@@ -20,18 +20,12 @@ use strata_common::{
 
 use crate::{
     Res, STRATA_EVENTS, STRATA_TRACED, STRATA_TYPES_SENT, bounded, config, count, in_target,
-    masked, output_prefix, thread, traced, user_traced,
+    kfunc::kread_at as kread, masked, output_prefix, thread, traced, user_traced,
 };
 
 /// Where a part of a new image's arguments or environment is assembled.
 #[map]
 static STRATA_IMAGE_SCRATCH: PerCpuArray<ImageRecord> = PerCpuArray::with_max_entries(1, 0);
-
-/// A kernel value at `base + off`.
-#[inline(always)]
-fn kread<T>(base: u64, off: u32) -> Res<T> {
-    crate::kfunc::kread(base + u64::from(off))
-}
 
 /// Sends a lifecycle record; `filename` points to a kernel string (exec's path).
 #[inline(always)]

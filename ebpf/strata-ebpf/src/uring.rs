@@ -23,15 +23,15 @@ use aya_ebpf::{
     programs::{BtfTracePointContext, TracePointContext},
 };
 use strata_common::{
-    Counter, KernelEvent, MAX_ARGS, MAX_DEPTH, RecordKind, RequestBegin, RequestEnd, SPEC_ENABLED,
-    URING_FIELD_DEREF, URING_FIELD_SIGNED, URING_FIXED_FILE, URING_OPS, URING_SPAN, UringField,
-    UringOp,
+    Config, Counter, KernelEvent, MAX_ARGS, MAX_DEPTH, RecordKind, RequestBegin, RequestEnd,
+    SPEC_ENABLED, URING_FIELD_DEREF, URING_FIELD_SIGNED, URING_FIXED_FILE, URING_OPS, URING_SPAN,
+    UringField, UringOp,
 };
 
 use crate::{
     Res, STRATA_EVENTS, STRATA_FUNC_SPECS, bounded, config, count, emit_kernel_string,
     kernel::{STRATA_KERNEL_FIELDS, field, window},
-    kfunc::{file_ids, kread},
+    kfunc::{file_ids, kread_at},
     next_call_id, thread, traced, wakeup,
 };
 
@@ -91,7 +91,7 @@ pub fn strata_k_uring_complete(ctx: TracePointContext) -> u32 {
             .get(KernelEvent::UringComplete as u32)
             .ok_or(-1)?;
         let w = window(&ctx, f)?;
-        on_complete(field(w, f.ctx), field(w, f.req), || Ok(field(w, f.res)))
+        on_complete(field(w, f.ctx), field(w, f.req), |_| Ok(field(w, f.res)))
     })();
     0
 }
@@ -101,7 +101,7 @@ pub fn strata_k_uring_complete(ctx: TracePointContext) -> u32 {
 #[btf_tracepoint(function = "io_uring_complete")]
 pub fn strata_kb_uring_complete(ctx: BtfTracePointContext) -> i32 {
     let (ring, req, cqe): (u64, u64, u64) = (ctx.arg(0), ctx.arg(1), ctx.arg(2));
-    let _ = on_complete(ring, req, || kread(cqe + u64::from(config()?.cqe_res_off)));
+    let _ = on_complete(ring, req, |cfg| kread_at(cqe, cfg.cqe_res_off));
     0
 }
 
@@ -110,7 +110,7 @@ pub fn strata_kb_uring_complete(ctx: BtfTracePointContext) -> i32 {
 #[btf_tracepoint(function = "io_uring_complete")]
 pub fn strata_kb_uring_complete_res(ctx: BtfTracePointContext) -> i32 {
     let (ring, req, res): (u64, u64, u64) = (ctx.arg(0), ctx.arg(1), ctx.arg(3));
-    let _ = on_complete(ring, req, || Ok(res as i32));
+    let _ = on_complete(ring, req, |_| Ok(res as i32));
     0
 }
 
@@ -144,10 +144,10 @@ impl ReqEvent {
     fn from_request(req: u64) -> Res<Self> {
         let cfg = config()?;
         Ok(Self {
-            ring: kread(req + u64::from(cfg.uring_ctx_off))?,
+            ring: kread_at(req, cfg.uring_ctx_off)?,
             req,
-            opcode: kread(req + u64::from(cfg.uring_opcode_off))?,
-            flags: kread(req + u64::from(cfg.uring_flags_off))?,
+            opcode: kread_at(req, cfg.uring_opcode_off)?,
+            flags: kread_at(req, cfg.uring_flags_off)?,
         })
     }
 }
@@ -341,9 +341,9 @@ fn begin_request(t: &Traced, call_id: u64, args: [u64; MAX_ARGS]) {
     entry.submit(wakeup(core::mem::size_of::<RequestBegin>(), true));
 }
 
-/// A completion on ring `ring` of request `req`, whose result `res` gives.
+/// A completion on ring `ring` of request `req`, whose result `res` reads (given the config).
 #[inline(always)]
-fn on_complete(ring: u64, req: u64, res: impl FnOnce() -> Res<i32>) -> Res<()> {
+fn on_complete(ring: u64, req: u64, res: impl FnOnce(&Config) -> Res<i32>) -> Res<()> {
     let cfg = config()?;
     if cfg.stopped != 0 {
         return Ok(());
@@ -351,18 +351,18 @@ fn on_complete(ring: u64, req: u64, res: impl FnOnce() -> Res<i32>) -> Res<()> {
     // SAFETY: read-only lookup of a plain value.
     let pid = *unsafe { STRATA_URING_RINGS.get(ring) }.ok_or(0)?;
     // Only the opcodes recorded: the ring may carry others (network requests).
-    let opcode: u8 = kread(req + u64::from(cfg.uring_opcode_off))?;
+    let opcode: u8 = kread_at(req, cfg.uring_opcode_off)?;
     let op = STRATA_URING_OPS.get(u32::from(opcode)).ok_or(-1)?;
     if op.probe == 0 {
         return Ok(());
     }
     // The request's file is assigned when it is issued: a registered file's too.
     let (ino, dev) = if usize::from(op.file_arg) < MAX_ARGS {
-        file_ids(cfg, kread(req + u64::from(op.file_off)).unwrap_or(0))
+        file_ids(cfg, kread_at(req, u32::from(op.file_off)).unwrap_or(0))
     } else {
         (0, 0)
     };
-    let res = res()?;
+    let res = res(cfg)?;
     // In place, as the submission's record.
     let Some(mut entry) = STRATA_EVENTS.reserve::<RequestEnd>(0) else {
         count(Counter::RingbufFull);
