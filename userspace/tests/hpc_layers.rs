@@ -1247,7 +1247,8 @@ fn untyped_netcdf_transfers_move_the_variables_type() {
         .arg(dir.join("untyped.nc")));
     assert!(res.status.success(), "{:?}", res.status);
     let mut calls = rows(&out, "calls");
-    calls.sort_by_key(|c| c.i("call_id"));
+    // In the order the calls began: a call id is unique, not ordered across CPUs.
+    calls.sort_by_key(|c| c.i("ts_begin_ns"));
     let transfers: Vec<(&str, Option<i64>)> = calls
         .iter()
         .filter(|c| c.s("layer") == Some("netcdf"))
