@@ -121,6 +121,8 @@ struct Uprobes {
     links: usize,
     /// The programs for multi links, where the kernel has them.
     multi: Option<crate::uprobe_multi::Programs>,
+    /// Those programs while the kernel verifies them.
+    loading: Option<crate::uprobe_multi::Loading>,
     /// Multi links, two per library file.
     multi_links: Vec<std::os::fd::OwnedFd>,
     /// Probes checked and waiting for their file's multi link: (file, offset, cookie).
@@ -134,19 +136,20 @@ struct Uprobes {
 
 impl Uprobes {
     fn new(ebpf: &Ebpf) -> Self {
-        let multi = crate::uprobe_multi::Programs::load(
+        let loading = crate::uprobe_multi::Programs::load(
             ebpf,
             EBPF,
             programs::UPROBE_ENTRY,
             programs::UPROBE_RETURN,
         );
-        if let Err(e) = &multi {
+        if let Err(e) = &loading {
             log::debug!("no multi-uprobe links, one perf event per uprobe: {e:#}");
         }
         Self {
             at: HashMap::new(),
             links: 0,
-            multi: multi.ok(),
+            multi: None,
+            loading: loading.ok(),
             multi_links: Vec::new(),
             pending: Vec::new(),
             pending_calls: Vec::new(),
@@ -154,10 +157,23 @@ impl Uprobes {
         }
     }
 
+    /// Waits for the multi-link programs' verification, if it is under way.
+    fn loaded(&mut self) {
+        if let Some(loading) = self.loading.take() {
+            match loading.wait() {
+                Ok(p) => self.multi = Some(p),
+                // The kernel has the links (checked before) but refused the programs: the
+                // perf-event uprobes instead take far longer to attach and to release.
+                Err(e) => log::warn!("multi-uprobe links unused, one perf event per uprobe: {e:#}"),
+            }
+        }
+    }
+
     /// Attaches the pending probes, one multi link pair per file where the kernel has them
     /// (Linux 6.6+), else one perf-event uprobe per probe. Returns the probes that could not
     /// be attached, and those attached by multi link.
     fn attach_pending(&mut self, ebpf: &mut Ebpf) -> (Vec<(u32, Failure)>, Vec<u32>) {
+        self.loaded();
         let mut pending = std::mem::take(&mut self.pending);
         pending.sort();
         let (mut failed, mut multi) = (Vec::new(), Vec::new());
@@ -612,13 +628,6 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
         }
     }
 
-    for name in [
-        programs::SYS_ENTER,
-        programs::SYS_ENTER_ONE,
-        programs::SYS_EXIT,
-    ] {
-        program::<TracePoint>(&mut ebpf, name)?.load()?;
-    }
     // Raw mode prefers BTF raw tracepoints; without them, the classic raw_syscalls events
     // (same records, a third more per hit), and the probes table says why.
     // Parsed once for every BTF raw tracepoint program (the syscalls', rq_complete's).
@@ -839,7 +848,7 @@ fn attach_raw_syscalls(ebpf: &mut Ebpf, btf: bool) -> anyhow::Result<Vec<RawLink
                 .with_context(|| format!("cannot attach to BTF raw tracepoint {event}"))?;
             RawLink::Btf(with_btf, id)
         } else {
-            let id = program::<TracePoint>(ebpf, classic)?
+            let id = syscall_tracepoint(ebpf, classic)?
                 .attach("raw_syscalls", event)
                 .with_context(|| format!("cannot attach to tracepoint raw_syscalls/{event}"))?;
             RawLink::Classic(classic, id)
@@ -1031,6 +1040,17 @@ where
     Ok(prog.try_into()?)
 }
 
+/// The trace-event syscall program `name`, loaded at its first use: a default run links the
+/// BTF raw tracepoints instead and never needs it.
+fn syscall_tracepoint<'a>(ebpf: &'a mut Ebpf, name: &str) -> anyhow::Result<&'a mut TracePoint> {
+    let prog = program::<TracePoint>(ebpf, name)?;
+    if prog.fd().is_err() {
+        prog.load()
+            .with_context(|| format!("the kernel rejected {name}"))?;
+    }
+    Ok(prog)
+}
+
 fn lifecycle_config(root: &Path, opts: &Options) -> anyhow::Result<Config> {
     let newtask = tracefs::format(root, "task", "task_newtask")?;
     let exec = tracefs::format(root, "sched", "sched_process_exec")?;
@@ -1161,7 +1181,7 @@ fn attach_syscall(
         (programs::SYS_EXIT, format!("sys_exit_{name}")),
         (programs::SYS_ENTER_ONE, format!("sys_enter_{name}")),
     ] {
-        program::<TracePoint>(ebpf, prog)
+        syscall_tracepoint(ebpf, prog)
             .map_err(failed)?
             .attach("syscalls", &event)
             .map_err(|e| Failure::Failed(format!("attach to syscalls/{event}: {}", cause(&e))))?;

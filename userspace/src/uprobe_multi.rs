@@ -30,10 +30,25 @@ pub struct Programs {
     ret: OwnedFd,
 }
 
+/// The two programs being verified on a thread of their own: the entry program's
+/// verification is the longest single step of a start (about 80 of the 170 ms all program
+/// loads take here), and nothing needs it before the first uprobe is linked.
+pub struct Loading(std::thread::JoinHandle<anyhow::Result<Programs>>);
+
+impl Loading {
+    /// The programs, once verified.
+    pub fn wait(self) -> anyhow::Result<Programs> {
+        self.0
+            .join()
+            .map_err(|_| anyhow!("the thread loading the multi-uprobe programs panicked"))?
+    }
+}
+
 impl Programs {
-    /// Loads `entry` and `ret` (program names) from `object`, whose maps aya has created in
-    /// `ebpf`. Fails on kernels without multi uprobes (before 6.6 the link fails instead).
-    pub fn load(ebpf: &Ebpf, object: &[u8], entry: &str, ret: &str) -> anyhow::Result<Self> {
+    /// Starts loading `entry` and `ret` (program names) from `object`, whose maps aya has
+    /// created in `ebpf`. Fails at once on kernels without multi uprobes (before 6.6 the
+    /// link fails instead).
+    pub fn load(ebpf: &Ebpf, object: &[u8], entry: &str, ret: &str) -> anyhow::Result<Loading> {
         supported()?;
         let mut obj = aya_obj::Object::parse(object).context("parsing the eBPF object")?;
         let text_sections: HashSet<usize> = obj.functions.keys().map(|(s, _)| *s).collect();
@@ -49,19 +64,31 @@ impl Programs {
             .collect::<anyhow::Result<Vec<_>>>()?;
         obj.relocate_maps(fds.into_iter(), &text_sections)?;
         obj.relocate_calls(&text_sections)?;
-        let load = |name: &str| -> anyhow::Result<OwnedFd> {
+        let insns = |name: &str| -> anyhow::Result<(String, Vec<bpf_insn>)> {
             let prog = obj
                 .programs
                 .get(name)
                 .ok_or_else(|| anyhow!("no program {name} in the object"))?;
-            let insns = &obj.functions[&prog.function_key()].instructions;
-            prog_load(name, insns, &obj.license)
-                .with_context(|| format!("loading {name} for multi-uprobe links"))
+            let insns = obj.functions[&prog.function_key()].instructions.clone();
+            Ok((name.to_owned(), insns))
         };
-        Ok(Self {
-            entry: load(entry)?,
-            ret: load(ret)?,
-        })
+        let (entry, ret) = (insns(entry)?, insns(ret)?);
+        let license = obj.license.clone();
+        Ok(Loading(std::thread::spawn(move || {
+            // Signals are for the main thread: the verifier gives up with EAGAIN when one is
+            // pending on its thread, as a SIGCHLD of a helper process can be.
+            use nix::sys::signal::{SigSet, SigmaskHow, pthread_sigmask};
+            pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&SigSet::all()), None)
+                .context("blocking signals on the thread loading the uprobe programs")?;
+            let load = |(name, insns): &(String, Vec<bpf_insn>)| {
+                prog_load(name, insns, &license)
+                    .with_context(|| format!("loading {name} for multi-uprobe links"))
+            };
+            Ok(Self {
+                entry: load(&entry)?,
+                ret: load(&ret)?,
+            })
+        })))
     }
 
     /// Attaches both programs at `offsets` of the file at `path`, the probe at `offsets[i]`
@@ -239,7 +266,15 @@ fn prog_load(name: &str, insns: &[bpf_insn], license: &CStr) -> io::Result<Owned
         prog_ifindex: 0,
         expected_attach_type: bpf_attach_type::BPF_TRACE_UPROBE_MULTI as u32,
     };
-    bpf(bpf_cmd::BPF_PROG_LOAD, &attr)
+    // The verifier gives up with EAGAIN when a signal interrupts it: tried again, as libbpf
+    // does.
+    let mut tries = 5;
+    loop {
+        match bpf(bpf_cmd::BPF_PROG_LOAD, &attr) {
+            Err(e) if e.raw_os_error() == Some(libc::EAGAIN) && tries > 1 => tries -= 1,
+            r => return r,
+        }
+    }
 }
 
 fn link_create(

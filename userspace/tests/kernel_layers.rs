@@ -1264,6 +1264,9 @@ fn the_trace_event_fallbacks_verify_too() {
         checked.push(name.to_string());
     }
     for fallback in [
+        "strata_sys_enter",
+        "strata_sys_enter_one",
+        "strata_sys_exit",
         "strata_task_newtask",
         "strata_process_exec",
         "strata_process_exit",
@@ -1312,8 +1315,6 @@ fn every_program_verifies_well_within_the_kernels_budget() {
         })
         .collect();
     for always in [
-        "strata_sys_enter",
-        "strata_sys_exit",
         "strata_btf_sys_enter",
         "strata_btf_sys_exit",
         "strata_uprobe_entry",
