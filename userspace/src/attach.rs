@@ -489,6 +489,7 @@ pub fn load_object(
     task_storage: bool,
     floor_ring: bool,
     page_offsets: &strata_common::PageOffsets,
+    block_offsets: &strata_common::BlockOffsets,
 ) -> anyhow::Result<Ebpf> {
     // The map is created either way.
     if !aya::sys::is_map_supported(aya::maps::MapType::TaskStorage).unwrap_or(true) {
@@ -507,6 +508,7 @@ pub fn load_object(
         .override_global(globals::USE_TASK_STORAGE, &flag, true)
         .override_global(globals::FLOOR_RING, &floor_ring, true)
         .override_global(globals::PAGE_OFFSETS, page_offsets, true)
+        .override_global(globals::BLOCK_OFFSETS, block_offsets, true)
         // aya has no wrapper for task storage; only the programs use it.
         .allow_unsupported_maps()
         .load(EBPF)
@@ -519,11 +521,16 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
     // with the reason, nothing else does.
     let kernel_btf = crate::btf::kernel().map_err(|e| e.to_string());
     // Thread stacks in task-local storage need the kernel's BTF (the task pointer's type).
-    // Where the page programs read: constants to the verifier, so set before loading.
+    // Where the page and block programs read: constants to the verifier, so set before
+    // loading.
     let page_fields = kernel_btf
         .as_ref()
         .map_err(Clone::clone)
         .and_then(|b| crate::btf::page_offsets(b).map_err(|e| e.to_string()));
+    let block_fields = kernel_btf
+        .as_ref()
+        .map_err(Clone::clone)
+        .and_then(|b| crate::btf::block_offsets(b).map_err(|e| e.to_string()));
     let mut ebpf = load_object(
         Some(opts.ring_bytes),
         kernel_btf.is_ok(),
@@ -531,12 +538,14 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
         page_fields
             .as_ref()
             .unwrap_or(&strata_common::PageOffsets::NONE),
+        block_fields
+            .as_ref()
+            .unwrap_or(&strata_common::BlockOffsets::NONE),
     )?;
     // While every map is still in `ebpf`: the multi-uprobe programs use them all.
     let mut uprobes = Uprobes::new(&ebpf);
 
     let file_offsets = crate::btf::offsets(&kernel_btf, crate::btf::file_offsets);
-    let request_offsets = crate::btf::offsets(&kernel_btf, crate::btf::request_offsets);
     let mut config = lifecycle_config(&root, opts)?;
     // Where a completing io_uring request keeps its opcode.
     let uring_opcode = kernel_btf.as_ref().map_err(Clone::clone).and_then(|b| {
@@ -582,35 +591,8 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
         config.task_pid_off = pid;
         config.bprm_filename_off = filename;
     }
-    let flag_bits = kernel_btf
-        .as_ref()
-        .map_err(Clone::clone)
-        .and_then(|b| crate::btf::req_flag_bits(b).map_err(|e| e.to_string()));
-    let block_fields = crate::btf::offsets(&kernel_btf, crate::btf::block_offsets);
-    if let (Ok([bdev, disk, sector, size, opf, len]), Ok(bits)) = (&block_fields, &flag_bits) {
-        config.bio_bdev_off = *bdev;
-        config.bdev_disk_off = *disk;
-        config.bio_sector_off = *sector;
-        config.bio_size_off = *size;
-        config.bio_opf_off = *opf;
-        config.rq_len_off = *len;
-        config.req_flag_bits = *bits;
-    }
-    // The block programs on BTF raw tracepoints read through all three.
-    let block_offsets: Result<(), String> = request_offsets
-        .clone()
-        .and(block_fields)
-        .and(flag_bits)
-        .map(drop);
+    let block_offsets: Result<(), String> = block_fields.map(drop);
     let page_offsets: Result<(), String> = page_fields.map(drop);
-    if let Ok([q, disk, major, minor, sector, flags]) = request_offsets {
-        config.rq_q_off = q;
-        config.q_disk_off = disk;
-        config.disk_major_off = major;
-        config.disk_minor_off = minor;
-        config.rq_sector_off = sector;
-        config.rq_flags_off = flags;
-    }
     let mut cfg_map: Array<_, Config> = Array::try_from(map(&mut ebpf, maps::CONFIG)?)?;
     cfg_map.set(0, config, 0)?;
     // Before any probe attaches: a probe with `only` records nothing until its values are in.
@@ -1192,8 +1174,7 @@ fn attach_syscall(
 /// What the kernel events' programs read kernel structures with, or why they cannot.
 struct KernelStructs<'a> {
     btf: &'a Result<aya::Btf, String>,
-    /// [`crate::btf::request_offsets`], [`crate::btf::block_offsets`] and
-    /// [`crate::btf::req_flag_bits`]: whether the block programs have them.
+    /// [`crate::btf::block_offsets`]: whether the block programs have them.
     block_offsets: &'a Result<(), String>,
     /// [`crate::btf::page_offsets`]: whether the page-cache and writeback programs have them.
     page_offsets: &'a Result<(), String>,
@@ -1917,6 +1898,7 @@ mod tests {
                 globals::USE_TASK_STORAGE.to_string(),
                 globals::FLOOR_RING.to_string(),
                 globals::PAGE_OFFSETS.to_string(),
+                globals::BLOCK_OFFSETS.to_string(),
             ]),
             "read-only globals of the object vs strata_common::globals"
         );

@@ -93,19 +93,6 @@ pub fn file_offsets(btf: &Btf) -> Result<[u32; 4], BtfError> {
     ])
 }
 
-/// (request.q, request_queue.disk, gendisk.major, gendisk.first_minor, request.__sector,
-/// request.cmd_flags). Linux 5.15 and later: before, the disk hung off the request itself.
-pub fn request_offsets(btf: &Btf) -> Result<[u32; 6], BtfError> {
-    Ok([
-        member_offset(btf, "request", "q")?,
-        member_offset(btf, "request_queue", "disk")?,
-        member_offset(btf, "gendisk", "major")?,
-        member_offset(btf, "gendisk", "first_minor")?,
-        member_offset(btf, "request", "__sector")?,
-        member_offset(btf, "request", "cmd_flags")?,
-    ])
-}
-
 /// Where an argument of an io_uring request lies, from the request's start: `size` bytes
 /// at `off`, or behind the pointer at `off`, at `deref` into what it points to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -267,19 +254,26 @@ pub fn uring_offsets(btf: &Btf) -> Result<[u32; 4], BtfError> {
     ])
 }
 
-/// (bio.bi_bdev, block_device.bd_disk, bio.bi_iter.bi_sector, bio.bi_iter.bi_size,
-/// bio.bi_opf, request.__data_len): what the bio and request programs on BTF raw tracepoints
-/// read, beside [`request_offsets`].
-pub fn block_offsets(btf: &Btf) -> Result<[u32; 6], BtfError> {
-    let iter = member_offset(btf, "bio", "bi_iter")?;
-    Ok([
-        member_offset(btf, "bio", "bi_bdev")?,
-        member_offset(btf, "block_device", "bd_disk")?,
-        iter + member_offset(btf, "bvec_iter", "bi_sector")?,
-        iter + member_offset(btf, "bvec_iter", "bi_size")?,
-        member_offset(btf, "bio", "bi_opf")?,
-        member_offset(btf, "request", "__data_len")?,
-    ])
+/// Where the bio and request programs on BTF raw tracepoints read. Linux 5.15 and later:
+/// before, the disk hung off the request itself, and the bio had no block device.
+pub fn block_offsets(btf: &Btf) -> Result<strata_common::BlockOffsets, BtfError> {
+    let m = |s: &str, f: &str| member_offset(btf, s, f);
+    let iter = m("bio", "bi_iter")?;
+    Ok(strata_common::BlockOffsets {
+        bio_bdev: m("bio", "bi_bdev")?,
+        bio_sector: iter + m("bvec_iter", "bi_sector")?,
+        bio_size: iter + m("bvec_iter", "bi_size")?,
+        bio_opf: m("bio", "bi_opf")?,
+        bdev_disk: m("block_device", "bd_disk")?,
+        disk_major: m("gendisk", "major")?,
+        disk_minor: m("gendisk", "first_minor")?,
+        rq_q: m("request", "q")?,
+        rq_sector: m("request", "__sector")?,
+        rq_len: m("request", "__data_len")?,
+        rq_flags: m("request", "cmd_flags")?,
+        q_disk: m("request_queue", "disk")?,
+        req_flag_bits: req_flag_bits(btf)?,
+    })
 }
 
 /// Where the page-cache and writeback programs on BTF raw tracepoints read.
@@ -315,7 +309,7 @@ pub fn page_offsets(btf: &Btf) -> Result<strata_common::PageOffsets, BtfError> {
 
 /// The bit numbers of the request flags of `rwbs` (`strata_common::RWBS_FLAGS`), from the
 /// kernel's `enum req_flag_bits`; `NO_FLAG_BIT` for one it lacks.
-pub fn req_flag_bits(btf: &Btf) -> Result<[u8; 8], BtfError> {
+fn req_flag_bits(btf: &Btf) -> Result<[u8; 8], BtfError> {
     let mut bits = [strata_common::NO_FLAG_BIT; 8];
     for (bit, (_, name)) in bits.iter_mut().zip(strata_common::RWBS_FLAGS) {
         if let Some(v) = enumerator(btf, "req_flag_bits", name)?.filter(|v| *v < 32) {
@@ -394,18 +388,6 @@ mod tests {
         assert_eq!((max_fds, fd, mode), (0, 8, 0), "i_mode opens struct inode");
     }
 
-    /// struct request keeps its queue pointer first and the sector after the flags;
-    /// gendisk's major and first minor are adjacent ints.
-    #[test]
-    fn finds_request_fields() {
-        let btf = kernel().expect("this kernel has BTF");
-        let [q, disk, major, minor, sector, flags] = request_offsets(&btf).unwrap();
-        assert_eq!(q, 0, "request.q");
-        assert_eq!(disk % 8, 0);
-        assert_eq!(minor, major + 4);
-        assert!(flags < sector && sector % 8 == 0);
-    }
-
     /// Request fields against this kernel: the request's file first (it is also `io_rw`'s
     /// `kiocb.ki_filp`), the CQE's fd after its user data and result, a read's offset past
     /// the kiocb's file pointer in the command area; an open's path behind its `filename`.
@@ -464,20 +446,31 @@ mod tests {
         assert!(checked >= 20, "{checked} requests checked");
     }
 
-    /// bvec_iter begins with the sector, then the size; the rwbs flags are distinct bits
-    /// above the operation's byte.
+    /// struct request keeps its queue pointer first and the sector after the flags;
+    /// gendisk's major and first minor are adjacent ints; bvec_iter begins with the sector,
+    /// then the size; the rwbs flags are distinct bits above the operation's byte.
     #[test]
-    fn finds_bio_fields_and_request_flag_bits() {
+    fn finds_bio_and_request_fields_and_request_flag_bits() {
         let btf = kernel().expect("this kernel has BTF");
-        let [bdev, disk, sector, size, opf, len] = block_offsets(&btf).unwrap();
-        assert_eq!(size, sector + 8);
-        assert!(bdev % 8 == 0 && disk % 8 == 0 && opf % 4 == 0 && len % 4 == 0);
-        let bits = req_flag_bits(&btf).unwrap();
+        let o = block_offsets(&btf).unwrap();
+        assert_eq!(o.rq_q, 0, "request.q");
+        assert_eq!(o.q_disk % 8, 0);
+        assert_eq!(o.disk_minor, o.disk_major + 4);
+        assert!(o.rq_flags < o.rq_sector && o.rq_sector.is_multiple_of(8));
+        assert_eq!(o.bio_size, o.bio_sector + 8);
+        assert!(o.bio_bdev.is_multiple_of(8) && o.bdev_disk.is_multiple_of(8));
+        assert!(o.bio_opf.is_multiple_of(4) && o.rq_len.is_multiple_of(4));
+        let bits = o.req_flag_bits;
         let mut known: Vec<u8> = bits[..strata_common::RWBS_FLAGS.len()].to_vec();
         assert!(known.iter().all(|b| (8..32).contains(b)), "{bits:?}");
         known.sort_unstable();
         known.dedup();
         assert_eq!(known.len(), strata_common::RWBS_FLAGS.len(), "{bits:?}");
+        assert!(
+            bits[strata_common::RWBS_FLAGS.len()..]
+                .iter()
+                .all(|b| *b == strata_common::NO_FLAG_BIT)
+        );
     }
 
     /// A folio begins with its flags and keeps its order in its second page; the head flag

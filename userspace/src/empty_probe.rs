@@ -79,7 +79,13 @@ pub fn run(
         FloorTracepoint | FloorUprobe | StampTracepoint | StampUprobe
     );
     let stamp = matches!(mechanism, StampTracepoint | StampUprobe);
-    let mut ebpf = load_object(None, floor, !stamp, &strata_common::PageOffsets::NONE)?;
+    let mut ebpf = load_object(
+        None,
+        floor,
+        !stamp,
+        &strata_common::PageOffsets::NONE,
+        &strata_common::BlockOffsets::NONE,
+    )?;
     let drain = if floor {
         // Borrowed, not taken: a map taken out and dropped would close its descriptor
         // before the programs that use it are loaded.

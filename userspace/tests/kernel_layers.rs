@@ -1246,8 +1246,14 @@ fn io_uring_opens_and_closes_make_and_end_handles() {
 #[test]
 fn the_trace_event_fallbacks_verify_too() {
     require_root();
-    let mut ebpf = strata::attach::load_object(None, true, true, &strata_common::PageOffsets::NONE)
-        .expect("the object loads");
+    let mut ebpf = strata::attach::load_object(
+        None,
+        true,
+        true,
+        &strata_common::PageOffsets::NONE,
+        &strata_common::BlockOffsets::NONE,
+    )
+    .expect("the object loads");
     let mut checked = Vec::new();
     for (name, p) in ebpf.programs_mut() {
         let aya::programs::Program::TracePoint(p) = p else {

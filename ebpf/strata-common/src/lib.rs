@@ -70,6 +70,8 @@ pub mod globals {
     pub const FLOOR_RING: &str = "STRATA_FLOOR_RING";
     /// [`super::PageOffsets`]: where the page-cache and writeback programs read.
     pub const PAGE_OFFSETS: &str = "STRATA_PAGE_OFFSETS";
+    /// [`super::BlockOffsets`]: where the bio and request programs read.
+    pub const BLOCK_OFFSETS: &str = "STRATA_BLOCK_OFFSETS";
 }
 
 /// Program names (the eBPF function names).
@@ -475,15 +477,6 @@ pub struct Config {
     pub cgroup_levels: u32,
     /// Non-zero: only processes whose real uid is in [`maps::USERS`] are traced.
     pub user_filter: u32,
-    /// From the running kernel's BTF, for the BTF raw tracepoint of block_rq_complete:
-    /// `struct request.q`, `struct request_queue.disk`, `struct gendisk.major` and
-    /// `.first_minor`, `struct request.__sector` and `.cmd_flags`.
-    pub rq_q_off: u32,
-    pub q_disk_off: u32,
-    pub disk_major_off: u32,
-    pub disk_minor_off: u32,
-    pub rq_sector_off: u32,
-    pub rq_flags_off: u32,
     /// From the running kernel's BTF, for a new program image's arguments and environment:
     /// `struct task_struct.mm`, `struct mm_struct.arg_start`, `.arg_end`, `.env_start`,
     /// `.env_end`; `task_mm_off` 0 when unknown (then /proc is the only source).
@@ -519,18 +512,6 @@ pub struct Config {
     pub uring_ctx_off: u32,
     pub uring_flags_off: u32,
     pub cqe_res_off: u32,
-    /// From the kernel's BTF, for the block programs on BTF raw tracepoints: `struct
-    /// bio.bi_bdev`, `struct block_device.bd_disk`, `struct bio.bi_iter.bi_sector`,
-    /// `.bi_iter.bi_size` and `.bi_opf`, `struct request.__data_len`.
-    pub bio_bdev_off: u32,
-    pub bdev_disk_off: u32,
-    pub bio_sector_off: u32,
-    pub bio_size_off: u32,
-    pub bio_opf_off: u32,
-    pub rq_len_off: u32,
-    /// The bit numbers of the request flags the trace events' `rwbs` shows, in
-    /// [`RWBS_FLAGS`] order (enum req_flag_bits; [`NO_FLAG_BIT`] where the kernel has none).
-    pub req_flag_bits: [u8; 8],
 }
 
 /// Where the page-cache and writeback programs on BTF raw tracepoints find what they read
@@ -595,8 +576,52 @@ impl PageOffsets {
     };
 }
 
+/// Where the bio and request programs on BTF raw tracepoints read (byte offsets from the
+/// kernel's BTF), read-only at load as [`PageOffsets`] ([`globals::BLOCK_OFFSETS`]).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BlockOffsets {
+    /// `struct bio.bi_bdev`, `.bi_iter.bi_sector`, `.bi_iter.bi_size`, `.bi_opf`.
+    pub bio_bdev: u32,
+    pub bio_sector: u32,
+    pub bio_size: u32,
+    pub bio_opf: u32,
+    /// `struct block_device.bd_disk`; `struct gendisk.major`, `.first_minor`.
+    pub bdev_disk: u32,
+    pub disk_major: u32,
+    pub disk_minor: u32,
+    /// `struct request.q`, `.__sector`, `.__data_len`, `.cmd_flags`; `struct
+    /// request_queue.disk`.
+    pub rq_q: u32,
+    pub rq_sector: u32,
+    pub rq_len: u32,
+    pub rq_flags: u32,
+    pub q_disk: u32,
+    /// The bit numbers of the request flags the trace events' `rwbs` shows, in
+    /// [`RWBS_FLAGS`] order (enum req_flag_bits; [`NO_FLAG_BIT`] where the kernel has none).
+    pub req_flag_bits: [u8; 8],
+}
+
+impl BlockOffsets {
+    pub const NONE: Self = Self {
+        bio_bdev: 0,
+        bio_sector: 0,
+        bio_size: 0,
+        bio_opf: 0,
+        bdev_disk: 0,
+        disk_major: 0,
+        disk_minor: 0,
+        rq_q: 0,
+        rq_sector: 0,
+        rq_len: 0,
+        rq_flags: 0,
+        q_disk: 0,
+        req_flag_bits: [NO_FLAG_BIT; 8],
+    };
+}
+
 /// The request flags of `rwbs` strata spells (letter, `enum req_flag_bits` name), in
-/// [`Config::req_flag_bits`] order: preflush comes before the operation, the rest after it.
+/// [`BlockOffsets::req_flag_bits`] order: preflush comes before the operation, the rest after it.
 pub const RWBS_FLAGS: [(u8, &str); 5] = [
     (b'F', "__REQ_PREFLUSH"),
     (b'F', "__REQ_FUA"),
@@ -1142,10 +1167,12 @@ mod pod {
     unsafe impl aya::Pod for super::BioKey {}
     unsafe impl aya::Pod for super::UringOp {}
     unsafe impl aya::Pod for super::PageOffsets {}
+    unsafe impl aya::Pod for super::BlockOffsets {}
 }
 
 const _: () = {
-    assert!(core::mem::size_of::<Config>() == 192);
+    assert!(core::mem::size_of::<Config>() == 136);
+    assert!(core::mem::size_of::<BlockOffsets>() == 56);
     assert!(core::mem::size_of::<ImageHeader>() == 24);
     assert!(core::mem::size_of::<FuncSpec>() == 24);
     assert!(core::mem::size_of::<OnlyKey>() == 8);

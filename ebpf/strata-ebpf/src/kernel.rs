@@ -13,8 +13,9 @@ use aya_ebpf::{
     programs::{BtfTracePointContext, TracePointContext},
 };
 use strata_common::{
-    BioKey, Config, Counter, FIELD_NONE, FRAME_KERNEL, KERNEL_EVENTS, KERNEL_WINDOW, KernelEvent,
-    KernelFields, KernelRecord, PAGE_RUN_EVENTS, PageOffsets, RWBS_FLAGS, RecordKind, ThreadStack,
+    BioKey, BlockOffsets, Config, Counter, FIELD_NONE, FRAME_KERNEL, KERNEL_EVENTS, KERNEL_WINDOW,
+    KernelEvent, KernelFields, KernelRecord, PAGE_RUN_EVENTS, PageOffsets, RWBS_FLAGS, RecordKind,
+    ThreadStack,
 };
 
 use crate::{
@@ -402,8 +403,20 @@ fn submit(mut rec: KernelRecord) {
 }
 
 // ---- the block events on their BTF raw tracepoints (see `programs::KERNEL_BTF`): the same
-// records as the trace events', read from the bio or request through offsets of the
-// kernel's BTF ----
+// records as the trace events', loaded directly from the bio or request at offsets the
+// verifier knows (`STRATA_BLOCK_OFFSETS`) ----
+
+/// Set at load from the kernel's BTF (read-only data: constants to the verifier).
+#[unsafe(no_mangle)]
+static STRATA_BLOCK_OFFSETS: BlockOffsets = BlockOffsets::NONE;
+
+/// Offset `$f` of [`STRATA_BLOCK_OFFSETS`].
+macro_rules! block_off {
+    ($f:ident) => {
+        // SAFETY: a read of a plain global (volatile: its value is set at load time).
+        unsafe { core::ptr::read_volatile(&raw const STRATA_BLOCK_OFFSETS.$f) }
+    };
+}
 
 /// Runs `event`'s common part on what `values` reads (told whether the current process is
 /// traced), unless recording has stopped.
@@ -421,24 +434,24 @@ fn btf_event(event: KernelEvent, values: impl FnOnce(&Config, bool) -> Res<Value
 
 /// What the bio trace events say of a bio: its disk, first sector, size and flags.
 #[inline(always)]
-fn bio_values(cfg: &Config, bio: u64) -> Res<Values> {
-    let bdev: u64 = kread(bio, cfg.bio_bdev_off)?;
-    let size: u32 = kread(bio, cfg.bio_size_off)?;
-    Ok(Values {
+fn bio_values(bio: *const u8) -> Values {
+    let bdev: *const u8 = at(bio, block_off!(bio_bdev));
+    let size: u32 = at(bio, block_off!(bio_size));
+    Values {
         // `bio_dev`: the whole disk's, also for a bio on a partition.
-        dev: disk_dev(cfg, kread(bdev, cfg.bdev_disk_off)?)?,
-        sector: kread(bio, cfg.bio_sector_off)?,
+        dev: disk_dev(at(bdev, block_off!(bdev_disk))),
+        sector: at(bio, block_off!(bio_sector)),
         nr_sector: size >> 9,
-        tag: rwbs(cfg, kread(bio, cfg.bio_opf_off)?),
+        tag: rwbs(at(bio, block_off!(bio_opf))),
         ..Values::default()
-    })
+    }
 }
 
 /// block_bio_queue(struct bio *bio)
 #[btf_tracepoint(function = "block_bio_queue")]
 pub fn strata_kb_bio_queue(ctx: BtfTracePointContext) -> i32 {
-    let bio: u64 = ctx.arg(0);
-    btf_event(KernelEvent::BioQueue, |cfg, mine| {
+    let bio: *const u8 = ctx.arg(0);
+    btf_event(KernelEvent::BioQueue, |_, mine| {
         // Most bios on a node are neither a traced process's nor a watched writeback's:
         // decided before any read.
         let tid = bpf_get_current_pid_tgid() as u32;
@@ -446,18 +459,18 @@ pub fn strata_kb_bio_queue(ctx: BtfTracePointContext) -> i32 {
         if !mine && unsafe { STRATA_WRITEBACK_THREADS.get(tid) }.is_none() {
             return Err(0);
         }
-        bio_values(cfg, bio)
+        Ok(bio_values(bio))
     })
 }
 
 /// block_split(struct bio *bio, unsigned int new_sector)
 #[btf_tracepoint(function = "block_split")]
 pub fn strata_kb_bio_split(ctx: BtfTracePointContext) -> i32 {
-    let (bio, new_sector): (u64, u64) = (ctx.arg(0), ctx.arg(1));
-    btf_event(KernelEvent::BioSplit, |cfg, _| {
+    let (bio, new_sector): (*const u8, u64) = (ctx.arg(0), ctx.arg(1));
+    btf_event(KernelEvent::BioSplit, |_, _| {
         Ok(Values {
             new_sector: u64::from(new_sector as u32),
-            ..bio_values(cfg, bio)?
+            ..bio_values(bio)
         })
     })
 }
@@ -465,12 +478,12 @@ pub fn strata_kb_bio_split(ctx: BtfTracePointContext) -> i32 {
 /// block_bio_remap(struct bio *bio, dev_t dev, sector_t from)
 #[btf_tracepoint(function = "block_bio_remap")]
 pub fn strata_kb_bio_remap(ctx: BtfTracePointContext) -> i32 {
-    let (bio, dev, from): (u64, u64, u64) = (ctx.arg(0), ctx.arg(1), ctx.arg(2));
-    btf_event(KernelEvent::BioRemap, |cfg, _| {
+    let (bio, dev, from): (*const u8, u64, u64) = (ctx.arg(0), ctx.arg(1), ctx.arg(2));
+    btf_event(KernelEvent::BioRemap, |_, _| {
         Ok(Values {
             old_dev: dev as u32,
             old_sector: from,
-            ..bio_values(cfg, bio)?
+            ..bio_values(bio)
         })
     })
 }
@@ -478,24 +491,24 @@ pub fn strata_kb_bio_remap(ctx: BtfTracePointContext) -> i32 {
 /// block_rq_issue(struct request *rq)
 #[btf_tracepoint(function = "block_rq_issue")]
 pub fn strata_kb_rq_issue(ctx: BtfTracePointContext) -> i32 {
-    let rq: u64 = ctx.arg(0);
-    btf_event(KernelEvent::RqIssue, |cfg, _| {
+    let rq: *const u8 = ctx.arg(0);
+    btf_event(KernelEvent::RqIssue, |_, _| {
         // Requests of devices without kept bios are dropped before any other read.
-        let dev = rq_dev(cfg, rq)?;
+        let dev = rq_dev(rq);
         busy(dev)?;
-        let flags: u32 = kread(rq, cfg.rq_flags_off)?;
+        let flags: u32 = at(rq, block_off!(rq_flags));
         // A passthrough command (REQ_OP_DRV_IN, _OUT) has no sectors in the trace event.
         let passthrough = matches!(flags & 0xff, 34 | 35);
         let (sector, len): (u64, u32) = if passthrough {
             (0, 0)
         } else {
-            (kread(rq, cfg.rq_sector_off)?, kread(rq, cfg.rq_len_off)?)
+            (at(rq, block_off!(rq_sector)), at(rq, block_off!(rq_len)))
         };
         Ok(Values {
             dev,
             sector,
             nr_sector: len >> 9,
-            tag: rwbs(cfg, flags),
+            tag: rwbs(flags),
             ..Values::default()
         })
     })
@@ -504,19 +517,35 @@ pub fn strata_kb_rq_issue(ctx: BtfTracePointContext) -> i32 {
 /// block_rq_complete(struct request *rq, blk_status_t error, unsigned int nr_bytes)
 #[btf_tracepoint(function = "block_rq_complete")]
 pub fn strata_kb_rq_complete(ctx: BtfTracePointContext) -> i32 {
-    let (rq, status, nr_bytes): (u64, u64, u64) = (ctx.arg(0), ctx.arg(1), ctx.arg(2));
-    btf_event(KernelEvent::RqComplete, |cfg, _| {
-        let dev = rq_dev(cfg, rq)?;
+    let (rq, status, nr_bytes): (*const u8, u64, u64) = (ctx.arg(0), ctx.arg(1), ctx.arg(2));
+    btf_event(KernelEvent::RqComplete, |_, _| {
+        let dev = rq_dev(rq);
         busy(dev)?;
         Ok(Values {
             dev,
-            sector: kread(rq, cfg.rq_sector_off)?,
+            sector: at(rq, block_off!(rq_sector)),
             nr_sector: (nr_bytes >> 9) as u32,
             error: errno_of(status as u8),
-            tag: rwbs(cfg, kread(rq, cfg.rq_flags_off)?),
+            tag: rwbs(at(rq, block_off!(rq_flags))),
             ..Values::default()
         })
     })
+}
+
+/// The dev_t of a request's disk, as the trace events give it (0 for a queue without one).
+#[inline(always)]
+fn rq_dev(rq: *const u8) -> u32 {
+    let q: *const u8 = at(rq, block_off!(rq_q));
+    disk_dev(at(q, block_off!(q_disk)))
+}
+
+/// `disk_devt`: the kernel's dev_t of a disk (major << 20 | first minor); 0 for none (a
+/// load through a null pointer reads 0).
+#[inline(always)]
+fn disk_dev(disk: *const u8) -> u32 {
+    let major: u32 = at(disk, block_off!(disk_major));
+    let minor: u32 = at(disk, block_off!(disk_minor));
+    (major << 20) | minor
 }
 
 // ---- page cache and writeback: the fields are loaded directly from the objects the
@@ -527,7 +556,7 @@ pub fn strata_kb_rq_complete(ctx: BtfTracePointContext) -> i32 {
 static STRATA_PAGE_OFFSETS: PageOffsets = PageOffsets::NONE;
 
 /// Offset `$f` of [`STRATA_PAGE_OFFSETS`].
-macro_rules! off {
+macro_rules! page_off {
     ($f:ident) => {
         // SAFETY: a read of a plain global (volatile: its value is set at load time).
         unsafe { core::ptr::read_volatile(&raw const STRATA_PAGE_OFFSETS.$f) }
@@ -547,25 +576,25 @@ fn at<T: Copy>(base: *const u8, off: u32) -> T {
 /// and its order.
 #[inline(always)]
 fn folio_values(mine: bool, folio: *const u8) -> Res<Values> {
-    let mapping: *const u8 = at(folio, off!(folio_mapping));
-    let host: *const u8 = at(mapping, off!(mapping_host));
-    let ino: u64 = at(host, off!(inode_ino));
+    let mapping: *const u8 = at(folio, page_off!(folio_mapping));
+    let host: *const u8 = at(mapping, page_off!(mapping_host));
+    let ino: u64 = at(host, page_off!(inode_ino));
     kept_page(mine, ino)?;
-    let flags: u64 = at(folio, off!(folio_flags));
+    let flags: u64 = at(folio, page_off!(folio_flags));
     // `folio_order`: 0 unless the folio is large (its first page a head page).
-    let order: u8 = if (flags >> (off!(pg_head) & 63)) & 1 != 0 {
-        at(folio, off!(folio_order))
+    let order: u8 = if (flags >> (page_off!(pg_head) & 63)) & 1 != 0 {
+        at(folio, page_off!(folio_order))
     } else {
         0
     };
     // The superblock's device (every inode in a page cache has a superblock; the trace
     // event's fallback to `i_rdev` is for none).
-    let sb: *const u8 = at(host, off!(inode_sb));
-    let dev: u32 = at(sb, off!(sb_dev));
+    let sb: *const u8 = at(host, page_off!(inode_sb));
+    let dev: u32 = at(sb, page_off!(sb_dev));
     Ok(Values {
         dev,
         ino,
-        index: Some(at(folio, off!(folio_index))),
+        index: Some(at(folio, page_off!(folio_index))),
         order,
         ..Values::default()
     })
@@ -587,15 +616,15 @@ fn kept_page(mine: bool, ino: u64) -> Res<()> {
 fn bdi_name(inode: *const u8) -> Res<[u8; 8]> {
     const S_IFMT: u16 = 0o170000;
     const S_IFBLK: u16 = 0o060000;
-    if at::<u16>(inode, off!(inode_mode)) & S_IFMT == S_IFBLK {
+    if at::<u16>(inode, page_off!(inode_mode)) & S_IFMT == S_IFBLK {
         return bdev_bdi_name(inode);
     }
-    let sb: *const u8 = at(inode, off!(inode_sb));
-    let bdi: *const u8 = at(sb, off!(sb_bdi));
-    if at::<u64>(bdi, off!(bdi_dev)) == 0 {
+    let sb: *const u8 = at(inode, page_off!(inode_sb));
+    let bdi: *const u8 = at(sb, page_off!(sb_bdi));
+    if at::<u64>(bdi, page_off!(bdi_dev)) == 0 {
         return Ok([0; 8]);
     }
-    Ok(at::<u64>(bdi, off!(bdi_name)).to_le_bytes())
+    Ok(at::<u64>(bdi, page_off!(bdi_name)).to_le_bytes())
 }
 
 /// [`bdi_name`] of a block device's own inode (`I_BDEV`: the block device contains the
@@ -604,23 +633,23 @@ fn bdi_name(inode: *const u8) -> Res<[u8; 8]> {
 #[inline(always)]
 fn bdev_bdi_name(inode: *const u8) -> Res<[u8; 8]> {
     let addr: u64 = kread((&raw const inode) as u64, 0)?;
-    let bdev = addr.wrapping_sub(u64::from(off!(bdev_vfs_inode)));
-    let disk: u64 = kread(bdev, off!(bdev_disk))?;
-    let bdi: u64 = kread(disk, off!(disk_bdi))?;
-    if kread::<u64>(bdi, off!(bdi_dev))? == 0 {
+    let bdev = addr.wrapping_sub(u64::from(page_off!(bdev_vfs_inode)));
+    let disk: u64 = kread(bdev, page_off!(bdev_disk))?;
+    let bdi: u64 = kread(disk, page_off!(disk_bdi))?;
+    if kread::<u64>(bdi, page_off!(bdi_dev))? == 0 {
         return Ok([0; 8]);
     }
-    kread(bdi, off!(bdi_name))
+    kread(bdi, page_off!(bdi_name))
 }
 
 /// What the writeback events say of an inode: its number, where its writeback resumes, its
 /// backing device.
 #[inline(always)]
 fn inode_values(inode: *const u8) -> Res<Values> {
-    let mapping: *const u8 = at(inode, off!(inode_mapping));
+    let mapping: *const u8 = at(inode, page_off!(inode_mapping));
     Ok(Values {
-        ino: at(inode, off!(inode_ino)),
-        index: Some(at(mapping, off!(mapping_wb_index))),
+        ino: at(inode, page_off!(inode_ino)),
+        index: Some(at(mapping, page_off!(mapping_wb_index))),
         tag: bdi_name(inode)?,
         ..Values::default()
     })
@@ -650,12 +679,12 @@ pub fn strata_kb_page_dirty(ctx: BtfTracePointContext) -> i32 {
         let host: *const u8 = if mapping.is_null() {
             core::ptr::null()
         } else {
-            at(mapping, off!(mapping_host))
+            at(mapping, page_off!(mapping_host))
         };
         let ino: u64 = if host.is_null() {
             0
         } else {
-            at(host, off!(inode_ino))
+            at(host, page_off!(inode_ino))
         };
         kept_page(mine, ino)?;
         let tag = if host.is_null() {
@@ -665,7 +694,7 @@ pub fn strata_kb_page_dirty(ctx: BtfTracePointContext) -> i32 {
         };
         Ok(Values {
             ino,
-            index: Some(at(folio, off!(folio_index))),
+            index: Some(at(folio, page_off!(folio_index))),
             tag,
             ..Values::default()
         })
@@ -687,30 +716,12 @@ pub fn strata_kb_writeback_end(ctx: BtfTracePointContext) -> i32 {
     let (inode, wbc, nr_to_write): (*const u8, *const u8, u64) =
         (ctx.arg(0), ctx.arg(1), ctx.arg(2));
     btf_event(KernelEvent::WritebackEnd, |_, _| {
-        let left: u64 = at(wbc, off!(wbc_nr_to_write));
+        let left: u64 = at(wbc, page_off!(wbc_nr_to_write));
         Ok(Values {
             wrote: nr_to_write.wrapping_sub(left),
             ..inode_values(inode)?
         })
     })
-}
-
-/// The dev_t of a request's disk, as the trace events give it (0 for a queue without one).
-#[inline(always)]
-fn rq_dev(cfg: &Config, rq: u64) -> Res<u32> {
-    let q: u64 = kread(rq, cfg.rq_q_off)?;
-    disk_dev(cfg, kread(q, cfg.q_disk_off)?)
-}
-
-/// `disk_devt`: the kernel's dev_t of a disk (major << 20 | first minor); 0 for none.
-#[inline(always)]
-fn disk_dev(cfg: &Config, disk: u64) -> Res<u32> {
-    if disk == 0 {
-        return Ok(0);
-    }
-    let major: u32 = kread(disk, cfg.disk_major_off)?;
-    let minor: u32 = kread(disk, cfg.disk_minor_off)?;
-    Ok((major << 20) | minor)
 }
 
 /// The negative errno the trace event reports for a block status (`blk_status_to_errno`;
@@ -741,7 +752,7 @@ fn errno_of(status: u8) -> i32 {
 /// verifier walks through the rest of the program (6.1's walked half a million
 /// instructions for `bio_queue` so).
 #[inline(always)]
-fn rwbs(cfg: &Config, opf: u32) -> [u8; 8] {
+fn rwbs(opf: u32) -> [u8; 8] {
     // The operation's letters, by REQ_OP_*: READ, WRITE, FLUSH, DISCARD, (none: N),
     // SECURE_ERASE (DE); others N.
     const FIRST: u64 = u64::from_le_bytes(*b"RWFDND\0\0");
@@ -752,7 +763,7 @@ fn rwbs(cfg: &Config, opf: u32) -> [u8; 8] {
     let second = (SECOND >> (8 * idx)) & 0xff;
     // Whether flag `k` is set: 0 or 1 (bits past 31 are the kernel's lack of it).
     let set = |k: usize| {
-        let bit = u32::from(cfg.req_flag_bits[k]);
+        let bit = u32::from(block_off!(req_flag_bits)[k]);
         u64::from((opf >> (bit & 31)) & ((bit >> 5) ^ 1) & 1)
     };
     let preflush = set(0);
