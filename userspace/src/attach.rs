@@ -491,13 +491,6 @@ pub fn load_object(
     page_offsets: &strata_common::PageOffsets,
     block_offsets: &strata_common::BlockOffsets,
 ) -> anyhow::Result<Ebpf> {
-    // The map is created either way.
-    if !aya::sys::is_map_supported(aya::maps::MapType::TaskStorage).unwrap_or(true) {
-        anyhow::bail!(
-            "this kernel has no task-local storage for BPF programs, which strata needs for its \
-             per-thread call stacks: Linux 5.11 or later is required"
-        );
-    }
     let flag = u8::from(task_storage);
     let floor_ring = u8::from(floor_ring);
     let mut loader = EbpfLoader::new();
@@ -512,7 +505,21 @@ pub fn load_object(
         // aya has no wrapper for task storage; only the programs use it.
         .allow_unsupported_maps()
         .load(EBPF)
-        .context("loading the eBPF programs failed (is this kernel built with CONFIG_BPF_SYSCALL, and are you root?)")
+        .map_err(|e| {
+            // The map is created either way. Asked only after a failure: the probe's map
+            // takes the kernel some 25 ms to free (RCU barriers).
+            if !aya::sys::is_map_supported(aya::maps::MapType::TaskStorage).unwrap_or(true) {
+                anyhow!(
+                    "this kernel has no task-local storage for BPF programs, which strata needs \
+                     for its per-thread call stacks: Linux 5.11 or later is required"
+                )
+            } else {
+                anyhow::Error::new(e).context(
+                    "loading the eBPF programs failed (is this kernel built with \
+                     CONFIG_BPF_SYSCALL, and are you root?)",
+                )
+            }
+        })
 }
 
 pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
