@@ -199,7 +199,7 @@ fn on_kernel_event(cfg: &Config, event: KernelEvent, v: &Values, mine: bool) -> 
                 return Ok(());
             }
             let _ = STRATA_PENDING_BIOS.insert(key, 1, 0);
-            let _ = STRATA_BUSY_DEVS.insert(dev, unsafe { bpf_ktime_get_ns() }, 0);
+            mark_busy(dev);
         }
         KernelEvent::BioRemap => {
             let old = BioKey {
@@ -210,7 +210,7 @@ fn on_kernel_event(cfg: &Config, event: KernelEvent, v: &Values, mine: bool) -> 
             unsafe { STRATA_PENDING_BIOS.get(old) }.ok_or(0)?;
             let _ = STRATA_PENDING_BIOS.remove(old);
             let _ = STRATA_PENDING_BIOS.insert(key, 1, 0);
-            let _ = STRATA_BUSY_DEVS.insert(dev, unsafe { bpf_ktime_get_ns() }, 0);
+            mark_busy(dev);
         }
         KernelEvent::BioSplit => {
             unsafe { STRATA_PENDING_BIOS.get(key) }.ok_or(0)?;
@@ -377,7 +377,22 @@ fn send_run(run: &KernelRecord) {
     }
 }
 
-/// Requests are emitted while their device has had kept bios lately.
+/// Notes that a kept bio was submitted to `dev` now (see [`busy`]).
+#[inline(always)]
+fn mark_busy(dev: u32) {
+    let now = unsafe { bpf_ktime_get_ns() };
+    match STRATA_BUSY_DEVS.get_ptr_mut(dev) {
+        // In place: a device's entry is written for every kept bio, and an update through
+        // the map costs a lookup, a new element and the old one's release each time.
+        // SAFETY: a plain u64 of the map; a racing writer writes a time just as recent.
+        Some(last) => unsafe { *last = now },
+        None => {
+            let _ = STRATA_BUSY_DEVS.insert(dev, now, 0);
+        }
+    }
+}
+
+/// Requests are emitted while their device has had kept bios lately: within `BUSY_NS`.
 #[inline(always)]
 fn busy(dev: u32) -> Res<()> {
     // SAFETY: read-only lookup of a plain value.
