@@ -523,6 +523,15 @@ pub fn load_object(
 }
 
 pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
+    let loaded = load_parsed(probes, opts);
+    // What starting took (the kernel's BTF, parsed by two readers; the libraries' symbol
+    // tables) is tens of MB of heap, freed by now: given back for the rest of the run.
+    // SAFETY: releases only memory the allocator holds free.
+    unsafe { libc::malloc_trim(0) };
+    loaded
+}
+
+fn load_parsed(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
     let root = tracefs::root()?;
     // Kernel-structure offsets for kernel-function probes; without BTF those probes fail
     // with the reason, nothing else does.

@@ -750,6 +750,17 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
         "start_ms": start_ms,
         "stop_ms": stop_ms,
     }));
+    let (idle_kib, peak_kib) = idle_memory(&strata, &dir.join("out-idle"))?;
+    println!(
+        "strata's resident memory while its command runs and makes no events (default layers): {:.1} MiB; its start's peak {:.1} MiB",
+        idle_kib as f64 / 1024.0,
+        peak_kib as f64 / 1024.0
+    );
+    results.push(json!({
+        "workload": "resident memory of an idle run (default layers)",
+        "idle_rss_kib": idle_kib,
+        "peak_rss_kib": peak_kib,
+    }));
     if let Some(parent) = json_path.parent() {
         fs::create_dir_all(parent)?;
     }
@@ -759,6 +770,34 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
     )?;
     println!("results written to {}", json_path.display());
     Ok(())
+}
+
+/// strata's resident memory (VmRSS, VmHWM in KiB) while the command it started waits: what
+/// it holds for a run once started, and what starting took.
+fn idle_memory(strata: &Path, out_dir: &Path) -> anyhow::Result<(u64, u64)> {
+    use std::io::BufRead as _;
+    let _ = fs::remove_dir_all(out_dir);
+    let mut child = Command::new(strata)
+        .args(["record", "-q", "-o"])
+        .arg(out_dir)
+        .args(["--", "sh", "-c", "echo started; exec sleep 2"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .context("cannot run strata record")?;
+    let stdout = child.stdout.take().context("no stdout")?;
+    let mut line = String::new();
+    std::io::BufReader::new(stdout).read_line(&mut line)?;
+    anyhow::ensure!(line.trim() == "started", "the command printed {line:?}");
+    let status = fs::read_to_string(format!("/proc/{}/status", child.id()))?;
+    let kib = |key: &str| -> anyhow::Result<u64> {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key)?.split_whitespace().next()?.parse().ok())
+            .with_context(|| format!("no {key} in strata's /proc status"))
+    };
+    let memory = (kib("VmRSS:")?, kib("VmHWM:")?);
+    anyhow::ensure!(child.wait()?.success(), "strata record failed");
+    Ok(memory)
 }
 
 /// CLOCK_MONOTONIC in ns, the clock bench_io prints.
