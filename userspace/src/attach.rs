@@ -527,7 +527,10 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
     // What starting took (the kernel's BTF, parsed by two readers; the libraries' symbol
     // tables) is tens of MB of heap, freed by now: given back for the rest of the run.
     // SAFETY: releases only memory the allocator holds free.
-    unsafe { libc::malloc_trim(0) };
+    #[cfg(target_env = "gnu")]
+    unsafe {
+        libc::malloc_trim(0)
+    };
     loaded
 }
 
