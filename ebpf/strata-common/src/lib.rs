@@ -577,7 +577,8 @@ impl PageOffsets {
 }
 
 /// Where the bio and request programs on BTF raw tracepoints read (byte offsets from the
-/// kernel's BTF), read-only at load as [`PageOffsets`] ([`globals::BLOCK_OFFSETS`]).
+/// kernel's BTF): like [`PageOffsets`], a read-only global set at load
+/// ([`globals::BLOCK_OFFSETS`]).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct BlockOffsets {
@@ -621,7 +622,8 @@ impl BlockOffsets {
 }
 
 /// The request flags of `rwbs` strata spells (letter, `enum req_flag_bits` name), in
-/// [`BlockOffsets::req_flag_bits`] order: preflush comes before the operation, the rest after it.
+/// [`BlockOffsets::req_flag_bits`] order: preflush comes before the operation, the rest
+/// after it.
 pub const RWBS_FLAGS: [(u8, &str); 5] = [
     (b'F', "__REQ_PREFLUSH"),
     (b'F', "__REQ_FUA"),

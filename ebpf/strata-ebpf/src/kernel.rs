@@ -425,11 +425,18 @@ fn submit(mut rec: KernelRecord) {
 #[unsafe(no_mangle)]
 static STRATA_BLOCK_OFFSETS: BlockOffsets = BlockOffsets::NONE;
 
+/// Field `$f` of the read-only global `$global`, set at load time.
+macro_rules! set_at_load {
+    ($global:ident . $f:ident) => {
+        // SAFETY: a read of a plain global (volatile: not the value the object was built with).
+        unsafe { core::ptr::read_volatile(&raw const $global.$f) }
+    };
+}
+
 /// Offset `$f` of [`STRATA_BLOCK_OFFSETS`].
 macro_rules! block_off {
     ($f:ident) => {
-        // SAFETY: a read of a plain global (volatile: its value is set at load time).
-        unsafe { core::ptr::read_volatile(&raw const STRATA_BLOCK_OFFSETS.$f) }
+        set_at_load!(STRATA_BLOCK_OFFSETS.$f)
     };
 }
 
@@ -573,8 +580,7 @@ static STRATA_PAGE_OFFSETS: PageOffsets = PageOffsets::NONE;
 /// Offset `$f` of [`STRATA_PAGE_OFFSETS`].
 macro_rules! page_off {
     ($f:ident) => {
-        // SAFETY: a read of a plain global (volatile: its value is set at load time).
-        unsafe { core::ptr::read_volatile(&raw const STRATA_PAGE_OFFSETS.$f) }
+        set_at_load!(STRATA_PAGE_OFFSETS.$f)
     };
 }
 
