@@ -524,7 +524,7 @@ pub fn load_object(
 
 pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
     let loaded = load_parsed(probes, opts);
-    // What starting took (the kernel's BTF, parsed by two readers; the libraries' symbol
+    // What starting took (the kernel's BTF, parsed twice by aya; the libraries' symbol
     // tables) is tens of MB of heap, freed by now: given back for the rest of the run.
     // SAFETY: releases only memory the allocator holds free.
     #[cfg(target_env = "gnu")]
@@ -1087,7 +1087,7 @@ fn lifecycle_config(root: &Path, opts: &Options) -> anyhow::Result<Config> {
 fn attach_lifecycle(
     ebpf: &mut Ebpf,
     aya_btf: &Result<aya::Btf, String>,
-    kernel_btf: &Result<btf_rs::Btf, String>,
+    kernel_btf: &Result<crate::btf::KernelBtf, String>,
     fields: Result<(), String>,
 ) -> anyhow::Result<()> {
     for (prog, cat, name) in [
@@ -1121,7 +1121,7 @@ fn attach_lifecycle(
 /// The program for lifecycle tracepoint `name` on its BTF raw tracepoint: the one written for
 /// the kernel's prototype (`programs::LIFECYCLE_BTF`).
 fn lifecycle_btf_program(
-    kernel_btf: &Result<btf_rs::Btf, String>,
+    kernel_btf: &Result<crate::btf::KernelBtf, String>,
     name: &str,
 ) -> Result<&'static str, String> {
     let args =
@@ -1202,7 +1202,7 @@ struct KernelStructs<'a> {
     /// [`crate::btf::uring_offsets`]
     uring_offsets: &'a Result<[u32; 4], String>,
     /// To count a BTF raw tracepoint's arguments.
-    kernel_btf: &'a Result<btf_rs::Btf, String>,
+    kernel_btf: &'a Result<crate::btf::KernelBtf, String>,
 }
 
 /// Attaches a kernel event through the first mechanism of `attach` that works here.

@@ -1,6 +1,11 @@
 //! Offsets of kernel struct fields, from the running kernel's BTF (/sys/kernel/btf/vmlinux),
 //! for programs that read kernel structures (the `kfile` argument of VFS probes).
-use btf_rs::{Btf, Type};
+use std::{
+    collections::HashMap, ffi::CString, fs::File, io::Write as _, os::fd::FromRawFd as _,
+    sync::Mutex,
+};
+
+use btf_rs::{Backend, Btf, Type};
 
 #[derive(Debug, thiserror::Error)]
 pub enum BtfError {
@@ -33,10 +38,10 @@ impl BtfError {
 
 /// The value of enumerator `name` of `enum enom`: `Ok(None)` where the enum lacks it,
 /// [`BtfError::Missing`] where this kernel's BTF has no such enum.
-pub fn enumerator(btf: &Btf, enom: &str, name: &str) -> Result<Option<u64>, BtfError> {
+pub fn enumerator(btf: &KernelBtf, enom: &str, name: &str) -> Result<Option<u64>, BtfError> {
     let named = |m: &dyn btf_rs::BtfType| btf.resolve_name(m).is_ok_and(|n| n == name);
     let mut found = false;
-    for t in btf.resolve_types_by_name(enom).unwrap_or_default() {
+    for t in btf.types_named(enom) {
         let value = match &t {
             Type::Enum(e) => e
                 .members
@@ -59,32 +64,94 @@ pub fn enumerator(btf: &Btf, enom: &str, name: &str) -> Result<Option<u64>, BtfE
 }
 
 /// Byte offset of `field` in `struct strukt`, looking into anonymous unions and structs.
-pub fn member_offset(btf: &Btf, strukt: &str, field: &str) -> Result<u32, BtfError> {
+pub fn member_offset(btf: &KernelBtf, strukt: &str, field: &str) -> Result<u32, BtfError> {
     named_struct(btf, strukt)
         .and_then(|s| member(btf, &s, field))
         .map(|(_, off)| off)
         .ok_or_else(|| BtfError::Missing(strukt.into(), field.into()))
 }
 
-/// The running kernel's BTF. Read whole first: btf-rs's file reader seeks once per type
-/// through a `BufReader`, which drops its buffer each time (130,000 lseek and 4 KiB reads for
-/// a 5 MiB vmlinux BTF).
-pub fn kernel() -> Result<Btf, BtfError> {
-    let bytes =
-        std::fs::read("/sys/kernel/btf/vmlinux").map_err(|e| BtfError::Read(e.to_string()))?;
-    Btf::from_bytes(&bytes).map_err(|e| BtfError::Read(e.to_string()))
+const VMLINUX: &str = "/sys/kernel/btf/vmlinux";
+
+/// The running kernel's BTF, read where it lies, its types found by name when asked: one scan
+/// of the type section per name (about 0.5 ms). strata needs some 50 types of 100,000 or
+/// more; parsing them all took 34 MiB and about 90 ms of every start (parse and free).
+pub struct KernelBtf {
+    btf: Btf,
+    named: Mutex<HashMap<String, Vec<u32>>>,
+}
+
+impl std::ops::Deref for KernelBtf {
+    type Target = Btf;
+
+    fn deref(&self) -> &Btf {
+        &self.btf
+    }
+}
+
+impl KernelBtf {
+    fn new(btf: Btf) -> Self {
+        Self {
+            btf,
+            named: Mutex::default(),
+        }
+    }
+
+    /// The types called `name` (a struct and its forward declarations, a typedef...).
+    fn types_named(&self, name: &str) -> Vec<Type> {
+        let mut named = self.named.lock().unwrap_or_else(|e| e.into_inner());
+        let ids = named
+            .entry(name.to_string())
+            .or_insert_with(|| self.btf.resolve_ids_by_name(name).unwrap_or_default());
+        ids.iter()
+            .filter_map(|id| self.btf.resolve_type_by_id(*id).ok())
+            .collect()
+    }
+}
+
+/// The running kernel's BTF: mapped in place where the kernel allows it (Linux 6.16 and
+/// later), else a copy in memory.
+pub fn kernel() -> Result<KernelBtf, BtfError> {
+    let read = |e: &dyn std::fmt::Display| BtfError::Read(e.to_string());
+    let btf = match Btf::from_file_with_backend(VMLINUX, Backend::Mmap) {
+        Ok(btf) => btf,
+        Err(_) => {
+            let bytes = std::fs::read(VMLINUX).map_err(|e| read(&e))?;
+            mapped_copy(&bytes).map_err(|e| read(&e))?
+        }
+    };
+    Ok(KernelBtf::new(btf))
+}
+
+/// BTF from `bytes`, through an anonymous memory file that btf-rs maps: its reader of
+/// bytes in memory would parse every type.
+fn mapped_copy(bytes: &[u8]) -> anyhow::Result<Btf> {
+    let name = CString::new("strata-btf")?;
+    // SAFETY: a plain syscall; the descriptor it returns is owned by `file` alone.
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error().into());
+    }
+    // SAFETY: `fd` was just created and nothing else owns it.
+    let mut file = unsafe { File::from_raw_fd(fd) };
+    file.write_all(bytes)?;
+    // The mapping keeps the memory file once `file` is closed.
+    Ok(Btf::from_file_with_backend(
+        format!("/proc/self/fd/{fd}"),
+        Backend::Mmap,
+    )?)
 }
 
 /// Offsets `of` the kernel's BTF, or why there are none (for a probe's `reason`).
 pub fn offsets<const N: usize>(
-    btf: &Result<Btf, String>,
-    of: fn(&Btf) -> Result<[u32; N], BtfError>,
+    btf: &Result<KernelBtf, String>,
+    of: fn(&KernelBtf) -> Result<[u32; N], BtfError>,
 ) -> Result<[u32; N], String> {
     of(btf.as_ref()?).map_err(|e| e.to_string())
 }
 
 /// (file.f_inode, inode.i_ino, inode.i_sb, super_block.s_dev).
-pub fn file_offsets(btf: &Btf) -> Result<[u32; 4], BtfError> {
+pub fn file_offsets(btf: &KernelBtf) -> Result<[u32; 4], BtfError> {
     Ok([
         member_offset(btf, "file", "f_inode")?,
         member_offset(btf, "inode", "i_ino")?,
@@ -107,7 +174,10 @@ pub struct RequestField {
 /// Resolves a request field (`io_rw.kiocb.ki_pos`, `io_open.filename->name`) in the
 /// kernel's BTF. An opcode's command struct lives in the request's `cmd` area, which it
 /// must fit (the kernel checks the same when it builds).
-pub fn request_field(btf: &Btf, f: &crate::probes::FieldPath) -> Result<RequestField, BtfError> {
+pub fn request_field(
+    btf: &KernelBtf,
+    f: &crate::probes::FieldPath,
+) -> Result<RequestField, BtfError> {
     let fail = |why: String| BtfError::Field(f.to_string(), why);
     let root = named_struct(btf, &f.root)
         .ok_or_else(|| BtfError::NoStruct(f.to_string(), f.root.clone()))?;
@@ -163,18 +233,15 @@ pub fn request_field(btf: &Btf, f: &crate::probes::FieldPath) -> Result<RequestF
     })
 }
 
-fn named_struct(btf: &Btf, name: &str) -> Option<btf_rs::Struct> {
-    btf.resolve_types_by_name(name)
-        .ok()?
-        .into_iter()
-        .find_map(|t| match t {
-            Type::Struct(s) if !s.members.is_empty() => Some(s),
-            _ => None,
-        })
+fn named_struct(btf: &KernelBtf, name: &str) -> Option<btf_rs::Struct> {
+    btf.types_named(name).into_iter().find_map(|t| match t {
+        Type::Struct(s) if !s.members.is_empty() => Some(s),
+        _ => None,
+    })
 }
 
 /// Follows typedefs and qualifiers to the type they name.
-fn strip(btf: &Btf, mut t: Type) -> Result<Type, BtfError> {
+fn strip(btf: &KernelBtf, mut t: Type) -> Result<Type, BtfError> {
     for _ in 0..16 {
         t = match &t {
             Type::Typedef(x) => btf.resolve_chained_type(x),
@@ -190,7 +257,12 @@ fn strip(btf: &Btf, mut t: Type) -> Result<Type, BtfError> {
 }
 
 /// Offset (from `base`) and type of the member `path` names, from struct or union `t`.
-fn walk(btf: &Btf, mut t: Type, path: &[String], mut off: u32) -> Result<(u32, Type), String> {
+fn walk(
+    btf: &KernelBtf,
+    mut t: Type,
+    path: &[String],
+    mut off: u32,
+) -> Result<(u32, Type), String> {
     for name in path {
         let (Type::Struct(s) | Type::Union(s)) = &t else {
             return Err(format!(
@@ -213,7 +285,7 @@ fn walk(btf: &Btf, mut t: Type, path: &[String], mut off: u32) -> Result<(u32, T
 }
 
 /// A member by name and its byte offset, looking into anonymous unions and structs.
-fn member(btf: &Btf, s: &btf_rs::Struct, name: &str) -> Option<(btf_rs::Member, u32)> {
+fn member(btf: &KernelBtf, s: &btf_rs::Struct, name: &str) -> Option<(btf_rs::Member, u32)> {
     for m in &s.members {
         let at = m.bit_offset() / 8;
         let n = btf.resolve_name(m).unwrap_or_default();
@@ -233,7 +305,7 @@ fn member(btf: &Btf, s: &btf_rs::Struct, name: &str) -> Option<(btf_rs::Member, 
 
 /// (task_struct.mm, mm_struct.arg_start, .arg_end, .env_start, .env_end): where a process's
 /// arguments and environment are.
-pub fn image_offsets(btf: &Btf) -> Result<[u32; 5], BtfError> {
+pub fn image_offsets(btf: &KernelBtf) -> Result<[u32; 5], BtfError> {
     Ok([
         member_offset(btf, "task_struct", "mm")?,
         member_offset(btf, "mm_struct", "arg_start")?,
@@ -245,7 +317,7 @@ pub fn image_offsets(btf: &Btf) -> Result<[u32; 5], BtfError> {
 
 /// (io_kiocb.opcode, io_kiocb.ctx, io_kiocb.flags, io_uring_cqe.res): what the io_uring
 /// programs on BTF raw tracepoints read from the request and its completion entry.
-pub fn uring_offsets(btf: &Btf) -> Result<[u32; 4], BtfError> {
+pub fn uring_offsets(btf: &KernelBtf) -> Result<[u32; 4], BtfError> {
     Ok([
         member_offset(btf, "io_kiocb", "opcode")?,
         member_offset(btf, "io_kiocb", "ctx")?,
@@ -256,7 +328,7 @@ pub fn uring_offsets(btf: &Btf) -> Result<[u32; 4], BtfError> {
 
 /// Where the bio and request programs on BTF raw tracepoints read. Linux 5.15 and later:
 /// before, the disk hung off the request itself, and the bio had no block device.
-pub fn block_offsets(btf: &Btf) -> Result<strata_common::BlockOffsets, BtfError> {
+pub fn block_offsets(btf: &KernelBtf) -> Result<strata_common::BlockOffsets, BtfError> {
     let m = |s: &str, f: &str| member_offset(btf, s, f);
     let iter = m("bio", "bi_iter")?;
     Ok(strata_common::BlockOffsets {
@@ -277,7 +349,7 @@ pub fn block_offsets(btf: &Btf) -> Result<strata_common::BlockOffsets, BtfError>
 }
 
 /// Where the page-cache and writeback programs on BTF raw tracepoints read.
-pub fn page_offsets(btf: &Btf) -> Result<strata_common::PageOffsets, BtfError> {
+pub fn page_offsets(btf: &KernelBtf) -> Result<strata_common::PageOffsets, BtfError> {
     let m = |s: &str, f: &str| member_offset(btf, s, f);
     // A large folio's order: the low byte of `_flags_1` (Linux 6.6 on), `_folio_order` before.
     let folio_order = m("folio", "_flags_1").or_else(|_| m("folio", "_folio_order"))?;
@@ -309,7 +381,7 @@ pub fn page_offsets(btf: &Btf) -> Result<strata_common::PageOffsets, BtfError> {
 
 /// The bit numbers of the request flags of `rwbs` (`strata_common::RWBS_FLAGS`), from the
 /// kernel's `enum req_flag_bits`; `NO_FLAG_BIT` for one it lacks.
-fn req_flag_bits(btf: &Btf) -> Result<[u8; 8], BtfError> {
+fn req_flag_bits(btf: &KernelBtf) -> Result<[u8; 8], BtfError> {
     let mut bits = [strata_common::NO_FLAG_BIT; 8];
     for (bit, (_, name)) in bits.iter_mut().zip(strata_common::RWBS_FLAGS) {
         if let Some(v) = enumerator(btf, "req_flag_bits", name)?.filter(|v| *v < 32) {
@@ -321,7 +393,7 @@ fn req_flag_bits(btf: &Btf) -> Result<[u8; 8], BtfError> {
 
 /// (task_struct.pid, linux_binprm.filename): what the lifecycle programs on BTF raw
 /// tracepoints read behind their arguments.
-pub fn lifecycle_offsets(btf: &Btf) -> Result<[u32; 2], BtfError> {
+pub fn lifecycle_offsets(btf: &KernelBtf) -> Result<[u32; 2], BtfError> {
     Ok([
         member_offset(btf, "task_struct", "pid")?,
         member_offset(btf, "linux_binprm", "filename")?,
@@ -331,11 +403,10 @@ pub fn lifecycle_offsets(btf: &Btf) -> Result<[u32; 2], BtfError> {
 /// How many arguments tracepoint `name` hands its BTF raw tracepoint programs (its
 /// `TP_PROTO`), from the kernel's `btf_trace_NAME` typedef; a program that reads past them is
 /// refused at load.
-pub fn tracepoint_args(btf: &Btf, name: &str) -> Result<usize, BtfError> {
+pub fn tracepoint_args(btf: &KernelBtf, name: &str) -> Result<usize, BtfError> {
     let missing = || BtfError::Missing(format!("tracepoint {name}"), "prototype".into());
     let typedef = btf
-        .resolve_types_by_name(&format!("btf_trace_{name}"))
-        .map_err(|_| missing())?
+        .types_named(&format!("btf_trace_{name}"))
         .into_iter()
         .find(|t| matches!(t, Type::Typedef(_)))
         .ok_or_else(missing)?;
@@ -351,7 +422,7 @@ pub fn tracepoint_args(btf: &Btf, name: &str) -> Result<usize, BtfError> {
 
 /// (task_struct.files, files_struct.fdt, fdtable.max_fds, fdtable.fd, inode.i_mode): a
 /// descriptor's file, and what it is.
-pub fn fd_offsets(btf: &Btf) -> Result<[u32; 5], BtfError> {
+pub fn fd_offsets(btf: &KernelBtf) -> Result<[u32; 5], BtfError> {
     Ok([
         member_offset(btf, "task_struct", "files")?,
         member_offset(btf, "files_struct", "fdt")?,
@@ -375,6 +446,27 @@ mod tests {
         assert_eq!(s_dev % 4, 0);
         assert!(matches!(
             member_offset(&btf, "inode", "no_such_field"),
+            Err(BtfError::Missing(..))
+        ));
+    }
+
+    /// Kernels before 6.16 cannot map their BTF in place; a copy in a memory file is read
+    /// instead, and must give the same answers (so must a name asked for twice).
+    #[test]
+    fn a_copy_in_memory_reads_as_the_kernel_btf() {
+        let btf = kernel().expect("this kernel has BTF");
+        let copy = KernelBtf::new(mapped_copy(&std::fs::read(VMLINUX).unwrap()).unwrap());
+        for b in [&btf, &copy, &btf] {
+            assert_eq!(
+                format!("{:?}", block_offsets(b).unwrap()),
+                format!("{:?}", block_offsets(&btf).unwrap())
+            );
+            assert_eq!(fd_offsets(b).unwrap(), fd_offsets(&btf).unwrap());
+            assert_eq!(tracepoint_args(b, "sys_enter").unwrap(), 2);
+            assert!(enumerator(b, "pageflags", "PG_head").unwrap().is_some());
+        }
+        assert!(matches!(
+            tracepoint_args(&copy, "no_such_event"),
             Err(BtfError::Missing(..))
         ));
     }

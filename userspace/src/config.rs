@@ -85,10 +85,7 @@ pub fn parse(text: &str) -> Result<Config, String> {
         })?;
     }
     if let Some(layers) = &cfg.layers {
-        for l in layers {
-            l.parse::<crate::probes::Layer>()
-                .map_err(|e| format!("layers: {e}"))?;
-        }
+        crate::probes::Layer::parse_list(layers).map_err(|e| format!("layers: {e}"))?;
     }
     if let Some(paths) = &cfg.paths {
         if let Some(p) = paths.iter().find(|p| !p.starts_with('/')) {

@@ -42,7 +42,8 @@ struct TraceOpts {
     #[arg(long, value_name = "FILE")]
     probes: Option<PathBuf>,
     /// Trace exactly these layers (comma-separated: posix, stdio, libc, mpiio, hdf5,
-    /// netcdf, vfs, block, pagecache), including probes marked `enabled = false`.
+    /// netcdf, uring, vfs, block, pagecache; or all), including probes marked
+    /// `enabled = false`.
     /// Default: the probes enabled in the file: all but libc's, and MPI's request waits
     /// (MPI_Wait, MPI_Test, ...), which trap on every communication request too.
     #[arg(long, value_delimiter = ',')]
@@ -98,11 +99,7 @@ impl TraceOpts {
         let layers = self
             .layers
             .or(cfg.layers)
-            .map(|ls| {
-                ls.iter()
-                    .map(|l| l.parse::<probes::Layer>())
-                    .collect::<Result<Vec<_>, _>>()
-            })
+            .map(|ls| probes::Layer::parse_list(&ls))
             .transpose()
             .map_err(anyhow::Error::msg)?;
         let syscall_mode = match (self.syscall_mode, cfg.syscall_mode) {

@@ -250,6 +250,16 @@ kinds!(
     }
 );
 
+impl Layer {
+    /// `--layers`'s names: `all` is every layer.
+    pub fn parse_list(names: &[String]) -> Result<Vec<Layer>, String> {
+        if names.iter().any(|n| n == "all") {
+            return Ok(Self::ALL.iter().filter_map(|n| n.parse().ok()).collect());
+        }
+        names.iter().map(|n| n.parse()).collect()
+    }
+}
+
 kinds!(
     /// What a call does to its handle or file (the `op` column).
     Op {
@@ -2125,5 +2135,22 @@ mod tests {
         let mut probes = parse(BUILTIN, "p").unwrap();
         select_layers(&mut probes, Some(&[Layer::Libc]));
         assert!(probes.iter().all(|p| p.enabled == (p.layer == Layer::Libc)));
+    }
+
+    #[test]
+    fn all_names_every_layer_and_a_misspelt_one_is_refused() {
+        let names = |s: &[&str]| s.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        let all = Layer::parse_list(&names(&["all"])).unwrap();
+        assert_eq!(all.len(), Layer::COUNT);
+        assert!(all.contains(&Layer::Uring) && all.contains(&Layer::Libc));
+        assert_eq!(
+            Layer::parse_list(&names(&["posix", "block"])).unwrap(),
+            [Layer::Posix, Layer::Block]
+        );
+        let e = Layer::parse_list(&names(&["posix", "blok"])).unwrap_err();
+        assert!(
+            e.contains("unknown layer \"blok\"") && e.contains("uring"),
+            "{e}"
+        );
     }
 }

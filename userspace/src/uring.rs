@@ -21,7 +21,7 @@ use crate::{
 pub(crate) fn attach_requests(
     ebpf: &mut Ebpf,
     probes: &[Probe],
-    btf: &Result<btf_rs::Btf, String>,
+    btf: &Result<crate::btf::KernelBtf, String>,
     statuses: &mut [ProbeStatus],
 ) -> anyhow::Result<()> {
     let events = [KernelEvent::UringSubmit, KernelEvent::UringComplete];
@@ -96,7 +96,11 @@ pub(crate) fn attach_requests(
 /// place from the BTF, and which arguments are the descriptor, the file and strings.
 /// [`BtfError::is_absent`]: the opcode is newer than this kernel. Its number must be the
 /// kernel's, where the BTF has `enum io_uring_op`: a wrong one would name other requests.
-pub fn uring_op(btf: &btf_rs::Btf, p: &Probe, fields: &[FieldPath]) -> Result<UringOp, BtfError> {
+pub fn uring_op(
+    btf: &crate::btf::KernelBtf,
+    p: &Probe,
+    fields: &[FieldPath],
+) -> Result<UringOp, BtfError> {
     if let Target::Request { name, opcode, .. } = &p.target {
         match crate::btf::enumerator(btf, "io_uring_op", name) {
             Ok(Some(v)) if v == u64::from(*opcode) => {}

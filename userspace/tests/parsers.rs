@@ -19,7 +19,7 @@ const MOUNTINFO: &str =
     "36 35 98:0 /mnt1 /mnt/parent rw,noatime master:1 - ext3 /dev/root rw,errors=continue";
 
 /// This kernel's BTF, read once, to resolve io_uring request fields against.
-static KERNEL_BTF: std::sync::LazyLock<Option<btf_rs::Btf>> =
+static KERNEL_BTF: std::sync::LazyLock<Option<strata::btf::KernelBtf>> =
     std::sync::LazyLock::new(|| strata::btf::kernel().ok());
 
 /// Lines of `text` with some removed or cut short.
