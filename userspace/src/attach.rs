@@ -97,7 +97,10 @@ pub fn detach(mut loaded: Loaded) {
         for link in links {
             s.spawn(move || drop(link));
         }
-        for (_, p) in loaded.ebpf.programs_mut() {
+        // Only the programs loaded: the object holds some 60, most of them never loaded
+        // in a run (other kernels' fallbacks, the benchmark's), and a thread costs more
+        // than nothing to start.
+        for (_, p) in loaded.ebpf.programs_mut().filter(|(_, p)| p.fd().is_ok()) {
             s.spawn(move || {
                 // Programs never loaded or attached have nothing to release.
                 let _ = match p {
