@@ -53,6 +53,7 @@ pub struct Outcome {
 }
 
 pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
+    let started = std::time::Instant::now();
     // Signals, first: from here on one asks for a clean stop, at any moment of start-up too,
     // and never kills strata mid-write.
     let stop = Arc::new(AtomicBool::new(false));
@@ -172,7 +173,8 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
     out.flush()?;
     if !args.quiet {
         eprintln!(
-            "strata: {attached} probes attached{}, writing to {}",
+            "strata: {attached} probes attached in {:.2} s{}, writing to {}",
+            started.elapsed().as_secs_f64(),
             if failed > 0 {
                 format!(", {failed} failed (see the probes table)")
             } else {
