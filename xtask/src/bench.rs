@@ -355,6 +355,8 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
     let mut results = Vec::new();
     // The write(1 B) case's kernel programs and empty probe, per call, for the own-work sum.
     let mut write_kernel = None;
+    // What the targets are checked against, gathered as the run goes.
+    let mut seen = Seen::default();
     println!(
         "{:<20} {:>12} {:>12} {:>8} {:>12} {:>10} {:>8} {:>6} {:>8}",
         "workload",
@@ -502,6 +504,9 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
         if case.mode == "syscall" {
             write_kernel = empty_per_call.map(|e| (prog_ns_per_call, e));
         }
+        if let (Some(f), false) = (floor_per_call, dropped) {
+            seen.above_floor.push((case.name, per_call / f.max(1.0)));
+        }
         if let (Some(e), true) = (empty_per_call, dropped) {
             println!(
                 "{:<20} not recorded: an empty probe adds {e:.0} ns per call, strata {per_call:.0} ns ({:.1}x the empty probe): its filter is {:.0} ns",
@@ -559,6 +564,10 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
     };
     for rate in [50_000u64, 100_000, PACED_RATE, 400_000, 800_000] {
         let (achieved, st) = paced(rate, rate * 2)?;
+        if rate == PACED_RATE {
+            seen.lost_at_paced_rate = Some(st.lost);
+        }
+        seen.rss_by_rate.push((rate, st.peak_rss_kib));
         println!(
             "{:<20} {:>12.0} {:>12} {:>10} {:>8.1}",
             format!("{rate} writes/s"),
@@ -657,6 +666,9 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
         pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
         let (per_event, events, bytes) = pairs[1];
         let range = format!("{:.2}-{:.2}", pairs[0].0, pairs[2].0);
+        if sc.name.starts_with("regular") {
+            seen.regular_bytes.push((sc.name, per_event));
+        }
         println!(
             "{:<32} {:>10} {:>10} {:>8.2} {:>15}",
             sc.name, events, bytes, per_event, range
@@ -677,6 +689,7 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
     // taken from them.
     if let (Some((kernel, empty)), Some(user)) = (write_kernel, paced_cpu) {
         let own = kernel + user;
+        seen.own_and_empty = Some((own, empty));
         println!(
             "\nstrata's own work per write(1 B) event: kernel programs {kernel:.0} ns + user space {user:.0} ns CPU (at {PACED_RATE} writes/s) = {own:.0} ns, {:.1}x the {empty:.0} ns an empty probe adds",
             own / empty.max(1.0)
@@ -707,6 +720,7 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
     }
     rates.sort_by(f64::total_cmp);
     let (best, median) = (rates[2], rates[1]);
+    seen.pipeline = Some(best);
     println!(
         "user-space pipeline (decode, correlate, Parquet; one core): {best:.0} events/s best of 3 (median {median:.0}), {bytes:.2} Parquet bytes per call"
     );
@@ -761,6 +775,24 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
         "idle_rss_kib": idle_kib,
         "peak_rss_kib": peak_kib,
     }));
+    seen.user_share = paced_cpu.map(|ns| ns * PACED_RATE as f64 / 1e9);
+    let targets = targets(&seen);
+    println!("\ntargets");
+    for t in &targets {
+        let verdict = match t.met {
+            Some(true) => "met",
+            Some(false) => "NOT MET",
+            None => "-",
+        };
+        println!("  {:<8} {}: {}", verdict, t.target, t.measured);
+    }
+    results.push(json!({
+        "workload": "targets",
+        "targets": targets
+            .iter()
+            .map(|t| json!({ "target": t.target, "measured": t.measured, "met": t.met }))
+            .collect::<Vec<_>>(),
+    }));
     if let Some(parent) = json_path.parent() {
         fs::create_dir_all(parent)?;
     }
@@ -770,6 +802,124 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
     )?;
     println!("results written to {}", json_path.display());
     Ok(())
+}
+
+/// The figures of a run that the performance targets are checked against.
+#[derive(Default)]
+struct Seen {
+    /// strata's own work per write(1 B) event (kernel programs and user space) and the time
+    /// an empty probe adds, ns.
+    own_and_empty: Option<(f64, f64)>,
+    /// Per case with a floor: strata's added time per call over the floor's.
+    above_floor: Vec<(&'static str, f64)>,
+    /// Share of a core strata's user space takes at `PACED_RATE` events per second.
+    user_share: Option<f64>,
+    /// Best pipeline rate, events per second.
+    pipeline: Option<f64>,
+    /// Steady-state dataset bytes per event of the regular workloads.
+    regular_bytes: Vec<(&'static str, f64)>,
+    lost_at_paced_rate: Option<u64>,
+    /// Peak resident KiB at each sustained rate.
+    rss_by_rate: Vec<(u64, u64)>,
+}
+
+/// A target, what this run measured of it, and whether that meets it (None: this run
+/// cannot tell).
+struct Target {
+    target: String,
+    measured: String,
+    met: Option<bool>,
+}
+
+/// The targets of the performance work, each beside this run's figure. The first is
+/// stated per event against an empty probe; the two after it are the measures proposed
+/// for it, against the floor (the least a per-call recorder does) and per core.
+fn targets(seen: &Seen) -> Vec<Target> {
+    let mut t = Vec::new();
+    let mut add = |target: String, measured: String, met: Option<bool>| {
+        t.push(Target {
+            target,
+            measured,
+            met,
+        })
+    };
+    if let Some((own, empty)) = seen.own_and_empty {
+        add(
+            "strata's own work per event (kernel programs and user space) at most 10% above \
+             an empty probe's"
+                .into(),
+            format!(
+                "write(1 B): {own:.0} ns against {empty:.0} ns, {:.0}% above",
+                own / empty.max(1.0) * 100.0
+            ),
+            Some(own <= 0.10 * empty),
+        );
+    }
+    if !seen.above_floor.is_empty() {
+        let worst = seen.above_floor.iter().map(|(_, r)| *r).fold(0.0, f64::max);
+        let each: Vec<_> = seen
+            .above_floor
+            .iter()
+            .map(|(name, r)| format!("{name} {r:.2}x"))
+            .collect();
+        add(
+            "(proposed) strata's added time per call at most 1.15x the floor's".into(),
+            each.join(", "),
+            Some(worst <= 1.15),
+        );
+    }
+    if let Some(share) = seen.user_share {
+        add(
+            format!("(proposed) user space at most 10% of a core at {PACED_RATE} events/s"),
+            format!("{:.1}%", share * 100.0),
+            Some(share <= 0.10),
+        );
+    }
+    if let Some(rate) = seen.pipeline {
+        add(
+            "pipeline at least 1,000,000 events/s on one core".into(),
+            format!("{rate:.0} events/s"),
+            Some(rate >= 1e6),
+        );
+    }
+    if !seen.regular_bytes.is_empty() {
+        let worst = seen
+            .regular_bytes
+            .iter()
+            .map(|(_, b)| *b)
+            .fold(0.0, f64::max);
+        let each: Vec<_> = seen
+            .regular_bytes
+            .iter()
+            .map(|(name, b)| format!("{} {b:.2}", name.trim_start_matches("regular: ")))
+            .collect();
+        add(
+            "at most 8 bytes per event on regular workloads".into(),
+            each.join(", "),
+            Some(worst <= 8.0),
+        );
+    }
+    if let Some(lost) = seen.lost_at_paced_rate {
+        add(
+            format!("no events lost at {PACED_RATE} events/s sustained"),
+            format!("{lost} lost"),
+            Some(lost == 0),
+        );
+    }
+    if let (Some(first), Some(last)) = (seen.rss_by_rate.first(), seen.rss_by_rate.last()) {
+        add(
+            "memory bounded regardless of run length or event rate".into(),
+            format!(
+                "peak {:.0} MiB at {} and {:.0} MiB at {} events/s; over hours: cargo xtask soak",
+                first.1 as f64 / 1024.0,
+                first.0,
+                last.1 as f64 / 1024.0,
+                last.0
+            ),
+            None,
+        );
+    }
+    t
 }
 
 /// strata's resident memory (VmRSS, VmHWM in KiB) while the command it started waits: what
@@ -940,4 +1090,45 @@ fn stats(out: &Path) -> anyhow::Result<Stats> {
         bpf_runs,
         cpu_ns,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn verdicts(seen: &Seen) -> Vec<Option<bool>> {
+        targets(seen).iter().map(|t| t.met).collect()
+    }
+
+    /// Each target against its own threshold, on either side of it.
+    #[test]
+    fn targets_are_met_up_to_their_thresholds_and_not_beyond() {
+        let mut seen = Seen {
+            own_and_empty: Some((12.0, 124.0)),
+            above_floor: vec![("write", 1.14), ("fwrite", 1.03)],
+            user_share: Some(0.07),
+            pipeline: Some(1.2e6),
+            regular_bytes: vec![("regular: MPI-IO", 6.6), ("regular: HDF5", 8.0)],
+            lost_at_paced_rate: Some(0),
+            rss_by_rate: vec![(50_000, 65_000), (800_000, 105_000)],
+        };
+        let met = vec![Some(true); 6];
+        assert_eq!(verdicts(&seen), [met, vec![None]].concat());
+        seen.own_and_empty = Some((556.0, 124.0));
+        seen.above_floor[1].1 = 1.16;
+        seen.user_share = Some(0.11);
+        seen.pipeline = Some(0.9e6);
+        seen.regular_bytes[0].1 = 8.1;
+        seen.lost_at_paced_rate = Some(1);
+        let not_met = vec![Some(false); 6];
+        assert_eq!(verdicts(&seen), [not_met, vec![None]].concat());
+        let own = &targets(&seen)[0].measured;
+        assert!(own.contains("448% above"), "{own}");
+    }
+
+    /// A run that measured nothing of a target says nothing about it.
+    #[test]
+    fn targets_without_figures_are_left_out() {
+        assert!(targets(&Seen::default()).is_empty());
+    }
 }
