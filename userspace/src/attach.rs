@@ -542,6 +542,9 @@ fn load_parsed(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
     // Kernel-structure offsets for kernel-function probes; without BTF those probes fail
     // with the reason, nothing else does.
     let kernel_btf = crate::btf::kernel().map_err(|e| e.to_string());
+    if let Ok(btf) = &kernel_btf {
+        btf.prefetch(&btf_names(probes));
+    }
     // Thread stacks in task-local storage need the kernel's BTF (the task pointer's type).
     // Where the page and block programs read: constants to the verifier, so set before
     // loading.
@@ -764,6 +767,9 @@ fn load_parsed(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
         users
             .insert(uid, 1, 0)
             .with_context(|| format!("cannot add uid {uid} to the user filter"))?;
+    }
+    if let Ok(btf) = &kernel_btf {
+        log::debug!("kernel BTF: {} scans of its types", btf.scans());
     }
     // How close each program came to the verifier's budget (older kernels prune less).
     let multi_counts = uprobes.multi.iter().flat_map(|m| {
@@ -1093,11 +1099,7 @@ fn attach_lifecycle(
     kernel_btf: &Result<crate::btf::KernelBtf, String>,
     fields: Result<(), String>,
 ) -> anyhow::Result<()> {
-    for (prog, cat, name) in [
-        (programs::TASK_NEWTASK, "task", "task_newtask"),
-        (programs::PROCESS_EXEC, "sched", "sched_process_exec"),
-        (programs::PROCESS_EXIT, "sched", "sched_process_exit"),
-    ] {
+    for (prog, cat, name) in LIFECYCLE {
         let on_btf = fields
             .clone()
             .and_then(|()| lifecycle_btf_program(kernel_btf, name))
@@ -1119,6 +1121,38 @@ fn attach_lifecycle(
             .with_context(|| format!("cannot attach to tracepoint {cat}/{name}"))?;
     }
     Ok(())
+}
+
+/// The lifecycle programs on trace events: (program, category, tracepoint).
+const LIFECYCLE: [(&str, &str, &str); 3] = [
+    (programs::TASK_NEWTASK, "task", "task_newtask"),
+    (programs::PROCESS_EXEC, "sched", "sched_process_exec"),
+    (programs::PROCESS_EXIT, "sched", "sched_process_exit"),
+];
+
+/// The kernel types a run with `probes` looks up by name: those the offsets read, the
+/// prototypes of its BTF raw tracepoints, and its io_uring requests' structs.
+fn btf_names(probes: &[Probe]) -> Vec<String> {
+    let mut names: Vec<String> = crate::btf::TYPES_READ
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let lifecycle = LIFECYCLE.iter().map(|(_, _, name)| *name);
+    names.extend(lifecycle.map(crate::btf::trace_typedef));
+    for p in probes.iter().filter(|p| p.enabled) {
+        match &p.target {
+            Target::Kernel { attach, .. } => {
+                for m in attach {
+                    if let Mechanism::BtfTracepoint { name } = m {
+                        names.push(crate::btf::trace_typedef(name));
+                    }
+                }
+            }
+            Target::Request { fields, .. } => names.extend(fields.iter().map(|f| f.root.clone())),
+            _ => {}
+        }
+    }
+    names
 }
 
 /// The program for lifecycle tracepoint `name` on its BTF raw tracepoint: the one written for

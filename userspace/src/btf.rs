@@ -1,8 +1,15 @@
 //! Offsets of kernel struct fields, from the running kernel's BTF (/sys/kernel/btf/vmlinux),
 //! for programs that read kernel structures (the `kfile` argument of VFS probes).
 use std::{
-    collections::HashMap, ffi::CString, fs::File, io::Write as _, os::fd::FromRawFd as _,
-    sync::Mutex,
+    collections::HashMap,
+    ffi::CString,
+    fs::File,
+    io::Write as _,
+    os::fd::FromRawFd as _,
+    sync::{
+        Mutex,
+        atomic::{AtomicUsize, Ordering},
+    },
 };
 
 use btf_rs::{Backend, Btf, Type};
@@ -73,12 +80,45 @@ pub fn member_offset(btf: &KernelBtf, strukt: &str, field: &str) -> Result<u32, 
 
 const VMLINUX: &str = "/sys/kernel/btf/vmlinux";
 
-/// The running kernel's BTF, read where it lies, its types found by name when asked: one scan
-/// of the type section per name (about 0.5 ms). strata needs some 50 types of 100,000 or
-/// more; parsing them all took 34 MiB and about 90 ms of every start (parse and free).
+/// The structs and enums the offsets here read, and io_uring's opcodes and command area:
+/// looked up at start in one scan ([`KernelBtf::prefetch`]), with the run's tracepoints and
+/// request structs.
+pub const TYPES_READ: &[&str] = &[
+    "address_space",
+    "backing_dev_info",
+    "bdev_inode",
+    "bio",
+    "block_device",
+    "bvec_iter",
+    "fdtable",
+    "file",
+    "files_struct",
+    "folio",
+    "gendisk",
+    "inode",
+    "io_cmd_data",
+    "io_kiocb",
+    "io_uring_cqe",
+    "io_uring_op",
+    "linux_binprm",
+    "mm_struct",
+    "pageflags",
+    "req_flag_bits",
+    "request",
+    "request_queue",
+    "super_block",
+    "task_struct",
+    "writeback_control",
+];
+
+/// The running kernel's BTF, read where it lies, its types found by name when asked. strata
+/// needs some 50 types of 100,000 or more: parsing them all took 34 MiB and about 90 ms of
+/// every start (parse and free); a scan of the type section for one name takes 0.5 ms, and
+/// for all of them at once 4 ms.
 pub struct KernelBtf {
     btf: Btf,
     named: Mutex<HashMap<String, Vec<u32>>>,
+    scans: AtomicUsize,
 }
 
 impl std::ops::Deref for KernelBtf {
@@ -94,15 +134,59 @@ impl KernelBtf {
         Self {
             btf,
             named: Mutex::default(),
+            scans: AtomicUsize::new(0),
         }
+    }
+
+    /// Finds the types of all `names` in one scan; a name left out is found when asked, in a
+    /// scan of its own.
+    pub fn prefetch<S: AsRef<str>>(&self, names: &[S]) {
+        let mut named = self.named.lock().unwrap_or_else(|e| e.into_inner());
+        let mut wanted: Vec<&str> = names
+            .iter()
+            .map(AsRef::as_ref)
+            .filter(|n| !named.contains_key(*n))
+            .collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        if wanted.is_empty() {
+            return;
+        }
+        let alternatives: Vec<String> = wanted.iter().map(|n| regex::escape(n)).collect();
+        let Ok(re) = regex::Regex::new(&format!("^(?:{})$", alternatives.join("|"))) else {
+            return;
+        };
+        self.scans.fetch_add(1, Ordering::Relaxed);
+        let Ok(ids) = self.btf.resolve_ids_by_regex(&re) else {
+            return;
+        };
+        for n in wanted {
+            named.insert(n.to_string(), Vec::new());
+        }
+        // In id order, as a scan for one name gives them.
+        for id in ids {
+            let Ok(t) = self.btf.resolve_type_by_id(id) else {
+                continue;
+            };
+            let name = t.as_btf_type().and_then(|b| self.btf.resolve_name(b).ok());
+            if let Some(found) = name.and_then(|n| named.get_mut(&n)) {
+                found.push(id);
+            }
+        }
+    }
+
+    /// Scans of the type section so far: one per name not prefetched, beyond the prefetch.
+    pub fn scans(&self) -> usize {
+        self.scans.load(Ordering::Relaxed)
     }
 
     /// The types called `name` (a struct and its forward declarations, a typedef...).
     fn types_named(&self, name: &str) -> Vec<Type> {
         let mut named = self.named.lock().unwrap_or_else(|e| e.into_inner());
-        let ids = named
-            .entry(name.to_string())
-            .or_insert_with(|| self.btf.resolve_ids_by_name(name).unwrap_or_default());
+        let ids = named.entry(name.to_string()).or_insert_with(|| {
+            self.scans.fetch_add(1, Ordering::Relaxed);
+            self.btf.resolve_ids_by_name(name).unwrap_or_default()
+        });
         ids.iter()
             .filter_map(|id| self.btf.resolve_type_by_id(*id).ok())
             .collect()
@@ -400,13 +484,18 @@ pub fn lifecycle_offsets(btf: &KernelBtf) -> Result<[u32; 2], BtfError> {
     ])
 }
 
+/// The typedef of tracepoint `name`'s BTF raw tracepoint prototype.
+pub fn trace_typedef(name: &str) -> String {
+    format!("btf_trace_{name}")
+}
+
 /// How many arguments tracepoint `name` hands its BTF raw tracepoint programs (its
 /// `TP_PROTO`), from the kernel's `btf_trace_NAME` typedef; a program that reads past them is
 /// refused at load.
 pub fn tracepoint_args(btf: &KernelBtf, name: &str) -> Result<usize, BtfError> {
     let missing = || BtfError::Missing(format!("tracepoint {name}"), "prototype".into());
     let typedef = btf
-        .types_named(&format!("btf_trace_{name}"))
+        .types_named(&trace_typedef(name))
         .into_iter()
         .find(|t| matches!(t, Type::Typedef(_)))
         .ok_or_else(missing)?;
@@ -469,6 +558,37 @@ mod tests {
             tracepoint_args(&copy, "no_such_event"),
             Err(BtfError::Missing(..))
         ));
+    }
+
+    /// Everything the offsets read is found in the one scan at start, and found the same as
+    /// by a scan per name.
+    #[test]
+    fn the_types_read_are_found_in_one_scan_as_one_by_one() {
+        let all = |b: &KernelBtf| {
+            let cmd = request_field(b, &"io_rw.len".parse().unwrap()).unwrap();
+            format!(
+                "{:?}",
+                (
+                    file_offsets(b).unwrap(),
+                    block_offsets(b).unwrap(),
+                    page_offsets(b).unwrap(),
+                    image_offsets(b).unwrap(),
+                    uring_offsets(b).unwrap(),
+                    fd_offsets(b).unwrap(),
+                    lifecycle_offsets(b).unwrap(),
+                    enumerator(b, "io_uring_op", "IORING_OP_READ").unwrap(),
+                    cmd,
+                    tracepoint_args(b, "sched_process_exec").unwrap(),
+                )
+            )
+        };
+        let one = kernel().expect("this kernel has BTF");
+        one.prefetch(TYPES_READ);
+        one.prefetch(&["io_rw".to_string(), trace_typedef("sched_process_exec")]);
+        let by_name = kernel().unwrap();
+        assert_eq!(all(&one), all(&by_name));
+        assert_eq!(one.scans(), 2, "a scan per prefetch, none after");
+        assert!(by_name.scans() > 20, "{}", by_name.scans());
     }
 
     /// struct fdtable begins with its size, then the array of files.

@@ -1312,6 +1312,11 @@ fn every_program_verifies_well_within_the_kernels_budget() {
         .args(["--", "true"]));
     assert!(res.status.success(), "{:?}", res.status);
     let stderr = String::from_utf8_lossy(&res.stderr);
+    // Every kernel type the run read was found in the one scan at start.
+    assert!(
+        stderr.contains("kernel BTF: 1 scans of its types"),
+        "{stderr}"
+    );
     let counts: Vec<(&str, u64)> = stderr
         .lines()
         .filter_map(|l| {
