@@ -483,18 +483,20 @@ impl SyscallMode {
 }
 
 /// Loads strata's eBPF object (maps created, programs not yet loaded): `ring_bytes` sizes
-/// the ring buffer (default: the object's), `task_storage` keeps thread stacks in
-/// task-local storage (kernels with BTF) instead of a hash map, and `floor_ring` has the
+/// the ring buffer (default: the object's), `task` keeps thread stacks in task-local
+/// storage (kernels with BTF) instead of a hash map, the threads' ids read from their tasks
+/// at these offsets, and `floor_ring` has the
 /// benchmark's floor programs send their records through the ring buffer (else they only
 /// build them: the stamp).
 pub fn load_object(
     ring_bytes: Option<u32>,
-    task_storage: bool,
+    task: Option<&strata_common::TaskOffsets>,
     floor_ring: bool,
     page_offsets: &strata_common::PageOffsets,
     block_offsets: &strata_common::BlockOffsets,
 ) -> anyhow::Result<Ebpf> {
-    let flag = u8::from(task_storage);
+    let flag = u8::from(task.is_some());
+    let task = task.copied().unwrap_or_default();
     let floor_ring = u8::from(floor_ring);
     let mut loader = EbpfLoader::new();
     if let Some(bytes) = ring_bytes {
@@ -502,6 +504,7 @@ pub fn load_object(
     }
     loader
         .override_global(globals::USE_TASK_STORAGE, &flag, true)
+        .override_global(globals::TASK_OFFSETS, &task, true)
         .override_global(globals::FLOOR_RING, &floor_ring, true)
         .override_global(globals::PAGE_OFFSETS, page_offsets, true)
         .override_global(globals::BLOCK_OFFSETS, block_offsets, true)
@@ -556,9 +559,13 @@ fn load_parsed(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
         .as_ref()
         .map_err(Clone::clone)
         .and_then(|b| crate::btf::block_offsets(b).map_err(|e| e.to_string()));
+    let task_fields = kernel_btf
+        .as_ref()
+        .ok()
+        .and_then(|b| crate::btf::task_offsets(b).ok());
     let mut ebpf = load_object(
         Some(opts.ring_bytes),
-        kernel_btf.is_ok(),
+        task_fields.as_ref(),
         true,
         page_fields
             .as_ref()

@@ -475,6 +475,14 @@ fn req_flag_bits(btf: &KernelBtf) -> Result<[u8; 8], BtfError> {
     Ok(bits)
 }
 
+/// Where the programs read the current thread's ids (`task_struct.pid`, `.tgid`).
+pub fn task_offsets(btf: &KernelBtf) -> Result<strata_common::TaskOffsets, BtfError> {
+    Ok(strata_common::TaskOffsets {
+        pid: member_offset(btf, "task_struct", "pid")?,
+        tgid: member_offset(btf, "task_struct", "tgid")?,
+    })
+}
+
 /// (task_struct.pid, linux_binprm.filename): what the lifecycle programs on BTF raw
 /// tracepoints read behind their arguments.
 pub fn lifecycle_offsets(btf: &KernelBtf) -> Result<[u32; 2], BtfError> {
@@ -576,6 +584,7 @@ mod tests {
                     uring_offsets(b).unwrap(),
                     fd_offsets(b).unwrap(),
                     lifecycle_offsets(b).unwrap(),
+                    task_offsets(b).unwrap(),
                     enumerator(b, "io_uring_op", "IORING_OP_READ").unwrap(),
                     cmd,
                     tracepoint_args(b, "sched_process_exec").unwrap(),
@@ -728,6 +737,15 @@ mod tests {
     }
 
     /// mm_struct keeps the four bounds of the arguments and environment adjacent, in order.
+    #[test]
+    fn finds_the_tasks_ids() {
+        let btf = kernel().expect("this kernel has BTF");
+        let t = task_offsets(&btf).unwrap();
+        // pid_t pid; pid_t tgid; one after the other in struct task_struct.
+        assert!(t.pid > 0 && t.pid % 4 == 0, "{t:?}");
+        assert_eq!(t.tgid, t.pid + 4, "{t:?}");
+    }
+
     #[test]
     fn finds_image_fields() {
         let btf = kernel().expect("this kernel has BTF");

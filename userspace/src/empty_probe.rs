@@ -79,9 +79,16 @@ pub fn run(
         FloorTracepoint | FloorUprobe | StampTracepoint | StampUprobe
     );
     let stamp = matches!(mechanism, StampTracepoint | StampUprobe);
+    // The floor keeps its frames as strata does: task-local, the ids read from the task.
+    let task = if floor {
+        let btf = crate::btf::kernel().context("the floor needs the kernel's BTF")?;
+        Some(crate::btf::task_offsets(&btf)?)
+    } else {
+        None
+    };
     let mut ebpf = load_object(
         None,
-        floor,
+        task.as_ref(),
         !stamp,
         &strata_common::PageOffsets::NONE,
         &strata_common::BlockOffsets::NONE,

@@ -1246,9 +1246,11 @@ fn io_uring_opens_and_closes_make_and_end_handles() {
 #[test]
 fn the_trace_event_fallbacks_verify_too() {
     require_root();
+    let btf = strata::btf::kernel().expect("this kernel has BTF");
+    let task = strata::btf::task_offsets(&btf).expect("task_struct has pid and tgid");
     let mut ebpf = strata::attach::load_object(
         None,
-        true,
+        Some(&task),
         true,
         &strata_common::PageOffsets::NONE,
         &strata_common::BlockOffsets::NONE,

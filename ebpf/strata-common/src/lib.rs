@@ -72,6 +72,8 @@ pub mod globals {
     pub const PAGE_OFFSETS: &str = "STRATA_PAGE_OFFSETS";
     /// [`super::BlockOffsets`]: where the bio and request programs read.
     pub const BLOCK_OFFSETS: &str = "STRATA_BLOCK_OFFSETS";
+    /// [`super::TaskOffsets`]: where the programs read the current thread's ids.
+    pub const TASK_OFFSETS: &str = "STRATA_TASK_OFFSETS";
 }
 
 /// Program names (the eBPF function names).
@@ -619,6 +621,17 @@ impl BlockOffsets {
         q_disk: 0,
         req_flag_bits: [NO_FLAG_BIT; 8],
     };
+}
+
+/// Where the programs read the current thread's ids from its `struct task_struct` (`.pid`,
+/// `.tgid`: byte offsets from the kernel's BTF), where thread stacks are task-local
+/// ([`globals::TASK_OFFSETS`]): the task is at hand for the stack, and two loads cost less
+/// than the helper call that gives the ids.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TaskOffsets {
+    pub pid: u32,
+    pub tgid: u32,
 }
 
 /// The request flags of `rwbs` strata spells (letter, `enum req_flag_bits` name), in
@@ -1170,11 +1183,13 @@ mod pod {
     unsafe impl aya::Pod for super::UringOp {}
     unsafe impl aya::Pod for super::PageOffsets {}
     unsafe impl aya::Pod for super::BlockOffsets {}
+    unsafe impl aya::Pod for super::TaskOffsets {}
 }
 
 const _: () = {
     assert!(core::mem::size_of::<Config>() == 136);
     assert!(core::mem::size_of::<BlockOffsets>() == 56);
+    assert!(core::mem::size_of::<TaskOffsets>() == 8);
     assert!(core::mem::size_of::<ImageHeader>() == 24);
     assert!(core::mem::size_of::<FuncSpec>() == 24);
     assert!(core::mem::size_of::<OnlyKey>() == 8);

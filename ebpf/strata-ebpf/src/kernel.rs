@@ -19,11 +19,8 @@ use strata_common::{
 };
 
 use crate::{
-    Res, STRATA_EVENTS, bounded, config, count,
-    kfunc::kread_at as kread,
-    masked,
-    thread::{self, current_call},
-    traced, wakeup,
+    Res, STRATA_EVENTS, bounded, config, count, kfunc::kread_at as kread, masked, thread, traced,
+    wakeup,
 };
 
 #[map]
@@ -177,8 +174,8 @@ fn try_kernel_event(ctx: &TracePointContext, event: KernelEvent) -> Res<()> {
 /// current process is traced.
 #[inline(always)]
 fn on_kernel_event(cfg: &Config, event: KernelEvent, v: &Values, mine: bool) -> Res<()> {
-    let pid_tgid = bpf_get_current_pid_tgid();
-    let (tgid, tid) = ((pid_tgid >> 32) as u32, pid_tgid as u32);
+    let me = thread::me();
+    let (tgid, tid) = (me.tgid(), me.tid());
     let (dev, sector) = (v.dev, v.sector);
     let mut ino = v.ino;
     let key = BioKey {
@@ -192,7 +189,7 @@ fn on_kernel_event(cfg: &Config, event: KernelEvent, v: &Values, mine: bool) -> 
     match event {
         KernelEvent::BioQueue => {
             if mine {
-                call_id = current_call(tid);
+                call_id = me.current_call();
             } else if let Some(i) = unsafe { STRATA_WRITEBACK_THREADS.get(tid) } {
                 ino = *i;
             } else {
@@ -240,7 +237,7 @@ fn on_kernel_event(cfg: &Config, event: KernelEvent, v: &Values, mine: bool) -> 
         }
         KernelEvent::PageDirty | KernelEvent::CacheAdd | KernelEvent::CacheDelete => {
             if mine {
-                if let Some((st, frame)) = thread::current_frame(tid) {
+                if let Some((st, frame)) = me.current_frame() {
                     // SAFETY: the current thread's top frame.
                     let frame = unsafe { &*frame };
                     call_id = frame.call_id;

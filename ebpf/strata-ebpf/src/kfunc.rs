@@ -6,9 +6,7 @@
 //! (`bpf_get_func_ip`); the return takes the function of the top frame.
 use aya_ebpf::{
     EbpfContext as _,
-    helpers::{
-        bpf_get_current_pid_tgid, bpf_get_current_task, bpf_get_func_ip, bpf_probe_read_kernel,
-    },
+    helpers::{bpf_get_current_task, bpf_get_func_ip, bpf_probe_read_kernel},
     macros::{kprobe, kretprobe, map},
     maps::HashMap,
     programs::{ProbeContext, RetProbeContext},
@@ -53,9 +51,11 @@ fn try_kprobe_entry(ctx: &ProbeContext) -> Res<()> {
     }
     // A kernel call at the depth limit is not pushed (on_entry would only count it), so
     // the return, which goes by the top frame, never pops someone else's.
-    let tid = bpf_get_current_pid_tgid() as u32;
     // SAFETY: read-only lookup; the stack belongs to the current thread.
-    if thread::stack(tid).is_some_and(|st| unsafe { (*st).depth } as usize >= MAX_DEPTH) {
+    if thread::me()
+        .stack()
+        .is_some_and(|st| unsafe { (*st).depth } as usize >= MAX_DEPTH)
+    {
         count(Counter::StackOverflow);
         return Ok(());
     }
@@ -169,9 +169,8 @@ pub fn strata_kprobe_return(ctx: RetProbeContext) -> u32 {
 }
 
 fn try_kprobe_return(ctx: &RetProbeContext) -> Res<()> {
-    let tid = bpf_get_current_pid_tgid() as u32;
     // SAFETY: read-only lookup; the stack belongs to the current thread.
-    let st = unsafe { &*thread::stack(tid).ok_or(0)? };
+    let st = unsafe { &*thread::me().stack().ok_or(0)? };
     let depth = st.depth as usize;
     if depth == 0 || depth > MAX_DEPTH {
         return Ok(());

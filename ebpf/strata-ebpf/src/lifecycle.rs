@@ -146,29 +146,22 @@ pub fn strata_process_exec(ctx: TracePointContext) -> u32 {
 
 #[inline(always)]
 fn on_exec(cfg: &Config, old: i32, filename: Option<*const u8>) -> Res<()> {
-    let pid_tgid = bpf_get_current_pid_tgid();
-    let tgid = (pid_tgid >> 32) as u32;
+    let me = thread::me();
+    let tgid = me.tgid();
     // A new image: its predefined types are to be sent again.
     let _ = STRATA_TYPES_SENT.remove(tgid);
     if !traced(cfg, tgid) {
         return Ok(());
     }
     // ... and the streams and GOT slots the thread remembers are the old image's.
-    if let Some(st) = thread::stack(pid_tgid as u32) {
+    if let Some(st) = me.stack() {
         // SAFETY: this thread's stack.
         unsafe {
             (*st).last_stream = 0;
             (*st).stream_slot = 0;
         }
     }
-    emit_proc(
-        ProcEvent::Exec,
-        tgid,
-        pid_tgid as u32,
-        old as u32,
-        0,
-        filename,
-    );
+    emit_proc(ProcEvent::Exec, tgid, me.tid(), old as u32, 0, filename);
     if cfg.task_mm_off != 0 {
         send_image(cfg, tgid);
     }
@@ -269,16 +262,15 @@ pub fn strata_process_exit(ctx: TracePointContext) -> u32 {
 #[inline(always)]
 fn on_exit(group_dead: Option<bool>) -> Res<()> {
     let cfg = config()?;
-    let pid_tgid = bpf_get_current_pid_tgid();
-    let tgid = (pid_tgid >> 32) as u32;
-    let tid = pid_tgid as u32;
-    if let Some(st) = thread::stack(tid) {
+    let me = thread::me();
+    let (tgid, tid) = (me.tgid(), me.tid());
+    if let Some(st) = me.stack() {
         // SAFETY: the current thread's stack. Page events in its exit (files closed) or in
         // a call whose return never came.
         unsafe { crate::kernel::flush_runs(st) };
     }
     // Unconditionally: the thread may have been traced before its cgroup stopped being.
-    thread::forget(tid);
+    me.forget();
     if !in_target(cfg, tgid) {
         return Ok(());
     }

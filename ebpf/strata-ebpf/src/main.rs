@@ -780,14 +780,14 @@ fn on_entry<const CAPTURE: u8>(spec: &FuncSpec, args: &mut [u64; MAX_ARGS], site
     if cfg.stopped != 0 {
         return Ok(());
     }
-    let pid_tgid = bpf_get_current_pid_tgid();
-    let tid = pid_tgid as u32;
+    let me = thread::me();
+    let pid_tgid = me.pid_tgid;
     // A thread gets its stack on its first traced call. Where the filter cannot change its
     // verdict on a running thread (targets by pid, or all), having one means being traced:
     // no filter lookup. A cgroup or a uid can change under a running thread. (The stack is
     // looked up again below rather than kept: one pointer from one call site keeps the
     // verifier's paths few enough for older kernels.)
-    let known = cfg.cgroup_mode == 0 && cfg.user_filter == 0 && thread::stack(tid).is_some();
+    let known = cfg.cgroup_mode == 0 && cfg.user_filter == 0 && me.stack().is_some();
     if !known && !traced(cfg, (pid_tgid >> 32) as u32) {
         return Ok(());
     }
@@ -816,7 +816,7 @@ fn on_entry<const CAPTURE: u8>(spec: &FuncSpec, args: &mut [u64; MAX_ARGS], site
             *a = unsafe { bpf_probe_read_user(at as *const u64) }.unwrap_or(0);
         }
     }
-    let st = thread::stack_or_new(tid)?;
+    let st = me.stack_or_new()?;
     if CAPTURE & CAPTURE_LIBRARY != 0 && spec.stream_arg != NO_ARG {
         let stream = if spec.flags & SPEC_IMPLICIT_STREAM != 0 {
             // SAFETY: this thread's stack.
@@ -913,9 +913,9 @@ fn on_entry<const CAPTURE: u8>(spec: &FuncSpec, args: &mut [u64; MAX_ARGS], site
 /// Return half: pop this function's frame and emit the call.
 #[inline(always)]
 fn on_return(spec: &FuncSpec, ret: i64, wake: bool) -> Res<()> {
-    let pid_tgid = bpf_get_current_pid_tgid();
-    let tid = pid_tgid as u32;
-    let Some(st) = thread::stack(tid) else {
+    let me = thread::me();
+    let pid_tgid = me.pid_tgid;
+    let Some(st) = me.stack() else {
         return Ok(());
     };
     // SAFETY: as in `on_entry`.
@@ -1261,11 +1261,11 @@ static STRATA_STAMP_SCRATCH: PerCpuArray<CallRecord> = PerCpuArray::with_max_ent
 
 #[inline(always)]
 fn floor_entry(args: [u64; MAX_ARGS]) -> Res<()> {
-    let pid_tgid = bpf_get_current_pid_tgid();
-    if (pid_tgid >> 32) as u32 == config()?.self_tgid {
+    let me = thread::me();
+    if me.tgid() == config()?.self_tgid {
         return Ok(());
     }
-    let st = thread::stack_or_new(pid_tgid as u32)?;
+    let st = me.stack_or_new()?;
     // SAFETY: the current thread's own stack, as in `on_entry`.
     unsafe {
         let f = &mut (*st).frames[0];
@@ -1278,8 +1278,9 @@ fn floor_entry(args: [u64; MAX_ARGS]) -> Res<()> {
 
 #[inline(always)]
 fn floor_return(func_id: u32, ret: i64) -> Res<()> {
-    let pid_tgid = bpf_get_current_pid_tgid();
-    let st = thread::stack(pid_tgid as u32).ok_or(0)?;
+    let me = thread::me();
+    let pid_tgid = me.pid_tgid;
+    let st = me.stack().ok_or(0)?;
     // SAFETY: as in `floor_entry`.
     unsafe {
         if (*st).depth == 0 {

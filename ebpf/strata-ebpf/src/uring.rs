@@ -302,7 +302,7 @@ fn on_failed(thread: (u32, u32), ev: &ReqEvent) -> Res<()> {
 #[inline(always)]
 fn begin_request(t: &Traced, call_id: u64, args: [u64; MAX_ARGS]) {
     let (tgid, tid, req, ring) = (t.tgid, t.tid, t.ev.req, t.ev.ring);
-    let (parent_id, depth) = match thread::current_frame(tid) {
+    let (parent_id, depth) = match thread::me().current_frame() {
         // SAFETY: the current thread's own stack.
         Some((st, frame)) => unsafe { ((*frame).call_id, (*st).depth.min(MAX_DEPTH as u32)) },
         None => (0, 0),
