@@ -537,6 +537,20 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
             );
         }
     }
+    // What the processes strata does not trace pay beside it.
+    let (alone, beside, empty) = untraced_beside(&strata, &exe, &dir, calls)?;
+    println!(
+        "\na process strata does not trace, beside it: +{:.0} ns per write(1 B) (an empty probe adds {:.0} ns): strata's filter is {:.0} ns",
+        beside - alone,
+        empty - alone,
+        beside - empty
+    );
+    results.push(json!({
+        "workload": "untraced write(1 B) beside strata",
+        "added_ns_per_call": beside - alone,
+        "empty_probe_ns_per_call": empty - alone,
+    }));
+
     // Sustained event rates: a paced workload for about two seconds at each rate, with the
     // default ring buffer. What is lost, and what strata's memory does as the rate grows.
     println!(
@@ -985,6 +999,68 @@ fn empty_program_ns(strata: &Path, exe: &Path, dir: &Path) -> anyhow::Result<f64
         (Some(ns), Some(runs)) if runs > 0.0 => Ok(ns / runs),
         _ => anyhow::bail!("the kernel kept no BPF statistics (needs Linux 5.1 or later): {err}"),
     }
+}
+
+/// Per write(1 B) of `n` in a loop, best of three each: the loop alone, beside a `strata
+/// record` of another command (its syscall probes fire for every process on the node, and
+/// its filter drops the calls of the others), and under an empty probe.
+fn untraced_beside(
+    strata: &Path,
+    exe: &Path,
+    dir: &Path,
+    n: u64,
+) -> anyhow::Result<(f64, f64, f64)> {
+    use std::{
+        io::{BufRead as _, BufReader},
+        process::Stdio,
+    };
+    let best = |cmd: &dyn Fn() -> Command| -> anyhow::Result<f64> {
+        let mut best = f64::MAX;
+        for _ in 0..3 {
+            let text = output(&mut cmd())?;
+            let ns: f64 = text
+                .trim()
+                .parse()
+                .with_context(|| format!("bench_io printed {text:?}"))?;
+            best = best.min(ns / n as f64);
+        }
+        Ok(best)
+    };
+    let alone = || {
+        let mut c = Command::new(exe);
+        c.args(["syscall", &n.to_string()]).arg(dir);
+        c
+    };
+    let empty = best(&|| {
+        let mut c = Command::new(strata);
+        c.args(["bench-empty", "--mechanism", "tracepoint", "--"])
+            .arg(exe)
+            .args(["syscall", &n.to_string()])
+            .arg(dir);
+        c
+    })?;
+    let base = best(&alone)?;
+    // The command strata records waits on its input: closed, it exits, and strata with it.
+    let out_dir = dir.join("out-beside");
+    let _ = fs::remove_dir_all(&out_dir);
+    let mut child = Command::new(strata)
+        .args(["record", "--layers", "posix", "-o"])
+        .arg(&out_dir)
+        .args(["--", "cat"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("cannot run strata record")?;
+    let stderr = child.stderr.take().context("no stderr")?;
+    let mut lines = BufReader::new(stderr).lines();
+    let attached = lines.find_map(|l| l.ok().filter(|l| l.contains("probes attached")));
+    let beside = attached.map(|_| best(&alone));
+    drop(child.stdin.take());
+    let status = child.wait()?;
+    let beside = beside.context("strata record ended before its probes were attached")??;
+    anyhow::ensure!(status.success(), "strata record failed ({status})");
+    Ok((base, beside, empty))
 }
 
 /// Where a case's workload writes: tmpfs for the MPI cases when there is one, else `dir`.
