@@ -1959,6 +1959,7 @@ mod tests {
             object_globals,
             BTreeSet::from([
                 globals::USE_TASK_STORAGE.to_string(),
+                globals::TASK_OFFSETS.to_string(),
                 globals::FLOOR_RING.to_string(),
                 globals::PAGE_OFFSETS.to_string(),
                 globals::BLOCK_OFFSETS.to_string(),

@@ -480,6 +480,8 @@ pub fn task_offsets(btf: &KernelBtf) -> Result<strata_common::TaskOffsets, BtfEr
     Ok(strata_common::TaskOffsets {
         pid: member_offset(btf, "task_struct", "pid")?,
         tgid: member_offset(btf, "task_struct", "tgid")?,
+        bpf_storage: member_offset(btf, "task_struct", "bpf_storage").unwrap_or(0),
+        _pad: 0,
     })
 }
 
@@ -742,8 +744,9 @@ mod tests {
         let btf = kernel().expect("this kernel has BTF");
         let t = task_offsets(&btf).unwrap();
         // pid_t pid; pid_t tgid; one after the other in struct task_struct.
-        assert!(t.pid > 0 && t.pid % 4 == 0, "{t:?}");
+        assert!(t.pid > 0 && t.pid.is_multiple_of(4), "{t:?}");
         assert_eq!(t.tgid, t.pid + 4, "{t:?}");
+        assert!(t.bpf_storage > 0 && t.bpf_storage.is_multiple_of(8), "{t:?}");
     }
 
     #[test]

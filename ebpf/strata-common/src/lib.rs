@@ -632,6 +632,10 @@ impl BlockOffsets {
 pub struct TaskOffsets {
     pub pid: u32,
     pub tgid: u32,
+    /// `.bpf_storage`, the task's local storage (null where it has none: a thread strata
+    /// does not trace, on most nodes); 0 where the kernel's BTF lacks it.
+    pub bpf_storage: u32,
+    pub _pad: u32,
 }
 
 /// The request flags of `rwbs` strata spells (letter, `enum req_flag_bits` name), in
@@ -1189,7 +1193,7 @@ mod pod {
 const _: () = {
     assert!(core::mem::size_of::<Config>() == 136);
     assert!(core::mem::size_of::<BlockOffsets>() == 56);
-    assert!(core::mem::size_of::<TaskOffsets>() == 8);
+    assert!(core::mem::size_of::<TaskOffsets>() == 16);
     assert!(core::mem::size_of::<ImageHeader>() == 24);
     assert!(core::mem::size_of::<FuncSpec>() == 24);
     assert!(core::mem::size_of::<OnlyKey>() == 8);

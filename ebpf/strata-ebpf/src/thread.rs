@@ -23,7 +23,12 @@ static STRATA_USE_TASK_STORAGE: u8 = 0;
 
 /// Set at load with task storage (read-only data: constants to the verifier).
 #[unsafe(no_mangle)]
-static STRATA_TASK_OFFSETS: TaskOffsets = TaskOffsets { pid: 0, tgid: 0 };
+static STRATA_TASK_OFFSETS: TaskOffsets = TaskOffsets {
+    pid: 0,
+    tgid: 0,
+    bpf_storage: 0,
+    _pad: 0,
+};
 
 /// A task-local storage map definition in the BTF layout loaders read (aya-ebpf has the
 /// socket, inode and cgroup kinds, not this one).
@@ -99,14 +104,14 @@ pub struct Me {
     pub pid_tgid: u64,
 }
 
-/// Field `$f` of the current task, at the offset [`STRATA_TASK_OFFSETS`] gives.
+/// Field `$f` (a `$t`) of the current task, at the offset [`STRATA_TASK_OFFSETS`] gives.
 macro_rules! task_field {
-    ($task:expr, $f:ident) => {
+    ($task:expr, $f:ident, $t:ty) => {
         // SAFETY: a load the verifier checks against the task's BTF type (the offset is a
         // read-only global: a constant to it); the kernel handles a fault of such a load.
         unsafe {
             let off = core::ptr::read_volatile(&raw const STRATA_TASK_OFFSETS.$f);
-            core::ptr::read_volatile($task.cast::<u8>().wrapping_add(off as usize).cast::<u32>())
+            core::ptr::read_volatile($task.cast::<u8>().wrapping_add(off as usize).cast::<$t>())
         }
     };
 }
@@ -119,7 +124,7 @@ pub fn me() -> Me {
     if task_storage() {
         // SAFETY: the current task, valid for the duration of the program.
         let task = unsafe { bpf_get_current_task_btf() };
-        let (tid, tgid) = (task_field!(task, pid), task_field!(task, tgid));
+        let (tid, tgid) = (task_field!(task, pid, u32), task_field!(task, tgid, u32));
         Me {
             task,
             pid_tgid: (u64::from(tgid) << 32) | u64::from(tid),
@@ -147,6 +152,14 @@ impl Me {
     #[inline(always)]
     pub fn stack(&self) -> Option<*mut ThreadStack> {
         let p = if task_storage() {
+            // A task without local storage of any map (a thread strata does not trace, on
+            // most nodes) has none of strata's: known without the helper call.
+            // SAFETY: a read of a plain global (its value is set at load).
+            let known =
+                unsafe { core::ptr::read_volatile(&raw const STRATA_TASK_OFFSETS.bpf_storage) };
+            if known != 0 && task_field!(self.task, bpf_storage, u64) == 0 {
+                return None;
+            }
             STRATA_TASK_STACKS.get(self.task, false)
         } else {
             STRATA_STACKS.get_ptr_mut(self.tid())?
