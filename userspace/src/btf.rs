@@ -746,7 +746,10 @@ mod tests {
         // pid_t pid; pid_t tgid; one after the other in struct task_struct.
         assert!(t.pid > 0 && t.pid.is_multiple_of(4), "{t:?}");
         assert_eq!(t.tgid, t.pid + 4, "{t:?}");
-        assert!(t.bpf_storage > 0 && t.bpf_storage.is_multiple_of(8), "{t:?}");
+        assert!(
+            t.bpf_storage > 0 && t.bpf_storage.is_multiple_of(8),
+            "{t:?}"
+        );
     }
 
     #[test]

@@ -870,16 +870,11 @@ fn targets(seen: &Seen) -> Vec<Target> {
         );
     }
     if !seen.above_floor.is_empty() {
-        let worst = seen.above_floor.iter().map(|(_, r)| *r).fold(0.0, f64::max);
-        let each: Vec<_> = seen
-            .above_floor
-            .iter()
-            .map(|(name, r)| format!("{name} {r:.2}x"))
-            .collect();
+        let (each, met) = each_within(&seen.above_floor, 1.15, |n, r| format!("{n} {r:.2}x"));
         add(
             "(proposed) strata's added time per call at most 1.15x the floor's".into(),
-            each.join(", "),
-            Some(worst <= 1.15),
+            each,
+            met,
         );
     }
     if let Some(share) = seen.user_share {
@@ -897,20 +892,13 @@ fn targets(seen: &Seen) -> Vec<Target> {
         );
     }
     if !seen.regular_bytes.is_empty() {
-        let worst = seen
-            .regular_bytes
-            .iter()
-            .map(|(_, b)| *b)
-            .fold(0.0, f64::max);
-        let each: Vec<_> = seen
-            .regular_bytes
-            .iter()
-            .map(|(name, b)| format!("{} {b:.2}", name.trim_start_matches("regular: ")))
-            .collect();
+        let (each, met) = each_within(&seen.regular_bytes, 8.0, |n, b| {
+            format!("{} {b:.2}", n.trim_start_matches("regular: "))
+        });
         add(
             "at most 8 bytes per event on regular workloads".into(),
-            each.join(", "),
-            Some(worst <= 8.0),
+            each,
+            met,
         );
     }
     if let Some(lost) = seen.lost_at_paced_rate {
@@ -934,6 +922,17 @@ fn targets(seen: &Seen) -> Vec<Target> {
         );
     }
     t
+}
+
+/// Each case's figure as `show` writes it, and whether the largest is at most `bound`.
+fn each_within(
+    cases: &[(&str, f64)],
+    bound: f64,
+    show: impl Fn(&str, f64) -> String,
+) -> (String, Option<bool>) {
+    let worst = cases.iter().map(|(_, v)| *v).fold(0.0, f64::max);
+    let each: Vec<_> = cases.iter().map(|(n, v)| show(n, *v)).collect();
+    (each.join(", "), Some(worst <= bound))
 }
 
 /// strata's resident memory (VmRSS, VmHWM in KiB) while the command it started waits: what

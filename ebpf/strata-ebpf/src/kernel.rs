@@ -19,8 +19,8 @@ use strata_common::{
 };
 
 use crate::{
-    Res, STRATA_EVENTS, bounded, config, count, kfunc::kread_at as kread, masked, thread, traced,
-    wakeup,
+    Res, STRATA_EVENTS, at, bounded, config, count, kfunc::kread_at as kread, masked, thread,
+    traced, wakeup,
 };
 
 #[map]
@@ -422,14 +422,6 @@ fn submit(mut rec: KernelRecord) {
 #[unsafe(no_mangle)]
 static STRATA_BLOCK_OFFSETS: BlockOffsets = BlockOffsets::NONE;
 
-/// Field `$f` of the read-only global `$global`, set at load time.
-macro_rules! set_at_load {
-    ($global:ident . $f:ident) => {
-        // SAFETY: a read of a plain global (volatile: not the value the object was built with).
-        unsafe { core::ptr::read_volatile(&raw const $global.$f) }
-    };
-}
-
 /// Offset `$f` of [`STRATA_BLOCK_OFFSETS`].
 macro_rules! block_off {
     ($f:ident) => {
@@ -579,15 +571,6 @@ macro_rules! page_off {
     ($f:ident) => {
         set_at_load!(STRATA_PAGE_OFFSETS.$f)
     };
-}
-
-/// The `T` at byte `off` of kernel object `base`: a direct load, which the verifier checks
-/// against the kernel's BTF and which reads 0 where `base` is no mapped object.
-#[inline(always)]
-fn at<T: Copy>(base: *const u8, off: u32) -> T {
-    // SAFETY: for the verifier to allow (a field of the object's BTF type); the kernel
-    // handles a fault of such a load.
-    unsafe { core::ptr::read_volatile(base.wrapping_add(off as usize).cast::<T>()) }
 }
 
 /// What the page-cache trace events say of a folio: its file's inode and device, its index

@@ -9,6 +9,15 @@
 #![no_std]
 #![no_main]
 
+/// Field `$f` of the read-only global `$global`, set at load time (a constant to the
+/// verifier: kernel-struct offsets from BTF).
+macro_rules! set_at_load {
+    ($global:ident . $f:ident) => {
+        // SAFETY: a read of a plain global (volatile: not the value the object was built with).
+        unsafe { core::ptr::read_volatile(&raw const $global.$f) }
+    };
+}
+
 mod kernel;
 mod kfunc;
 mod lifecycle;
@@ -134,6 +143,15 @@ fn prompt_wakeup(len: usize, now: u64) -> u64 {
 }
 
 type Res<T> = Result<T, i64>;
+
+/// The `T` at byte `off` of kernel object `base`: a direct load, which the verifier checks
+/// against the kernel's BTF and which reads 0 where `base` is no mapped object.
+#[inline(always)]
+fn at<T: Copy>(base: *const u8, off: u32) -> T {
+    // SAFETY: for the verifier to allow (a field of the object's BTF type); the kernel
+    // handles a fault of such a load.
+    unsafe { core::ptr::read_volatile(base.wrapping_add(off as usize).cast::<T>()) }
+}
 
 #[inline(always)]
 fn count(c: Counter) {

@@ -13,7 +13,7 @@ use aya_ebpf::{
 };
 use strata_common::{Counter, Frame, MAX_DEPTH, TaskOffsets, ThreadStack};
 
-use crate::{Res, count, slot};
+use crate::{Res, at, count, slot};
 
 /// Set by user space at load time when the kernel has BTF. It lives in read-only data, so
 /// the verifier knows its value and skips the branch not taken: a kernel without BTF never
@@ -104,18 +104,6 @@ pub struct Me {
     pub pid_tgid: u64,
 }
 
-/// Field `$f` (a `$t`) of the current task, at the offset [`STRATA_TASK_OFFSETS`] gives.
-macro_rules! task_field {
-    ($task:expr, $f:ident, $t:ty) => {
-        // SAFETY: a load the verifier checks against the task's BTF type (the offset is a
-        // read-only global: a constant to it); the kernel handles a fault of such a load.
-        unsafe {
-            let off = core::ptr::read_volatile(&raw const STRATA_TASK_OFFSETS.$f);
-            core::ptr::read_volatile($task.cast::<u8>().wrapping_add(off as usize).cast::<$t>())
-        }
-    };
-}
-
 /// The current thread. Where stacks are task-local its ids are two loads from the task the
 /// stack is found by, in place of a helper call (some 10 ns a program run here, more than a
 /// third of what a program run on a call of an untraced process costs).
@@ -124,7 +112,9 @@ pub fn me() -> Me {
     if task_storage() {
         // SAFETY: the current task, valid for the duration of the program.
         let task = unsafe { bpf_get_current_task_btf() };
-        let (tid, tgid) = (task_field!(task, pid, u32), task_field!(task, tgid, u32));
+        let t = task.cast_const().cast::<u8>();
+        let tid: u32 = at(t, set_at_load!(STRATA_TASK_OFFSETS.pid));
+        let tgid: u32 = at(t, set_at_load!(STRATA_TASK_OFFSETS.tgid));
         Me {
             task,
             pid_tgid: (u64::from(tgid) << 32) | u64::from(tid),
@@ -154,10 +144,8 @@ impl Me {
         let p = if task_storage() {
             // A task without local storage of any map (a thread strata does not trace, on
             // most nodes) has none of strata's: known without the helper call.
-            // SAFETY: a read of a plain global (its value is set at load).
-            let known =
-                unsafe { core::ptr::read_volatile(&raw const STRATA_TASK_OFFSETS.bpf_storage) };
-            if known != 0 && task_field!(self.task, bpf_storage, u64) == 0 {
+            let storage = set_at_load!(STRATA_TASK_OFFSETS.bpf_storage);
+            if storage != 0 && at::<u64>(self.task.cast_const().cast(), storage) == 0 {
                 return None;
             }
             STRATA_TASK_STACKS.get(self.task, false)
