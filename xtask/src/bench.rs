@@ -403,10 +403,32 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
                 .with_context(|| format!("bench_io printed {text:?}"))?;
             Ok((ns, traced.then(|| stats(&out_dir)).transpose()?))
         };
-        // Alternate untraced and traced runs; keep the best of three of each.
+        // The same loop under empty probes of the same kind and under the floor's: one run.
+        let under = |args: &[&str]| -> anyhow::Result<f64> {
+            let text = output(
+                Command::new(&strata)
+                    .arg("bench-empty")
+                    .args(args)
+                    .arg("--")
+                    .args(workload(
+                        (case.mode, case.mpi_size),
+                        n,
+                        &exe,
+                        &mpi_exe,
+                        scratch.dir(case.mpi_size),
+                    )),
+            )?;
+            text.trim()
+                .parse()
+                .with_context(|| format!("bench_io printed {text:?}"))
+        };
+        // Untraced, traced and under each baseline in turn, three rounds; the best of each.
+        // In turn, so that a slow spell of a shared machine weighs on all of them alike,
+        // not on strata's runs or the floor's alone.
         let mut base = f64::MAX;
         let mut traced = f64::MAX;
         let mut st = None;
+        let mut baselines = [f64::MAX; 3];
         for _ in 0..3 {
             base = base.min(loop_ns(false)?.0);
             let (t, s) = loop_ns(true)?;
@@ -414,43 +436,15 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
                 traced = t;
                 st = s;
             }
+            for (best, args) in baselines.iter_mut().zip(case.empty.iter().flatten()) {
+                *best = best.min(under(args)?);
+            }
         }
         let st = st.context("no traced run")?;
-        let per_call = (traced - base) / (n * case.calls_per_iter) as f64;
-        // The same loop under empty probes of the same kind and under the floor's (best of
-        // three each, beside the others).
-        let under = |args: &[&str]| -> anyhow::Result<f64> {
-            let mut best = f64::MAX;
-            for _ in 0..3 {
-                let text = output(
-                    Command::new(&strata)
-                        .arg("bench-empty")
-                        .args(args)
-                        .arg("--")
-                        .args(workload(
-                            (case.mode, case.mpi_size),
-                            n,
-                            &exe,
-                            &mpi_exe,
-                            scratch.dir(case.mpi_size),
-                        )),
-                )?;
-                let ns: f64 = text
-                    .trim()
-                    .parse()
-                    .with_context(|| format!("bench_io printed {text:?}"))?;
-                best = best.min(ns);
-            }
-            Ok((best - base) / (n * case.calls_per_iter) as f64)
-        };
-        let (empty_per_call, stamp_per_call, floor_per_call) = match case.empty {
-            None => (None, None, None),
-            Some([empty, stamp, floor]) => (
-                Some(under(empty)?),
-                Some(under(stamp)?),
-                Some(under(floor)?),
-            ),
-        };
+        let calls_made = (n * case.calls_per_iter) as f64;
+        let per_call = (traced - base) / calls_made;
+        let [empty_per_call, stamp_per_call, floor_per_call] =
+            baselines.map(|b| case.empty.map(|_| (b - base) / calls_made));
         // strata's kernel programs, from one more traced run with BPF statistics on.
         let prog = {
             let _on = BpfStats::on()?;
