@@ -699,18 +699,24 @@ impl Correlator {
                 .and_then(|(i, _)| strs.iter().find(|(a, _)| *a as usize == i))
                 .and_then(|(_, s)| s.clone())
         };
-        // Object names (HDF5 datasets, NetCDF variables) are recorded like paths.
-        let path = str_of(ArgKind::Path, 0).or_else(|| str_of(ArgKind::Name, 0));
-        let path2 = str_of(ArgKind::Path, 1);
-        let modestr = str_of(ArgKind::ModeStr, 0);
-        let mut strs_out: Vec<String> = p
-            .args
-            .iter()
-            .enumerate()
-            .filter(|(_, k)| **k == ArgKind::Str)
-            .filter_map(|(i, _)| strs.iter().find(|(a, _)| *a as usize == i))
-            .map(|(_, s)| s.clone().unwrap_or_default())
-            .collect();
+        // Most calls (reads, writes) came with no strings: nothing to look for.
+        let (path, path2, modestr, mut strs_out) = if strs.is_empty() {
+            (None, None, None, Vec::new())
+        } else {
+            (
+                // Object names (HDF5 datasets, NetCDF variables) are recorded like paths.
+                str_of(ArgKind::Path, 0).or_else(|| str_of(ArgKind::Name, 0)),
+                str_of(ArgKind::Path, 1),
+                str_of(ArgKind::ModeStr, 0),
+                p.args
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, k)| **k == ArgKind::Str)
+                    .filter_map(|(i, _)| strs.iter().find(|(a, _)| *a as usize == i))
+                    .map(|(_, s)| s.clone().unwrap_or_default())
+                    .collect::<Vec<String>>(),
+            )
+        };
         // The name probes.toml gives the value that let the call be recorded (`FICLONE`).
         if let Some(name) = p.only.as_ref().and_then(|o| o.name_of(rec.args[o.arg])) {
             strs_out.push(name.to_string());
