@@ -339,10 +339,17 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
     // Stop recording, then take what is still in the ring buffer.
     attach::stop(&mut loaded)?;
     loaded.events.finish();
+    // Files are written as the buffers fill, as during the run: what waits can be a full
+    // backlog, some 2M records (left to the end, their rows took some 150 MiB more).
     while let Some(item) = loaded.events.next_record() {
         recorded += 1;
         if let Ok(ev) = events::decode(item) {
             corr.handle(ev, &mut out);
+        }
+        if write_error.is_none() {
+            if let Err(e) = out.flush_if_full() {
+                write_error = Some(e);
+            }
         }
     }
     if let (Some(sp), Some((code, sig))) = (&spawned, root_status) {

@@ -28,7 +28,7 @@ use aya::maps::{Map, MapData};
 use nix::sys::{
     epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout},
     eventfd::{EfdFlags, EventFd},
-    mman::{MapFlags, ProtFlags, mmap, munmap},
+    mman::{MapFlags, ProtFlags, mmap, mmap_anonymous, munmap},
 };
 
 /// The kernel's record header (`BPF_RINGBUF_HDR_SZ`): the length with two flag bits, and the
@@ -66,6 +66,67 @@ impl Mapping {
         let ptr = unsafe { mmap(None, len, prot, MapFlags::MAP_SHARED, fd, offset as i64)? };
         Ok(Self { ptr, len })
     }
+
+    /// Private memory of its own (a backlog chunk), given back to the system on drop.
+    fn anonymous(len: usize) -> Result<Self, RingError> {
+        let len = NonZeroUsize::new(len).ok_or(nix::Error::EINVAL)?;
+        let prot = ProtFlags::PROT_READ | ProtFlags::PROT_WRITE;
+        let flags = MapFlags::MAP_PRIVATE | MapFlags::MAP_ANONYMOUS;
+        // SAFETY: a fresh private mapping; nothing else aliases it.
+        let ptr = unsafe { mmap_anonymous(None, len, prot, flags)? };
+        Ok(Self { ptr, len })
+    }
+}
+
+/// A block of records copied out of the ring (each: its length in [`BACKLOG_HDR`] bytes,
+/// then its bytes padded to 8). Chunks have one size and are mapped on their own, not taken
+/// from the heap: batches as large as what the ring held, up to its size, left the heap in
+/// pieces no later request fit, and under a sustained overload it grew by some 7 MiB/s with
+/// no more in use (from 170 to 530 MiB in 45 s, two thirds of it free).
+struct Chunk {
+    mem: Mapping,
+    len: usize,
+}
+
+impl Chunk {
+    fn new(size: usize) -> Result<Self, RingError> {
+        Ok(Self {
+            mem: Mapping::anonymous(size)?,
+            len: 0,
+        })
+    }
+
+    fn size(&self) -> usize {
+        self.mem.len.get()
+    }
+
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: the first `len` bytes of the mapping are written (`append`), and it lives
+        // as long as `self`.
+        unsafe { std::slice::from_raw_parts(self.mem.ptr.cast::<u8>().as_ptr(), self.len) }
+    }
+
+    /// Appends a record given in two parts (a record wrapping around the ring's end); the
+    /// caller checked that it fits (`entry_len`).
+    fn append(&mut self, head: &[u8], tail: &[u8]) {
+        let entry = entry_len(head.len() + tail.len());
+        assert!(self.len + entry <= self.size(), "backlog chunk overflow");
+        let len = ((head.len() + tail.len()) as u64).to_ne_bytes();
+        // SAFETY: the entry fits (asserted) in the mapping, which nothing else references.
+        unsafe {
+            let at = self.mem.ptr.cast::<u8>().as_ptr().add(self.len);
+            std::ptr::copy_nonoverlapping(len.as_ptr(), at, BACKLOG_HDR);
+            let at = at.add(BACKLOG_HDR);
+            std::ptr::copy_nonoverlapping(head.as_ptr(), at, head.len());
+            std::ptr::copy_nonoverlapping(tail.as_ptr(), at.add(head.len()), tail.len());
+        }
+        self.len += entry;
+    }
+}
+
+/// The bytes a record of `len` bytes takes in a chunk.
+fn entry_len(len: usize) -> usize {
+    BACKLOG_HDR + len.next_multiple_of(8)
 }
 
 // SAFETY: the mapping is plain shared memory; its owner decides who touches it (the ring's
@@ -97,21 +158,29 @@ struct Ring {
 /// The ring and the records copied out of it, shared by the copier thread and the reader.
 struct Shared {
     ring: Ring,
-    /// Records copied out and not yet taken, oldest first, in batches (each record: its
-    /// length in [`BACKLOG_HDR`] bytes, then its bytes padded to 8).
-    backlog: VecDeque<Vec<u8>>,
-    /// The memory the backlog's batches hold (their capacity).
+    /// Records copied out and not yet taken, oldest first; the last chunk takes the next
+    /// records while it has room.
+    backlog: VecDeque<Chunk>,
+    /// The memory the backlog's chunks hold (their size, not what they hold yet).
     backlog_bytes: usize,
     /// The most the backlog may hold; beyond it records stay in the ring (and once that is
     /// full, the kernel drops and counts them).
     backlog_cap: usize,
-    /// Batches read to the end, kept for the next copies: fresh memory would cost a page
+    /// The size of a chunk.
+    chunk: usize,
+    /// Chunks read to the end, kept for the next copies: fresh memory would cost a page
     /// fault per 4 KiB copied.
-    spare: Vec<Vec<u8>>,
+    spare: Vec<Chunk>,
+    /// A chunk could not be mapped (said once).
+    map_failed: bool,
 }
 
-/// At most this many read batches are kept for reuse.
-const SPARE_BATCHES: usize = 4;
+/// At most this many read chunks are kept for reuse.
+const SPARE_CHUNKS: usize = 4;
+
+/// The size of a backlog chunk (or the ring's, if smaller): a record is at most a few KiB,
+/// and a chunk is taken and given back whole, between records.
+const CHUNK_BYTES: usize = 1 << 20;
 
 /// strata's event ring buffer, read record by record; see the module doc.
 pub struct EventRing {
@@ -119,12 +188,12 @@ pub struct EventRing {
     /// and the reading loop's wait.
     _map: MapData,
     shared: Arc<Mutex<Shared>>,
-    /// The batch being read, taken whole from the backlog, and where its next record starts.
-    current: Vec<u8>,
+    /// The chunk being read, taken whole from the backlog, and where its next record starts.
+    current: Option<Chunk>,
     front: usize,
     /// Records taken since the last refill.
     since_refill: u32,
-    /// Signalled by the copier when it adds a batch.
+    /// Signalled by the copier when it adds records.
     ready: Arc<EventFd>,
     /// What a reading loop waits on (see [`Self::wait`]).
     epoll: Epoll,
@@ -141,7 +210,7 @@ const BACKLOG_RINGS: usize = 8;
 /// would never stop.
 pub const RECORDS_PER_PASS: usize = 65_536;
 
-/// A record in a backlog batch: its length, then its bytes padded to 8.
+/// A record in a backlog chunk: its length, then its bytes padded to 8.
 const BACKLOG_HDR: usize = 8;
 
 /// How long the copier waits for the kernel's wakeup (which comes per 256 KiB of records, or
@@ -172,6 +241,16 @@ enum Refill {
     Blocked,
 }
 
+/// Why a copy into a chunk stopped.
+enum Stop {
+    /// The ring is empty.
+    Empty,
+    /// The ring's next record is still being written.
+    Busy,
+    /// The chunk has no room for the next record, which takes this many bytes.
+    Full(usize),
+}
+
 impl Ring {
     fn consumer_pos(&self) -> &AtomicUsize {
         // SAFETY: the consumer page starts with the kernel's `unsigned long consumer_pos`.
@@ -184,14 +263,12 @@ impl Ring {
         unsafe { self.producer.ptr.cast::<AtomicUsize>().as_ref() }.load(Ordering::Acquire)
     }
 
-    /// Copies the committed records (at most about `room` bytes) into `batch` and hands
-    /// their space back to the kernel at once.
-    fn copy_out(&mut self, room: usize, batch: &mut Vec<u8>) {
+    /// Copies the committed records that fit into `chunk` and hands their space back to the
+    /// kernel at once.
+    fn copy_out(&mut self, chunk: &mut Chunk) -> Stop {
         let producer_pos = self.load_producer_pos();
-        // A backlog record takes what it took in the ring (a header of 8 bytes, padding to 8).
-        batch.clear();
-        batch.reserve((producer_pos - self.pos).min(room));
-        while self.pos != producer_pos && batch.len() < room {
+        let mut stop = Stop::Empty;
+        while self.pos != producer_pos {
             let off = self.pos & self.mask;
             let at = self.page + off;
             // SAFETY: `at` is inside the data pages, and a header is 8-byte aligned (so it
@@ -207,30 +284,39 @@ impl Ring {
             .load(Ordering::Acquire);
             if header & BUSY != 0 {
                 // Reserved, not yet submitted: what follows waits for it.
+                stop = Stop::Busy;
                 break;
             }
             let len = (header & !(BUSY | DISCARD)) as usize;
             if header & DISCARD == 0 {
+                let entry = entry_len(len);
+                if chunk.len + entry > chunk.size() {
+                    stop = Stop::Full(entry);
+                    break;
+                }
                 // Where the data starts in the ring, and how much of it fits before the end.
                 let start = (off + HDR) & self.mask;
                 let first = len.min(self.mask + 1 - start);
                 let data = self.producer.ptr.cast::<u8>();
-                batch.extend_from_slice(&(len as u64).to_ne_bytes());
                 // SAFETY: both parts lie inside the data pages (a record is at most the
                 // ring's size); the committed record is not written until it is handed back.
-                unsafe {
+                let (head, tail) = unsafe {
                     let head = data.add(self.page + start).as_ptr();
-                    batch.extend_from_slice(std::slice::from_raw_parts(head, first));
                     let tail = data.add(self.page).as_ptr();
-                    batch.extend_from_slice(std::slice::from_raw_parts(tail, len - first));
-                }
-                batch.resize(batch.len().next_multiple_of(8), 0);
+                    (
+                        std::slice::from_raw_parts(head, first),
+                        std::slice::from_raw_parts(tail, len - first),
+                    )
+                };
+                chunk.append(head, tail);
             }
+            // A ring record takes its header and its bytes padded to 8.
             self.pos += (HDR + len).next_multiple_of(8);
         }
         if self.consumer_pos().load(Ordering::Relaxed) != self.pos {
             self.consumer_pos().store(self.pos, Ordering::Release);
         }
+        stop
     }
 }
 
@@ -240,26 +326,51 @@ impl Shared {
         if self.ring.pos == self.ring.load_producer_pos() {
             return Refill::Empty;
         }
-        let room = self.backlog_cap.saturating_sub(self.backlog_bytes);
-        if room == 0 {
-            return Refill::Blocked;
+        let mut copied = false;
+        loop {
+            let stop = match self.backlog.back_mut() {
+                Some(chunk) => {
+                    let before = chunk.len;
+                    let stop = self.ring.copy_out(chunk);
+                    copied |= chunk.len != before;
+                    stop
+                }
+                None => Stop::Full(0),
+            };
+            let Stop::Full(need) = stop else { break };
+            let size = self.chunk.max(need);
+            if self.backlog_bytes + size > self.backlog_cap {
+                break;
+            }
+            let chunk = match self.spare.pop().filter(|_| size == self.chunk) {
+                Some(chunk) => chunk,
+                None => match Chunk::new(size) {
+                    Ok(chunk) => chunk,
+                    Err(e) => {
+                        // Out of memory: the records wait in the ring.
+                        if !std::mem::replace(&mut self.map_failed, true) {
+                            log::warn!("cannot map {size} bytes for copied records: {e}");
+                        }
+                        break;
+                    }
+                },
+            };
+            self.backlog_bytes += chunk.size();
+            self.backlog.push_back(chunk);
         }
-        let mut batch = self.spare.pop().unwrap_or_default();
-        self.ring.copy_out(room, &mut batch);
-        if batch.is_empty() {
-            self.spare.push(batch);
-            return Refill::Blocked;
+        if copied {
+            Refill::Copied
+        } else {
+            Refill::Blocked
         }
-        // A copy stopped by a record still being written holds less than it reserved; the
-        // rest is given back, and the cap counts the memory batches hold, not their records.
-        // (Counting records, a backlog of 128 MiB of them held over 350 MiB, and growing,
-        // under a sustained overload.)
-        if batch.capacity() > 2 * batch.len() {
-            batch.shrink_to_fit();
+    }
+
+    /// Keeps a chunk read to the end for the next copies, or lets it go.
+    fn give_back(&mut self, mut chunk: Chunk) {
+        if chunk.size() == self.chunk && self.spare.len() < SPARE_CHUNKS {
+            chunk.len = 0;
+            self.spare.push(chunk);
         }
-        self.backlog_bytes += batch.capacity();
-        self.backlog.push_back(batch);
-        Refill::Copied
     }
 }
 
@@ -297,7 +408,9 @@ impl EventRing {
             backlog: VecDeque::new(),
             backlog_bytes: 0,
             backlog_cap: BACKLOG_RINGS * size,
+            chunk: CHUNK_BYTES.min(size),
             spare: Vec::new(),
+            map_failed: false,
         }));
         let ready = Arc::new(EventFd::from_value_and_flags(
             0,
@@ -330,7 +443,7 @@ impl EventRing {
         Ok(Self {
             _map: map,
             shared,
-            current: Vec::new(),
+            current: None,
             front: 0,
             since_refill: 0,
             ready,
@@ -360,7 +473,7 @@ impl EventRing {
         }
     }
 
-    /// Waits, after `next_record` had nothing, for the kernel's next wakeup, a batch from the
+    /// Waits, after `next_record` had nothing, for the kernel's next wakeup, records from the
     /// copier, a descriptor given to [`Self::watch`], or `timeout`.
     pub fn wait(&self, timeout: Duration) {
         let ms = u16::try_from(timeout.as_millis()).unwrap_or(u16::MAX);
@@ -381,34 +494,39 @@ impl EventRing {
     /// call.
     pub fn next_record(&mut self) -> Option<&[u8]> {
         self.since_refill += 1;
-        if self.since_refill >= REFILL_EVERY && self.front < self.current.len() {
+        let unread = (self.current.as_ref()).is_some_and(|chunk| self.front < chunk.len);
+        if self.since_refill >= REFILL_EVERY && unread {
             self.since_refill = 0;
             lock(&self.shared).refill();
         }
-        if self.front >= self.current.len() {
-            // Cleared before looking: a batch added after this signals again.
+        if !unread {
+            // Cleared before looking: a chunk added after this signals again.
             let _ = self.ready.read();
             let mut shared = lock(&self.shared);
             if shared.backlog.is_empty() {
                 shared.refill();
                 self.since_refill = 0;
             }
-            let batch = shared.backlog.pop_front()?;
-            shared.backlog_bytes -= batch.capacity();
-            let done = std::mem::replace(&mut self.current, batch);
-            if shared.spare.len() < SPARE_BATCHES && done.capacity() > 0 {
-                shared.spare.push(done);
+            let chunk = shared.backlog.pop_front()?;
+            shared.backlog_bytes -= chunk.size();
+            if let Some(done) = self.current.replace(chunk) {
+                shared.give_back(done);
             }
             drop(shared);
             self.front = 0;
         }
-        let at = self.front;
-        let len_bytes = self.current.get(at..at + BACKLOG_HDR)?;
-        let len = u64::from_ne_bytes(len_bytes.try_into().ok()?) as usize;
-        let data = at + BACKLOG_HDR;
-        self.front = (data + len).next_multiple_of(8);
-        self.current.get(data..data + len)
+        let (record, next) = entry_at(self.current.as_ref()?.bytes(), self.front)?;
+        self.front = next;
+        Some(record)
     }
+}
+
+/// The record of the chunk's `bytes` at `at`, and where the next starts.
+fn entry_at(bytes: &[u8], at: usize) -> Option<(&[u8], usize)> {
+    let len_bytes = bytes.get(at..at + BACKLOG_HDR)?;
+    let len = u64::from_ne_bytes(len_bytes.try_into().ok()?) as usize;
+    let data = at + BACKLOG_HDR;
+    Some((bytes.get(data..data + len)?, data + len.next_multiple_of(8)))
 }
 
 /// The copier: moves records from the ring to the backlog while the reading loop does not
@@ -456,5 +574,166 @@ pub(crate) fn poll_any(fds: &[i32], timeout: Duration) {
 impl Drop for EventRing {
     fn drop(&mut self) {
         self.finish();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PAGE: usize = 4096;
+
+    /// A ring in private memory laid out as the kernel's: the consumer page, then the
+    /// producer page and the data pages.
+    fn shared(size: usize, chunk: usize, backlog_cap: usize) -> Shared {
+        let ring = Ring {
+            consumer: Mapping::anonymous(PAGE).unwrap(),
+            producer: Mapping::anonymous(PAGE + size).unwrap(),
+            page: PAGE,
+            mask: size - 1,
+            pos: 0,
+        };
+        Shared {
+            ring,
+            backlog: VecDeque::new(),
+            backlog_bytes: 0,
+            backlog_cap,
+            chunk,
+            spare: Vec::new(),
+            map_failed: false,
+        }
+    }
+
+    /// Commits a record as the kernel does: header (length and flags), then the bytes,
+    /// wrapping around the end of the data pages; false if the ring has no room.
+    fn produce(ring: &Ring, data: &[u8], flags: u32) -> bool {
+        let producer_pos = ring.load_producer_pos();
+        let taken = (HDR + data.len()).next_multiple_of(8);
+        let consumer_pos = ring.consumer_pos().load(Ordering::Acquire);
+        if producer_pos + taken - consumer_pos > ring.mask + 1 {
+            return false;
+        }
+        let base = ring.producer.ptr.cast::<u8>().as_ptr();
+        // SAFETY: every offset is masked into the data pages of the test's mapping.
+        unsafe {
+            let header = base
+                .add(ring.page + (producer_pos & ring.mask))
+                .cast::<u32>();
+            header.write(data.len() as u32 | flags);
+            for (i, b) in data.iter().enumerate() {
+                *base.add(ring.page + ((producer_pos + HDR + i) & ring.mask)) = *b;
+            }
+        }
+        // SAFETY: the producer page starts with the producer position.
+        unsafe { ring.producer.ptr.cast::<AtomicUsize>().as_ref() }
+            .store(producer_pos + taken, Ordering::Release);
+        true
+    }
+
+    /// Record `n`: its number, then `n % 50` bytes of `n as u8` (lengths not multiples of 8).
+    fn record(n: u32) -> Vec<u8> {
+        let mut r = n.to_ne_bytes().to_vec();
+        r.resize(4 + (n % 50) as usize, n as u8);
+        r
+    }
+
+    /// Takes every record of the backlog's chunks, oldest first, as the reader does.
+    fn take_all(s: &mut Shared) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        while let Some(chunk) = s.backlog.pop_front() {
+            s.backlog_bytes -= chunk.size();
+            let mut at = 0;
+            while let Some((rec, next)) = entry_at(chunk.bytes(), at) {
+                out.push(rec.to_vec());
+                at = next;
+            }
+            assert_eq!(at, chunk.len, "a chunk's records end where it ends");
+            s.give_back(chunk);
+        }
+        out
+    }
+
+    #[test]
+    fn backlog_memory_stays_within_its_cap_and_records_wait_in_the_ring() {
+        // A 4 KiB ring, 1 KiB chunks, at most 8 of them.
+        let mut s = shared(4096, 1024, 8 * 1024);
+        let mut next = 0u32;
+        loop {
+            while produce(&s.ring, &record(next), 0) {
+                next += 1;
+            }
+            let r = s.refill();
+            assert!(s.backlog_bytes <= s.backlog_cap, "{} held", s.backlog_bytes);
+            let chunks: usize = s.backlog.iter().map(Chunk::size).sum();
+            assert_eq!(
+                s.backlog_bytes, chunks,
+                "the cap counts chunks, not records"
+            );
+            if r == Refill::Blocked {
+                break;
+            }
+        }
+        assert_eq!(s.backlog.len(), 8);
+        // Full: the ring still holds records, which the next refill leaves there.
+        assert!(s.ring.pos < s.ring.load_producer_pos());
+        assert!(s.refill() == Refill::Blocked);
+        // Every record comes out once, in order, whole, across chunks and the ring's end.
+        let mut got = take_all(&mut s);
+        assert_eq!(s.backlog_bytes, 0);
+        assert_eq!(
+            s.spare.len(),
+            SPARE_CHUNKS,
+            "read chunks kept for reuse, no more"
+        );
+        while s.refill() == Refill::Copied {
+            got.extend(take_all(&mut s));
+        }
+        assert_eq!(s.ring.pos, s.ring.load_producer_pos());
+        assert_eq!(got.len(), next as usize);
+        for (n, rec) in got.iter().enumerate() {
+            assert_eq!(*rec, record(n as u32), "record {n}");
+        }
+    }
+
+    #[test]
+    fn a_record_being_written_stops_the_copy_and_discarded_ones_are_skipped() {
+        let mut s = shared(4096, 1024, 8 * 1024);
+        assert!(produce(&s.ring, &record(1), 0));
+        assert!(produce(&s.ring, &record(2), DISCARD));
+        assert!(produce(&s.ring, &record(3), 0));
+        assert!(produce(&s.ring, &record(4), BUSY));
+        assert!(produce(&s.ring, &record(5), 0));
+        assert!(s.refill() == Refill::Copied);
+        assert_eq!(take_all(&mut s), vec![record(1), record(3)]);
+        // Still reserved: nothing moves, and its space is not handed back.
+        assert!(s.refill() == Refill::Blocked);
+        let busy_at = s.ring.pos;
+        assert_eq!(s.ring.consumer_pos().load(Ordering::Relaxed), busy_at);
+        // Submitted: it and what follows come out.
+        let base = s.ring.producer.ptr.cast::<u8>().as_ptr();
+        // SAFETY: the busy record's header, inside the test's mapping.
+        unsafe {
+            let header = base
+                .add(s.ring.page + (busy_at & s.ring.mask))
+                .cast::<u32>();
+            header.write(header.read() & !BUSY);
+        }
+        assert!(s.refill() == Refill::Copied);
+        assert_eq!(take_all(&mut s), vec![record(4), record(5)]);
+        assert!(s.refill() == Refill::Empty);
+    }
+
+    #[test]
+    fn a_record_larger_than_a_chunk_gets_a_chunk_of_its_own() {
+        let mut s = shared(4096, 64, 8 * 1024);
+        let big = vec![7u8; 300];
+        assert!(produce(&s.ring, &record(1), 0));
+        assert!(produce(&s.ring, &big, 0));
+        assert!(produce(&s.ring, &record(2), 0));
+        assert!(s.refill() == Refill::Copied);
+        let sizes: Vec<usize> = s.backlog.iter().map(Chunk::size).collect();
+        assert_eq!(sizes, vec![64, entry_len(300), 64]);
+        assert_eq!(take_all(&mut s), vec![record(1), big, record(2)]);
+        assert_eq!(s.spare.len(), 2, "only chunks of the usual size are kept");
     }
 }
