@@ -8,6 +8,9 @@ use anyhow::{Context as _, bail};
 
 use crate::util::{is_root, root};
 
+/// How long the suite's soak traces the node.
+const SOAK: std::time::Duration = std::time::Duration::from_secs(60);
+
 pub fn run(cargo_args: &[String], vm: bool) -> anyhow::Result<()> {
     if !is_root() {
         bail!(
@@ -38,6 +41,21 @@ pub fn run(cargo_args: &[String], vm: bool) -> anyhow::Result<()> {
     if !status.success() {
         println!("tests: {passed} passed, {failed} failed");
         bail!("cargo test failed ({status})");
+    }
+    // Memory under a sustained overload, over time: alone, after the other suites (it loads
+    // the node), and only with the whole suite (not with a test filter).
+    if cargo_args.is_empty() {
+        let json = crate::util::target_dir().join("soak.json");
+        match crate::soak::run(SOAK, &json) {
+            Ok(()) => passed += 1,
+            Err(e) => {
+                println!("soak: {e:#}");
+                println!("tests: {passed} passed, {} failed", failed + 1);
+                bail!("the soak failed");
+            }
+        }
+    } else {
+        println!("soak: left out (a test filter was given)");
     }
     if vm {
         // The kernel-layer tests again, inside other kernels (kprobes, older tracepoints).
