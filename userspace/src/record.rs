@@ -339,6 +339,16 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
     // Stop recording, then take what is still in the ring buffer.
     attach::stop(&mut loaded)?;
     loaded.events.finish();
+    if let Some(pb) = &progress {
+        // A full backlog takes seconds to write.
+        let waiting = loaded.events.backlog_bytes();
+        if waiting > 0 {
+            pb.set_message(format!(
+                "stopping: writing the {} of records waiting",
+                human(waiting as i64)
+            ));
+        }
+    }
     // Files are written as the buffers fill, as during the run: what waits can be a full
     // backlog, some 2M records (left to the end, their rows took some 150 MiB more).
     while let Some(item) = loaded.events.next_record() {
