@@ -47,6 +47,11 @@ const URING_MAX_PENDING: usize = 65536;
 const ADOPTION_MAX_AGE: u32 = 60;
 const ADOPTION_MAX_HANDLES: usize = 4096;
 
+/// Ticks (flushes) between two looks for processes that exited unseen
+/// (`Procs::sweep_gone`): at 1 s flushes, one is taken for exited 30 to 60 s after it is
+/// gone, when what it did before has long been handled.
+const SWEEP_TICKS: u64 = 30;
+
 /// Converts kernel CLOCK_MONOTONIC nanoseconds to Unix-epoch nanoseconds.
 #[derive(Debug, Clone, Copy)]
 pub struct Clock {
@@ -102,6 +107,8 @@ pub struct Correlator {
     uring_pending: HashMap<u64, (CallRecord, u32)>,
     /// io_uring requests whose completion never came (dropped from `uring_pending`).
     pub requests_unfinished: u64,
+    /// Ticks so far (see `SWEEP_TICKS`).
+    ticks: u64,
     adoptions: HashMap<u64, Adoption>,
     pub procs: Procs,
     pub handles: Handles,
@@ -187,6 +194,7 @@ impl Correlator {
             pending_args: HashMap::default(),
             uring_pending: HashMap::default(),
             requests_unfinished: 0,
+            ticks: 0,
             adoptions: HashMap::default(),
             procs: Procs::default(),
             handles: Handles::default(),
@@ -397,6 +405,12 @@ impl Correlator {
         for row in self.helpers.tick() {
             self.push_call(out, &row);
         }
+        self.ticks += 1;
+        if self.ticks.is_multiple_of(SWEEP_TICKS) {
+            for pid in self.procs.sweep_gone() {
+                self.exited(pid, None);
+            }
+        }
         self.collect(out);
     }
 
@@ -438,18 +452,20 @@ impl Correlator {
                 // HDF5 ids of the old image mean nothing in the new one.
                 self.dataspaces.forget(pid);
             }
-            ProcEvent::Exit => {
-                let pid = rec.pid as i32;
-                self.handles.exit(pid, Some(ts));
-                self.procs.exit(pid, ts);
-                self.dataspaces.forget(pid);
-                self.nc_vars.forget(pid);
-                self.files.forget_process(pid);
-                self.xfer_modes.retain(|k, _| k.0 != pid);
-                self.collective_opens.retain(|k, _| k.0 != pid);
-                self.give_up_adoptions(|a| a.pid == pid);
-            }
+            ProcEvent::Exit => self.exited(rec.pid as i32, Some(ts)),
         }
+    }
+
+    /// `pid` exited at `ts` (None: when is not known): its rows are final, its state goes.
+    fn exited(&mut self, pid: i32, ts: Option<i64>) {
+        self.handles.exit(pid, ts);
+        self.procs.exit(pid, ts);
+        self.dataspaces.forget(pid);
+        self.nc_vars.forget(pid);
+        self.files.forget_process(pid);
+        self.xfer_modes.retain(|k, _| k.0 != pid);
+        self.collective_opens.retain(|k, _| k.0 != pid);
+        self.give_up_adoptions(|a| a.pid == pid);
     }
 
     /// Releases the handles of the adoptions `stale` selects: they are written without the

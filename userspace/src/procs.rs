@@ -1,7 +1,7 @@
 //! Traced processes: identity from /proc (read when first seen and after exec), lifetime from
 //! the kernel's lifecycle events, MPI rank and job ids from the environment, and the working
 //! directory that relative names are resolved against.
-use std::{collections::hash_map::Entry, ffi::OsString};
+use std::{collections::hash_map::Entry, ffi::OsString, path::Path};
 
 use procfs::process::Process;
 use strata_common::{IMAGE_ARGS, IMAGE_ARGS_PARTS, IMAGE_ENV, IMAGE_ENV_PARTS, IMAGE_PART};
@@ -55,7 +55,12 @@ pub struct Procs {
     /// resolved against the directory it had at the call, even when strata handles the call
     /// late (the process changed directory since, or is gone).
     cwds: HashMap<i32, String>,
+    /// Live processes found gone from /proc at the last sweep: see `sweep_gone`.
+    gone: HashMap<i32, u32>,
 }
+
+/// Sweeps a process must be found gone at before it is taken for exited.
+const GONE_SWEEPS: u32 = 2;
 
 impl Procs {
     /// Makes sure `pid` is known, reading /proc for a process that started before tracing.
@@ -245,13 +250,39 @@ impl Procs {
         done
     }
 
-    pub fn exit(&mut self, pid: i32, ts: i64) {
+    /// `pid` exited at `ts` (None: when is not known).
+    pub fn exit(&mut self, pid: i32, ts: Option<i64>) {
         self.images.retain(|(p, _), _| *p != pid);
         self.cwds.remove(&pid);
+        self.gone.remove(&pid);
         if let Some(mut row) = self.live.remove(&pid) {
-            row.end_ns = Some(ts);
+            row.end_ns = ts;
             self.done.push(row);
         }
+    }
+
+    /// Live processes that have exited without strata seeing it (their exit record was lost
+    /// to a full ring buffer): gone from /proc at `GONE_SWEEPS` sweeps in a row. Sweeps are
+    /// far enough apart that records of theirs still waiting to be handled are handled
+    /// first. Without this, a node traced under a sustained overload kept every such
+    /// process, and its handles, to the end (1,200 after 4 minutes, and growing).
+    pub fn sweep_gone(&mut self) -> Vec<i32> {
+        let awaited = self.awaited;
+        let mut gone = HashMap::default();
+        let mut exited = Vec::new();
+        for &pid in self.live.keys() {
+            if Some(pid) == awaited || Path::new(&format!("/proc/{pid}")).exists() {
+                continue;
+            }
+            let sweeps = self.gone.get(&pid).copied().unwrap_or(0) + 1;
+            if sweeps >= GONE_SWEEPS {
+                exited.push(pid);
+            } else {
+                gone.insert(pid, sweeps);
+            }
+        }
+        self.gone = gone;
+        exited
     }
 
     /// End of the run: every row is final.
@@ -338,6 +369,38 @@ impl JobIds {
 mod tests {
     use super::*;
 
+    /// A process whose exit strata never saw is taken for exited once it has been gone from
+    /// /proc at two sweeps, and written with no end time; a live one, and the command strata
+    /// waits for, stay.
+    #[test]
+    fn processes_gone_unseen_are_let_go_at_the_second_sweep() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id() as i32;
+        child.wait().unwrap();
+        let mut waited = std::process::Command::new("true").spawn().unwrap();
+        let awaited = waited.id() as i32;
+        waited.wait().unwrap();
+        let me = std::process::id() as i32;
+        let mut procs = Procs::default();
+        for pid in [dead, awaited, me] {
+            procs.ensure(pid, |t| t as i64);
+        }
+        procs.awaited = Some(awaited);
+        assert_eq!(
+            procs.sweep_gone(),
+            Vec::<i32>::new(),
+            "not at the first sweep"
+        );
+        assert_eq!(procs.sweep_gone(), vec![dead]);
+        procs.exit(dead, None);
+        assert!(!procs.contains(dead));
+        assert!(procs.contains(me) && procs.contains(awaited));
+        let rows = procs.take_done();
+        let row = rows.iter().find(|r| r.pid == dead).unwrap();
+        assert_eq!(row.end_ns, None, "when it ended is not known");
+        assert_eq!(procs.sweep_gone(), Vec::<i32>::new(), "let go once");
+    }
+
     #[test]
     fn job_ids_from_environment() {
         let env: HashMap<OsString, OsString> = [
@@ -366,7 +429,7 @@ mod tests {
         assert!(p.contains(me));
         p.fork(me, 999_999, 5, "child".into());
         p.set_exit_code(999_999, 3);
-        p.exit(999_999, 9);
+        p.exit(999_999, Some(9));
         let row = p.done.iter().find(|r| r.pid == 999_999).unwrap();
         assert_eq!(
             (row.ppid, row.exit_code, row.end_ns),
@@ -390,7 +453,7 @@ mod tests {
         p.set_cwd(999_998, Some("/b".into()));
         assert_eq!(p.cwd(999_998), Some("/b"));
         assert_eq!(p.cwd(me), Some("/a"));
-        p.exit(999_998, 9);
+        p.exit(999_998, Some(9));
         assert!(!p.cwds.contains_key(&999_998));
         assert_eq!(p.cwd(999_998), None, "no such process to ask");
         // Not known after a chdir: asked again.
@@ -441,8 +504,8 @@ mod tests {
         let mut p = Procs::default();
         p.preset(41, "/bin/job".into(), "job".into(), 1);
         p.fork(41, 42, 2, "job".into());
-        p.exit(42, 3);
-        p.exit(41, 4);
+        p.exit(42, Some(3));
+        p.exit(41, Some(4));
         let first: Vec<i32> = p.take_done().iter().map(|r| r.pid).collect();
         assert_eq!(first, [42], "the command's row is held");
         p.set_wait_status(41, None, Some(9));
