@@ -53,7 +53,7 @@ pub enum RingError {
     Thread(#[from] std::io::Error),
 }
 
-/// One mapping of the ring buffer's pages, unmapped on drop.
+/// One mapping (of the ring buffer's pages, or a backlog chunk's memory), unmapped on drop.
 struct Mapping {
     ptr: NonNull<core::ffi::c_void>,
     len: NonZeroUsize,
@@ -342,7 +342,12 @@ impl Shared {
             if self.backlog_bytes + size > self.backlog_cap {
                 break;
             }
-            let chunk = match self.spare.pop().filter(|_| size == self.chunk) {
+            let spare = if size == self.chunk {
+                self.spare.pop()
+            } else {
+                None
+            };
+            let chunk = match spare {
                 Some(chunk) => chunk,
                 None => match Chunk::new(size) {
                     Ok(chunk) => chunk,
