@@ -428,6 +428,8 @@ pub struct Options {
     /// Only processes of these uids (none: every user).
     pub users: Vec<u32>,
     pub ring_bytes: u32,
+    /// The most records copied out of the ring may take in strata's memory (None: 8 rings).
+    pub backlog_bytes: Option<usize>,
     pub syscall_mode: SyscallMode,
     pub datatype_size_offset: u32,
     pub stdio_fileno_offset: u32,
@@ -437,12 +439,18 @@ pub struct Options {
 impl Options {
     /// Options for these probes: the MPI datatype layout they declare, the ring buffer
     /// rounded up to a power of two.
-    pub fn new(probes: &[Probe], ring_buffer_mib: u32, syscall_mode: SyscallMode) -> Self {
+    pub fn new(
+        probes: &[Probe],
+        ring_buffer_mib: u32,
+        backlog_mib: Option<u32>,
+        syscall_mode: SyscallMode,
+    ) -> Self {
         Self {
             trace_all: false,
             cgroup_mode: false,
             users: Vec::new(),
             ring_bytes: ring_buffer_mib.max(1).next_power_of_two() << 20,
+            backlog_bytes: backlog_mib.map(|m| (m as usize) << 20),
             syscall_mode,
             datatype_size_offset: probes
                 .iter()
@@ -766,7 +774,11 @@ fn load_parsed(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
     )?;
     let traced = BpfHashMap::try_from(map(&mut ebpf, maps::TRACED)?)?;
     let counters = PerCpuArray::try_from(map(&mut ebpf, maps::COUNTERS)?)?;
-    let events = crate::ring::EventRing::new(map(&mut ebpf, maps::EVENTS)?, maps::EVENTS)?;
+    let events = crate::ring::EventRing::new(
+        map(&mut ebpf, maps::EVENTS)?,
+        maps::EVENTS,
+        opts.backlog_bytes,
+    )?;
     let watched = BpfHashMap::try_from(map(&mut ebpf, maps::WATCHED_INODES)?)?;
     let cgroups = BpfHashMap::try_from(map(&mut ebpf, maps::CGROUPS)?)?;
     let mut users: BpfHashMap<_, u32, u8> = BpfHashMap::try_from(map(&mut ebpf, maps::USERS)?)?;

@@ -19,6 +19,8 @@ pub struct Config {
     pub layers: Option<Vec<String>>,
     /// Ring buffer size in MiB.
     pub ring_buffer_mib: Option<u32>,
+    /// The most memory copied-out records may take, in MiB (default: 8 ring buffers).
+    pub backlog_mib: Option<u32>,
     /// How often rows are written out ("1s", "500ms").
     pub flush_interval: Option<String>,
     /// `btf`, `raw` or `per-syscall`.
@@ -95,6 +97,9 @@ pub fn parse(text: &str) -> Result<Config, String> {
     if cfg.ring_buffer_mib == Some(0) {
         return Err("ring_buffer_mib must be at least 1".into());
     }
+    if cfg.backlog_mib == Some(0) {
+        return Err("backlog_mib must be at least 1".into());
+    }
     Ok(cfg)
 }
 
@@ -157,6 +162,7 @@ mod tests {
             probes = "/etc/strata/probes.toml"
             layers = ["posix", "mpiio"]
             ring_buffer_mib = 64
+            backlog_mib = 256
             flush_interval = "2s"
             syscall_mode = "per-syscall"
             host = "n01"
@@ -170,6 +176,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(cfg.ring_buffer_mib, Some(64));
+        assert_eq!(cfg.backlog_mib, Some(256));
         assert_eq!(
             cfg.daemon.output_root.as_deref(),
             Some(Path::new("/lustre/strata"))
@@ -206,6 +213,8 @@ mod tests {
         assert!(e.contains("paths") && e.contains("absolute"), "{e}");
         let e = parse("syscall_mode = \"fast\"").unwrap_err();
         assert!(e.contains("syscall_mode"), "{e}");
+        let e = parse("backlog_mib = 0").unwrap_err();
+        assert!(e.contains("backlog_mib must be at least 1"), "{e}");
         assert!(uids(&["no-such-user-strata".into()]).is_err());
         let e = load(Some(Path::new("/nonexistent/strata.toml")))
             .unwrap_err()

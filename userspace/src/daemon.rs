@@ -36,6 +36,8 @@ pub struct DaemonArgs {
     pub probes_file: Option<PathBuf>,
     pub layers: Option<Vec<Layer>>,
     pub ring_buffer_mib: u32,
+    /// The backlog's cap in MiB (None: 8 ring buffers).
+    pub backlog_mib: Option<u32>,
     pub syscall_mode: attach::SyscallMode,
     pub flush_interval: Duration,
     pub file_mode: u32,
@@ -144,7 +146,12 @@ pub fn run(args: DaemonArgs) -> anyhow::Result<()> {
         &attach::Options {
             cgroup_mode: true,
             users: args.users.clone(),
-            ..attach::Options::new(&probes, args.ring_buffer_mib, args.syscall_mode)
+            ..attach::Options::new(
+                &probes,
+                args.ring_buffer_mib,
+                args.backlog_mib,
+                args.syscall_mode,
+            )
         },
     )?;
     let attached = loaded

@@ -104,7 +104,7 @@ pub fn run(
         };
         cfg.set(0, config, 0)?;
         let events = ebpf.take_map(maps::EVENTS).context("no ring buffer")?;
-        Some(Drain::start(EventRing::new(events, maps::EVENTS)?))
+        Some(Drain::start(EventRing::new(events, maps::EVENTS, None)?))
     } else {
         None
     };

@@ -53,6 +53,12 @@ struct TraceOpts {
     /// are lost only when both are full. Raise it if events are lost. [default: 16]
     #[arg(long, value_name = "MIB")]
     ring_buffer_mib: Option<u32>,
+    /// The most memory, in MiB, that records copied out of the ring buffer may take while
+    /// strata catches up (at least 1). A larger backlog rides out longer bursts; a smaller
+    /// one bounds strata's memory more tightly under a sustained overload, and more events
+    /// are lost there. [default: 8 times --ring-buffer-mib]
+    #[arg(long, value_name = "MIB", value_parser = clap::value_parser!(u32).range(1..))]
+    backlog_mib: Option<u32>,
     /// How syscall probes attach: `btf` (two BTF raw tracepoints, the cheapest per call;
     /// fast start and stop; `raw` where the kernel has no BTF), `raw` (the two
     /// raw_syscalls trace events) or `per-syscall` (one tracepoint pair per probed syscall;
@@ -83,6 +89,7 @@ struct Settings {
     probes: Option<PathBuf>,
     layers: Option<Vec<probes::Layer>>,
     ring_buffer_mib: u32,
+    backlog_mib: Option<u32>,
     syscall_mode: attach::SyscallMode,
     flush_interval: Duration,
     host: String,
@@ -140,6 +147,7 @@ impl TraceOpts {
             probes: self.probes.or(cfg.probes),
             layers,
             ring_buffer_mib: self.ring_buffer_mib.or(cfg.ring_buffer_mib).unwrap_or(16),
+            backlog_mib: self.backlog_mib.or(cfg.backlog_mib),
             syscall_mode,
             flush_interval,
             host,
@@ -379,6 +387,7 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
                 probes_file: set.probes,
                 layers: set.layers,
                 ring_buffer_mib: set.ring_buffer_mib,
+                backlog_mib: set.backlog_mib,
                 syscall_mode: set.syscall_mode,
                 flush_interval: set.flush_interval,
                 host: set.host,
@@ -409,6 +418,7 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
                 probes_file: set.probes,
                 layers: set.layers,
                 ring_buffer_mib: set.ring_buffer_mib,
+                backlog_mib: set.backlog_mib,
                 syscall_mode: set.syscall_mode,
                 flush_interval: set.flush_interval,
                 file_mode: set.file_mode,

@@ -35,6 +35,8 @@ pub struct RecordArgs {
     pub probes_file: Option<PathBuf>,
     pub layers: Option<Vec<Layer>>,
     pub ring_buffer_mib: u32,
+    /// The backlog's cap in MiB (None: 8 ring buffers).
+    pub backlog_mib: Option<u32>,
     pub syscall_mode: attach::SyscallMode,
     pub flush_interval: Duration,
     /// The node name of the `host=` partitions.
@@ -102,7 +104,12 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
             trace_all: args.all,
             cgroup_mode: cgroup.is_some(),
             users: args.users.clone(),
-            ..attach::Options::new(&probes, args.ring_buffer_mib, args.syscall_mode)
+            ..attach::Options::new(
+                &probes,
+                args.ring_buffer_mib,
+                args.backlog_mib,
+                args.syscall_mode,
+            )
         },
     )?;
     if let Some(c) = cgroup {

@@ -201,7 +201,7 @@ pub struct EventRing {
     copier: Option<JoinHandle<()>>,
 }
 
-/// The backlog holds at most this many times the ring's size.
+/// The backlog holds at most this many times the ring's size, unless told otherwise.
 const BACKLOG_RINGS: usize = 8;
 
 /// Records a reading loop handles in one pass before it looks at its other work (signals,
@@ -386,7 +386,13 @@ fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
 
 impl EventRing {
     /// The reader of ring-buffer map `name`, taken from the loaded object; starts its copier.
-    pub fn new(map: Map, name: &'static str) -> Result<Self, RingError> {
+    /// The backlog holds at most `backlog_cap` bytes (None: 8 rings' worth), and at least a
+    /// chunk.
+    pub fn new(
+        map: Map,
+        name: &'static str,
+        backlog_cap: Option<usize>,
+    ) -> Result<Self, RingError> {
         let Map::RingBuf(map) = map else {
             return Err(RingError::NotRingBuf(name));
         };
@@ -412,7 +418,9 @@ impl EventRing {
             ring,
             backlog: VecDeque::new(),
             backlog_bytes: 0,
-            backlog_cap: BACKLOG_RINGS * size,
+            backlog_cap: backlog_cap
+                .unwrap_or(BACKLOG_RINGS * size)
+                .max(CHUNK_BYTES.min(size)),
             chunk: CHUNK_BYTES.min(size),
             spare: Vec::new(),
             map_failed: false,

@@ -827,6 +827,68 @@ fn a_burst_larger_than_the_ring_buffer_is_kept_whole() {
     );
 }
 
+/// `--backlog-mib` caps what waits in strata's memory: a burst three times the one above
+/// (some 100 MiB of records) arrives whole with a backlog of 192 MiB; with a backlog of
+/// 1 MiB, the records beyond what it and the 16 MiB ring hold are lost and counted, and
+/// every call that is there is one of the workload's. (With a 1 MiB ring even a large
+/// backlog loses some: the ring fills in a few milliseconds, less than the copier may wait
+/// for a CPU.)
+#[test]
+fn the_backlog_holds_what_its_cap_allows() {
+    require_root();
+    const N: u64 = 300_000;
+    let count = |out: &Path, dir: &Path| {
+        duckdb(&format!(
+            "SELECT c.function, count(*) FROM read_parquet('{o}/calls/**/*.parquet') c \
+             LEFT JOIN read_parquet('{o}/files/**/*.parquet') f USING (file_id) \
+             WHERE f.path = '{d}/bench.dat' GROUP BY c.function ORDER BY c.function",
+            o = out.display(),
+            d = dir.canonicalize().unwrap().display(),
+        ))
+        .iter()
+        .map(|l| {
+            let (f, n) = l.split_once('\t').unwrap();
+            (f.to_string(), n.parse::<u64>().unwrap())
+        })
+        .collect::<Vec<_>>()
+    };
+    let (dir, out) = record_bench_io("backlog_large", &["--backlog-mib", "192"], "meta", N);
+    let whole = [
+        ("close".to_string(), N + 1),
+        ("newfstatat".to_string(), N),
+        ("openat".to_string(), N + 1),
+        ("unlink".to_string(), 1),
+    ];
+    assert_eq!(count(&out, &dir), whole);
+
+    let dir = scratch("backlog_small");
+    let exe = build_c("cc", "bench_io.c", &dir.join("bench_io"), &[]);
+    let out = dir.join("out");
+    let res = run(strata()
+        .args(["record", "-q", "--layers", "posix"])
+        .args(["--backlog-mib", "1", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(&exe)
+        .args(["meta", &N.to_string()])
+        .arg(&dir));
+    assert!(res.status.success());
+    let lost = rows(&out, "run")[0].i("events_lost").unwrap();
+    assert!(
+        lost > 0,
+        "the ring and 1 MiB of backlog held the whole burst"
+    );
+    let got = count(&out, &dir);
+    let kept: u64 = got.iter().map(|(_, n)| n).sum();
+    assert!(kept < 3 * N + 3, "{got:?} with {lost} lost");
+    for (f, n) in &got {
+        let (_, most) = whole.iter().find(|(w, _)| w == f).unwrap();
+        assert!(n <= most, "{f}: {n} calls of {most}");
+    }
+    let err = String::from_utf8_lossy(&res.stderr);
+    assert!(err.contains(&format!("{lost} events were lost")), "{err}");
+}
+
 #[test]
 fn libraries_opened_at_run_time_are_probed() {
     require_root();
