@@ -417,9 +417,14 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
         eprintln!("strata: every traced process has exited");
     }
     if lost > 0 {
+        // A backlog set below its default may be what lost them.
+        let backlog = args
+            .backlog_mib
+            .map(|m| format!(" or --backlog-mib (given: {m})"))
+            .unwrap_or_default();
         eprintln!(
             "strata: warning: {lost} events were lost because the ring buffer was full; \
-             raise --ring-buffer-mib or trace fewer layers"
+             raise --ring-buffer-mib{backlog} or trace fewer layers"
         );
     }
     if skipped > 0 {

@@ -886,7 +886,11 @@ fn the_backlog_holds_what_its_cap_allows() {
         assert!(n <= most, "{f}: {n} calls of {most}");
     }
     let err = String::from_utf8_lossy(&res.stderr);
-    assert!(err.contains(&format!("{lost} events were lost")), "{err}");
+    assert!(
+        err.contains(&format!("{lost} events were lost"))
+            && err.contains("raise --ring-buffer-mib or --backlog-mib (given: 1)"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -27,9 +27,10 @@ const RING_MIB: u64 = 16;
 const BACKLOG_MIB: u64 = 16;
 
 /// The most strata may hold, in MiB: its ring buffer, a full backlog, and room for the rows
-/// waiting for a file and its tables. Measured under a sustained overload with the default
-/// backlog of 128 MiB: 250-290 MiB, levelling off as the files table reaches its two
-/// generations (a fragmented heap once took it past 700).
+/// waiting for a file and its tables. Measured under a sustained overload with this backlog:
+/// 150 MiB at 1 minute, 187 at 18 and 189 at 30, level once the files table holds its two
+/// generations (with the default backlog, 128 MiB more; a fragmented heap once took it past
+/// 700).
 const PEAK_MIB: u64 = RING_MIB + BACKLOG_MIB + 224;
 
 struct Sample {
