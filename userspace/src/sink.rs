@@ -12,23 +12,16 @@ use std::{
 
 use anyhow::Context as _;
 use arrow::{
-    array::{
-        ArrayRef, BooleanArray, Int32Array, Int64Array, ListArray, ListBuilder, StringArray,
-        StringBuilder,
-    },
+    array::{ArrayRef, BooleanArray, Int32Array, Int64Array, ListArray, StringArray},
     buffer::{BooleanBuffer, NullBuffer, OffsetBuffer},
     datatypes::{DataType, Field, FieldRef, SchemaRef},
     record_batch::RecordBatch,
 };
-use parquet::{
-    arrow::ArrowWriter,
-    basic::{Compression, Encoding, ZstdLevel},
-    file::properties::{EnabledStatistics, WriterProperties},
-    schema::types::ColumnPath,
-};
 use strata_common::MAX_ARGS;
 
 use crate::fast::HashMap;
+
+mod encode;
 
 /// A column type: how a Rust value is appended and what Arrow type it becomes.
 pub trait Col {
@@ -359,25 +352,42 @@ impl FromIterator<i64> for Args {
     }
 }
 
+/// Lists of strings (a call's string arguments), gathered like [`IntList`]: mostly empty,
+/// so a row costs one offset (Arrow's list builder took some 50 instructions a row).
 pub struct ListStr;
 impl Col for ListStr {
     type Value = Vec<String>;
-    type Builder = ListBuilder<StringBuilder>;
+    type Builder = (Strings, Buf<i32>);
     const NULLABLE: bool = false;
     fn data_type() -> DataType {
         DataType::List(list_items(DataType::Utf8))
     }
     fn builder(rows: usize) -> Self::Builder {
-        ListBuilder::with_capacity(StringBuilder::new(), rows)
+        let mut offsets = Buf::with_capacity(rows + 1);
+        offsets.push(0);
+        (Strings::with_capacity(0), offsets)
     }
-    fn append(b: &mut Self::Builder, v: &Vec<String>) {
+    #[inline]
+    fn append((items, offsets): &mut Self::Builder, v: &Vec<String>) {
         for s in v {
-            b.values().append_value(s);
+            items.push(Some(s));
         }
-        b.append(true);
+        let end = items.ends.len() - 1;
+        offsets.push(i32::try_from(end).expect("under 2^31 list items per file"));
     }
-    fn finish(b: &mut Self::Builder) -> ArrayRef {
-        Arc::new(b.finish())
+    fn finish((items, offsets): &mut Self::Builder) -> ArrayRef {
+        let ends = offsets.take();
+        offsets.push(0);
+        Arc::new(ListArray::new(
+            list_items(DataType::Utf8),
+            OffsetBuffer::new(ends.into()),
+            items.finish(),
+            None,
+        ))
+    }
+    fn reserve((items, offsets): &mut Self::Builder) {
+        items.reserve();
+        offsets.reserve();
     }
 }
 
@@ -567,108 +577,6 @@ pub fn create_dirs(dir: &Path, mode: u32) -> anyhow::Result<()> {
         .with_context(|| format!("cannot create output directory {}", dir.display()))
 }
 
-/// Columns whose values mostly grow from row to row (times, ids, positions), or stay the same
-/// for long runs of a thread's rows or step between a few small numbers (its process and
-/// thread, depth, handle and file ids): stored as differences (DELTA_BINARY_PACKED) instead of
-/// through a dictionary. A dictionary of near-unique 8-byte values costs as much as the values
-/// and an index each; their deltas take a few bits. For the others the two take about as many
-/// bytes, but a dictionary looks every value up in a hash table: twice the instructions.
-/// DuckDB and Spark read the encoding natively.
-const DELTA_COLUMNS: &[&str] = &[
-    "pid",
-    "tid",
-    "depth",
-    "handle_id",
-    "file_id",
-    "call_id",
-    "parent_id",
-    "ts_begin_ns",
-    "ts_end_ns",
-    "offset",
-    "offset2",
-    "ts_queue_ns",
-    "ts_issue_ns",
-    "ts_complete_ns",
-    "sector",
-    "first_page",
-    "last_page",
-];
-
-/// Columns of sizes and results: a few distinct values in regular I/O, which a dictionary
-/// stores in a few bits a row; as many as the calls in irregular I/O (random sizes), where
-/// once the dictionary outgrows `SMALL_DICTIONARY` the rest of the column chunk is stored
-/// as differences instead.
-const DICTIONARY_THEN_DELTA_COLUMNS: &[&str] = &["ret", "bytes_result", "bytes_requested"];
-
-/// Bytes of dictionary (of 8-byte values) after which those columns fall back to deltas.
-const SMALL_DICTIONARY: usize = 4096;
-
-/// Columns written without min/max statistics: values no query narrows row groups by (a
-/// thread's calls mix sizes, returns, flags, paths, layers and functions of every kind, so
-/// the range of a row group's names spans nearly all of them), whose statistics are worked
-/// out value by value, strings byte by byte (sizes and paths: 2.5% of the pipeline's
-/// instructions per call; a call's layer, function and op: 4.3%). Ids, times, offsets and
-/// `errno` (its null count finds the groups with failed calls) keep theirs.
-const NO_STATISTICS_COLUMNS: &[&str] = &[
-    "layer",
-    "function",
-    "op",
-    "depth",
-    "offset2",
-    "handle2_id",
-    "file2_id",
-    "bytes_requested",
-    "bytes_result",
-    "ret",
-    "flags",
-    "collective",
-    "path",
-    "path2",
-];
-const NO_STATISTICS_LISTS: &[&str] = &["args", "strs", "dims"];
-
-fn list_item(name: &str) -> ColumnPath {
-    ColumnPath::from(vec![name.into(), "list".into(), "item".into()])
-}
-
-fn props() -> WriterProperties {
-    let mut b = WriterProperties::builder()
-        .set_compression(Compression::ZSTD(
-            ZstdLevel::try_new(3).expect("valid zstd level"),
-        ))
-        .set_created_by(format!("strata {}", env!("CARGO_PKG_VERSION")))
-        // Min/max per column chunk (what DuckDB and Spark prune row groups with), not per
-        // page as well.
-        .set_statistics_enabled(EnabledStatistics::Chunk);
-    for name in DELTA_COLUMNS {
-        let col = ColumnPath::from(*name);
-        b = b
-            .set_column_dictionary_enabled(col.clone(), false)
-            .set_column_encoding(col, Encoding::DELTA_BINARY_PACKED);
-    }
-    for name in DICTIONARY_THEN_DELTA_COLUMNS {
-        let col = ColumnPath::from(*name);
-        b = b
-            .set_column_dictionary_page_size_limit(col.clone(), SMALL_DICTIONARY)
-            .set_column_encoding(col, Encoding::DELTA_BINARY_PACKED);
-    }
-    // The calls' raw arguments: within a thread's rows a call's arguments repeat with a
-    // fixed stride but for the one that moves (an offset, a buffer), which zstd finds in
-    // plain values; a dictionary would store each new offset whole and an index besides
-    // (measured, steady-state MPI-IO collective writes: 10.2 -> 8.8 bytes per call).
-    let args = list_item("args");
-    b = b
-        .set_column_dictionary_enabled(args.clone(), false)
-        .set_column_encoding(args, Encoding::PLAIN);
-    for col in NO_STATISTICS_COLUMNS {
-        b = b.set_column_statistics_enabled(ColumnPath::from(*col), EnabledStatistics::None);
-    }
-    for col in NO_STATISTICS_LISTS {
-        b = b.set_column_statistics_enabled(list_item(col), EnabledStatistics::None);
-    }
-    b.build()
-}
-
 /// Writes `batches` in order as one Parquet file.
 fn write_file(
     dir: &Path,
@@ -686,12 +594,7 @@ fn write_file(
         .mode(mode)
         .open(&tmp)
         .with_context(|| format!("cannot create {}", tmp.display()))?;
-    let written = ArrowWriter::try_new(file, schema, Some(props())).and_then(|mut w| {
-        for batch in batches {
-            w.write(batch)?;
-        }
-        w.close().map(|_| ())
-    });
+    let written = encode::write(file, schema, batches);
     if let Err(e) = written {
         // A full disk leaves no half-written file behind taking what space is left.
         let _ = fs::remove_file(&tmp);
@@ -749,6 +652,7 @@ mod tests {
         array::{Array as _, AsArray as _},
         datatypes::{Int32Type, Int64Type},
     };
+    use parquet::basic::Encoding;
 
     use super::*;
 
@@ -757,6 +661,7 @@ mod tests {
         seq: I64,
         name: OptStr,
         args: ListI64,
+        tags: ListStr,
     });
     table!(Plain, PlainRow, "plain", { tid: I32, seq: I64 });
 
@@ -798,6 +703,7 @@ mod tests {
                 seq: seq as i64,
                 name: (seq % 2 == 0).then(|| format!("n{seq}")),
                 args: vec![seq as i64; seq],
+                ..Default::default()
             });
         }
         assert_eq!(w.buffered(), 6);
@@ -855,6 +761,7 @@ mod tests {
             seq,
             name: (seq % 3 != 0).then(|| format!("name{seq}")),
             args: vec![seq; (seq % 4) as usize],
+            tags: (0..seq % 3).map(|i| format!("t{seq}.{i}")).collect(),
         };
         let intervals: [&[(i32, i64)]; 3] = [
             &[(7, 0), (3, 1), (7, 2), (3, 3)],
@@ -883,12 +790,19 @@ mod tests {
             let seqs = b.column_by_name("seq").unwrap().as_primitive::<Int64Type>();
             let names = b.column_by_name("name").unwrap().as_string::<i32>();
             let args = b.column_by_name("args").unwrap().as_list::<i32>();
+            let tags = b.column_by_name("tags").unwrap().as_list::<i32>();
             for i in 0..b.num_rows() {
+                let t = tags.value(i);
                 got.push(ThreadedRow {
                     tid: tids.value(i),
                     seq: seqs.value(i),
                     name: names.is_valid(i).then(|| names.value(i).to_string()),
                     args: args.value(i).as_primitive::<Int64Type>().values().to_vec(),
+                    tags: t
+                        .as_string::<i32>()
+                        .iter()
+                        .map(|s| s.unwrap().into())
+                        .collect(),
                 });
             }
         }

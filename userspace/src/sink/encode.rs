@@ -1,0 +1,370 @@
+//! How a table's rows become a Parquet file: each column's encoding, and a row group written
+//! column by column, lists of integers (a call's raw arguments) handed to Parquet as values
+//! and levels worked out here.
+use std::{io::Write, iter::repeat_n};
+
+use arrow::{
+    array::{Array as _, ArrayRef, AsArray as _, ListArray, RecordBatch},
+    datatypes::{DataType, Int64Type, SchemaRef},
+};
+use parquet::{
+    arrow::{ArrowWriter, arrow_writer::compute_leaves},
+    basic::{Compression, Encoding, ZstdLevel},
+    column::writer::ColumnWriterImpl,
+    data_type::Int64Type as ParquetInt64,
+    errors::Result,
+    file::properties::{EnabledStatistics, WriterProperties},
+    schema::types::ColumnPath,
+};
+
+/// Columns whose values mostly grow from row to row (times, ids, positions), or stay the same
+/// for long runs of a thread's rows (its handle and file ids): stored as differences
+/// (DELTA_BINARY_PACKED) instead of through a dictionary. A dictionary of near-unique 8-byte values costs as much as the values
+/// and an index each; their deltas take a few bits. For the others the two take about as many
+/// bytes, but a dictionary looks every value up in a hash table: twice the instructions.
+/// DuckDB and Spark read the encoding natively.
+const DELTA_COLUMNS: &[&str] = &[
+    "handle_id",
+    "file_id",
+    "call_id",
+    "parent_id",
+    "ts_begin_ns",
+    "ts_end_ns",
+    "offset",
+    "offset2",
+    "ts_queue_ns",
+    "ts_issue_ns",
+    "ts_complete_ns",
+    "sector",
+    "first_page",
+    "last_page",
+];
+
+/// Columns that keep one value for long runs of rows, or step between a few small numbers: a
+/// calls file holds each thread's rows together, so its process and thread id, and a call's
+/// depth. Stored plain, which zstd shrinks as well as deltas would: the same bytes, and
+/// 120-150 fewer instructions per call written (measured on the benchmark's workloads).
+const PLAIN_COLUMNS: &[&str] = &["pid", "tid", "depth"];
+
+/// Rows per data page, at most (pages also end at 1 MiB). Parquet's default of 20,000 cuts
+/// a file's column into pages of a header, levels and a zstd frame each; one page for
+/// what a flush buffers writes 2.3-4.0% fewer bytes per call on the benchmark's regular
+/// workloads, for no more instructions.
+const PAGE_ROWS: usize = crate::dataset::Dataset::MAX_BUFFERED_ROWS;
+
+/// Columns of sizes and results: a few distinct values in regular I/O, which a dictionary
+/// stores in a few bits a row; as many as the calls in irregular I/O (random sizes), where
+/// once the dictionary outgrows `SMALL_DICTIONARY` the rest of the column chunk is stored
+/// as differences instead.
+const DICTIONARY_THEN_DELTA_COLUMNS: &[&str] = &["ret", "bytes_result", "bytes_requested"];
+
+/// Bytes of dictionary (of 8-byte values) after which those columns fall back to deltas.
+const SMALL_DICTIONARY: usize = 4096;
+
+/// Columns written without min/max statistics: values no query narrows row groups by (a
+/// thread's calls mix sizes, returns, flags, paths, layers and functions of every kind, so
+/// the range of a row group's names spans nearly all of them), whose statistics are worked
+/// out value by value, strings byte by byte (sizes and paths: 2.5% of the pipeline's
+/// instructions per call; a call's layer, function and op: 4.3%). Ids, times, offsets and
+/// `errno` (its null count finds the groups with failed calls) keep theirs.
+const NO_STATISTICS_COLUMNS: &[&str] = &[
+    "layer",
+    "function",
+    "op",
+    "depth",
+    "offset2",
+    "handle2_id",
+    "file2_id",
+    "bytes_requested",
+    "bytes_result",
+    "ret",
+    "flags",
+    "collective",
+    "path",
+    "path2",
+];
+const NO_STATISTICS_LISTS: &[&str] = &["args", "strs", "dims"];
+
+pub(super) fn list_item(name: &str) -> ColumnPath {
+    ColumnPath::from(vec![name.into(), "list".into(), "item".into()])
+}
+
+pub(super) fn props() -> WriterProperties {
+    let mut b = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(
+            ZstdLevel::try_new(3).expect("valid zstd level"),
+        ))
+        .set_created_by(format!("strata {}", env!("CARGO_PKG_VERSION")))
+        // Min/max per column chunk (what DuckDB and Spark prune row groups with), not per
+        // page as well.
+        .set_statistics_enabled(EnabledStatistics::Chunk);
+    b = b.set_data_page_row_count_limit(PAGE_ROWS);
+    for name in PLAIN_COLUMNS {
+        let col = ColumnPath::from(*name);
+        b = b
+            .set_column_dictionary_enabled(col.clone(), false)
+            .set_column_encoding(col, Encoding::PLAIN);
+    }
+    for name in DELTA_COLUMNS {
+        let col = ColumnPath::from(*name);
+        b = b
+            .set_column_dictionary_enabled(col.clone(), false)
+            .set_column_encoding(col, Encoding::DELTA_BINARY_PACKED);
+    }
+    for name in DICTIONARY_THEN_DELTA_COLUMNS {
+        let col = ColumnPath::from(*name);
+        b = b
+            .set_column_dictionary_page_size_limit(col.clone(), SMALL_DICTIONARY)
+            .set_column_encoding(col, Encoding::DELTA_BINARY_PACKED);
+    }
+    // The calls' raw arguments: within a thread's rows a call's arguments repeat with a
+    // fixed stride but for the one that moves (an offset, a buffer), which zstd finds in
+    // plain values; a dictionary would store each new offset whole and an index besides
+    // (measured, steady-state MPI-IO collective writes: 10.2 -> 8.8 bytes per call).
+    let args = list_item("args");
+    b = b
+        .set_column_dictionary_enabled(args.clone(), false)
+        .set_column_encoding(args, Encoding::PLAIN);
+    for col in NO_STATISTICS_COLUMNS {
+        b = b.set_column_statistics_enabled(ColumnPath::from(*col), EnabledStatistics::None);
+    }
+    for col in NO_STATISTICS_LISTS {
+        b = b.set_column_statistics_enabled(list_item(col), EnabledStatistics::None);
+    }
+    b.build()
+}
+
+/// Writes `batches` in order as one Parquet file into `w`, and gives `w` back.
+///
+/// Arrow's writer works out a list's levels item by item, through several calls each. Lists
+/// of integers without nulls (all the tables' are: a call's raw arguments, a selection's
+/// dimensions) go to Parquet's column writer here, with levels made in one pass over their
+/// offsets: 170-240 fewer instructions per row of the calls table (of 2,700-4,200 on the
+/// benchmark's workloads), and the same bytes as Arrow's writer makes (tested). Every other
+/// column takes Arrow's path.
+pub(super) fn write<W: Write + Send>(
+    w: W,
+    schema: SchemaRef,
+    batches: &[RecordBatch],
+) -> Result<W> {
+    let props = props();
+    let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+    let row_group_limit = props.max_row_group_row_count().unwrap_or(usize::MAX);
+    let arrow = ArrowWriter::try_new(w, schema.clone(), Some(props))?;
+    // One row group, as Arrow's writer makes of a file's rows (a file holds at most a
+    // flush interval's, far below its limit of a row group); past it, or without rows, it
+    // writes the file itself.
+    if rows == 0 || rows > row_group_limit {
+        let mut arrow = arrow;
+        for b in batches {
+            arrow.write(b)?;
+        }
+        return arrow.into_inner();
+    }
+    let (mut file, factory) = arrow.into_serialized_writer()?;
+    let writers = factory.create_column_writers(0)?;
+    let mut group = file.next_row_group()?;
+    // A field of these tables is one column: no structs.
+    for (i, (field, mut writer)) in schema.fields().iter().zip(writers).enumerate() {
+        let arrays: Vec<&ArrayRef> = batches.iter().map(|b| b.column(i)).collect();
+        match int_lists(&arrays) {
+            Some(lists) => {
+                let mut column = group.next_column()?.expect("a column for every field");
+                write_int_lists(column.typed::<ParquetInt64>(), &lists)?;
+                column.close()?;
+            }
+            None => {
+                for array in arrays {
+                    for leaf in compute_leaves(field, array)? {
+                        writer.write(&leaf)?;
+                    }
+                }
+                writer.close()?.append_to_row_group(&mut group)?;
+            }
+        }
+    }
+    group.close()?;
+    file.into_inner()
+}
+
+/// The arrays as lists of 64-bit integers, if they are and hold no nulls.
+fn int_lists<'a>(arrays: &[&'a ArrayRef]) -> Option<Vec<&'a ListArray>> {
+    arrays
+        .iter()
+        .map(|a| {
+            let list = a.as_list_opt::<i32>()?;
+            let plain = list.nulls().is_none()
+                && list.values().data_type() == &DataType::Int64
+                && list.values().nulls().is_none();
+            plain.then_some(list)
+        })
+        .collect()
+}
+
+/// Writes lists without nulls: their items as values; for each item a definition level of
+/// "present" and a repetition level of "first of its list" or "same list", and for an
+/// empty list one level of each saying so.
+fn write_int_lists(w: &mut ColumnWriterImpl<'_, ParquetInt64>, lists: &[&ListArray]) -> Result<()> {
+    let present = w.get_descriptor().max_def_level();
+    // An empty list stops above its items: the list's level, and the item's if nullable.
+    let empty = present - 1 - i16::from(w.get_descriptor().self_type().is_optional());
+    let (mut def, mut rep) = (Vec::new(), Vec::new());
+    for list in lists {
+        let offsets = list.value_offsets();
+        let (first, last) = (offsets[0] as usize, offsets[offsets.len() - 1] as usize);
+        let items = &list.values().as_primitive::<Int64Type>().values()[first..last];
+        def.clear();
+        rep.clear();
+        def.reserve(items.len() + list.len());
+        rep.reserve(items.len() + list.len());
+        for ends in offsets.windows(2) {
+            match (ends[1] - ends[0]) as usize {
+                0 => {
+                    def.push(empty);
+                    rep.push(0);
+                }
+                n => {
+                    def.extend(repeat_n(present, n));
+                    rep.push(0);
+                    rep.extend(repeat_n(1, n - 1));
+                }
+            }
+        }
+        w.write_batch(items, Some(&def), Some(&rep))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow::{
+        array::{Int32Array, Int64Array, ListBuilder, StringArray},
+        buffer::OffsetBuffer,
+        datatypes::{Field, Schema},
+    };
+
+    use super::*;
+
+    fn item(dt: DataType) -> Arc<Field> {
+        Arc::new(Field::new("item", dt, true))
+    }
+
+    /// Rows `from..to`: a thread id, a list of 0 to 7 integers (a third empty), a list
+    /// always empty, and a name or a null.
+    fn batch(schema: &SchemaRef, from: i64, to: i64) -> RecordBatch {
+        let len = |r: i64| (r * 7 % 8) as usize;
+        let mut ends = vec![0i32];
+        let mut items = Vec::new();
+        for r in from..to {
+            items.extend((0..len(r) as i64).map(|i| r * 1000 + i * (r % 5) - 3));
+            ends.push(items.len() as i32);
+        }
+        let list = ListArray::new(
+            item(DataType::Int64),
+            OffsetBuffer::new(ends.into()),
+            Arc::new(Int64Array::from(items)),
+            None,
+        );
+        let empty = ListArray::new(
+            item(DataType::Int64),
+            OffsetBuffer::new(vec![0i32; (to - from + 1) as usize].into()),
+            Arc::new(Int64Array::from(Vec::<i64>::new())),
+            None,
+        );
+        let names: StringArray = (from..to)
+            .map(|r| (r % 3 != 0).then(|| format!("name{}", r % 7)))
+            .collect();
+        let tids: Int32Array = (from..to).map(|r| (r / 100) as i32).collect();
+        RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(tids),
+                Arc::new(list),
+                Arc::new(empty),
+                Arc::new(names),
+            ],
+        )
+        .unwrap()
+    }
+
+    fn schema() -> SchemaRef {
+        Arc::new(Schema::new(vec![
+            Field::new("tid", DataType::Int32, false),
+            Field::new("args", DataType::List(item(DataType::Int64)), false),
+            Field::new("dims", DataType::List(item(DataType::Int64)), false),
+            Field::new("path", DataType::Utf8, true),
+        ]))
+    }
+
+    /// What Arrow's own writer makes of the batches.
+    fn arrow_writes(schema: &SchemaRef, batches: &[RecordBatch]) -> Vec<u8> {
+        let mut w = ArrowWriter::try_new(Vec::new(), schema.clone(), Some(props())).unwrap();
+        for b in batches {
+            w.write(b).unwrap();
+        }
+        w.into_inner().unwrap()
+    }
+
+    /// Lists written with levels made here give the very bytes Arrow's writer gives: the
+    /// same pages, statistics and footer, whatever the lists' lengths and the batches'.
+    #[test]
+    fn lists_written_here_are_the_bytes_arrow_writes() {
+        let schema = schema();
+        // Several batches (a file holds one per thread), one of them sliced as a reader
+        // might hand it, and enough rows for several pages of levels.
+        let batches = vec![
+            batch(&schema, 0, 5),
+            batch(&schema, 5, 70_005),
+            batch(&schema, 0, 300).slice(17, 200),
+            batch(&schema, 9, 10),
+        ];
+        let ours = write(Vec::new(), schema.clone(), &batches).unwrap();
+        assert_eq!(ours, arrow_writes(&schema, &batches));
+        // And they read back as written.
+        let file = std::env::temp_dir().join(format!("strata-encode-{}", std::process::id()));
+        std::fs::write(&file, &ours).unwrap();
+        let back: Vec<RecordBatch> =
+            parquet::arrow::arrow_reader::ParquetRecordBatchReader::try_new(
+                std::fs::File::open(&file).unwrap(),
+                1 << 20,
+            )
+            .unwrap()
+            .map(|b| b.unwrap())
+            .collect();
+        std::fs::remove_file(&file).unwrap();
+        let back = arrow::compute::concat_batches(&schema, &back).unwrap();
+        let want = arrow::compute::concat_batches(&schema, &batches).unwrap();
+        assert_eq!(back, want);
+    }
+
+    /// A list holding a null item, or a null list, is left to Arrow's writer.
+    #[test]
+    fn lists_with_nulls_take_arrows_path() {
+        let schema = Arc::new(Schema::new(vec![Field::new(
+            "args",
+            DataType::List(item(DataType::Int64)),
+            true,
+        )]));
+        let mut b = ListBuilder::new(arrow::array::Int64Builder::new());
+        b.values().append_value(1);
+        b.values().append_null();
+        b.append(true);
+        b.append(false);
+        b.append(true);
+        let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(b.finish())]).unwrap();
+        let arrays = [batch.column(0)];
+        assert!(int_lists(&arrays).is_none());
+        let ours = write(Vec::new(), schema.clone(), std::slice::from_ref(&batch)).unwrap();
+        assert_eq!(ours, arrow_writes(&schema, &[batch]));
+    }
+
+    /// No rows: a file with no row group, as Arrow's writer makes it.
+    #[test]
+    fn no_rows_make_a_file_without_row_groups() {
+        let schema = schema();
+        let ours = write(Vec::new(), schema.clone(), &[]).unwrap();
+        assert_eq!(ours, arrow_writes(&schema, &[]));
+    }
+}
