@@ -271,9 +271,9 @@ impl Correlator {
                 let Some(row) = self.call(&rec) else {
                     return;
                 };
-                self.summary.add_call(&row);
-                self.kernel.call_done(&row);
                 let p = &self.probes[rec.func_id as usize];
+                self.summary.add_call(p.layer, p.op, &row);
+                self.kernel.call_done(&row);
                 let transfer = self.queues_transfers && matches!(p.op, Op::Read | Op::Write);
                 if transfer && p.arg(ArgKind::OutRequest).is_some() {
                     for t in self.helpers.request(&row) {
