@@ -1061,9 +1061,11 @@ impl Correlator {
                 }
             },
             Op::Read | Op::Write | Op::Copy => {
-                // Linux appends a pwrite to an O_APPEND fd, whatever its offset.
+                // Linux appends a pwrite to an O_APPEND fd, whatever its offset (a plain
+                // write's is found below, appending or not: no lookup for it here).
                 if p.op == Op::Write
                     && kernel_ret
+                    && offset.is_some()
                     && handle.is_some_and(|h| self.handles.appends(h))
                 {
                     offset = None;
