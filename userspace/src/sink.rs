@@ -163,40 +163,80 @@ impl<T: Native> Values<T> {
     }
 }
 
+/// Where each value of a column ends in its items (a string's in bytes, a list's in list
+/// items), after a leading 0: Arrow's offsets, gathered like [`Values`].
+pub struct Ends(Buf<i32>);
+
+impl Ends {
+    fn with_capacity(rows: usize) -> Self {
+        let mut ends = Buf::with_capacity(rows + 1);
+        ends.push(0);
+        Self(ends)
+    }
+
+    /// Values so far.
+    fn len(&self) -> usize {
+        self.0.len() - 1
+    }
+
+    fn capacity(&self) -> usize {
+        self.0.capacity()
+    }
+
+    /// The next value ends at `end` items.
+    #[inline(always)]
+    fn push(&mut self, end: usize) {
+        let end = i32::try_from(end).expect("under 2^31 bytes or list items a column per file");
+        self.0.push(end);
+    }
+
+    /// The ends so far; leaves this with a leading 0 only.
+    fn take(&mut self) -> Vec<i32> {
+        let ends = self.0.take();
+        self.0.push(0);
+        ends
+    }
+
+    fn reserve(&mut self) {
+        self.0.reserve();
+    }
+
+    /// A list column of the `items`, which these ends delimit; leaves this as [`Self::take`].
+    fn list(&mut self, item: DataType, items: ArrayRef) -> ArrayRef {
+        let ends = OffsetBuffer::new(self.take().into());
+        Arc::new(ListArray::new(list_items(item), ends, items, None))
+    }
+}
+
 /// Strings gathered like [`Values`]: their bytes end to end and where each ends.
 pub struct Strings {
     bytes: Buf<u8>,
-    /// Where each string ends in `bytes`, after a leading 0.
-    ends: Buf<i32>,
+    ends: Ends,
     valid: Validity,
 }
 
 impl Strings {
     fn with_capacity(rows: usize) -> Self {
-        let mut ends = Buf::with_capacity(rows + 1);
-        ends.push(0);
         Self {
             bytes: Buf::with_capacity(0),
-            ends,
+            ends: Ends::with_capacity(rows),
             valid: Validity::default(),
         }
     }
 
     #[inline(always)]
     fn push(&mut self, v: Option<&impl AsRef<str>>) {
-        let (len, cap) = (self.ends.len() - 1, self.ends.capacity());
+        let (len, cap) = (self.ends.len(), self.ends.capacity());
         self.valid.push(v.is_some(), len, cap);
         if let Some(v) = v {
             self.bytes.extend_from_slice(v.as_ref().as_bytes());
         }
-        let end = i32::try_from(self.bytes.len()).expect("under 2 GiB of strings per file");
-        self.ends.push(end);
+        self.ends.push(self.bytes.len());
     }
 
     /// The strings appended so far, as an array; leaves this empty.
     fn finish(&mut self) -> ArrayRef {
         let ends = self.ends.take();
-        self.ends.push(0);
         let nulls = self.valid.take();
         // SAFETY: the ends start at 0 and never decrease, the last is the length of the
         // bytes, and the bytes are `str`s end to end, so valid UTF-8 between any two ends.
@@ -287,35 +327,26 @@ pub type ArgList = IntList<Args>;
 
 impl<V: AsRef<[i64]>> Col for IntList<V> {
     type Value = V;
-    type Builder = (Buf<i64>, Buf<i32>);
+    type Builder = (Buf<i64>, Ends);
     const NULLABLE: bool = false;
     fn data_type() -> DataType {
         DataType::List(list_items(DataType::Int64))
     }
     fn builder(rows: usize) -> Self::Builder {
-        let mut offsets = Buf::with_capacity(rows + 1);
-        offsets.push(0);
-        (Buf::with_capacity(0), offsets)
+        (Buf::with_capacity(0), Ends::with_capacity(rows))
     }
     #[inline]
-    fn append((items, offsets): &mut Self::Builder, v: &V) {
+    fn append((items, ends): &mut Self::Builder, v: &V) {
         items.extend_from_slice(v.as_ref());
-        offsets.push(i32::try_from(items.len()).expect("under 2^31 list items per file"));
+        ends.push(items.len());
     }
-    fn finish((items, offsets): &mut Self::Builder) -> ArrayRef {
+    fn finish((items, ends): &mut Self::Builder) -> ArrayRef {
         let items = Int64Array::new(items.take().into(), None);
-        let ends = offsets.take();
-        offsets.push(0);
-        Arc::new(ListArray::new(
-            list_items(DataType::Int64),
-            OffsetBuffer::new(ends.into()),
-            Arc::new(items),
-            None,
-        ))
+        ends.list(DataType::Int64, Arc::new(items))
     }
-    fn reserve((items, offsets): &mut Self::Builder) {
+    fn reserve((items, ends): &mut Self::Builder) {
         items.reserve();
-        offsets.reserve();
+        ends.reserve();
     }
 }
 
@@ -357,37 +388,28 @@ impl FromIterator<i64> for Args {
 pub struct ListStr;
 impl Col for ListStr {
     type Value = Vec<String>;
-    type Builder = (Strings, Buf<i32>);
+    type Builder = (Strings, Ends);
     const NULLABLE: bool = false;
     fn data_type() -> DataType {
         DataType::List(list_items(DataType::Utf8))
     }
     fn builder(rows: usize) -> Self::Builder {
-        let mut offsets = Buf::with_capacity(rows + 1);
-        offsets.push(0);
-        (Strings::with_capacity(0), offsets)
+        (Strings::with_capacity(0), Ends::with_capacity(rows))
     }
     #[inline]
-    fn append((items, offsets): &mut Self::Builder, v: &Vec<String>) {
+    fn append((items, ends): &mut Self::Builder, v: &Vec<String>) {
         for s in v {
             items.push(Some(s));
         }
-        let end = items.ends.len() - 1;
-        offsets.push(i32::try_from(end).expect("under 2^31 list items per file"));
+        ends.push(items.ends.len());
     }
-    fn finish((items, offsets): &mut Self::Builder) -> ArrayRef {
-        let ends = offsets.take();
-        offsets.push(0);
-        Arc::new(ListArray::new(
-            list_items(DataType::Utf8),
-            OffsetBuffer::new(ends.into()),
-            items.finish(),
-            None,
-        ))
+    fn finish((items, ends): &mut Self::Builder) -> ArrayRef {
+        let items = items.finish();
+        ends.list(DataType::Utf8, items)
     }
-    fn reserve((items, offsets): &mut Self::Builder) {
+    fn reserve((items, ends): &mut Self::Builder) {
         items.reserve();
-        offsets.reserve();
+        ends.reserve();
     }
 }
 
