@@ -25,6 +25,10 @@ fn main() -> anyhow::Result<()> {
         ));
     }
     println!("cargo:rustc-link-arg=-Wl,-rpath,{duckdb}");
+    // The workspace's release profile links userspace with LTO; the kernel programs keep the
+    // code bpf-linker makes without it (the verifier judges the code, not the source).
+    // SAFETY: a build script runs one thread; the eBPF build below inherits the variable.
+    unsafe { std::env::set_var("CARGO_PROFILE_RELEASE_LTO", "false") };
     aya_build::build_ebpf(
         [Package {
             name: "strata-ebpf",
