@@ -4,8 +4,8 @@
 use std::{io::Write, iter::repeat_n};
 
 use arrow::{
-    array::{Array as _, ArrayRef, AsArray as _, ListArray, RecordBatch},
-    datatypes::{DataType, Int64Type, SchemaRef},
+    array::{Array as _, ArrayRef, AsArray as _, DictionaryArray, ListArray, RecordBatch},
+    datatypes::{DataType, Int64Type, SchemaRef, UInt32Type},
 };
 use parquet::{
     arrow::{ArrowWriter, arrow_writer::compute_leaves},
@@ -140,8 +140,9 @@ pub(super) fn props() -> WriterProperties {
 /// of integers without nulls (all the tables' are: a call's raw arguments, a selection's
 /// dimensions) go to Parquet's column writer here, with levels made in one pass over their
 /// offsets: 170-240 fewer instructions per row of the calls table (of 2,700-4,200 on the
-/// benchmark's workloads), and the same bytes as Arrow's writer makes (tested). Every other
-/// column takes Arrow's path.
+/// benchmark's workloads), and the same bytes as Arrow's writer makes (tested). Names
+/// gathered as a dictionary are written from it (`names.rs`); every other column takes
+/// Arrow's path.
 pub(super) fn write<W: Write + Send>(
     w: W,
     schema: SchemaRef,
@@ -153,20 +154,29 @@ pub(super) fn write<W: Write + Send>(
     let arrow = ArrowWriter::try_new(w, schema.clone(), Some(props))?;
     // One row group, as Arrow's writer makes of a file's rows (a file holds at most a
     // flush interval's, far below its limit of a row group); past it, or without rows, it
-    // writes the file itself.
+    // writes the file itself, names as strings.
     if rows == 0 || rows > row_group_limit {
         let mut arrow = arrow;
         for b in batches {
-            arrow.write(b)?;
+            let cols = (schema.fields().iter().zip(b.columns()))
+                .map(|(f, a)| arrow::compute::cast(a, f.data_type()))
+                .collect::<std::result::Result<Vec<_>, _>>()?;
+            arrow.write(&RecordBatch::try_new(schema.clone(), cols)?)?;
         }
         return arrow.into_inner();
     }
     let (mut file, factory) = arrow.into_serialized_writer()?;
     let writers = factory.create_column_writers(0)?;
+    let descrs = file.schema_descr().columns().to_vec();
+    let compression = file.properties().compression(descrs[0].path());
     let mut group = file.next_row_group()?;
     // A field of these tables is one column: no structs.
     for (i, (field, mut writer)) in schema.fields().iter().zip(writers).enumerate() {
         let arrays: Vec<&ArrayRef> = batches.iter().map(|b| b.column(i)).collect();
+        if let Some(names) = dictionaries(&arrays) {
+            super::names::write(&mut group, descrs[i].clone(), compression, &names)?;
+            continue;
+        }
         match int_lists(&arrays) {
             Some(lists) => {
                 let mut column = group.next_column()?.expect("a column for every field");
@@ -185,6 +195,18 @@ pub(super) fn write<W: Write + Send>(
     }
     group.close()?;
     file.into_inner()
+}
+
+/// The arrays as names gathered with a dictionary ([`super::Name`]), if they are.
+fn dictionaries<'a>(arrays: &[&'a ArrayRef]) -> Option<Vec<&'a DictionaryArray<UInt32Type>>> {
+    arrays
+        .iter()
+        .map(|a| {
+            let d = a.as_dictionary_opt::<UInt32Type>()?;
+            let plain = d.nulls().is_none() && d.values().data_type() == &DataType::Utf8;
+            plain.then_some(d)
+        })
+        .collect()
 }
 
 /// The arrays as lists of 64-bit integers, if they are and hold no nulls.
