@@ -797,7 +797,13 @@ mod tests {
     fn names_are_kept_once_per_file_whatever_their_allocation() {
         let write: Rc<str> = Rc::from("write");
         let mut b = Name::builder(4);
-        for v in [&write, &Rc::from("read"), &write, &Rc::from("write"), &Rc::from("read")] {
+        for v in [
+            &write,
+            &Rc::from("read"),
+            &write,
+            &Rc::from("write"),
+            &Rc::from("read"),
+        ] {
             Name::append(&mut b, v);
         }
         let dictionary = |a: ArrayRef| {
