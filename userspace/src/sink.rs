@@ -25,8 +25,12 @@ use strata_common::MAX_ARGS;
 
 use crate::fast::HashMap;
 
+mod chunk;
+mod deltas;
 mod encode;
+mod lists;
 mod names;
+mod rle;
 
 /// A column type: how a Rust value is appended and what Arrow type it becomes.
 pub trait Col {

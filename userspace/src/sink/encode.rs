@@ -1,21 +1,25 @@
 //! How a table's rows become a Parquet file: each column's encoding, and a row group written
-//! column by column, lists of integers (a call's raw arguments) handed to Parquet as values
-//! and levels worked out here.
+//! column by column, some columns encoded in `sink/` (names, differences, raw arguments),
+//! the others by Arrow's writer.
 use std::{io::Write, iter::repeat_n};
 
 use arrow::{
-    array::{Array as _, ArrayRef, AsArray as _, DictionaryArray, ListArray, RecordBatch},
+    array::{
+        Array as _, ArrayRef, AsArray as _, DictionaryArray, Int64Array, ListArray, RecordBatch,
+    },
     datatypes::{DataType, Int64Type, SchemaRef, UInt32Type},
 };
 use parquet::{
     arrow::{ArrowWriter, arrow_writer::compute_leaves},
-    basic::{Compression, Encoding, ZstdLevel},
+    basic::{Compression, Encoding, Type as PhysicalType, ZstdLevel},
     column::writer::ColumnWriterImpl,
     data_type::Int64Type as ParquetInt64,
     errors::Result,
     file::properties::{EnabledStatistics, WriterProperties},
-    schema::types::ColumnPath,
+    schema::types::{ColumnDescriptor, ColumnPath},
 };
+
+use super::chunk::{Chunk, Zstd};
 
 /// Columns whose values mostly grow from row to row (times, ids, positions), or stay the same
 /// for long runs of a thread's rows (its handle and file ids): stored as differences
@@ -136,19 +140,28 @@ pub(super) fn props() -> WriterProperties {
 
 /// Writes `batches` in order as one Parquet file into `w`, and gives `w` back.
 ///
-/// Arrow's writer works out a list's levels item by item, through several calls each. Lists
-/// of integers without nulls (all the tables' are: a call's raw arguments, a selection's
-/// dimensions) go to Parquet's column writer here, with levels made in one pass over their
-/// offsets: 170-240 fewer instructions per row of the calls table (of 2,700-4,200 on the
-/// benchmark's workloads), and the same bytes as Arrow's writer makes (tested). Names
-/// gathered as a dictionary are written from it (`names.rs`); every other column takes
-/// Arrow's path.
+/// Arrow's writer goes value by value, through several calls each. Some columns are
+/// encoded here instead: names gathered as a dictionary (`names.rs`); 64-bit columns stored
+/// as differences (`deltas.rs`) and the calls' raw arguments (`lists.rs`), both the very
+/// bytes Arrow's writer makes (tested). Other lists of integers without nulls (a
+/// selection's dimensions, Lustre OST lists) go to Parquet's column writer with levels made
+/// in one pass over their offsets, also the same bytes. Every other column takes Arrow's
+/// path.
 pub(super) fn write<W: Write + Send>(
     w: W,
     schema: SchemaRef,
     batches: &[RecordBatch],
 ) -> Result<W> {
-    let props = props();
+    write_with(w, schema, batches, props())
+}
+
+/// [`write`] with other properties than strata's.
+fn write_with<W: Write + Send>(
+    w: W,
+    schema: SchemaRef,
+    batches: &[RecordBatch],
+    props: WriterProperties,
+) -> Result<W> {
     let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
     let row_group_limit = props.max_row_group_row_count().unwrap_or(usize::MAX);
     let arrow = ArrowWriter::try_new(w, schema.clone(), Some(props))?;
@@ -168,16 +181,30 @@ pub(super) fn write<W: Write + Send>(
     let (mut file, factory) = arrow.into_serialized_writer()?;
     let writers = factory.create_column_writers(0)?;
     let descrs = file.schema_descr().columns().to_vec();
-    let compression = file.properties().compression(descrs[0].path());
+    let props = file.properties().clone();
+    let compression = props.compression(descrs[0].path());
+    let mut zstd = Zstd::new(compression)?;
     let mut group = file.next_row_group()?;
     // A field of these tables is one column: no structs.
     for (i, (field, mut writer)) in schema.fields().iter().zip(writers).enumerate() {
         let arrays: Vec<&ArrayRef> = batches.iter().map(|b| b.column(i)).collect();
         if let Some(names) = dictionaries(&arrays) {
-            super::names::write(&mut group, descrs[i].clone(), compression, &names)?;
+            let chunk = Chunk::new(descrs[i].clone(), compression, &mut zstd);
+            super::names::write(&mut group, chunk, &names)?;
             continue;
         }
-        match int_lists(&arrays) {
+        if let Some(ints) = delta_ints(&props, &descrs[i], &arrays) {
+            let chunk = Chunk::new(descrs[i].clone(), compression, &mut zstd);
+            super::deltas::write(&mut group, chunk, &props, &ints)?;
+            continue;
+        }
+        let lists = int_lists(&arrays);
+        if let Some(lists) = lists.as_ref().filter(|_| plain_list(&props, &descrs[i])) {
+            let chunk = Chunk::new(descrs[i].clone(), compression, &mut zstd);
+            super::lists::write(&mut group, chunk, &props, lists)?;
+            continue;
+        }
+        match lists {
             Some(lists) => {
                 let mut column = group.next_column()?.expect("a column for every field");
                 write_int_lists(column.typed::<ParquetInt64>(), &lists)?;
@@ -207,6 +234,38 @@ fn dictionaries<'a>(arrays: &[&'a ArrayRef]) -> Option<Vec<&'a DictionaryArray<U
             plain.then_some(d)
         })
         .collect()
+}
+
+/// The arrays as 64-bit integers of a flat column stored as differences without a
+/// dictionary, if they are.
+fn delta_ints<'a>(
+    props: &WriterProperties,
+    descr: &ColumnDescriptor,
+    arrays: &[&'a ArrayRef],
+) -> Option<Vec<&'a Int64Array>> {
+    let path = descr.path();
+    let deltas = props.encoding(path) == Some(Encoding::DELTA_BINARY_PACKED)
+        && !props.dictionary_enabled(path)
+        && descr.physical_type() == PhysicalType::INT64
+        && descr.max_rep_level() == 0;
+    if !deltas {
+        return None;
+    }
+    arrays
+        .iter()
+        .map(|a| a.as_primitive_opt::<Int64Type>())
+        .collect()
+}
+
+/// Whether a list column of 64-bit integers is stored PLAIN without a dictionary or
+/// statistics (as `lists.rs` writes it).
+fn plain_list(props: &WriterProperties, descr: &ColumnDescriptor) -> bool {
+    let path = descr.path();
+    props.encoding(path) == Some(Encoding::PLAIN)
+        && !props.dictionary_enabled(path)
+        && props.statistics_enabled(path) == EnabledStatistics::None
+        && descr.physical_type() == PhysicalType::INT64
+        && descr.max_rep_level() == 1
 }
 
 /// The arrays as lists of 64-bit integers, if they are and hold no nulls.
@@ -322,15 +381,32 @@ mod tests {
 
     /// What Arrow's own writer makes of the batches.
     fn arrow_writes(schema: &SchemaRef, batches: &[RecordBatch]) -> Vec<u8> {
-        let mut w = ArrowWriter::try_new(Vec::new(), schema.clone(), Some(props())).unwrap();
+        arrow_writes_with(schema, batches, props())
+    }
+
+    fn arrow_writes_with(
+        schema: &SchemaRef,
+        batches: &[RecordBatch],
+        props: WriterProperties,
+    ) -> Vec<u8> {
+        let mut w = ArrowWriter::try_new(Vec::new(), schema.clone(), Some(props)).unwrap();
         for b in batches {
             w.write(b).unwrap();
         }
         w.into_inner().unwrap()
     }
 
-    /// Lists written with levels made here give the very bytes Arrow's writer gives: the
-    /// same pages, statistics and footer, whatever the lists' lengths and the batches'.
+    /// With small pages, and a small batch of levels Parquet's writer takes at a time.
+    fn small_pages() -> WriterProperties {
+        let b = props().into_builder().set_data_page_size_limit(16 << 10);
+        b.set_write_batch_size(1000).build()
+    }
+
+    /// Lists written here give the very bytes Arrow's writer gives: the same pages,
+    /// statistics and footer, whatever the lists' lengths and the batches'. The arguments
+    /// (`args`: PLAIN, no statistics) are encoded in `lists.rs`, the others (`dims`: a
+    /// dictionary) with levels made here; pages are cut by rows (over 100,000), and with
+    /// small pages by size.
     #[test]
     fn lists_written_here_are_the_bytes_arrow_writes() {
         let schema = schema();
@@ -341,9 +417,29 @@ mod tests {
             batch(&schema, 5, 70_005),
             batch(&schema, 0, 300).slice(17, 200),
             batch(&schema, 9, 10),
+            batch(&schema, 70_005, 110_000),
         ];
+        let arrays = [batches[0].column(1)];
+        assert!(int_lists(&arrays).is_some());
+        let columns = parquet::arrow::ArrowSchemaConverter::new()
+            .convert(&schema)
+            .unwrap();
+        let (args, dims) = (columns.column(1), columns.column(2));
+        assert!(plain_list(&props(), &args) && !plain_list(&props(), &dims));
         let ours = write(Vec::new(), schema.clone(), &batches).unwrap();
-        assert_eq!(ours, arrow_writes(&schema, &batches));
+        assert!(ours == arrow_writes(&schema, &batches), "bytes differ");
+        let small = write_with(Vec::new(), schema.clone(), &batches, small_pages()).unwrap();
+        assert!(small == arrow_writes_with(&schema, &batches, small_pages()));
+        // Empty lists only: no values, so the page is cut by rows.
+        let b = batch(&schema, 0, 120_000);
+        let (tids, empty, names) = (b.column(0), b.column(2), b.column(3));
+        let cols = vec![tids.clone(), empty.clone(), empty.clone(), names.clone()];
+        let empties = [RecordBatch::try_new(schema.clone(), cols).unwrap()];
+        let none = write(Vec::new(), schema.clone(), &empties).unwrap();
+        assert!(
+            none == arrow_writes(&schema, &empties),
+            "bytes differ, empty lists"
+        );
         // And they read back as written.
         let file = std::env::temp_dir().join(format!("strata-encode-{}", std::process::id()));
         std::fs::write(&file, &ours).unwrap();
@@ -359,6 +455,101 @@ mod tests {
         let back = arrow::compute::concat_batches(&schema, &back).unwrap();
         let want = arrow::compute::concat_batches(&schema, &batches).unwrap();
         assert_eq!(back, want);
+    }
+
+    /// Rows `from..to` of columns stored as differences: a growing id; times that mostly
+    /// grow by a little but jump back and to the ends of the range (differences of every
+    /// width up to 64 bits); a nullable id in runs, some of them null; an offset null
+    /// in one row of `every`, else random 64-bit numbers or constant; and a column with
+    /// no statistics, mostly null.
+    fn delta_batch(schema: &SchemaRef, from: u64, to: u64, every: u64) -> RecordBatch {
+        let mix = |r: u64| {
+            let x = r.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (r >> 7);
+            x.wrapping_mul(0xbf58_476d_1ce4_e5b9) ^ (x >> 31)
+        };
+        let ids: Int64Array = (from..to).map(|r| r as i64 * 3).collect();
+        let times: Int64Array = (from..to)
+            .map(|r| match mix(r) % 97 {
+                0 => i64::MIN,
+                1 => i64::MAX,
+                2 => -(r as i64),
+                k => (r * 1000 + k) as i64,
+            })
+            .collect();
+        let handles: Int64Array = (from..to)
+            .map(|r| (r / 300 % 4 != 1).then_some((r / 300) as i64))
+            .collect();
+        let offsets: Int64Array = (from..to)
+            .map(|r| match r % every {
+                0 => None,
+                _ if r / 5_000 % 2 == 0 => Some(mix(r) as i64),
+                _ => Some(4096),
+            })
+            .collect();
+        let sparse: Int64Array = (from..to)
+            .map(|r| (mix(r) % 50 == 0).then_some(r as i64))
+            .collect();
+        RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(ids),
+                Arc::new(times),
+                Arc::new(handles),
+                Arc::new(offsets),
+                Arc::new(sparse),
+            ],
+        )
+        .unwrap()
+    }
+
+    /// Columns stored as differences, encoded in `deltas.rs`, are the very bytes Arrow's
+    /// writer makes of them: values, definition levels, pages, statistics and footer; with
+    /// nulls in runs and alone, arrays with and without nulls, sliced arrays, and a batch
+    /// of nulls only. Pages are cut by rows (more than 100,000), and, with a page size
+    /// limit of 16 KiB (strata's 1 MiB is out of reach of 100,000 8-byte values), by size.
+    #[test]
+    fn deltas_written_here_are_the_bytes_arrow_writes() {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("call_id", DataType::Int64, false),
+            Field::new("ts_begin_ns", DataType::Int64, false),
+            Field::new("handle_id", DataType::Int64, true),
+            Field::new("offset", DataType::Int64, true),
+            Field::new("offset2", DataType::Int64, true),
+        ]));
+        let nulls_only = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(Int64Array::from(vec![5, 6, 7])),
+                Arc::new(Int64Array::from(vec![1, 1, 1])),
+                Arc::new(Int64Array::from(vec![None::<i64>; 3])),
+                Arc::new(Int64Array::from(vec![None::<i64>; 3])),
+                Arc::new(Int64Array::from(vec![None::<i64>; 3])),
+            ],
+        )
+        .unwrap();
+        let cases = vec![
+            // One row; rows that leave a block part full.
+            vec![delta_batch(&schema, 0, 1, 3)],
+            vec![delta_batch(&schema, 10, 700, 1_000_000)],
+            // Several groups of rows, one sliced, one of nulls only: more rows than a
+            // page holds (100,000), and random offsets over 1 MiB a page.
+            vec![
+                delta_batch(&schema, 0, 1_500, 7),
+                delta_batch(&schema, 1_500, 81_000, 2),
+                nulls_only.clone(),
+                delta_batch(&schema, 0, 5_000, 11).slice(1_234, 3_000),
+                delta_batch(&schema, 81_000, 230_000, 1_000_000),
+            ],
+            // Nulls only.
+            vec![nulls_only],
+        ];
+        for batches in cases {
+            let ours = write(Vec::new(), schema.clone(), &batches).unwrap();
+            assert!(ours == arrow_writes(&schema, &batches), "bytes differ");
+            let ours = write_with(Vec::new(), schema.clone(), &batches, small_pages()).unwrap();
+            let want = arrow_writes_with(&schema, &batches, small_pages());
+            assert!(ours == want, "bytes differ with small pages");
+        }
     }
 
     /// A list holding a null item, or a null list, is left to Arrow's writer.

@@ -10,36 +10,18 @@ use arrow::{
     array::{Array as _, AsArray as _, DictionaryArray},
     datatypes::UInt32Type,
 };
-use parquet::{
-    basic::{Compression, Encoding, EncodingMask, PageType},
-    column::{
-        page::{CompressedPage, Page, PageWriter as _},
-        writer::ColumnCloseResult,
-    },
-    errors::{ParquetError, Result},
-    file::{
-        metadata::{ColumnChunkMetaData, OffsetIndexBuilder, PageEncodingStats},
-        writer::{SerializedPageWriter, SerializedRowGroupWriter, TrackedWrite},
-    },
-    schema::types::ColumnDescPtr,
-};
+use parquet::{basic::Encoding, errors::Result, file::writer::SerializedRowGroupWriter};
 
+use super::{chunk::Chunk, rle::Rle};
 use crate::fast::HashMap;
 
-/// Writes the names of `arrays` (one per group of rows, in order) as the row group's next
-/// column, `descr`, compressed with `compression` (zstd, as the file's other columns).
+/// Writes the names of `arrays` (one per group of rows, in order) as the chunk's column.
 pub(super) fn write<W: std::io::Write + Send>(
     group: &mut SerializedRowGroupWriter<'_, W>,
-    descr: ColumnDescPtr,
-    compression: Compression,
+    mut chunk: Chunk<'_>,
     arrays: &[&DictionaryArray<UInt32Type>],
 ) -> Result<()> {
-    let level = match compression {
-        Compression::ZSTD(l) => l.compression_level(),
-        other => return Err(ParquetError::General(format!("names: {other} unsupported"))),
-    };
     let (names, keys) = merge(arrays);
-    let rows = keys.len();
 
     // The dictionary page: each name's length (4 bytes) and bytes.
     let mut dict = Vec::with_capacity(names.iter().map(|n| n.len() + 4).sum());
@@ -47,69 +29,15 @@ pub(super) fn write<W: std::io::Write + Send>(
         dict.extend_from_slice(&(n.len() as u32).to_le_bytes());
         dict.extend_from_slice(n.as_bytes());
     }
+    chunk.dictionary_page(&dict, names.len())?;
     // The data page: the indices' bit width, then the indices.
     let width = bits(names.len().saturating_sub(1) as u32);
+    let mut rle = Rle::new(width);
+    rle.put_all(&keys);
     let mut data = vec![width];
-    hybrid(&keys, width, &mut data);
-
-    let mut sink = TrackedWrite::new(Vec::new());
-    let mut pages = SerializedPageWriter::new(&mut sink);
-    let zstd = |buf: &[u8]| zstd::bulk::compress(buf, level).map_err(ParquetError::from);
-    let dict_page = pages.write_page(CompressedPage::new(
-        Page::DictionaryPage {
-            buf: zstd(&dict)?.into(),
-            num_values: names.len() as u32,
-            encoding: Encoding::PLAIN,
-            is_sorted: false,
-        },
-        dict.len(),
-    ))?;
-    let data_page = pages.write_page(CompressedPage::new(
-        Page::DataPage {
-            buf: zstd(&data)?.into(),
-            num_values: rows as u32,
-            encoding: Encoding::RLE_DICTIONARY,
-            def_level_encoding: Encoding::RLE,
-            rep_level_encoding: Encoding::RLE,
-            statistics: None,
-        },
-        data.len(),
-    ))?;
-    pages.close()?;
-    let bytes: bytes::Bytes = sink.into_inner()?.into();
-
-    let page_stats = |page_type, encoding| PageEncodingStats {
-        page_type,
-        encoding,
-        count: 1,
-    };
-    let encodings = [Encoding::PLAIN, Encoding::RLE, Encoding::RLE_DICTIONARY];
-    let specs = [&dict_page, &data_page];
-    let metadata = ColumnChunkMetaData::builder(descr)
-        .set_compression(compression)
-        .set_encodings_mask(EncodingMask::new_from_encodings(encodings.iter()))
-        .set_page_encoding_stats(vec![
-            page_stats(PageType::DICTIONARY_PAGE, Encoding::PLAIN),
-            page_stats(PageType::DATA_PAGE, Encoding::RLE_DICTIONARY),
-        ])
-        .set_total_compressed_size(specs.iter().map(|s| s.compressed_size as i64).sum())
-        .set_total_uncompressed_size(specs.iter().map(|s| s.uncompressed_size as i64).sum())
-        .set_num_values(rows as i64)
-        .set_dictionary_page_offset(Some(dict_page.offset as i64))
-        .set_data_page_offset(data_page.offset as i64)
-        .build()?;
-    let mut offsets = OffsetIndexBuilder::new();
-    offsets.append_row_count(rows as i64);
-    offsets.append_offset_and_size(data_page.offset as i64, data_page.compressed_size as i32);
-    let close = ColumnCloseResult {
-        bytes_written: bytes.len() as u64,
-        rows_written: rows as u64,
-        metadata,
-        bloom_filter: None,
-        column_index: None,
-        offset_index: Some(offsets.build()),
-    };
-    group.append_column(&bytes, close)
+    data.extend_from_slice(&rle.finish());
+    chunk.data_page(&data, Encoding::RLE_DICTIONARY, keys.len(), keys.len())?;
+    chunk.finish(group, None, None)
 }
 
 /// One dictionary for the arrays' names, in the order first seen (each array's are in the
@@ -136,63 +64,6 @@ fn merge<'a>(arrays: &[&'a DictionaryArray<UInt32Type>]) -> (Vec<&'a str>, Vec<u
 /// Bits needed for values up to `max`.
 fn bits(max: u32) -> u8 {
     (u32::BITS - max.leading_zeros()) as u8
-}
-
-/// Runs at least this long are stored as a value and a count, not bit-packed.
-const MIN_RUN: usize = 8;
-
-/// `values` of `width` bits in Parquet's RLE / bit-packing hybrid: a run of at least
-/// [`MIN_RUN`] equal values as one value and its count, the others bit-packed in groups of
-/// 8 (a run starts where the values packed before it fill whole groups; the last group is
-/// padded with zeros, which the page's value count tells a reader to ignore).
-fn hybrid(values: &[u32], width: u8, out: &mut Vec<u8>) {
-    let mut packed_from = 0;
-    let mut i = 0;
-    while i < values.len() {
-        let v = values[i];
-        let end = i + values[i..].iter().take_while(|x| **x == v).count();
-        // The run's first values complete the last group of those packed before it.
-        let start = i + (8 - (i - packed_from) % 8) % 8;
-        if end >= start + MIN_RUN {
-            pack(&values[packed_from..start], width, out);
-            uleb128(((end - start) as u64) << 1, out);
-            out.extend_from_slice(&v.to_le_bytes()[..usize::from(width).div_ceil(8)]);
-            packed_from = end;
-        }
-        i = end;
-    }
-    pack(&values[packed_from..], width, out);
-}
-
-/// Values bit-packed, lowest bits first, in groups of 8 (the last padded with zeros).
-fn pack(values: &[u32], width: u8, out: &mut Vec<u8>) {
-    if values.is_empty() {
-        return;
-    }
-    let groups = values.len().div_ceil(8);
-    uleb128(((groups as u64) << 1) | 1, out);
-    let (mut acc, mut n) = (0u64, 0u32);
-    for v in values
-        .iter()
-        .chain(std::iter::repeat_n(&0, groups * 8 - values.len()))
-    {
-        acc |= u64::from(*v) << n;
-        n += u32::from(width);
-        while n >= 8 {
-            out.push(acc as u8);
-            acc >>= 8;
-            n -= 8;
-        }
-    }
-}
-
-/// An unsigned integer in LEB128, as the hybrid's run headers are.
-fn uleb128(mut v: u64, out: &mut Vec<u8>) {
-    while v >= 0x80 {
-        out.push(v as u8 | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
 }
 
 #[cfg(test)]
@@ -293,21 +164,5 @@ mod tests {
             let want: Vec<String> = groups.concat();
             assert_eq!(round_trip(&groups), want);
         }
-    }
-
-    /// Runs of 8 and more equal indices are stored as a count: a long run costs a few bytes.
-    #[test]
-    fn long_runs_are_counted_not_packed() {
-        let mut out = Vec::new();
-        hybrid(&[3; 100_000], 2, &mut out);
-        // A header of 100,000 << 1 in LEB128 (3 bytes) and the value in a byte.
-        assert_eq!(out, [0xc0, 0x9a, 0x0c, 3]);
-        // Three values packed, the run's first five fill their group, and the rest
-        // counted.
-        let mut v = vec![1, 2, 1];
-        v.extend([0; 13]);
-        out.clear();
-        hybrid(&v, 2, &mut out);
-        assert_eq!(out, [0b11, 0b01_10_01, 0, 8 << 1, 0]);
     }
 }
