@@ -184,23 +184,3 @@ pub(super) fn uleb128(mut v: u64, out: &mut Vec<u8>) {
     }
     out.push(v as u8);
 }
-
-/// `values` of `width` bits each, lowest bits first, as Parquet bit-packs them; a whole
-/// number of bytes when `values.len() * width` is a multiple of 8 (the callers' groups).
-#[inline]
-pub(super) fn pack(values: impl IntoIterator<Item = u64>, width: u32, out: &mut Vec<u8>) {
-    if width == 0 {
-        return;
-    }
-    let (mut acc, mut n) = (0u128, 0u32);
-    for v in values {
-        acc |= u128::from(v) << n;
-        n += width;
-        if n >= 64 {
-            out.extend_from_slice(&(acc as u64).to_le_bytes());
-            acc >>= 64;
-            n -= 64;
-        }
-    }
-    out.extend_from_slice(&acc.to_le_bytes()[..n.div_ceil(8) as usize]);
-}

@@ -6,7 +6,7 @@
 //! lasts while the value does; other groups are bit-packed, up to 63 groups behind one
 //! header byte. At the end, values left over are a run if they are all equal and nothing is
 //! being packed, else a last group padded with zeros.
-use super::chunk::{pack, uleb128};
+use super::chunk::uleb128;
 
 const GROUP: usize = 8;
 /// Groups behind one bit-packed run's header byte, at most.
@@ -182,6 +182,26 @@ impl Rle {
         *self = Self::new(self.width);
         out
     }
+}
+
+/// `values` of `width` bits each, lowest bits first, as Parquet bit-packs them; a whole
+/// number of bytes when `values.len() * width` is a multiple of 8 (a group's are).
+#[inline]
+fn pack(values: impl IntoIterator<Item = u64>, width: u32, out: &mut Vec<u8>) {
+    if width == 0 {
+        return;
+    }
+    let (mut acc, mut n) = (0u128, 0u32);
+    for v in values {
+        acc |= u128::from(v) << n;
+        n += width;
+        if n >= 64 {
+            out.extend_from_slice(&(acc as u64).to_le_bytes());
+            acc >>= 64;
+            n -= 64;
+        }
+    }
+    out.extend_from_slice(&acc.to_le_bytes()[..n.div_ceil(8) as usize]);
 }
 
 #[cfg(test)]
