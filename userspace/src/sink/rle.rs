@@ -62,20 +62,15 @@ impl Rle {
             let v: u64 = v.into();
             if self.in_group == 0 && self.repeats == 0 && rest.len() >= GROUP {
                 let group: [u64; GROUP] = std::array::from_fn(|i| rest[i].into());
-                if group.iter().all(|&x| x == v) {
-                    // A run starts: the values packed before it end there.
-                    if self.packed > 0 {
-                        self.end_packed();
-                    }
-                    (self.value, self.repeats) = (v, GROUP);
+                // As `put` would leave it when the group fills: the last value kept, and
+                // 8 repeats (a run starts) if all are equal, else none so far.
+                let repeats = if group.iter().all(|&x| x == v) {
+                    GROUP
                 } else {
-                    // Packed, as `put` would leave it: the last value kept, no repeats.
-                    (self.group, self.value) = (group, group[GROUP - 1]);
-                    self.pack_group();
-                    if self.packed / GROUP >= MAX_GROUPS {
-                        self.end_packed();
-                    }
-                }
+                    0
+                };
+                (self.group, self.value, self.repeats) = (group, group[GROUP - 1], repeats);
+                self.group_full();
                 rest = &rest[GROUP..];
             } else if self.repeats >= GROUP && self.value == v {
                 let n = rest.iter().take_while(|x| (**x).into() == v).count();
@@ -188,9 +183,6 @@ impl Rle {
 /// number of bytes when `values.len() * width` is a multiple of 8 (a group's are).
 #[inline]
 fn pack(values: impl IntoIterator<Item = u64>, width: u32, out: &mut Vec<u8>) {
-    if width == 0 {
-        return;
-    }
     let (mut acc, mut n) = (0u128, 0u32);
     for v in values {
         acc |= u128::from(v) << n;
