@@ -28,6 +28,7 @@ use crate::fast::HashMap;
 mod chunk;
 mod deltas;
 mod encode;
+mod ints;
 mod lists;
 mod names;
 mod rle;

@@ -1,5 +1,5 @@
 //! A column chunk whose pages are encoded here rather than by Parquet's column writer
-//! (`names.rs`, `deltas.rs`, `lists.rs`): each page compressed as the file's other columns are, written
+//! (`names.rs`, `ints.rs`, `lists.rs`): each page compressed as the file's other columns are, written
 //! by Parquet's own page writer, and the chunk's metadata and offset index built as its
 //! column writer builds them.
 use parquet::{

@@ -1,13 +1,14 @@
 //! How a table's rows become a Parquet file: each column's encoding, and a row group written
-//! column by column, some columns encoded in `sink/` (names, differences, raw arguments),
-//! the others by Arrow's writer.
+//! column by column, most columns encoded in `sink/` (names, integers, raw arguments), the
+//! others (strings, booleans) by Arrow's writer.
 use std::{io::Write, iter::repeat_n};
 
 use arrow::{
     array::{
-        Array as _, ArrayRef, AsArray as _, DictionaryArray, Int64Array, ListArray, RecordBatch,
+        Array as _, ArrayRef, ArrowPrimitiveType, AsArray as _, DictionaryArray, ListArray,
+        PrimitiveArray, RecordBatch,
     },
-    datatypes::{DataType, Int64Type, SchemaRef, UInt32Type},
+    datatypes::{DataType, Int32Type, Int64Type, SchemaRef, UInt32Type},
 };
 use parquet::{
     arrow::{ArrowWriter, arrow_writer::compute_leaves},
@@ -15,11 +16,14 @@ use parquet::{
     column::writer::ColumnWriterImpl,
     data_type::Int64Type as ParquetInt64,
     errors::Result,
-    file::properties::{EnabledStatistics, WriterProperties},
+    file::properties::{EnabledStatistics, WriterProperties, WriterVersion},
     schema::types::{ColumnDescriptor, ColumnPath},
 };
 
-use super::chunk::{Chunk, Zstd};
+use super::{
+    chunk::{Chunk, Zstd},
+    ints,
+};
 
 /// Columns whose values mostly grow from row to row (times, ids, positions), or stay the same
 /// for long runs of a thread's rows (its handle and file ids): stored as differences
@@ -140,13 +144,13 @@ pub(super) fn props() -> WriterProperties {
 
 /// Writes `batches` in order as one Parquet file into `w`, and gives `w` back.
 ///
-/// Arrow's writer goes value by value, through several calls each. Some columns are
-/// encoded here instead: names gathered as a dictionary (`names.rs`); 64-bit columns stored
-/// as differences (`deltas.rs`) and the calls' raw arguments (`lists.rs`), both the very
-/// bytes Arrow's writer makes (tested). Other lists of integers without nulls (a
-/// selection's dimensions, Lustre OST lists) go to Parquet's column writer with levels made
-/// in one pass over their offsets, also the same bytes. Every other column takes Arrow's
-/// path.
+/// Arrow's writer goes value by value, through several calls each. Most columns are
+/// encoded here instead: names gathered as a dictionary (`names.rs`); flat integer columns,
+/// through a dictionary, PLAIN or as differences (`ints.rs`), and the calls' raw arguments
+/// (`lists.rs`), both the very bytes Arrow's writer makes (tested). Other lists of integers
+/// without nulls (a selection's dimensions, Lustre OST lists) go to Parquet's column writer
+/// with levels made in one pass over their offsets, also the same bytes. Every other
+/// column (strings, booleans, lists with nulls) takes Arrow's path.
 pub(super) fn write<W: Write + Send>(
     w: W,
     schema: SchemaRef,
@@ -193,10 +197,23 @@ fn write_with<W: Write + Send>(
             super::names::write(&mut group, chunk, &names)?;
             continue;
         }
-        if let Some(ints) = delta_ints(&props, &descrs[i], &arrays) {
-            let chunk = Chunk::new(descrs[i].clone(), compression, &mut zstd);
-            super::deltas::write(&mut group, chunk, &props, &ints)?;
-            continue;
+        if let Some(how) = flat_ints(&props, &descrs[i]) {
+            let chunk = |zstd| Chunk::new(descrs[i].clone(), compression, zstd);
+            let done = match descrs[i].physical_type() {
+                PhysicalType::INT64 if ints::handles::<i64>(how.1) => {
+                    primitives::<Int64Type>(&arrays)
+                        .map(|a| ints::write(&mut group, chunk(&mut zstd), &props, how, &a))
+                }
+                PhysicalType::INT32 if ints::handles::<i32>(how.1) => {
+                    primitives::<Int32Type>(&arrays)
+                        .map(|a| ints::write(&mut group, chunk(&mut zstd), &props, how, &a))
+                }
+                _ => None,
+            };
+            if let Some(done) = done {
+                done?;
+                continue;
+            }
         }
         let lists = int_lists(&arrays);
         if let Some(lists) = lists.as_ref().filter(|_| plain_list(&props, &descrs[i])) {
@@ -236,25 +253,24 @@ fn dictionaries<'a>(arrays: &[&'a ArrayRef]) -> Option<Vec<&'a DictionaryArray<U
         .collect()
 }
 
-/// The arrays as 64-bit integers of a flat column stored as differences without a
-/// dictionary, if they are.
-fn delta_ints<'a>(
-    props: &WriterProperties,
-    descr: &ColumnDescriptor,
-    arrays: &[&'a ArrayRef],
-) -> Option<Vec<&'a Int64Array>> {
+/// How a flat column is stored, if `ints.rs` writes it as integers: through a dictionary or
+/// not, and the values' own encoding (without a dictionary, or once it is full).
+fn flat_ints(props: &WriterProperties, descr: &ColumnDescriptor) -> Option<(bool, Encoding)> {
     let path = descr.path();
-    let deltas = props.encoding(path) == Some(Encoding::DELTA_BINARY_PACKED)
-        && !props.dictionary_enabled(path)
-        && descr.physical_type() == PhysicalType::INT64
-        && descr.max_rep_level() == 0;
-    if !deltas {
-        return None;
-    }
-    arrays
-        .iter()
-        .map(|a| a.as_primitive_opt::<Int64Type>())
-        .collect()
+    let flat = descr.max_rep_level() == 0
+        && props.writer_version() == WriterVersion::PARQUET_1_0
+        && props.statistics_enabled(path) != EnabledStatistics::Page
+        && props.bloom_filter_properties(path).is_none();
+    // Parquet's own choice for integers of version 1 files, unless the column names one.
+    let encoding = props.encoding(path).unwrap_or(Encoding::PLAIN);
+    flat.then(|| (props.dictionary_enabled(path), encoding))
+}
+
+/// The arrays as integers of `P`, if they are.
+fn primitives<'a, P: ArrowPrimitiveType>(
+    arrays: &[&'a ArrayRef],
+) -> Option<Vec<&'a PrimitiveArray<P>>> {
+    arrays.iter().map(|a| a.as_primitive_opt::<P>()).collect()
 }
 
 /// Whether a list column of 64-bit integers is stored PLAIN without a dictionary or
@@ -502,9 +518,9 @@ mod tests {
         .unwrap()
     }
 
-    /// Columns stored as differences, encoded in `deltas.rs`, are the very bytes Arrow's
-    /// writer makes of them: values, definition levels, pages, statistics and footer; with
-    /// nulls in runs and alone, arrays with and without nulls, sliced arrays, and a batch
+    /// Columns stored as differences, encoded in `ints.rs` and `deltas.rs`, are the very
+    /// bytes Arrow's writer makes of them: values, definition levels, pages, statistics and
+    /// footer; with nulls in runs and alone, arrays with and without nulls, sliced arrays, and a batch
     /// of nulls only. Pages are cut by rows (more than 100,000), and, with a page size
     /// limit of 16 KiB (strata's 1 MiB is out of reach of 100,000 8-byte values), by size.
     #[test]
@@ -549,6 +565,114 @@ mod tests {
             let ours = write_with(Vec::new(), schema.clone(), &batches, small_pages()).unwrap();
             let want = arrow_writes_with(&schema, &batches, small_pages());
             assert!(ours == want, "bytes differ with small pages");
+        }
+    }
+
+    /// Rows `from..to` of integer columns not stored as differences from the start: process
+    /// and thread ids and depths (PLAIN); an errno, null but in one row of 13 (a
+    /// dictionary of a few values, with statistics); flags (a dictionary) and a handle
+    /// mostly null (a dictionary); sizes and returns through a dictionary until it is
+    /// full, then as differences. Rows from `wild` on have random sizes and returns and
+    /// flags of many values, which fill their dictionaries.
+    fn int_batch(schema: &SchemaRef, from: u64, to: u64, wild: u64) -> RecordBatch {
+        let mix = |r: u64| {
+            let x = r.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (r >> 7);
+            x.wrapping_mul(0xbf58_476d_1ce4_e5b9) ^ (x >> 31)
+        };
+        let int32 = |f: &dyn Fn(u64) -> Option<i32>| -> ArrayRef {
+            Arc::new((from..to).map(f).collect::<Int32Array>())
+        };
+        let int64 = |f: &dyn Fn(u64) -> Option<i64>| -> ArrayRef {
+            Arc::new((from..to).map(f).collect::<Int64Array>())
+        };
+        let size = |r: u64| match r >= wild {
+            true => (mix(r) >> (mix(r) % 32)) as i64,
+            false => [4096, 65536, 1][(r % 3) as usize],
+        };
+        RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                int32(&|r| Some((r / 5_000) as i32 + 1000)),
+                int32(&|r| Some((mix(r) % 3) as i32)),
+                int32(&|r| match r % 13 {
+                    0 => Some([2, 5, i32::MIN, i32::MAX][(r / 13 % 4) as usize]),
+                    _ => None,
+                }),
+                int64(&|r| match r >= wild {
+                    true => (r % 4 != 0).then(|| mix(r) as i64 % 3_000),
+                    false => Some(0o2101),
+                }),
+                int64(&|r| (mix(r) % 40 == 0).then_some(r as i64 / 100)),
+                int64(&|r| (r % 5 != 0).then(|| size(r))),
+                int64(&|r| Some(size(r) - 1)),
+            ],
+        )
+        .unwrap()
+    }
+
+    /// Integer columns through a dictionary or PLAIN, encoded in `ints.rs`, are the very
+    /// bytes Arrow's writer makes: dictionary pages, indices of every bit width to 11,
+    /// the fall back to differences (sizes) or PLAIN (flags, with a small dictionary
+    /// limit) where the dictionary fills, in the middle of a page or of a group of rows;
+    /// a dictionary with no value; statistics of 32-bit values to their ends; pages cut
+    /// by rows and, with small pages, by size.
+    #[test]
+    fn ints_written_here_are_the_bytes_arrow_writes() {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("pid", DataType::Int32, false),
+            Field::new("depth", DataType::Int32, false),
+            Field::new("errno", DataType::Int32, true),
+            Field::new("flags", DataType::Int64, true),
+            Field::new("handle2_id", DataType::Int64, true),
+            Field::new("bytes_requested", DataType::Int64, true),
+            Field::new("ret", DataType::Int64, false),
+        ]));
+        let nulls_only = {
+            let b = int_batch(&schema, 1, 3, 0);
+            let null32: ArrayRef = Arc::new(Int32Array::from(vec![None::<i32>; 2]));
+            let null64: ArrayRef = Arc::new(Int64Array::from(vec![None::<i64>; 2]));
+            let mut cols = b.columns().to_vec();
+            cols[2] = null32;
+            cols[3] = null64.clone();
+            cols[4] = null64.clone();
+            cols[5] = null64;
+            RecordBatch::try_new(schema.clone(), cols).unwrap()
+        };
+        let cases = vec![
+            vec![int_batch(&schema, 0, 1, u64::MAX)],
+            vec![nulls_only.clone()],
+            // Regular rows over more than a page (100,000 rows), then random ones.
+            vec![
+                nulls_only,
+                int_batch(&schema, 0, 120_000, u64::MAX),
+                int_batch(&schema, 0, 5_000, 3_000).slice(1_000, 3_100),
+                int_batch(&schema, 120_000, 180_000, 150_000),
+            ],
+            // The returns' dictionary reaches its limit (512 values) just as a batch of
+            // rows ends.
+            vec![
+                int_batch(&schema, 0, 512, 0),
+                int_batch(&schema, 512, 3_000, 0),
+            ],
+            // The dictionaries fill in the first group of rows.
+            vec![
+                int_batch(&schema, 0, 20_000, 700),
+                int_batch(&schema, 20_000, 25_000, 0),
+            ],
+        ];
+        let tiny_dictionary = || {
+            small_pages()
+                .into_builder()
+                .set_dictionary_page_size_limit(512)
+        };
+        for batches in cases {
+            let ours = write(Vec::new(), schema.clone(), &batches).unwrap();
+            assert!(ours == arrow_writes(&schema, &batches), "bytes differ");
+            for props in [small_pages(), tiny_dictionary().build()] {
+                let ours = write_with(Vec::new(), schema.clone(), &batches, props.clone());
+                let want = arrow_writes_with(&schema, &batches, props);
+                assert!(ours.unwrap() == want, "bytes differ with small pages");
+            }
         }
     }
 
