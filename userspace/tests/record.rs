@@ -829,10 +829,11 @@ fn a_burst_larger_than_the_ring_buffer_is_kept_whole() {
 
 /// `--backlog-mib` caps what waits in strata's memory: a burst three times the one above
 /// (some 100 MiB of records) arrives whole with a backlog of 192 MiB; with a backlog of
-/// 1 MiB, the records beyond what it and the 16 MiB ring hold are lost and counted, and
-/// every call that is there is one of the workload's. (With a 1 MiB ring even a large
-/// backlog loses some: the ring fills in a few milliseconds, less than the copier may wait
-/// for a CPU.)
+/// 1 MiB and a ring of 1 MiB, the records beyond what they hold are lost and counted, and
+/// every call that is there is one of the workload's. (With the 16 MiB ring, whether a
+/// 1 MiB backlog overflows depends on how far the workload outruns strata on the machine
+/// of the day: on an idle one it lost 23,000 to 161,000 events of 900,000, under a
+/// loaded test run none; a 1 MiB ring fills within a few milliseconds of falling behind.)
 #[test]
 fn the_backlog_holds_what_its_cap_allows() {
     require_root();
@@ -866,7 +867,7 @@ fn the_backlog_holds_what_its_cap_allows() {
     let out = dir.join("out");
     let res = run(strata()
         .args(["record", "-q", "--layers", "posix"])
-        .args(["--backlog-mib", "1", "-o"])
+        .args(["--backlog-mib", "1", "--ring-buffer-mib", "1", "-o"])
         .arg(&out)
         .arg("--")
         .arg(&exe)
