@@ -1,7 +1,7 @@
 //! A column chunk whose pages are encoded here rather than by Parquet's column writer
-//! (`names.rs`, `ints.rs`, `lists.rs`): each page compressed as the file's other columns are, written
-//! by Parquet's own page writer, and the chunk's metadata and offset index built as its
-//! column writer builds them.
+//! (`names.rs`, `ints.rs`, `lists.rs`): each page compressed as the file's other columns
+//! are, written by Parquet's own page writer, and the chunk's metadata and offset index
+//! built as its column writer builds them.
 use parquet::{
     basic::{Compression, Encoding, EncodingMask},
     column::{

@@ -27,9 +27,10 @@ use super::{
 
 /// Columns whose values mostly grow from row to row (times, ids, positions), or stay the same
 /// for long runs of a thread's rows (its handle and file ids): stored as differences
-/// (DELTA_BINARY_PACKED) instead of through a dictionary. A dictionary of near-unique 8-byte values costs as much as the values
-/// and an index each; their deltas take a few bits. For the others the two take about as many
-/// bytes, but a dictionary looks every value up in a hash table: twice the instructions.
+/// (DELTA_BINARY_PACKED) instead of through a dictionary. A dictionary of near-unique 8-byte
+/// values costs as much as the values and an index each; their deltas take a few bits. For
+/// the others the two take about as many bytes, but a dictionary looks every value up in a
+/// hash table: twice the instructions.
 /// DuckDB and Spark read the encoding natively.
 const DELTA_COLUMNS: &[&str] = &[
     "handle_id",
@@ -520,9 +521,10 @@ mod tests {
 
     /// Columns stored as differences, encoded in `ints.rs` and `deltas.rs`, are the very
     /// bytes Arrow's writer makes of them: values, definition levels, pages, statistics and
-    /// footer; with nulls in runs and alone, arrays with and without nulls, sliced arrays, and a batch
-    /// of nulls only. Pages are cut by rows (more than 100,000), and, with a page size
-    /// limit of 16 KiB (strata's 1 MiB is out of reach of 100,000 8-byte values), by size.
+    /// footer; with nulls in runs and alone, arrays with and without nulls, sliced arrays,
+    /// and a batch of nulls only. Pages are cut by rows (more than 100,000), and, with a
+    /// page size limit of 16 KiB (strata's 1 MiB is out of reach of 100,000 8-byte values),
+    /// by size.
     #[test]
     fn deltas_written_here_are_the_bytes_arrow_writes() {
         let schema = Arc::new(Schema::new(vec![

@@ -169,7 +169,7 @@ pub(super) fn write<W: std::io::Write + Send, P: ArrowPrimitiveType<Native: Int>
 /// Puts rows `from..to` of `array`: a definition level each into `levels` if the column is
 /// `optional`, and each run of present values into `put`. Gives how many were present.
 #[inline]
-pub(super) fn put_rows<P: ArrowPrimitiveType>(
+fn put_rows<P: ArrowPrimitiveType>(
     array: &PrimitiveArray<P>,
     from: usize,
     to: usize,
