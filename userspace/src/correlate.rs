@@ -271,8 +271,16 @@ impl Correlator {
                 }
             }
             Event::Call(rec) => {
-                let Some(row) = self.call(&rec) else {
-                    return;
+                // Most calls of a trace: their row is made in place here, not moved out of
+                // what `call` returns (a copy of some 400 bytes each).
+                let row = if self.plain.get(rec.func_id as usize) == Some(&true) {
+                    let p = Rc::clone(&self.probes[rec.func_id as usize]);
+                    self.plain_transfer(&p, &rec)
+                } else {
+                    match self.call(&rec) {
+                        Some(row) => row,
+                        None => return,
+                    }
                 };
                 let p = &self.probes[rec.func_id as usize];
                 self.summary.add_call(p.layer, p.op, &row);
@@ -658,9 +666,6 @@ impl Correlator {
 
     fn call(&mut self, rec: &CallRecord) -> Option<CallRow> {
         let p = Rc::clone(self.probes.get(rec.func_id as usize)?);
-        if self.plain[rec.func_id as usize] {
-            return Some(self.plain_transfer(&p, rec));
-        }
         if p.internal && p.op == Op::Load {
             self.loader_reports.push(rec.pid as i32);
             return None;
@@ -1379,24 +1384,29 @@ impl Correlator {
         let failed = ret < 0;
         let errno = failed.then(|| (-ret) as i32);
         let bytes_result = Some(ret.max(0));
-        let handle = arg(ArgKind::Fd)
-            .filter(|_| errno != Some(EBADF as i32))
-            .and_then(|fd| self.fd_handle(pid, fd as i32));
-        let file_id = handle
-            .and_then(|h| self.handles.get(h))
-            .and_then(|h| h.row.file_id);
         let write = p.op == Op::Write;
-        // Linux appends a pwrite to an O_APPEND fd, whatever its offset.
-        let mut offset = arg(ArgKind::Offset)
-            .map(|v| v as i64)
-            .filter(|_| !(write && handle.is_some_and(|h| self.handles.appends(h))));
-        if let Some(h) = handle {
-            if offset.is_none() {
-                offset = self.handles.advance(h, bytes_result, failed, write);
+        // Linux appends a pwrite to an O_APPEND fd, whatever its offset (`transfer`).
+        let at = arg(ArgKind::Offset).map(|v| v as i64);
+        let moved = (bytes_result, failed, write);
+        let fd = arg(ArgKind::Fd)
+            .filter(|_| errno != Some(EBADF as i32))
+            .map(|fd| fd as i32)
+            .filter(|fd| *fd >= 0);
+        // An fd first used here (opened before tracing) gets its handle, then moves.
+        let found = fd.and_then(|fd| {
+            self.handles.transfer(pid, fd, at, moved).or_else(|| {
+                self.fd_handle(pid, fd)?;
+                self.handles.transfer(pid, fd, at, moved)
+            })
+        });
+        let (handle, file_id, offset) = match found {
+            Some((h, file_id, offset)) => {
+                let read = if write { Some(0) } else { bytes_result };
+                self.starts_beneath.note(rec.parent_id, h, offset, read);
+                (Some(h), file_id, offset)
             }
-            let read = if write { Some(0) } else { bytes_result };
-            self.starts_beneath.note(rec.parent_id, h, offset, read);
-        }
+            None => (None, None, at),
+        };
         if !self.adoptions.is_empty() {
             self.adopt(rec, None, false, pid);
         }

@@ -417,6 +417,10 @@ impl Handles {
     ) -> Option<i64> {
         let h = self.live.get(&id)?;
         let o = self.ofds.get_mut(&h.ofd)?;
+        Self::move_pos(o, moved, failed, write)
+    }
+
+    fn move_pos(o: &mut Ofd, moved: Option<i64>, failed: bool, write: bool) -> Option<i64> {
         if write && o.append {
             if !failed {
                 o.pos = None;
@@ -430,6 +434,33 @@ impl Handles {
             _ => None,
         };
         at
+    }
+
+    /// A read or write on fd `fd` of `pid`, for a call that names no other handle: its
+    /// handle, file and offset, in one lookup of each table (the work of
+    /// [`Self::lookup`], [`Self::appends`] and [`Self::advance`] together). `at`: the offset
+    /// the call gave (pread, pwrite), which a write under O_APPEND ignores. None: the fd
+    /// has no handle.
+    pub fn transfer(
+        &mut self,
+        pid: i32,
+        fd: i32,
+        at: Option<i64>,
+        (moved, failed, write): (Option<i64>, bool, bool),
+    ) -> Option<(HandleId, Option<i64>, Option<i64>)> {
+        let id = *self.by_raw.get(&(pid, Raw::Fd(fd)))?;
+        let Some(h) = self.live.get(&id) else {
+            return Some((id, None, at));
+        };
+        let file_id = h.row.file_id;
+        let Some(o) = self.ofds.get_mut(&h.ofd) else {
+            return Some((id, file_id, at));
+        };
+        let offset = match at {
+            Some(_) if !(write && o.append) => at,
+            _ => Self::move_pos(o, moved, failed, write),
+        };
+        Some((id, file_id, offset))
     }
 
     /// Writes through this handle go to the end of the file (O_APPEND).

@@ -57,6 +57,9 @@ pub struct Procs {
     cwds: HashMap<i32, String>,
     /// Live processes found gone from /proc at the last sweep: see `sweep_gone`.
     gone: HashMap<i32, u32>,
+    /// The process `ensure` found live last, while it stays live: calls come in runs of
+    /// one process, and each would look it up again.
+    last_ensured: Option<i32>,
 }
 
 /// Sweeps a process must be found gone at before it is taken for exited.
@@ -65,7 +68,11 @@ const GONE_SWEEPS: u32 = 2;
 impl Procs {
     /// Makes sure `pid` is known, reading /proc for a process that started before tracing.
     pub fn ensure(&mut self, pid: i32, to_epoch: impl Fn(u64) -> i64) {
+        if self.last_ensured == Some(pid) {
+            return;
+        }
         if self.live.contains_key(&pid) {
+            self.last_ensured = Some(pid);
             return;
         }
         let mut row = ProcessRow {
@@ -255,6 +262,9 @@ impl Procs {
         self.images.retain(|(p, _), _| *p != pid);
         self.cwds.remove(&pid);
         self.gone.remove(&pid);
+        if self.last_ensured == Some(pid) {
+            self.last_ensured = None;
+        }
         if let Some(mut row) = self.live.remove(&pid) {
             row.end_ns = ts;
             self.done.push(row);
@@ -288,6 +298,7 @@ impl Procs {
     /// End of the run: every row is final.
     pub fn drain_all(&mut self) {
         self.awaited = None;
+        self.last_ensured = None;
         self.done.extend(self.live.drain().map(|(_, r)| r));
         self.cwds.clear();
     }
@@ -368,6 +379,23 @@ impl JobIds {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A process seen again after its exit (its pid reused, or calls handled after the
+    /// exit) gets a row of its own again, however often it was seen before.
+    #[test]
+    fn a_process_seen_after_its_exit_gets_a_new_row() {
+        let pid = std::process::id() as i32;
+        let mut p = Procs::default();
+        for _ in 0..3 {
+            p.ensure(pid, |t| t as i64);
+        }
+        p.exit(pid, Some(5));
+        p.ensure(pid, |t| t as i64);
+        assert!(p.contains(pid));
+        p.exit(pid, Some(9));
+        let ends: Vec<Option<i64>> = p.take_done().iter().map(|r| r.end_ns).collect();
+        assert_eq!(ends, [Some(5), Some(9)]);
+    }
 
     /// A process whose exit strata never saw is taken for exited once it has been gone from
     /// /proc at two sweeps, and written with no end time; a live one, and the command strata

@@ -95,28 +95,53 @@ impl<T> std::ops::DerefMut for Buf<T> {
     }
 }
 
-/// Null flags, one per value, kept only once a value has been null.
-#[derive(Default)]
-struct Validity(Vec<bool>);
+/// Which values of a column are null. A flag per value is kept only once the column has had
+/// both; a column of nulls alone (a read's second handle, its path: most of a trace's rows)
+/// is a count, with no values stored until one comes.
+enum Nulls {
+    /// This many values, all null (none yet: 0).
+    All(usize),
+    /// Every value is there.
+    None,
+    /// Per value: whether it is there.
+    Some(Vec<bool>),
+}
 
-impl Validity {
-    /// Notes whether the value after the `before` ones is valid; `rows`: how many are
-    /// expected in all.
-    #[inline(always)]
-    fn push(&mut self, valid: bool, before: usize, rows: usize) {
-        if self.0.is_empty() {
-            if valid {
-                return;
+impl Nulls {
+    /// Notes a value where the column is about to have both: `valid`, after the `before`
+    /// values there are (`rows`: room for them all). `fill(n)` stores a null's value for
+    /// the `n` nulls counted so far, when a first valid value comes after them.
+    #[cold]
+    fn note(&mut self, valid: bool, (before, rows): (usize, usize), fill: impl FnOnce(usize)) {
+        match self {
+            Self::All(0) if valid => *self = Self::None,
+            Self::All(n) if valid => {
+                let mut flags = Vec::with_capacity(rows.max(*n + 1));
+                flags.resize(*n, false);
+                flags.push(true);
+                fill(*n);
+                *self = Self::Some(flags);
             }
-            self.0.reserve(rows);
-            self.0.resize(before, true);
+            Self::All(n) => *n += 1,
+            Self::None if valid => {}
+            Self::None => {
+                let mut flags = Vec::with_capacity(rows.max(before + 1));
+                flags.resize(before, true);
+                flags.push(false);
+                *self = Self::Some(flags);
+            }
+            Self::Some(flags) => flags.push(valid),
         }
-        self.0.push(valid);
     }
 
-    fn take(&mut self) -> Option<NullBuffer> {
-        let valid = std::mem::take(&mut self.0);
-        (!valid.is_empty()).then(|| NullBuffer::from(valid))
+    /// The null flags so far, and the nulls counted without a value (0 where the values
+    /// are there); leaves this empty.
+    fn take(&mut self) -> (Option<NullBuffer>, usize) {
+        match std::mem::replace(self, Self::All(0)) {
+            Self::All(0) | Self::None => (None, 0),
+            Self::All(n) => (Some(NullBuffer::new_null(n)), n),
+            Self::Some(flags) => (Some(NullBuffer::from(flags)), 0),
+        }
     }
 }
 
@@ -126,27 +151,31 @@ impl Validity {
 /// calls table's 27 columns); a push here is a few.
 pub struct Values<T> {
     values: Buf<T>,
-    valid: Validity,
+    nulls: Nulls,
 }
 
 /// A fixed-width value type of a column and the Arrow array it becomes.
 pub trait Native: Copy + Default {
+    const TYPE: DataType;
     fn array(values: Vec<Self>, nulls: Option<NullBuffer>) -> ArrayRef;
 }
 
 impl Native for i64 {
+    const TYPE: DataType = DataType::Int64;
     fn array(values: Vec<Self>, nulls: Option<NullBuffer>) -> ArrayRef {
         Arc::new(Int64Array::new(values.into(), nulls))
     }
 }
 
 impl Native for i32 {
+    const TYPE: DataType = DataType::Int32;
     fn array(values: Vec<Self>, nulls: Option<NullBuffer>) -> ArrayRef {
         Arc::new(Int32Array::new(values.into(), nulls))
     }
 }
 
 impl Native for bool {
+    const TYPE: DataType = DataType::Boolean;
     fn array(values: Vec<Self>, nulls: Option<NullBuffer>) -> ArrayRef {
         Arc::new(BooleanArray::new(BooleanBuffer::from(values), nulls))
     }
@@ -156,21 +185,36 @@ impl<T: Native> Values<T> {
     fn with_capacity(rows: usize) -> Self {
         Self {
             values: Buf::with_capacity(rows),
-            valid: Validity::default(),
+            nulls: Nulls::All(0),
         }
     }
 
     #[inline(always)]
     fn push(&mut self, v: Option<&T>) {
-        let (len, cap) = (self.values.len(), self.values.capacity());
-        self.valid.push(v.is_some(), len, cap);
-        self.values.push(v.copied().unwrap_or_default());
+        match (v, &mut self.nulls) {
+            (Some(v), Nulls::None) => self.values.push(*v),
+            (None, Nulls::All(n)) => *n += 1,
+            (v, Nulls::Some(flags)) => {
+                flags.push(v.is_some());
+                self.values.push(v.copied().unwrap_or_default());
+            }
+            (v, nulls) => {
+                let values = &mut self.values;
+                let at = (values.len(), values.capacity());
+                nulls.note(v.is_some(), at, |n| values.resize(n, T::default()));
+                values.push(v.copied().unwrap_or_default());
+            }
+        }
     }
 
     /// The values appended so far, as an array; leaves this empty.
     fn finish(&mut self) -> ArrayRef {
-        let nulls = self.valid.take();
-        T::array(self.values.take(), nulls)
+        let values = self.values.take();
+        match self.nulls.take() {
+            (nulls, 0) => T::array(values, nulls),
+            // Zeroed memory, not values written one by one.
+            (_, n) => arrow::array::new_null_array(&T::TYPE, n),
+        }
     }
 
     fn reserve(&mut self) {
@@ -227,7 +271,7 @@ impl Ends {
 pub struct Strings {
     bytes: Buf<u8>,
     ends: Ends,
-    valid: Validity,
+    nulls: Nulls,
 }
 
 impl Strings {
@@ -235,24 +279,43 @@ impl Strings {
         Self {
             bytes: Buf::with_capacity(0),
             ends: Ends::with_capacity(rows),
-            valid: Validity::default(),
+            nulls: Nulls::All(0),
         }
     }
 
     #[inline(always)]
     fn push(&mut self, v: Option<&impl AsRef<str>>) {
-        let (len, cap) = (self.ends.len(), self.ends.capacity());
-        self.valid.push(v.is_some(), len, cap);
-        if let Some(v) = v {
-            self.bytes.extend_from_slice(v.as_ref().as_bytes());
+        match (v, &mut self.nulls) {
+            (Some(v), Nulls::None) => {
+                self.bytes.extend_from_slice(v.as_ref().as_bytes());
+                self.ends.push(self.bytes.len());
+            }
+            (None, Nulls::All(n)) => *n += 1,
+            (v, Nulls::Some(flags)) => {
+                flags.push(v.is_some());
+                if let Some(v) = v {
+                    self.bytes.extend_from_slice(v.as_ref().as_bytes());
+                }
+                self.ends.push(self.bytes.len());
+            }
+            (v, nulls) => {
+                let ends = &mut self.ends;
+                let at = (ends.len(), ends.capacity());
+                // No bytes before a first string: the nulls before it all end at 0.
+                nulls.note(v.is_some(), at, |n| (0..n).for_each(|_| ends.push(0)));
+                if let Some(v) = v {
+                    self.bytes.extend_from_slice(v.as_ref().as_bytes());
+                }
+                ends.push(self.bytes.len());
+            }
         }
-        self.ends.push(self.bytes.len());
     }
 
     /// The strings appended so far, as an array; leaves this empty.
     fn finish(&mut self) -> ArrayRef {
-        let ends = self.ends.take();
-        let nulls = self.valid.take();
+        let (nulls, unstored) = self.nulls.take();
+        let mut ends = self.ends.take();
+        ends.resize(ends.len() + unstored, 0);
         // SAFETY: the ends start at 0 and never decrease, the last is the length of the
         // bytes, and the bytes are `str`s end to end, so valid UTF-8 between any two ends.
         Arc::new(unsafe {
@@ -795,6 +858,13 @@ mod tests {
         tags: ListStr,
     });
     table!(Plain, PlainRow, "plain", { tid: I32, seq: I64 });
+    table!(Sparse, SparseRow, "sparse", {
+        seq: I64,
+        a: OptI64,
+        b: OptI32,
+        c: OptBool,
+        s: OptStr,
+    });
 
     /// A name is one entry of the dictionary however many allocations hold it, and each
     /// file's dictionary starts anew.
@@ -970,6 +1040,60 @@ mod tests {
         }
         let show = |rows: &[ThreadedRow]| format!("{rows:?}");
         assert_eq!(show(&got), show(&want));
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// Columns of nulls only, of values only, of nulls then values, of values then nulls
+    /// and of both in turn read back as they were pushed, file after file.
+    #[test]
+    fn nulls_and_values_in_any_order_read_back_as_pushed() {
+        let root = scratch("sparse");
+        let mut w = TableWriter::<Sparse>::new((&root, "h", "r", 0o600)).unwrap();
+        // Per file and column, from its pattern: whether row `i` of `n` has a value.
+        let patterns: [fn(usize, usize) -> bool; 5] = [
+            |_, _| false,
+            |_, _| true,
+            |i, n| i >= n / 2,
+            |i, n| i < n / 3,
+            |i, _| i % 3 == 1,
+        ];
+        let mut want = Vec::new();
+        for file in 0..6usize {
+            let n = [1, 40, 7, 2, 300, 5][file];
+            for i in 0..n {
+                let has = |col: usize| patterns[(file + col) % patterns.len()](i, n);
+                let seq = (file * 1000 + i) as i64;
+                let row = SparseRow {
+                    seq,
+                    a: has(0).then_some(-seq),
+                    b: has(1).then_some(seq as i32 * 3),
+                    c: has(2).then_some(i % 2 == 0),
+                    s: has(3).then(|| format!("s{seq}").repeat(i % 3)),
+                };
+                w.push(&row);
+                want.push(row);
+            }
+            w.flush().unwrap();
+        }
+        let mut got = Vec::new();
+        for batch in read_table(&root, "sparse").unwrap() {
+            let col = |name| batch.column_by_name(name).unwrap();
+            let (seq, a) = (col("seq").as_primitive::<Int64Type>(), col("a"));
+            let (b, c, s) = (col("b"), col("c"), col("s").as_string::<i32>());
+            let (a, b) = (a.as_primitive::<Int64Type>(), b.as_primitive::<Int32Type>());
+            let c = c.as_boolean();
+            for i in 0..batch.num_rows() {
+                got.push(SparseRow {
+                    seq: seq.value(i),
+                    a: a.is_valid(i).then(|| a.value(i)),
+                    b: b.is_valid(i).then(|| b.value(i)),
+                    c: c.is_valid(i).then(|| c.value(i)),
+                    s: s.is_valid(i).then(|| s.value(i).to_string()),
+                });
+            }
+        }
+        got.sort_by_key(|r| r.seq);
+        assert_eq!(format!("{got:?}"), format!("{want:?}"));
         fs::remove_dir_all(&root).unwrap();
     }
 

@@ -25,8 +25,11 @@ pub struct Summary {
     /// Per layer, by `Layer as usize` (a call's layer and op come as the probe's, not as
     /// the row's names: comparing strings took half of this module's work per call).
     layers: [LayerStats; Layer::COUNT],
-    /// POSIX-layer traffic per file id.
-    pub files: HashMap<i64, LayerStats>,
+    /// POSIX-layer traffic per file id, but for the file of the last calls, counted in
+    /// `current` until a call on another file comes: calls come in runs on one file, and
+    /// each looked its file up again.
+    files: HashMap<i64, LayerStats>,
+    current: Option<(i64, LayerStats)>,
     pub processes: u64,
 }
 
@@ -90,18 +93,42 @@ impl Summary {
             // A copy reads its first file and writes its second.
             if op == Op::Copy {
                 if let Some(f) = row.file_id {
-                    self.files.entry(f).or_default().read(bytes);
+                    self.file(f).read(bytes);
                 }
                 if let Some(f) = row.file2_id {
-                    self.files.entry(f).or_default().written(bytes);
+                    self.file(f).written(bytes);
                 }
             } else if let Some(f) = row.file_id {
-                self.files.entry(f).or_default().add(op, row);
-            }
-            if self.files.len() > MAX_FILES {
-                self.prune_files();
+                self.file(f).add(op, row);
             }
         }
+    }
+
+    /// The counts of file `id`, made `current`.
+    #[inline(always)]
+    fn file(&mut self, id: i64) -> &mut LayerStats {
+        if self.current.as_ref().is_none_or(|(c, _)| *c != id) {
+            self.switch_file(id);
+        }
+        &mut self.current.as_mut().expect("made current").1
+    }
+
+    fn switch_file(&mut self, id: i64) {
+        if let Some((c, s)) = self.current.take() {
+            self.files.insert(c, s);
+        }
+        if self.files.len() > MAX_FILES {
+            self.prune_files();
+        }
+        let s = self.files.remove(&id).unwrap_or_default();
+        self.current = Some((id, s));
+    }
+
+    /// Every file's counts.
+    fn files(&self) -> impl Iterator<Item = (&i64, &LayerStats)> {
+        self.files
+            .iter()
+            .chain(self.current.as_ref().map(|(id, s)| (id, s)))
     }
 
     /// The summary table; `path_of` names files by id.
@@ -133,8 +160,7 @@ impl Summary {
             );
         }
         let mut files: Vec<_> = self
-            .files
-            .iter()
+            .files()
             .filter(|(_, s)| s.bytes_read + s.bytes_written > 0)
             .collect();
         files.sort_by_key(|(id, s)| (std::cmp::Reverse(s.bytes_read + s.bytes_written), **id));
@@ -246,6 +272,32 @@ mod tests {
     }
 
     #[test]
+    fn calls_alternating_between_files_count_on_each() {
+        let mut s = Summary::default();
+        // Files 1, 2, 1, 3, 1, 2: 1 gets 1+4+16, 2 gets 2+32, 3 gets 8.
+        for (i, f) in [1, 2, 1, 3, 1, 2].into_iter().enumerate() {
+            let row = CallRow {
+                file_id: Some(f),
+                bytes_result: Some(1 << i),
+                ..CallRow::default()
+            };
+            s.add_call(Layer::Posix, Op::Write, &row);
+        }
+        let mut files: Vec<(i64, u64, i64)> = s
+            .files()
+            .map(|(id, st)| (*id, st.writes, st.bytes_written))
+            .collect();
+        files.sort();
+        assert_eq!(files, [(1, 3, 21), (2, 2, 34), (3, 1, 8)]);
+        let text = s.render(|id| Some(format!("/f{id}")));
+        let order: Vec<&str> = (text.lines())
+            .filter_map(|l| l.split_whitespace().last())
+            .filter(|w| w.starts_with("/f"))
+            .collect();
+        assert_eq!(order, ["/f2", "/f1", "/f3"], "most bytes first: {text}");
+    }
+
+    #[test]
     fn a_copy_reads_its_first_file_and_writes_its_second() {
         let mut s = Summary::default();
         s.add_call(
@@ -263,13 +315,8 @@ mod tests {
             (p.calls, p.reads, p.bytes_read, p.writes, p.bytes_written),
             (1, 1, 700, 1, 700)
         );
-        assert_eq!(
-            (s.files[&2].bytes_read, s.files[&2].bytes_written),
-            (700, 0)
-        );
-        assert_eq!(
-            (s.files[&3].bytes_read, s.files[&3].bytes_written),
-            (0, 700)
-        );
+        let file = |id| s.files().find(|(f, _)| **f == id).unwrap().1;
+        assert_eq!((file(2).bytes_read, file(2).bytes_written), (700, 0));
+        assert_eq!((file(3).bytes_read, file(3).bytes_written), (0, 700));
     }
 }
