@@ -108,30 +108,28 @@ enum Nulls {
 }
 
 impl Nulls {
-    /// Notes a value where the column is about to have both: `valid`, after the `before`
-    /// values there are (`rows`: room for them all). `fill(n)` stores a null's value for
-    /// the `n` nulls counted so far, when a first valid value comes after them.
+    /// A value that does not match the column so far: a first `valid` one after nulls only,
+    /// or a null after values only (`before` of them, and room for `rows`). Keeps a flag per
+    /// value from now on; the caller stores the value. `fill(n)` stores a null's value for
+    /// the `n` nulls counted without one.
     #[cold]
-    fn note(&mut self, valid: bool, (before, rows): (usize, usize), fill: impl FnOnce(usize)) {
-        match self {
-            Self::All(0) if valid => *self = Self::None,
-            Self::All(n) if valid => {
-                let mut flags = Vec::with_capacity(rows.max(*n + 1));
-                flags.resize(*n, false);
-                flags.push(true);
-                fill(*n);
-                *self = Self::Some(flags);
+    fn change(&mut self, valid: bool, (before, rows): (usize, usize), fill: impl FnOnce(usize)) {
+        let first = |n: usize, flag: bool| {
+            let mut flags = Vec::with_capacity(rows.max(n + 1));
+            flags.resize(n, flag);
+            flags
+        };
+        let mut flags = match std::mem::replace(self, Self::None) {
+            Self::All(0) if valid => return,
+            Self::All(n) => {
+                fill(n);
+                first(n, false)
             }
-            Self::All(n) => *n += 1,
-            Self::None if valid => {}
-            Self::None => {
-                let mut flags = Vec::with_capacity(rows.max(before + 1));
-                flags.resize(before, true);
-                flags.push(false);
-                *self = Self::Some(flags);
-            }
-            Self::Some(flags) => flags.push(valid),
-        }
+            Self::None => first(before, true),
+            Self::Some(flags) => flags,
+        };
+        flags.push(valid);
+        *self = Self::Some(flags);
     }
 
     /// The null flags so far, and the nulls counted without a value (0 where the values
@@ -192,19 +190,19 @@ impl<T: Native> Values<T> {
     #[inline(always)]
     fn push(&mut self, v: Option<&T>) {
         match (v, &mut self.nulls) {
-            (Some(v), Nulls::None) => self.values.push(*v),
-            (None, Nulls::All(n)) => *n += 1,
-            (v, Nulls::Some(flags)) => {
-                flags.push(v.is_some());
-                self.values.push(v.copied().unwrap_or_default());
+            (None, Nulls::All(n)) => {
+                *n += 1;
+                return;
             }
+            (Some(_), Nulls::None) => {}
+            (v, Nulls::Some(flags)) => flags.push(v.is_some()),
             (v, nulls) => {
                 let values = &mut self.values;
                 let at = (values.len(), values.capacity());
-                nulls.note(v.is_some(), at, |n| values.resize(n, T::default()));
-                values.push(v.copied().unwrap_or_default());
+                nulls.change(v.is_some(), at, |n| values.resize(n, T::default()));
             }
         }
+        self.values.push(v.copied().unwrap_or_default());
     }
 
     /// The values appended so far, as an array; leaves this empty.
@@ -286,29 +284,23 @@ impl Strings {
     #[inline(always)]
     fn push(&mut self, v: Option<&impl AsRef<str>>) {
         match (v, &mut self.nulls) {
-            (Some(v), Nulls::None) => {
-                self.bytes.extend_from_slice(v.as_ref().as_bytes());
-                self.ends.push(self.bytes.len());
+            (None, Nulls::All(n)) => {
+                *n += 1;
+                return;
             }
-            (None, Nulls::All(n)) => *n += 1,
-            (v, Nulls::Some(flags)) => {
-                flags.push(v.is_some());
-                if let Some(v) = v {
-                    self.bytes.extend_from_slice(v.as_ref().as_bytes());
-                }
-                self.ends.push(self.bytes.len());
-            }
+            (Some(_), Nulls::None) => {}
+            (v, Nulls::Some(flags)) => flags.push(v.is_some()),
             (v, nulls) => {
                 let ends = &mut self.ends;
                 let at = (ends.len(), ends.capacity());
                 // No bytes before a first string: the nulls before it all end at 0.
-                nulls.note(v.is_some(), at, |n| (0..n).for_each(|_| ends.push(0)));
-                if let Some(v) = v {
-                    self.bytes.extend_from_slice(v.as_ref().as_bytes());
-                }
-                ends.push(self.bytes.len());
+                nulls.change(v.is_some(), at, |n| (0..n).for_each(|_| ends.push(0)));
             }
         }
+        if let Some(v) = v {
+            self.bytes.extend_from_slice(v.as_ref().as_bytes());
+        }
+        self.ends.push(self.bytes.len());
     }
 
     /// The strings appended so far, as an array; leaves this empty.
