@@ -108,6 +108,23 @@ enum Nulls {
 }
 
 impl Nulls {
+    /// Notes whether the next value is `valid`, after the `before` values stored (room for
+    /// `rows`: `at`); false when it is a null counted without a value, so not to be stored.
+    /// `fill` as for [`Self::change`].
+    #[inline(always)]
+    fn note(&mut self, valid: bool, at: (usize, usize), fill: impl FnOnce(usize)) -> bool {
+        match (valid, &mut *self) {
+            (false, Self::All(n)) => {
+                *n += 1;
+                return false;
+            }
+            (true, Self::None) => {}
+            (valid, Self::Some(flags)) => flags.push(valid),
+            (valid, _) => self.change(valid, at, fill),
+        }
+        true
+    }
+
     /// A value that does not match the column so far: a first `valid` one after nulls only,
     /// or a null after values only (`before` of them, and room for `rows`). Keeps a flag per
     /// value from now on; the caller stores the value. `fill(n)` stores a null's value for
@@ -189,20 +206,14 @@ impl<T: Native> Values<T> {
 
     #[inline(always)]
     fn push(&mut self, v: Option<&T>) {
-        match (v, &mut self.nulls) {
-            (None, Nulls::All(n)) => {
-                *n += 1;
-                return;
-            }
-            (Some(_), Nulls::None) => {}
-            (v, Nulls::Some(flags)) => flags.push(v.is_some()),
-            (v, nulls) => {
-                let values = &mut self.values;
-                let at = (values.len(), values.capacity());
-                nulls.change(v.is_some(), at, |n| values.resize(n, T::default()));
-            }
+        let values = &mut self.values;
+        let at = (values.len(), values.capacity());
+        if self
+            .nulls
+            .note(v.is_some(), at, |n| values.resize(n, T::default()))
+        {
+            values.push(v.copied().unwrap_or_default());
         }
-        self.values.push(v.copied().unwrap_or_default());
     }
 
     /// The values appended so far, as an array; leaves this empty.
@@ -283,19 +294,14 @@ impl Strings {
 
     #[inline(always)]
     fn push(&mut self, v: Option<&impl AsRef<str>>) {
-        match (v, &mut self.nulls) {
-            (None, Nulls::All(n)) => {
-                *n += 1;
-                return;
-            }
-            (Some(_), Nulls::None) => {}
-            (v, Nulls::Some(flags)) => flags.push(v.is_some()),
-            (v, nulls) => {
-                let ends = &mut self.ends;
-                let at = (ends.len(), ends.capacity());
-                // No bytes before a first string: the nulls before it all end at 0.
-                nulls.change(v.is_some(), at, |n| (0..n).for_each(|_| ends.push(0)));
-            }
+        let ends = &mut self.ends;
+        let at = (ends.len(), ends.capacity());
+        // No bytes before a first string: the nulls before it all end at 0.
+        if !self
+            .nulls
+            .note(v.is_some(), at, |n| (0..n).for_each(|_| ends.push(0)))
+        {
+            return;
         }
         if let Some(v) = v {
             self.bytes.extend_from_slice(v.as_ref().as_bytes());
