@@ -457,6 +457,24 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
         let per = prog.calls.max(loop_calls).max(1) as f64;
         let prog_ns_per_call = (prog.bpf_run_ns as f64 - empty_run_ns * prog.bpf_runs as f64) / per;
         let runs_per_call = prog.bpf_runs as f64 / per;
+        // The floor's programs from one run of it with the statistics on: what strata's
+        // programs do beyond the least a recorder does, without the trap cost both pay, and
+        // steadier than the loop times (the programs' own clocks, not the loop's).
+        let floor_prog = match case.empty {
+            Some([_, _, floor]) if !dropped => {
+                let argv = workload(
+                    (case.mode, case.mpi_size),
+                    n,
+                    &exe,
+                    &mpi_exe,
+                    scratch.dir(case.mpi_size),
+                );
+                let (ns, runs) = program_stats(&strata, floor, &argv)?;
+                let calls = loop_calls.max(1) as f64;
+                Some(((ns - empty_run_ns * runs) / calls, runs / calls))
+            }
+            _ => None,
+        };
         let events_per_s = st.calls as f64 / (traced / 1e9);
         let bytes_per_event = st.parquet_bytes as f64 / st.calls.max(1) as f64;
         println!(
@@ -490,11 +508,20 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
             "strata_above_floor_ns_per_call": floor_per_call.map(|f| per_call - f),
             "kernel_program_ns_per_call": prog_ns_per_call,
             "kernel_program_runs_per_call": runs_per_call,
+            "floor_program_ns_per_call": floor_prog.map(|f| f.0),
+            "floor_program_runs_per_call": floor_prog.map(|f| f.1),
         }));
-        println!(
-            "{:<20} strata's kernel programs: {prog_ns_per_call:.0} ns per call ({runs_per_call:.1} runs)",
-            ""
-        );
+        match floor_prog {
+            Some((f, f_runs)) => println!(
+                "{:<20} strata's kernel programs: {prog_ns_per_call:.0} ns per call ({runs_per_call:.1} runs); the floor's {f:.0} ns ({f_runs:.1} runs): {:.2}x",
+                "",
+                prog_ns_per_call / f.max(1.0)
+            ),
+            None => println!(
+                "{:<20} strata's kernel programs: {prog_ns_per_call:.0} ns per call ({runs_per_call:.1} runs)",
+                ""
+            ),
+        }
         if case.mode == "syscall" {
             write_kernel = empty_per_call.map(|e| (prog_ns_per_call, e));
         }
@@ -978,18 +1005,30 @@ fn field(text: &str, name: &str) -> Option<f64> {
 /// What one run of an empty tracepoint program costs with the kernel's BPF statistics on:
 /// their own clock reads, to be taken off strata's programs' times.
 fn empty_program_ns(strata: &Path, exe: &Path, dir: &Path) -> anyhow::Result<f64> {
+    let workload = [exe.into(), "syscall".into(), "100000".into(), dir.into()];
+    let (ns, runs) = program_stats(strata, &["--mechanism", "tracepoint"], &workload)?;
+    Ok(ns / runs)
+}
+
+/// The time `strata bench-empty args -- workload` spent in its programs and how often they
+/// ran, with the kernel's BPF statistics on.
+fn program_stats(
+    strata: &Path,
+    args: &[&str],
+    workload: &[std::ffi::OsString],
+) -> anyhow::Result<(f64, f64)> {
     let _on = BpfStats::on()?;
     let out = Command::new(strata)
-        .args(["bench-empty", "--mechanism", "tracepoint", "--"])
-        .arg(exe)
-        .args(["syscall", "100000"])
-        .arg(dir)
+        .arg("bench-empty")
+        .args(args)
+        .arg("--")
+        .args(workload)
         .output()
         .context("cannot run strata bench-empty")?;
     let err = String::from_utf8_lossy(&out.stderr);
     anyhow::ensure!(out.status.success(), "strata bench-empty failed: {err}");
     match (field(&err, "bpf_run_ns"), field(&err, "bpf_runs")) {
-        (Some(ns), Some(runs)) if runs > 0.0 => Ok(ns / runs),
+        (Some(ns), Some(runs)) if runs > 0.0 => Ok((ns, runs)),
         _ => anyhow::bail!("the kernel kept no BPF statistics (needs Linux 5.1 or later): {err}"),
     }
 }
