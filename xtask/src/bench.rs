@@ -445,23 +445,29 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
         let per_call = (traced - base) / calls_made;
         let [empty_per_call, stamp_per_call, floor_per_call] =
             baselines.map(|b| case.empty.map(|_| (b - base) / calls_made));
-        // strata's kernel programs, from one more traced run with BPF statistics on.
-        let prog = {
-            let _on = BpfStats::on()?;
-            loop_ns(true)?.1.context("no traced run")?
-        };
         // Per call the loop made or strata recorded, whichever more: a loop of calls the
         // kernel drops (the ioctl case) records next to none.
         let loop_calls = n * case.calls_per_iter;
         let dropped = st.calls < loop_calls / 2;
-        let per = prog.calls.max(loop_calls).max(1) as f64;
-        let prog_ns_per_call = (prog.bpf_run_ns as f64 - empty_run_ns * prog.bpf_runs as f64) / per;
-        let runs_per_call = prog.bpf_runs as f64 / per;
-        // The floor's programs from one run of it with the statistics on: what strata's
-        // programs do beyond the least a recorder does, without the trap cost both pay, and
-        // steadier than the loop times (the programs' own clocks, not the loop's).
-        let floor_prog = match case.empty {
-            Some([_, _, floor]) if !dropped => {
+        let floor = case.empty.filter(|_| !dropped).map(|[_, _, floor]| floor);
+        // strata's kernel programs from more traced runs with BPF statistics on, and beside
+        // them the floor's (where the case has one), in turn, the median of each: what
+        // strata's programs do beyond the least a recorder does, without the trap cost both
+        // pay, and steadier than the loop times (the programs time themselves). One run each
+        // where there is no floor.
+        let mut progs = Vec::new();
+        let mut floors = Vec::new();
+        for _ in 0..if floor.is_some() { 3 } else { 1 } {
+            let prog = {
+                let _on = BpfStats::on()?;
+                loop_ns(true)?.1.context("no traced run")?
+            };
+            let per = prog.calls.max(loop_calls).max(1) as f64;
+            progs.push((
+                (prog.bpf_run_ns as f64 - empty_run_ns * prog.bpf_runs as f64) / per,
+                prog.bpf_runs as f64 / per,
+            ));
+            if let Some(floor) = floor {
                 let argv = workload(
                     (case.mode, case.mpi_size),
                     n,
@@ -469,12 +475,15 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
                     &mpi_exe,
                     scratch.dir(case.mpi_size),
                 );
-                let (ns, runs) = program_stats(&strata, floor, &argv)?;
-                let calls = loop_calls.max(1) as f64;
-                Some(((ns - empty_run_ns * runs) / calls, runs / calls))
+                // Per record, as strata's per call it recorded: the floor also keeps the
+                // calls of processes beside the loop (a shell's, the system's).
+                let (ns, runs, records) = program_stats(&strata, floor, &argv)?;
+                let per = records.max(loop_calls as f64).max(1.0);
+                floors.push(((ns - empty_run_ns * runs) / per, runs / per));
             }
-            _ => None,
-        };
+        }
+        let (prog_ns_per_call, runs_per_call) = median_by_first(&mut progs);
+        let floor_prog = (!floors.is_empty()).then(|| median_by_first(&mut floors));
         let events_per_s = st.calls as f64 / (traced / 1e9);
         let bytes_per_event = st.parquet_bytes as f64 / st.calls.max(1) as f64;
         println!(
@@ -995,6 +1004,12 @@ fn monotonic_ns() -> f64 {
     t.tv_sec as f64 * 1e9 + t.tv_nsec as f64
 }
 
+/// The pair with the median first value.
+fn median_by_first(pairs: &mut [(f64, f64)]) -> (f64, f64) {
+    pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
+    pairs[pairs.len() / 2]
+}
+
 /// The number after the word `name` in `name value` text printed by strata's bench commands.
 fn field(text: &str, name: &str) -> Option<f64> {
     let mut it = text.split_whitespace();
@@ -1006,17 +1021,18 @@ fn field(text: &str, name: &str) -> Option<f64> {
 /// their own clock reads, to be taken off strata's programs' times.
 fn empty_program_ns(strata: &Path, exe: &Path, dir: &Path) -> anyhow::Result<f64> {
     let workload = [exe.into(), "syscall".into(), "100000".into(), dir.into()];
-    let (ns, runs) = program_stats(strata, &["--mechanism", "tracepoint"], &workload)?;
+    let (ns, runs, _) = program_stats(strata, &["--mechanism", "tracepoint"], &workload)?;
     Ok(ns / runs)
 }
 
-/// The time `strata bench-empty args -- workload` spent in its programs and how often they
-/// ran, with the kernel's BPF statistics on.
+/// The time `strata bench-empty args -- workload` spent in its programs, how often they ran,
+/// and the records they sent (the floor's; 0 for empty programs), with the kernel's BPF
+/// statistics on.
 fn program_stats(
     strata: &Path,
     args: &[&str],
     workload: &[std::ffi::OsString],
-) -> anyhow::Result<(f64, f64)> {
+) -> anyhow::Result<(f64, f64, f64)> {
     let _on = BpfStats::on()?;
     let out = Command::new(strata)
         .arg("bench-empty")
@@ -1028,7 +1044,9 @@ fn program_stats(
     let err = String::from_utf8_lossy(&out.stderr);
     anyhow::ensure!(out.status.success(), "strata bench-empty failed: {err}");
     match (field(&err, "bpf_run_ns"), field(&err, "bpf_runs")) {
-        (Some(ns), Some(runs)) if runs > 0.0 => Ok((ns, runs)),
+        (Some(ns), Some(runs)) if runs > 0.0 => {
+            Ok((ns, runs, field(&err, "records").unwrap_or(0.0)))
+        }
         _ => anyhow::bail!("the kernel kept no BPF statistics (needs Linux 5.1 or later): {err}"),
     }
 }
