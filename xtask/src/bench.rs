@@ -457,6 +457,13 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
         // where there is no floor.
         let mut progs = Vec::new();
         let mut floors = Vec::new();
+        let argv = workload(
+            (case.mode, case.mpi_size),
+            n,
+            &exe,
+            &mpi_exe,
+            scratch.dir(case.mpi_size),
+        );
         for _ in 0..if floor.is_some() { 3 } else { 1 } {
             let prog = {
                 let _on = BpfStats::on()?;
@@ -468,13 +475,6 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
                 prog.bpf_runs as f64 / per,
             ));
             if let Some(floor) = floor {
-                let argv = workload(
-                    (case.mode, case.mpi_size),
-                    n,
-                    &exe,
-                    &mpi_exe,
-                    scratch.dir(case.mpi_size),
-                );
                 // Per record, as strata's per call it recorded: the floor also keeps the
                 // calls of processes beside the loop (a shell's, the system's).
                 let (ns, runs, records) = program_stats(&strata, floor, &argv)?;
