@@ -347,6 +347,15 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
     // in tmpfs the loop times repeat within a few percent. A real file system only makes the
     // ratio closer to 1.
     let scratch = Scratch::new(&dir)?;
+    // Statistics left on (by an admin, or an interrupted run) would add their cost to every
+    // probe hit of the timed runs, strata's and the baselines' alike.
+    let stats_off = BpfStats::set(false)?;
+    if stats_off.was_on() {
+        println!(
+            "the kernel's BPF statistics were on (kernel.bpf_stats_enabled): off for the timed \
+             runs, on again at the end"
+        );
+    }
     let empty_run_ns = empty_program_ns(&strata, &exe, &dir)?;
     println!(
         "with the kernel's BPF statistics on, an empty program run takes {empty_run_ns:.0} ns; \
@@ -1164,8 +1173,8 @@ struct Stats {
     cpu_ns: u64,
 }
 
-/// The kernel's BPF run-time statistics, on while this lives (they cost a clock read or two
-/// per program run, so the timed runs go without).
+/// The kernel's BPF run-time statistics, on (or off) while this lives, then as they were.
+/// They cost a clock read or two per program run, so the timed runs go without.
 struct BpfStats {
     before: String,
 }
@@ -1174,10 +1183,19 @@ const BPF_STATS: &str = "/proc/sys/kernel/bpf_stats_enabled";
 
 impl BpfStats {
     fn on() -> anyhow::Result<Self> {
+        Self::set(true)
+    }
+
+    fn set(on: bool) -> anyhow::Result<Self> {
         let before =
             fs::read_to_string(BPF_STATS).with_context(|| format!("cannot read {BPF_STATS}"))?;
-        fs::write(BPF_STATS, "1").with_context(|| format!("cannot enable {BPF_STATS}"))?;
+        fs::write(BPF_STATS, if on { "1" } else { "0" })
+            .with_context(|| format!("cannot write {BPF_STATS}"))?;
         Ok(Self { before })
+    }
+
+    fn was_on(&self) -> bool {
+        self.before.trim() != "0"
     }
 }
 
