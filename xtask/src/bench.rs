@@ -380,16 +380,17 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
     );
     for case in CASES {
         let n = calls / case.divisor;
+        // The workload's command, the same for every run of the case.
+        let argv = workload(
+            (case.mode, case.mpi_size),
+            n,
+            &exe,
+            &mpi_exe,
+            scratch.dir(case.mpi_size),
+        );
         let loop_ns = |traced: bool| -> anyhow::Result<(f64, Option<Stats>)> {
             let out_dir = dir.join(format!("out-{}", case.mode));
             let _ = fs::remove_dir_all(&out_dir);
-            let argv = workload(
-                (case.mode, case.mpi_size),
-                n,
-                &exe,
-                &mpi_exe,
-                scratch.dir(case.mpi_size),
-            );
             let mut cmd = if traced {
                 let mut c = Command::new(&strata);
                 c.args(["record", "-q", "-o"]).arg(&out_dir);
@@ -419,13 +420,7 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
                     .arg("bench-empty")
                     .args(args)
                     .arg("--")
-                    .args(workload(
-                        (case.mode, case.mpi_size),
-                        n,
-                        &exe,
-                        &mpi_exe,
-                        scratch.dir(case.mpi_size),
-                    )),
+                    .args(&argv),
             )?;
             text.trim()
                 .parse()
@@ -466,13 +461,6 @@ pub fn run(calls: u64, json_path: &Path) -> anyhow::Result<()> {
         // where there is no floor.
         let mut progs = Vec::new();
         let mut floors = Vec::new();
-        let argv = workload(
-            (case.mode, case.mpi_size),
-            n,
-            &exe,
-            &mpi_exe,
-            scratch.dir(case.mpi_size),
-        );
         for _ in 0..if floor.is_some() { 3 } else { 1 } {
             let prog = {
                 let _on = BpfStats::on()?;
