@@ -58,6 +58,10 @@ enum Cmd {
         /// Where to write the JSON results.
         #[arg(long, default_value = "target/bench.json")]
         json: std::path::PathBuf,
+        /// Run only the overhead workloads whose name contains this text (e.g. `io_uring`,
+        /// `HDF5`), and nothing else: no rates, sizes, pipeline or targets.
+        #[arg(long, value_name = "TEXT")]
+        only: Option<String>,
     },
     /// Trace the whole node under heavy process and file churn and check that strata's
     /// memory and open files stay flat (compressed-time soak).
@@ -84,7 +88,9 @@ fn main() -> ExitCode {
             println!("tests: {} passed, {} failed", t.passed, t.failed);
             Ok(())
         }),
-        Cmd::Bench { calls, json } => setup::run().and_then(|()| bench::run(calls, &json)),
+        Cmd::Bench { calls, json, only } => {
+            setup::run().and_then(|()| bench::run(calls, only.as_deref(), &json))
+        }
         Cmd::Soak { seconds, json } => {
             setup::run().and_then(|()| soak::run(std::time::Duration::from_secs(seconds), &json))
         }
