@@ -802,13 +802,25 @@ fn on_entry<const CAPTURE: u8>(spec: &FuncSpec, args: &mut [u64; MAX_ARGS], site
     let pid_tgid = me.pid_tgid;
     // A thread gets its stack on its first traced call. Where the filter cannot change its
     // verdict on a running thread (targets by pid, or all), having one means being traced:
-    // no filter lookup. A cgroup or a uid can change under a running thread. (The stack is
-    // looked up again below rather than kept: one pointer from one call site keeps the
-    // verifier's paths few enough for older kernels.)
-    let known = cfg.cgroup_mode == 0 && cfg.user_filter == 0 && me.stack().is_some();
-    if !known && !traced(cfg, (pid_tgid >> 32) as u32) {
-        return Ok(());
-    }
+    // no filter lookup. A cgroup or a uid can change under a running thread.
+    let fixed = cfg.cgroup_mode == 0 && cfg.user_filter == 0;
+    let tgid = (pid_tgid >> 32) as u32;
+    let st = if CAPTURE & AT_SYSCALL != 0 {
+        // One storage lookup where there are two below (some 20 ns a traced syscall).
+        let Some(st) = me.entry_stack(fixed, || traced(cfg, tgid))? else {
+            return Ok(());
+        };
+        Some(st)
+    } else {
+        // Two lookups: the stack found by one is not kept for the other, so that one
+        // pointer from one call site keeps the verifier's paths few enough for 6.1 on the
+        // library and kernel-function entries, which are near its budget (one lookup here
+        // took 6.1 over a quarter of it).
+        if !(fixed && me.stack().is_some()) && !traced(cfg, tgid) {
+            return Ok(());
+        }
+        None
+    };
     if spec.only_arg != NO_ARG && !only_value(spec, args) {
         return Ok(());
     }
@@ -834,7 +846,10 @@ fn on_entry<const CAPTURE: u8>(spec: &FuncSpec, args: &mut [u64; MAX_ARGS], site
             *a = unsafe { bpf_probe_read_user(at as *const u64) }.unwrap_or(0);
         }
     }
-    let st = me.stack_or_new()?;
+    let st = match st {
+        Some(st) => st,
+        None => me.stack_or_new()?,
+    };
     if CAPTURE & CAPTURE_LIBRARY != 0 && spec.stream_arg != NO_ARG {
         let stream = if spec.flags & SPEC_IMPLICIT_STREAM != 0 {
             // SAFETY: this thread's stack.

@@ -155,6 +155,46 @@ impl Me {
         (!p.is_null()).then_some(p)
     }
 
+    /// The thread's stack for a call's entry, made empty on its first traced call, or None
+    /// when the thread is not traced (`traced` decides, asked only where needed). Where the
+    /// filter cannot change its verdict on a running thread (`filter_fixed`), having a stack
+    /// means being traced; a thread with no task storage at all has none, known without the
+    /// helper. A traced call costs one storage lookup, with or without creation (a lookup to
+    /// decide and another to create cost a traced syscall some 20 ns more).
+    #[inline(always)]
+    pub fn entry_stack(
+        &self,
+        filter_fixed: bool,
+        traced: impl Fn() -> bool,
+    ) -> Res<Option<*mut ThreadStack>> {
+        if !task_storage() {
+            let known = filter_fixed && self.stack().is_some();
+            if !known && !traced() {
+                return Ok(None);
+            }
+            return self.stack_or_new().map(Some);
+        }
+        let storage = set_at_load!(STRATA_TASK_OFFSETS.bpf_storage);
+        let none_yet = storage != 0 && at::<u64>(self.task.cast_const().cast(), storage) == 0;
+        let mut p = core::ptr::null_mut();
+        if filter_fixed && !none_yet {
+            p = STRATA_TASK_STACKS.get(self.task, false);
+        }
+        // One filter and one creation below, not one per case above: each copy would have
+        // the verifier walk the rest of the entry once more.
+        if p.is_null() {
+            if !traced() {
+                return Ok(None);
+            }
+            p = STRATA_TASK_STACKS.get(self.task, true);
+            if p.is_null() {
+                count(Counter::StackAllocFailed);
+                return Err(-1);
+            }
+        }
+        Ok(Some(p))
+    }
+
     /// The thread's stack, made empty on its first traced call.
     #[inline(always)]
     pub fn stack_or_new(&self) -> Res<*mut ThreadStack> {
