@@ -806,7 +806,7 @@ fn on_entry<const CAPTURE: u8>(spec: &FuncSpec, args: &mut [u64; MAX_ARGS], site
     let fixed = cfg.cgroup_mode == 0 && cfg.user_filter == 0;
     let tgid = (pid_tgid >> 32) as u32;
     let st = if CAPTURE & AT_SYSCALL != 0 {
-        // One storage lookup where there are two below (some 20 ns a traced syscall).
+        // One storage lookup where there are two below: a helper call fewer per syscall.
         let Some(st) = me.entry_stack(fixed, || traced(cfg, tgid))? else {
             return Ok(());
         };

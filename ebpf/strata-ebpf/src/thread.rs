@@ -159,8 +159,8 @@ impl Me {
     /// when the thread is not traced (`traced` decides, asked only where needed). Where the
     /// filter cannot change its verdict on a running thread (`filter_fixed`), having a stack
     /// means being traced; a thread with no task storage at all has none, known without the
-    /// helper. A traced call costs one storage lookup, with or without creation (a lookup to
-    /// decide and another to create cost a traced syscall some 20 ns more).
+    /// helper. A traced call costs one storage lookup (a helper call), with or without
+    /// creation, where deciding and then getting or creating took two.
     #[inline(always)]
     pub fn entry_stack(
         &self,
