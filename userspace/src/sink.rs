@@ -25,6 +25,7 @@ use strata_common::MAX_ARGS;
 
 use crate::fast::HashMap;
 
+mod absent;
 mod chunk;
 mod deltas;
 mod encode;

@@ -1,6 +1,6 @@
 //! How a table's rows become a Parquet file: each column's encoding, and a row group written
 //! column by column, most columns encoded in `sink/` (names, integers, raw arguments), the
-//! others (strings, booleans) by Arrow's writer.
+//! others (strings, booleans) by Arrow's writer unless they hold no value (`absent.rs`).
 use std::{io::Write, iter::repeat_n};
 
 use arrow::{
@@ -21,6 +21,7 @@ use parquet::{
 };
 
 use super::{
+    absent,
     chunk::{Chunk, Zstd},
     ints,
 };
@@ -151,7 +152,8 @@ pub(super) fn props() -> WriterProperties {
 /// (`lists.rs`), both the very bytes Arrow's writer makes (tested). Other lists of integers
 /// without nulls (a selection's dimensions, Lustre OST lists) go to Parquet's column writer
 /// with levels made in one pass over their offsets, also the same bytes. Every other
-/// column (strings, booleans, lists with nulls) takes Arrow's path.
+/// column (strings, booleans, lists with nulls) takes Arrow's path, but for one without a
+/// value in the file, which is levels alone (`absent.rs`).
 pub(super) fn write<W: Write + Send>(
     w: W,
     schema: SchemaRef,
@@ -228,14 +230,21 @@ fn write_with<W: Write + Send>(
                 write_int_lists(column.typed::<ParquetInt64>(), &lists)?;
                 column.close()?;
             }
-            None => {
-                for array in arrays {
-                    for leaf in compute_leaves(field, array)? {
-                        writer.write(&leaf)?;
-                    }
+            // Strings, booleans and lists of strings: levels alone when there is no value.
+            None => match absent::rows(&props, &descrs[i], &arrays) {
+                Some(rows) => {
+                    let chunk = Chunk::new(descrs[i].clone(), compression, &mut zstd);
+                    absent::write(&mut group, chunk, rows)?;
                 }
-                writer.close()?.append_to_row_group(&mut group)?;
-            }
+                None => {
+                    for array in arrays {
+                        for leaf in compute_leaves(field, array)? {
+                            writer.write(&leaf)?;
+                        }
+                    }
+                    writer.close()?.append_to_row_group(&mut group)?;
+                }
+            },
         }
     }
     group.close()?;
@@ -697,6 +706,84 @@ mod tests {
         assert!(int_lists(&arrays).is_none());
         let ours = write(Vec::new(), schema.clone(), std::slice::from_ref(&batch)).unwrap();
         assert_eq!(ours, arrow_writes(&schema, &[batch]));
+    }
+
+    /// Columns without a value (a second path null in every row, string arguments and
+    /// flags absent) are levels alone, and read back as written: nulls, empty lists, and
+    /// beside them a file's other batch with values, which takes Arrow's path.
+    #[test]
+    fn columns_without_values_read_back_as_written() {
+        let strs = DataType::List(item(DataType::Utf8));
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("path2", DataType::Utf8, true),
+            Field::new("strs", strs.clone(), false),
+            Field::new("collective", DataType::Boolean, true),
+        ]));
+        let no_values = |rows: usize| {
+            let ends = OffsetBuffer::new(vec![0i32; rows + 1].into());
+            let empty = ListArray::new(
+                item(DataType::Utf8),
+                ends,
+                Arc::new(StringArray::from(Vec::<String>::new())),
+                None,
+            );
+            RecordBatch::try_new(
+                schema.clone(),
+                vec![
+                    arrow::array::new_null_array(&DataType::Utf8, rows),
+                    Arc::new(empty),
+                    arrow::array::new_null_array(&DataType::Boolean, rows),
+                ],
+            )
+            .unwrap()
+        };
+        let columns = parquet::arrow::ArrowSchemaConverter::new()
+            .convert(&schema)
+            .unwrap();
+        let props = props();
+        let read_back = |file: &[u8]| {
+            let bytes = bytes::Bytes::copy_from_slice(file);
+            let reader =
+                parquet::arrow::arrow_reader::ParquetRecordBatchReader::try_new(bytes, 1 << 20)
+                    .unwrap();
+            let back: Vec<RecordBatch> = reader.map(|b| b.unwrap()).collect();
+            arrow::compute::concat_batches(&schema, &back).unwrap()
+        };
+        // Two batches (a file's threads), 150,000 rows: more than a page of Arrow's.
+        let batches = [no_values(100_000), no_values(50_000).slice(7, 40_000)];
+        for (i, _) in schema.fields().iter().enumerate() {
+            let arrays: Vec<&ArrayRef> = batches.iter().map(|b| b.column(i)).collect();
+            assert_eq!(
+                absent::rows(&props, &columns.column(i), &arrays),
+                Some(140_000)
+            );
+        }
+        let ours = write_with(Vec::new(), schema.clone(), &batches, props.clone()).unwrap();
+        let want = arrow::compute::concat_batches(&schema, &batches).unwrap();
+        assert_eq!(read_back(&ours), want);
+        // A value in one batch: that column goes Arrow's way, the others stay levels alone.
+        let mut path = arrow::array::StringBuilder::new();
+        path.append_null();
+        path.append_value("/scratch/a");
+        let mut strs = ListBuilder::new(arrow::array::StringBuilder::new());
+        strs.values().append_value("r");
+        strs.append(true);
+        strs.append(true);
+        let some = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(path.finish()),
+                Arc::new(strs.finish()),
+                arrow::array::new_null_array(&DataType::Boolean, 2),
+            ],
+        )
+        .unwrap();
+        let batches = [no_values(1000), some];
+        let arrays: Vec<&ArrayRef> = batches.iter().map(|b| b.column(0)).collect();
+        assert_eq!(absent::rows(&props, &columns.column(0), &arrays), None);
+        let ours = write_with(Vec::new(), schema.clone(), &batches, props).unwrap();
+        let want = arrow::compute::concat_batches(&schema, &batches).unwrap();
+        assert_eq!(read_back(&ours), want);
     }
 
     /// No rows: a file with no row group, as Arrow's writer makes it.
