@@ -23,6 +23,22 @@ pub struct Result {
     pub calls_written: u64,
 }
 
+/// Records end to end, and where each is.
+#[derive(Default)]
+struct Stream {
+    bytes: Vec<u8>,
+    spans: Vec<std::ops::Range<usize>>,
+}
+
+impl Stream {
+    fn push(&mut self, record: Vec<u8>) {
+        let at = self.bytes.len();
+        self.spans.push(at..at + record.len());
+        self.bytes.extend_from_slice(&record);
+        self.bytes.resize(self.bytes.len().next_multiple_of(8), 0);
+    }
+}
+
 /// Threads whose writes the stream interleaves.
 const THREADS: u32 = 4;
 
@@ -99,11 +115,12 @@ pub fn run(events: u64, out: &Path) -> anyhow::Result<Result> {
     let fd = std::os::fd::AsRawFd::as_raw_fd(&file) as u64;
     let path = target.display().to_string();
 
-    // Build the stream first: only the pipeline is timed.
-    let mut stream: Vec<Vec<u8>> = Vec::with_capacity(events as usize);
+    // Build the stream first: only the pipeline is timed. Its records lie end to end,
+    // 8-byte aligned, as in the ring buffer (and in the backlog strata copies them to).
+    let mut stream = Stream::default();
     let mut call_id = 0u64;
     let mut ts = 1_000_000u64;
-    while (stream.len() as u64) < events {
+    while (stream.spans.len() as u64) < events {
         call_id += 1024;
         ts += 1000;
         stream.push(string(call_id, 1, &path));
@@ -130,13 +147,14 @@ pub fn run(events: u64, out: &Path) -> anyhow::Result<Result> {
         call_id += 1024;
         stream.push(call(close, call_id, (pid, pid), [fd, 0, 0, 0, 0, 0], 0, ts));
     }
-    stream.truncate(events as usize);
+    stream.spans.truncate(events as usize);
+    let Stream { bytes, spans } = stream;
 
     let mut dataset = Dataset::create(out, "bench", "pipeline", crate::dataset::DEFAULT_FILE_MODE)?;
     let mut corr = Correlator::new(probes, Clock::now());
     let start = Instant::now();
-    for (i, rec) in stream.iter().enumerate() {
-        corr.handle(events::decode(rec)?, &mut dataset);
+    for (i, span) in spans.into_iter().enumerate() {
+        corr.handle(events::decode(&bytes[span])?, &mut dataset);
         // As the recorder does: a file whenever the buffers fill, and a tick and flush about
         // once a second at this rate.
         if i % 1_000_000 == 999_999 {
