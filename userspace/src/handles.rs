@@ -155,8 +155,9 @@ impl Handles {
         self.live.get_mut(&id)
     }
 
-    /// Drops what [`Self::transfer`] remembers: called by every method that adds, changes
-    /// or removes a handle, a raw name or an open file description.
+    /// Drops what [`Self::transfer`] remembers: called by every method that adds or removes
+    /// a handle, a raw name or an open file description, or may change what a handle refers
+    /// to (`get_mut`). Positions and O_APPEND are read from the description at every call.
     fn forget(&mut self) {
         self.last = None;
     }
