@@ -14,7 +14,11 @@ use parquet::{
     schema::types::ColumnDescriptor,
 };
 
-use super::{chunk::Chunk, rle::Rle};
+use super::{
+    chunk::Chunk,
+    lists::{empty_list_level, level_width},
+    rle::Rle,
+};
 
 /// The rows of `arrays` if none of them holds a value and the column keeps no statistics
 /// (a chunk of nulls still has a null count to keep).
@@ -46,10 +50,9 @@ pub(super) fn write<W: std::io::Write + Send>(
     rows: usize,
 ) -> Result<()> {
     let descr = chunk.descr().clone();
-    let width = |max: i16| (u16::BITS - (max as u16).leading_zeros()) as u8;
     let mut raw = Vec::new();
     let mut levels = |max: i16, level: i16| {
-        let mut rle = Rle::new(width(max));
+        let mut rle = Rle::new(level_width(max));
         rle.put_n(level as u64, rows);
         let bytes = rle.finish();
         raw.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
@@ -58,8 +61,7 @@ pub(super) fn write<W: std::io::Write + Send>(
     let def = descr.max_def_level();
     if descr.max_rep_level() > 0 {
         levels(descr.max_rep_level(), 0);
-        // An empty list stops above its items: the list's level, and the item's if nullable.
-        levels(def, def - 1 - i16::from(descr.self_type().is_optional()));
+        levels(def, empty_list_level(&descr));
     } else {
         levels(def, 0);
     }

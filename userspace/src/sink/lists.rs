@@ -16,9 +16,21 @@ use parquet::{
     basic::Encoding,
     errors::Result,
     file::{properties::WriterProperties, writer::SerializedRowGroupWriter},
+    schema::types::ColumnDescriptor,
 };
 
 use super::{chunk::Chunk, rle::Rle};
+
+/// The definition level of an empty list: it stops above its items, at the list's level
+/// and the item's if nullable.
+pub(super) fn empty_list_level(descr: &ColumnDescriptor) -> i16 {
+    descr.max_def_level() - 1 - i16::from(descr.self_type().is_optional())
+}
+
+/// The bits a level up to `max` takes in its RLE runs.
+pub(super) fn level_width(max: i16) -> u8 {
+    (u16::BITS - (max as u16).leading_zeros()) as u8
+}
 
 /// Writes `lists` (one array per group of rows, in order) as the chunk's column.
 pub(super) fn write<W: std::io::Write + Send>(
@@ -29,9 +41,8 @@ pub(super) fn write<W: std::io::Write + Send>(
 ) -> Result<()> {
     let descr = chunk.descr().clone();
     let present = descr.max_def_level();
-    // An empty list stops above its items: the list's level, and the item's if nullable.
-    let empty = present - 1 - i16::from(descr.self_type().is_optional());
-    let width = (u16::BITS - (present as u16).leading_zeros()) as u8;
+    let empty = empty_list_level(&descr);
+    let width = level_width(present);
     let (batch, row_limit) = (props.write_batch_size(), props.data_page_row_count_limit());
     let size_limit = props.column_data_page_size_limit(descr.path());
 
