@@ -7,15 +7,12 @@ use arrow::array::{Array as _, ArrayRef, AsArray as _};
 use parquet::{
     basic::Encoding,
     errors::Result,
-    file::{
-        properties::{EnabledStatistics, WriterProperties, WriterVersion},
-        writer::SerializedRowGroupWriter,
-    },
+    file::{properties::WriterProperties, writer::SerializedRowGroupWriter},
     schema::types::ColumnDescriptor,
 };
 
 use super::{
-    chunk::Chunk,
+    chunk::{Chunk, sized},
     lists::{empty_list_level, level_width},
     rle::Rle,
 };
@@ -27,10 +24,6 @@ pub(super) fn rows(
     descr: &ColumnDescriptor,
     arrays: &[&ArrayRef],
 ) -> Option<usize> {
-    let path = descr.path();
-    let plain = props.writer_version() == WriterVersion::PARQUET_1_0
-        && props.statistics_enabled(path) == EnabledStatistics::None
-        && props.bloom_filter_properties(path).is_none();
     let empty = |a: &&ArrayRef| match (descr.max_rep_level(), a.as_list_opt::<i32>()) {
         (0, None) => descr.max_def_level() > 0 && a.null_count() == a.len(),
         (1, Some(list)) => {
@@ -39,7 +32,8 @@ pub(super) fn rows(
         }
         _ => false,
     };
-    (plain && arrays.iter().all(empty)).then(|| arrays.iter().map(|a| a.len()).sum())
+    (super::encode::bare(props, descr) && arrays.iter().all(empty))
+        .then(|| arrays.iter().map(|a| a.len()).sum())
 }
 
 /// Writes `rows` rows without values as the chunk's column: one page, its repetition levels
@@ -54,9 +48,7 @@ pub(super) fn write<W: std::io::Write + Send>(
     let mut levels = |max: i16, level: i16| {
         let mut rle = Rle::new(level_width(max));
         rle.put_n(level as u64, rows);
-        let bytes = rle.finish();
-        raw.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
-        raw.extend_from_slice(&bytes);
+        sized(&rle.finish(), &mut raw);
     };
     let def = descr.max_def_level();
     if descr.max_rep_level() > 0 {

@@ -175,6 +175,13 @@ impl<'z> Chunk<'z> {
     }
 }
 
+/// `bytes` after their length in 4 bytes (little-endian): how Parquet frames a version 1
+/// page's levels and a PLAIN string.
+pub(super) fn sized(bytes: &[u8], out: &mut Vec<u8>) {
+    out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+    out.extend_from_slice(bytes);
+}
+
 /// An unsigned integer in LEB128 (Parquet's ULEB128 / VLQ), as run headers and the
 /// DELTA_BINARY_PACKED header are.
 pub(super) fn uleb128(mut v: u64, out: &mut Vec<u8>) {

@@ -1,6 +1,7 @@
 //! How a table's rows become a Parquet file: each column's encoding, and a row group written
-//! column by column, most columns encoded in `sink/` (names, integers, raw arguments), the
-//! others (strings, booleans) by Arrow's writer unless they hold no value (`absent.rs`).
+//! column by column, most columns encoded in `sink/` (names, integers, raw arguments, strings
+//! and booleans without statistics), the others (strings and booleans with statistics, lists
+//! of strings) by Arrow's writer unless they hold no value (`absent.rs`).
 use std::{io::Write, iter::repeat_n};
 
 use arrow::{
@@ -11,7 +12,10 @@ use arrow::{
     datatypes::{DataType, Int32Type, Int64Type, SchemaRef, UInt32Type},
 };
 use parquet::{
-    arrow::{ArrowWriter, arrow_writer::compute_leaves},
+    arrow::{
+        ArrowWriter,
+        arrow_writer::{ArrowColumnWriter, compute_leaves},
+    },
     basic::{Compression, Encoding, Type as PhysicalType, ZstdLevel},
     column::writer::ColumnWriterImpl,
     data_type::Int64Type as ParquetInt64,
@@ -23,6 +27,7 @@ use parquet::{
 use super::{
     absent,
     chunk::{Chunk, Zstd},
+    flat::Flat,
     ints,
 };
 
@@ -151,9 +156,10 @@ pub(super) fn props() -> WriterProperties {
 /// through a dictionary, PLAIN or as differences (`ints.rs`), and the calls' raw arguments
 /// (`lists.rs`), both the very bytes Arrow's writer makes (tested). Other lists of integers
 /// without nulls (a selection's dimensions, Lustre OST lists) go to Parquet's column writer
-/// with levels made in one pass over their offsets, also the same bytes. Every other
-/// column (strings, booleans, lists with nulls) takes Arrow's path, but for one without a
-/// value in the file, which is levels alone (`absent.rs`).
+/// with levels made in one pass over their offsets, also the same bytes. A column without a
+/// value in the file is levels alone (`absent.rs`); strings and booleans without statistics
+/// are encoded from their values and validity (`flat.rs`). Every other column (with
+/// statistics, lists of strings, lists with nulls) takes Arrow's path.
 pub(super) fn write<W: Write + Send>(
     w: W,
     schema: SchemaRef,
@@ -186,14 +192,16 @@ fn write_with<W: Write + Send>(
         return arrow.into_inner();
     }
     let (mut file, factory) = arrow.into_serialized_writer()?;
-    let writers = factory.create_column_writers(0)?;
+    // Arrow's column writers, made when a column first needs one: each makes a zstd
+    // context of its own, and a calls file usually needs none.
     let descrs = file.schema_descr().columns().to_vec();
     let props = file.properties().clone();
     let compression = props.compression(descrs[0].path());
     let mut zstd = Zstd::new(compression)?;
     let mut group = file.next_row_group()?;
     // A field of these tables is one column: no structs.
-    for (i, (field, mut writer)) in schema.fields().iter().zip(writers).enumerate() {
+    let mut writers: Option<Vec<Option<ArrowColumnWriter>>> = None;
+    for (i, field) in schema.fields().iter().enumerate() {
         let arrays: Vec<&ArrayRef> = batches.iter().map(|b| b.column(i)).collect();
         if let Some(names) = dictionaries(&arrays) {
             let chunk = Chunk::new(descrs[i].clone(), compression, &mut zstd);
@@ -236,7 +244,20 @@ fn write_with<W: Write + Send>(
                     let chunk = Chunk::new(descrs[i].clone(), compression, &mut zstd);
                     absent::write(&mut group, chunk, rows)?;
                 }
+                None if let Some(flat) = Flat::of(&props, &descrs[i], &arrays) => {
+                    let chunk = Chunk::new(descrs[i].clone(), compression, &mut zstd);
+                    flat.write(&mut group, chunk, &props)?;
+                }
                 None => {
+                    let writers = match &mut writers {
+                        Some(w) => w,
+                        None => writers.insert(
+                            (factory.create_column_writers(0)?.into_iter())
+                                .map(Some)
+                                .collect(),
+                        ),
+                    };
+                    let mut writer = writers[i].take().expect("one writer per column");
                     for array in arrays {
                         for leaf in compute_leaves(field, array)? {
                             writer.write(&leaf)?;
@@ -249,6 +270,15 @@ fn write_with<W: Write + Send>(
     }
     group.close()?;
     file.into_inner()
+}
+
+/// Whether a column of a version 1 file keeps no statistics and no bloom filter: nothing
+/// beside its pages that the encoders of `absent.rs` and `flat.rs` would have to make.
+pub(super) fn bare(props: &WriterProperties, descr: &ColumnDescriptor) -> bool {
+    let path = descr.path();
+    props.writer_version() == WriterVersion::PARQUET_1_0
+        && props.statistics_enabled(path) == EnabledStatistics::None
+        && props.bloom_filter_properties(path).is_none()
 }
 
 /// The arrays as names gathered with a dictionary ([`super::Name`]), if they are.
@@ -346,7 +376,7 @@ mod tests {
     use std::sync::Arc;
 
     use arrow::{
-        array::{Int32Array, Int64Array, ListBuilder, StringArray},
+        array::{BooleanArray, Int32Array, Int64Array, ListBuilder, StringArray},
         buffer::OffsetBuffer,
         datatypes::{Field, Schema},
     };
@@ -357,10 +387,16 @@ mod tests {
         Arc::new(Field::new("item", dt, true))
     }
 
-    /// Rows `from..to`: a thread id, a list of 0 to 7 integers (a third empty), a list
+    /// Rows `from..to`: a thread id, a list of 0 to 7 integers (an eighth empty), a list
     /// always empty, and a name or a null.
     fn batch(schema: &SchemaRef, from: i64, to: i64) -> RecordBatch {
         let len = |r: i64| (r * 7 % 8) as usize;
+            if r % 1000 == 999 {
+                20
+            } else {
+                (r * 7 % 8) as usize
+            }
+        };
         let mut ends = vec![0i32];
         let mut items = Vec::new();
         for r in from..to {
@@ -400,7 +436,8 @@ mod tests {
             Field::new("tid", DataType::Int32, false),
             Field::new("args", DataType::List(item(DataType::Int64)), false),
             Field::new("dims", DataType::List(item(DataType::Int64)), false),
-            Field::new("path", DataType::Utf8, true),
+            // With statistics: Arrow's path (strings without are `flat.rs`'s).
+            Field::new("comm", DataType::Utf8, true),
         ]))
     }
 
@@ -761,7 +798,8 @@ mod tests {
         let ours = write_with(Vec::new(), schema.clone(), &batches, props.clone()).unwrap();
         let want = arrow::compute::concat_batches(&schema, &batches).unwrap();
         assert_eq!(read_back(&ours), want);
-        // A value in one batch: that column goes Arrow's way, the others stay levels alone.
+        // A value in one batch: that column is written with its values (`flat.rs`, for a
+        // list of strings Arrow's writer), the others stay levels alone.
         let mut path = arrow::array::StringBuilder::new();
         path.append_null();
         path.append_value("/scratch/a");
@@ -784,6 +822,161 @@ mod tests {
         let ours = write_with(Vec::new(), schema.clone(), &batches, props).unwrap();
         let want = arrow::compute::concat_batches(&schema, &batches).unwrap();
         assert_eq!(read_back(&ours), want);
+    }
+
+    /// Rows `from..to` of boolean columns: one without nulls (true in runs and alone), one
+    /// nullable (nulls in runs and alone).
+    fn bool_batch(schema: &SchemaRef, from: u64, to: u64) -> RecordBatch {
+        let flags: BooleanArray = (from..to)
+            .map(|r| Some(r / 700 % 2 == 0 || r % 13 == 0))
+            .collect();
+        let maybe: BooleanArray = (from..to)
+            .map(|r| (r / 3_000 % 3 != 1 && r % 17 != 0).then_some(r % 5 < 2))
+            .collect();
+        RecordBatch::try_new(schema.clone(), vec![Arc::new(flags), Arc::new(maybe)]).unwrap()
+    }
+
+    /// Boolean columns without statistics, encoded in `flat.rs`, are the very bytes Arrow's
+    /// writer makes: bit-packed values and definition levels, pages cut by rows (more than
+    /// 100,000) and, with a page size limit of 1 KiB, by size; several groups of rows, one
+    /// sliced at an odd bit, one of nulls only in the nullable column.
+    #[test]
+    fn bools_written_here_are_the_bytes_arrow_writes() {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("collective", DataType::Boolean, false),
+            Field::new("maybe", DataType::Boolean, true),
+        ]));
+        let no_stats = |p: WriterProperties| {
+            let b = p.into_builder();
+            b.set_column_statistics_enabled(ColumnPath::from("maybe"), EnabledStatistics::None)
+                .build()
+        };
+        let nulls_only = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(BooleanArray::from(vec![true, false, true])),
+                Arc::new(BooleanArray::from(vec![None; 3])),
+            ],
+        )
+        .unwrap();
+        let columns = parquet::arrow::ArrowSchemaConverter::new()
+            .convert(&schema)
+            .unwrap();
+        let b = bool_batch(&schema, 0, 10);
+        for i in 0..2 {
+            let arrays = [b.column(i)];
+            let flat = Flat::of(&no_stats(props()), &columns.column(i), &arrays);
+            assert!(matches!(flat, Some(Flat::Bools(_))));
+        }
+        let cases = vec![
+            vec![bool_batch(&schema, 0, 1)],
+            vec![nulls_only.clone()],
+            vec![
+                bool_batch(&schema, 0, 70_001),
+                nulls_only,
+                bool_batch(&schema, 0, 9_000).slice(1_235, 5_000),
+                bool_batch(&schema, 70_001, 150_000),
+            ],
+        ];
+        let tiny_pages = || {
+            let b = props().into_builder().set_data_page_size_limit(1 << 10);
+            no_stats(b.set_write_batch_size(1000).build())
+        };
+        for batches in cases {
+            for props in [no_stats(props()), tiny_pages()] {
+                let ours = write_with(Vec::new(), schema.clone(), &batches, props.clone());
+                let want = arrow_writes_with(&schema, &batches, props);
+                assert!(ours.unwrap() == want, "bytes differ");
+            }
+        }
+    }
+
+    /// Rows `from..to` of string columns: a path, null in most rows and repeating a few
+    /// values (or, from `wild` on, a new one each row), and a name in every row.
+    fn string_batch(schema: &SchemaRef, from: u64, to: u64, wild: u64) -> RecordBatch {
+        let paths: StringArray = (from..to)
+            .map(|r| match r % 9 {
+                0 | 4 if r >= wild => Some(format!("/scratch/run/out.{r:08}")),
+                0 | 4 => Some(format!("/scratch/run/file{}", r % 5)),
+                _ if r / 2_000 % 2 == 1 => Some(String::new()),
+                _ => None,
+            })
+            .collect();
+        let names: StringArray = (from..to).map(|r| Some(format!("n{}", r % 300))).collect();
+        RecordBatch::try_new(schema.clone(), vec![Arc::new(paths), Arc::new(names)]).unwrap()
+    }
+
+    /// String columns without statistics, encoded in `flat.rs`, read back as written:
+    /// through a dictionary while the chunk's strings fit its limit, else PLAIN (a tiny
+    /// limit), nullable or not, with empty strings, groups of rows one sliced and one of
+    /// nulls only, pages cut by rows and (small pages) by size.
+    #[test]
+    fn strings_written_here_read_back_as_written() {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("path", DataType::Utf8, true),
+            Field::new("layer", DataType::Utf8, false),
+        ]));
+        let nulls_only = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(StringArray::from(vec![None::<&str>; 4])),
+                Arc::new(StringArray::from(vec!["a", "b", "a", ""])),
+            ],
+        )
+        .unwrap();
+        let columns = parquet::arrow::ArrowSchemaConverter::new()
+            .convert(&schema)
+            .unwrap();
+        let read_back = |file: Vec<u8>| {
+            let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+                bytes::Bytes::from(file),
+            )
+            .unwrap();
+            let encodings: Vec<Vec<Encoding>> = (reader.metadata().row_groups().iter())
+                .flat_map(|g| g.columns().iter().map(|c| c.encodings().collect()))
+                .collect();
+            let back: Vec<RecordBatch> = reader.build().unwrap().map(|b| b.unwrap()).collect();
+            (
+                arrow::compute::concat_batches(&schema, &back).unwrap(),
+                encodings,
+            )
+        };
+        let cases = vec![
+            vec![string_batch(&schema, 0, 1, u64::MAX)],
+            vec![nulls_only.clone()],
+            vec![
+                string_batch(&schema, 0, 70_001, u64::MAX),
+                nulls_only,
+                string_batch(&schema, 0, 9_000, 0).slice(1_235, 5_000),
+                string_batch(&schema, 70_001, 150_000, 120_000),
+            ],
+        ];
+        let tiny_dictionary = || {
+            let b = small_pages().into_builder();
+            b.set_dictionary_page_size_limit(1 << 10).build()
+        };
+        for batches in cases {
+            let arrays: Vec<&ArrayRef> = batches.iter().map(|b| b.column(0)).collect();
+            let flat = Flat::of(&props(), &columns.column(0), &arrays);
+            assert!(matches!(flat, Some(Flat::Strings(_))));
+            // Paths of nulls only are levels alone (`absent.rs`), without a dictionary.
+            let some = arrays.iter().any(|a| a.null_count() < a.len());
+            let want = arrow::compute::concat_batches(&schema, &batches).unwrap();
+            for props in [props(), small_pages()] {
+                let ours = write_with(Vec::new(), schema.clone(), &batches, props).unwrap();
+                let (back, encodings) = read_back(ours);
+                assert_eq!(back, want);
+                let dictionary = encodings[0].contains(&Encoding::RLE_DICTIONARY);
+                assert_eq!(dictionary, some, "{encodings:?}");
+            }
+            let ours = write_with(Vec::new(), schema.clone(), &batches, tiny_dictionary());
+            let (back, encodings) = read_back(ours.unwrap());
+            assert_eq!(back, want);
+            // Over 1 KiB of distinct paths in the large case: PLAIN throughout.
+            let over = batches.len() > 2;
+            let dictionary = encodings[0].contains(&Encoding::RLE_DICTIONARY);
+            assert_eq!(dictionary, some && !over, "{encodings:?}");
+        }
     }
 
     /// No rows: a file with no row group, as Arrow's writer makes it.

@@ -24,7 +24,11 @@ use parquet::{
     },
 };
 
-use super::{chunk::Chunk, deltas::Deltas, rle::Rle};
+use super::{
+    chunk::{Chunk, sized},
+    deltas::Deltas,
+    rle::Rle,
+};
 use crate::fast::HashMap;
 
 /// The integers written here: Parquet's INT32 and INT64.
@@ -220,9 +224,7 @@ impl Page {
     ) -> Result<()> {
         let mut raw = Vec::new();
         if self.optional {
-            let levels = self.levels.finish();
-            raw.extend_from_slice(&(levels.len() as u32).to_le_bytes());
-            raw.extend_from_slice(&levels);
+            sized(&self.levels.finish(), &mut raw);
         }
         let rows = std::mem::take(&mut self.rows);
         match values {

@@ -19,7 +19,10 @@ use parquet::{
     schema::types::ColumnDescriptor,
 };
 
-use super::{chunk::Chunk, rle::Rle};
+use super::{
+    chunk::{Chunk, sized},
+    rle::Rle,
+};
 
 /// The definition level of an empty list: it stops above its items, at the list's level
 /// and the item's if nullable.
@@ -109,8 +112,7 @@ impl Page {
     fn write(&mut self, chunk: &mut Chunk<'_>) -> Result<()> {
         let mut raw = Vec::with_capacity(self.values.len() + self.levels / 2);
         for levels in [self.rep.finish(), self.def.finish()] {
-            raw.extend_from_slice(&(levels.len() as u32).to_le_bytes());
-            raw.extend_from_slice(&levels);
+            sized(&levels, &mut raw);
         }
         raw.append(&mut self.values);
         chunk.data_page(&raw, Encoding::PLAIN, self.rows, self.levels)?;

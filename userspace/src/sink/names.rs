@@ -12,7 +12,10 @@ use arrow::{
 };
 use parquet::{basic::Encoding, errors::Result, file::writer::SerializedRowGroupWriter};
 
-use super::{chunk::Chunk, rle::Rle};
+use super::{
+    chunk::{Chunk, sized},
+    rle::Rle,
+};
 use crate::fast::HashMap;
 
 /// Writes the names of `arrays` (one per group of rows, in order) as the chunk's column.
@@ -26,8 +29,7 @@ pub(super) fn write<W: std::io::Write + Send>(
     // The dictionary page: each name's length (4 bytes) and bytes.
     let mut dict = Vec::with_capacity(names.iter().map(|n| n.len() + 4).sum());
     for n in &names {
-        dict.extend_from_slice(&(n.len() as u32).to_le_bytes());
-        dict.extend_from_slice(n.as_bytes());
+        sized(n.as_bytes(), &mut dict);
     }
     chunk.dictionary_page(&dict, names.len())?;
     // The data page: the indices' bit width, then the indices.
