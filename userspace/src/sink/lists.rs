@@ -65,11 +65,11 @@ pub(super) fn write<W: std::io::Write + Send>(
         let (mut rows, mut levels) = (0, 0);
         for (i, ends) in offsets.windows(2).enumerate() {
             let n = (ends[1] - ends[0]) as usize;
-            rep.push(0u8);
             if n == 0 {
+                rep.push(0u8);
                 page.def.put_n(empty as u64, 1);
             } else {
-                rep.extend(std::iter::repeat_n(1, n - 1));
+                put_first_and_more(&mut rep, n);
                 page.def.put_n(present as u64, n);
             }
             rows += 1;
@@ -96,6 +96,22 @@ pub(super) fn write<W: std::io::Write + Send>(
         page.write(&mut chunk)?;
     }
     chunk.finish(group, None, None)
+}
+
+/// Appends the repetition levels of a list of `n` items: 0 for the first, 1 for each other.
+/// A call's arguments are a few: their levels are one 8-byte store, cut to length, where a
+/// run of ones of any length was a call of `memset` for each row.
+#[inline]
+fn put_first_and_more(rep: &mut Vec<u8>, n: usize) {
+    const SHORT: [u8; 8] = [0, 1, 1, 1, 1, 1, 1, 1];
+    if n <= SHORT.len() {
+        let at = rep.len();
+        rep.extend_from_slice(&SHORT);
+        rep.truncate(at + n);
+    } else {
+        rep.push(0);
+        rep.extend(std::iter::repeat_n(1, n - 1));
+    }
 }
 
 /// A data page being gathered: its repetition and definition levels, and its values.
