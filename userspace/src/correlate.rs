@@ -352,17 +352,23 @@ impl Correlator {
         }
     }
 
-    /// Moves finished handle, file and process rows into the dataset.
+    /// Moves finished handle, file and process rows into the dataset. Inlined: most calls
+    /// finish nothing, and the checks cost less than a call (whose saving and restoring of
+    /// registers was 19 instructions of an event's 2,100).
+    #[inline(always)]
     fn collect(&mut self, out: &mut Dataset) {
-        // Most calls finish nothing: skip taking and dropping five empty lists.
-        if self.files.new_rows.is_empty()
+        if !(self.files.new_rows.is_empty()
             && self.handles.done.is_empty()
             && !self.procs.has_done()
             && self.kernel.block_rows.is_empty()
-            && self.kernel.page_rows.is_empty()
+            && self.kernel.page_rows.is_empty())
         {
-            return;
+            self.collect_rows(out);
         }
+    }
+
+    #[inline(never)]
+    fn collect_rows(&mut self, out: &mut Dataset) {
         for r in std::mem::take(&mut self.files.new_rows) {
             if self.keep(Some(r.file_id), None) || self.wanted_files.remove(&r.file_id) {
                 out.files.push(r);

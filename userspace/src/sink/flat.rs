@@ -112,8 +112,9 @@ impl Page {
         }
     }
 
-    /// Writes the page, its values in `encoding` (`tail`, when given, appends what ends
-    /// them); leaves this empty for the next.
+    /// Writes the page, its values in `encoding`, ended by what `tail` appends (booleans not
+    /// yet out in whole words, or the dictionary indices gathered aside); leaves this empty
+    /// for the next.
     fn write(
         &mut self,
         chunk: &mut Chunk<'_>,
