@@ -192,14 +192,14 @@ fn write_with<W: Write + Send>(
         return arrow.into_inner();
     }
     let (mut file, factory) = arrow.into_serialized_writer()?;
-    // Arrow's column writers, made when a column first needs one: each makes a zstd
-    // context of its own, and a calls file usually needs none.
     let descrs = file.schema_descr().columns().to_vec();
     let props = file.properties().clone();
     let compression = props.compression(descrs[0].path());
     let mut zstd = Zstd::new(compression)?;
     let mut group = file.next_row_group()?;
     // A field of these tables is one column: no structs.
+    // Arrow's column writers, made when a column first needs one: each makes a zstd
+    // context of its own, and a calls file usually needs none.
     let mut writers: Option<Vec<Option<ArrowColumnWriter>>> = None;
     for (i, field) in schema.fields().iter().enumerate() {
         let arrays: Vec<&ArrayRef> = batches.iter().map(|b| b.column(i)).collect();
