@@ -132,6 +132,21 @@ impl Page {
     }
 }
 
+/// Calls `f` with each array and the bounds of each batch of `batch` rows in it, in order:
+/// the steps at which Arrow's writer looks whether a page is full.
+fn each_batch<'a, A: Array>(
+    arrays: &[&'a A],
+    batch: usize,
+    mut f: impl FnMut(&'a A, usize, usize) -> Result<()>,
+) -> Result<()> {
+    for array in arrays {
+        for from in (0..array.len()).step_by(batch) {
+            f(array, from, array.len().min(from + batch))?;
+        }
+    }
+    Ok(())
+}
+
 /// Present booleans, bit-packed lowest bit first, as they come.
 #[derive(Default)]
 struct Bits {
@@ -172,20 +187,16 @@ fn write_bools<W: std::io::Write + Send>(
     let size_limit = props.column_data_page_size_limit(descr.path());
     let mut page = Page::new(descr.max_def_level() > 0);
     let mut bits = Bits::default();
-    for array in arrays {
+    each_batch(arrays, batch, |array, from, to| {
         let values = array.values();
-        let mut from = 0;
-        while from < array.len() {
-            let to = array.len().min(from + batch);
-            page.put_rows(*array, from, to, |out, a, b| {
-                (a..b).for_each(|i| bits.put(out, values.value(i)));
-            });
-            if page.rows >= row_limit || bits.bytes(&page.values) >= size_limit {
-                page.write(&mut chunk, Encoding::PLAIN, |raw| bits.flush(raw))?;
-            }
-            from = to;
+        page.put_rows(array, from, to, |out, a, b| {
+            (a..b).for_each(|i| bits.put(out, values.value(i)));
+        });
+        if page.rows >= row_limit || bits.bytes(&page.values) >= size_limit {
+            page.write(&mut chunk, Encoding::PLAIN, |raw| bits.flush(raw))?;
         }
-    }
+        Ok(())
+    })?;
     if page.rows > 0 {
         page.write(&mut chunk, Encoding::PLAIN, |raw| bits.flush(raw))?;
     }
@@ -212,39 +223,29 @@ fn write_strings<W: std::io::Write + Send>(
         Some(mut d) => {
             chunk.dictionary_page(&d.entries, d.len)?;
             let mut next = std::mem::take(&mut d.keys).into_iter();
-            for array in arrays {
-                let mut from = 0;
-                while from < array.len() {
-                    let to = array.len().min(from + batch);
-                    page.put_rows(*array, from, to, |_, a, b| {
-                        d.page.extend(next.by_ref().take(b - a));
-                    });
-                    if page.rows >= row_limit {
-                        page.write(&mut chunk, Encoding::RLE_DICTIONARY, |raw| d.indices(raw))?;
-                    }
-                    from = to;
+            each_batch(arrays, batch, |array, from, to| {
+                page.put_rows(array, from, to, |_, a, b| {
+                    d.page.extend(next.by_ref().take(b - a));
+                });
+                if page.rows >= row_limit {
+                    page.write(&mut chunk, Encoding::RLE_DICTIONARY, |raw| d.indices(raw))?;
                 }
-            }
+                Ok(())
+            })?;
             if page.rows > 0 {
                 page.write(&mut chunk, Encoding::RLE_DICTIONARY, |raw| d.indices(raw))?;
             }
         }
         None => {
-            for array in arrays {
-                let mut from = 0;
-                while from < array.len() {
-                    let to = array.len().min(from + batch);
-                    page.put_rows(*array, from, to, |out, a, b| {
-                        for i in a..b {
-                            sized(array.value(i).as_bytes(), out);
-                        }
-                    });
-                    if page.rows >= row_limit || page.values.len() >= size_limit {
-                        page.write(&mut chunk, Encoding::PLAIN, |_| {})?;
-                    }
-                    from = to;
+            each_batch(arrays, batch, |array, from, to| {
+                page.put_rows(array, from, to, |out, a, b| {
+                    (a..b).for_each(|i| sized(array.value(i).as_bytes(), out));
+                });
+                if page.rows >= row_limit || page.values.len() >= size_limit {
+                    page.write(&mut chunk, Encoding::PLAIN, |_| {})?;
                 }
-            }
+                Ok(())
+            })?;
             if page.rows > 0 {
                 page.write(&mut chunk, Encoding::PLAIN, |_| {})?;
             }
