@@ -285,8 +285,16 @@ unsafe fn output_prefix<T>(rec: *const T, used: usize) -> bool {
     reason = "`i` is also the argument's bit in `mask`"
 )]
 fn emit_strings(mask: u8, call_id: u64, args: &[u64; MAX_ARGS], retry: bool) -> u8 {
+    // Most calls pass no string (write, read): no walk over their six arguments, nor past
+    // the last string.
+    if mask == 0 {
+        return 0;
+    }
     let mut failed = 0u8;
     for i in 0..MAX_ARGS {
+        if mask >> i == 0 {
+            break;
+        }
         if mask & (1 << i) == 0 {
             continue;
         }
@@ -883,10 +891,6 @@ fn on_entry<const CAPTURE: u8>(spec: &FuncSpec, args: &mut [u64; MAX_ARGS], site
     // SAFETY: `st` points into the stack map's value for this thread; only this thread
     // touches it (programs run with preemption disabled for the duration).
     let depth = unsafe { (*st).depth };
-    let parent_id = match depth.checked_sub(1) {
-        Some(p) if (p as usize) < MAX_DEPTH => unsafe { (*st).frames[slot(p as usize)].call_id },
-        _ => 0,
-    };
     let at_entry = spec.flags & SPEC_EMIT_AT_ENTRY != 0 || site.at_call;
     let str_retry = if CAPTURE & CAPTURE_STRINGS != 0 {
         emit_strings(spec.str_mask, call_id, args, !at_entry)
@@ -905,6 +909,14 @@ fn on_entry<const CAPTURE: u8>(spec: &FuncSpec, args: &mut [u64; MAX_ARGS], site
         send_type_ids(site, (pid_tgid >> 32) as u32);
     }
     if at_entry {
+        // Only here: a call kept in a frame finds its parent at return.
+        let parent_id = match depth.checked_sub(1) {
+            // SAFETY: as above.
+            Some(p) if (p as usize) < MAX_DEPTH => unsafe {
+                (*st).frames[slot(p as usize)].call_id
+            },
+            _ => 0,
+        };
         emit_call(
             pid_tgid,
             false,
