@@ -8,7 +8,7 @@ use std::{
 
 use anyhow::{Context as _, anyhow};
 use aya::{
-    Ebpf, EbpfLoader,
+    Ebpf, EbpfLoader, VerifierLogLevel,
     maps::{Array, HashMap as BpfHashMap, MapData, PerCpuArray},
     programs::{
         BtfTracePoint, KProbe, Program, TracePoint, UProbe,
@@ -135,6 +135,10 @@ struct Uprobes {
     pending_calls: Vec<(PathBuf, u64, u64)>,
     /// Entries of the type-table map in use (index 0 means none).
     type_tables: u32,
+    /// Why the kernel refused a perf-event uprobe program, once it has: every probe that
+    /// needs it fails with that reason, not after a verification of its own (up to a
+    /// second each, for a program too complex for the verifier, and a run has hundreds).
+    refused: HashMap<&'static str, String>,
 }
 
 impl Uprobes {
@@ -157,6 +161,7 @@ impl Uprobes {
             pending: Vec::new(),
             pending_calls: Vec::new(),
             type_tables: 0,
+            refused: HashMap::new(),
         }
     }
 
@@ -273,9 +278,22 @@ impl Uprobes {
             // programs serve only probes a link refused, and verifying the entry program
             // takes some 100 ms.
             if program.fd().is_err() {
-                program
-                    .load()
-                    .map_err(|e| Failure::Failed(format!("the kernel rejected {prog}: {e:#}")))?;
+                if let Some(why) = self.refused.get(prog) {
+                    return Err(Failure::Refused(why.clone()));
+                }
+                if let Err(e) = program.load() {
+                    // Said once, with the verifier's output; each probe's row keeps its
+                    // first line.
+                    log::warn!(
+                        "the kernel rejected {prog}, which each library probe attached \
+                         without a multi-uprobe link needs: {e:#}"
+                    );
+                    let e = e.to_string();
+                    let first = e.lines().next().unwrap_or_default();
+                    let why = format!("the kernel rejected {prog}: {first}");
+                    self.refused.insert(prog, why.clone());
+                    return Err(Failure::Refused(why));
+                }
             }
             program
                 .attach(point, path, UProbeScope::AllProcesses)
@@ -507,6 +525,7 @@ pub fn load_object(
     let task = task.copied().unwrap_or_default();
     let floor_ring = u8::from(floor_ring);
     let mut loader = EbpfLoader::new();
+    loader.verifier_log_level(verifier_log_level());
     if let Some(bytes) = ring_bytes {
         loader.map_max_entries(maps::EVENTS, bytes);
     }
@@ -534,6 +553,19 @@ pub fn load_object(
                 )
             }
         })
+}
+
+/// What the verifier logs about a program it rejects: its statistics (how many instructions
+/// it processed, against its limit), and with `-vv` every instruction it walked as well. A
+/// rejected program is loaded again with a log ten times larger each time the last one
+/// filled, up to 16 MiB; a program too complex for this kernel's verifier fills each with
+/// its million instructions, so that strata would report it only after minutes.
+fn verifier_log_level() -> VerifierLogLevel {
+    if log::log_enabled!(log::Level::Debug) {
+        VerifierLogLevel::DEBUG | VerifierLogLevel::STATS
+    } else {
+        VerifierLogLevel::STATS
+    }
 }
 
 pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
@@ -908,6 +940,11 @@ pub(crate) fn record_result(
             status.status = "absent";
             status.reason = Some(reason);
         }
+        Err(Failure::Refused(reason)) => {
+            log::debug!("probe {} not attached: {reason}", p.function());
+            status.status = "failed";
+            status.reason = Some(reason);
+        }
         Err(Failure::Failed(reason)) => {
             let at = match status.mechanism {
                 "uprobe" => format!(" to {}", status.target),
@@ -1051,6 +1088,9 @@ pub(crate) enum Failure {
     /// said in the probe's row, not warned about on every run.
     Absent(String),
     Failed(String),
+    /// Failed for a reason already warned about once for every probe it fails (the kernel
+    /// refused a program they share).
+    Refused(String),
 }
 
 fn map(ebpf: &mut Ebpf, name: &str) -> anyhow::Result<aya::maps::Map> {
