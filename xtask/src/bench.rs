@@ -401,38 +401,43 @@ pub fn run(calls: u64, only: Option<&str>, json_path: &Path) -> anyhow::Result<(
     for case in cases {
         let n = calls / case.divisor;
         // The workload's command, the same for every run of the case.
-        let argv = workload(
-            (case.mode, case.mpi_size),
-            n,
-            &exe,
-            &mpi_exe,
-            scratch.dir(case.mpi_size),
-        );
-        let loop_ns = |traced: bool| -> anyhow::Result<(f64, Option<Stats>)> {
-            let out_dir = dir.join(format!("out-{}", case.mode));
-            let _ = fs::remove_dir_all(&out_dir);
-            let mut cmd = if traced {
-                let mut c = Command::new(&strata);
-                c.args(["record", "-q", "-o"]).arg(&out_dir);
-                if !case.layers.is_empty() {
-                    c.args(["--layers", case.layers]);
-                }
-                c.arg("--").args(&argv);
-                c
-            } else {
-                let mut c = Command::new(&argv[0]);
-                c.args(&argv[1..]);
-                c
-            };
-            cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-                .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
-            let text = output(&mut cmd)?;
-            let ns: f64 = text
-                .trim()
-                .parse()
-                .with_context(|| format!("bench_io printed {text:?}"))?;
-            Ok((ns, traced.then(|| stats(&out_dir)).transpose()?))
+        let argv_of = |n| {
+            workload(
+                (case.mode, case.mpi_size),
+                n,
+                &exe,
+                &mpi_exe,
+                scratch.dir(case.mpi_size),
+            )
         };
+        let argv = argv_of(n);
+        let loop_ns_of =
+            |traced: bool, argv: &[std::ffi::OsString]| -> anyhow::Result<(f64, Option<Stats>)> {
+                let out_dir = dir.join(format!("out-{}", case.mode));
+                let _ = fs::remove_dir_all(&out_dir);
+                let mut cmd = if traced {
+                    let mut c = Command::new(&strata);
+                    c.args(["record", "-q", "-o"]).arg(&out_dir);
+                    if !case.layers.is_empty() {
+                        c.args(["--layers", case.layers]);
+                    }
+                    c.arg("--").args(argv);
+                    c
+                } else {
+                    let mut c = Command::new(&argv[0]);
+                    c.args(&argv[1..]);
+                    c
+                };
+                cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+                    .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+                let text = output(&mut cmd)?;
+                let ns: f64 = text
+                    .trim()
+                    .parse()
+                    .with_context(|| format!("bench_io printed {text:?}"))?;
+                Ok((ns, traced.then(|| stats(&out_dir)).transpose()?))
+            };
+        let loop_ns = |traced: bool| loop_ns_of(traced, &argv);
         // The same loop under empty probes of the same kind and under the floor's: one run.
         let under = |args: &[&str]| -> anyhow::Result<f64> {
             let text = output(
@@ -480,26 +485,33 @@ pub fn run(calls: u64, only: Option<&str>, json_path: &Path) -> anyhow::Result<(
         // strata's kernel programs from more traced runs with BPF statistics on, and beside
         // them the floor's (where the case has one), in turn, the median of each: what
         // strata's programs do beyond the least a recorder does, without the trap cost both
-        // pay, and steadier than the loop times (the programs time themselves). One run each
-        // where there is no floor.
+        // pay, and steadier than the loop times (the programs time themselves). One pair each
+        // where there is no floor. Each is the difference of runs of n and 3n iterations:
+        // the statistics count every run of the programs, also on the syscalls of strata's
+        // own start and stop (filtered out at once, but 0.3 runs per call of the write(1 B)
+        // loop) and of the workload's, which the difference cancels.
+        let argv3 = argv_of(3 * n);
         let mut progs = Vec::new();
         let mut floors = Vec::new();
         for _ in 0..if floor.is_some() { 3 } else { 1 } {
-            let prog = {
+            let (short, long) = {
                 let _on = BpfStats::on()?;
-                loop_ns(true)?.1.context("no traced run")?
+                let short = loop_ns(true)?.1.context("no traced run")?;
+                (short, loop_ns_of(true, &argv3)?.1.context("no traced run")?)
             };
-            let per = prog.calls.max(loop_calls).max(1) as f64;
-            progs.push((
-                (prog.bpf_run_ns as f64 - empty_run_ns * prog.bpf_runs as f64) / per,
-                prog.bpf_runs as f64 / per,
-            ));
+            let calls = long.calls.saturating_sub(short.calls);
+            let per = calls.max(2 * loop_calls).max(1) as f64;
+            let runs = long.bpf_runs.saturating_sub(short.bpf_runs) as f64;
+            let ns = long.bpf_run_ns as f64 - short.bpf_run_ns as f64;
+            progs.push(((ns - empty_run_ns * runs) / per, runs / per));
             if let Some(floor) = floor {
                 // Per record, as strata's per call it recorded: the floor also keeps the
                 // calls of processes beside the loop (a shell's, the system's).
                 let (ns, runs, records) = program_stats(&strata, floor, &argv)?;
-                let per = records.max(loop_calls as f64).max(1.0);
-                floors.push(((ns - empty_run_ns * runs) / per, runs / per));
+                let (ns3, runs3, records3) = program_stats(&strata, floor, &argv3)?;
+                let per = (records3 - records).max(2.0 * loop_calls as f64).max(1.0);
+                let runs = runs3 - runs;
+                floors.push(((ns3 - ns - empty_run_ns * runs) / per, runs / per));
             }
         }
         let (prog_ns_per_call, runs_per_call) = median_by_first(&mut progs);
