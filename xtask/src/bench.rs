@@ -488,8 +488,8 @@ pub fn run(calls: u64, only: Option<&str>, json_path: &Path) -> anyhow::Result<(
         // pay, and steadier than the loop times (the programs time themselves). One pair each
         // where there is no floor. Each is the difference of runs of n and 3n iterations:
         // the statistics count every run of the programs, also on the syscalls of strata's
-        // own start and stop (filtered out at once, but 0.3 runs per call of the write(1 B)
-        // loop) and of the workload's, which the difference cancels.
+        // own start and stop and of the workload's (filtered out at once, but counted), which
+        // the difference cancels.
         let argv3 = argv_of(3 * n);
         let mut progs = Vec::new();
         let mut floors = Vec::new();
