@@ -286,7 +286,7 @@ impl Uprobes {
                     // first line.
                     log::warn!(
                         "the kernel rejected {prog}, which each library probe attached \
-                         without a multi-uprobe link needs: {e:#}"
+                         without a multi-uprobe link needs: {e}"
                     );
                     let e = e.to_string();
                     let first = e.lines().next().unwrap_or_default();
@@ -872,6 +872,13 @@ enum RawLink {
     Btf(&'static str, BtfTracePointLinkId),
 }
 
+/// A program the kernel would not load, as one message: aya's error already says the
+/// system call's error before the verifier's output, which its source (anyhow's `{:#}`)
+/// would repeat after it.
+fn rejected(prog: &str, e: &aya::programs::ProgramError) -> anyhow::Error {
+    anyhow!("the kernel rejected {prog}: {e}")
+}
+
 /// Loads the BTF raw tracepoint program `prog` for `tracepoint`; the error says why not.
 fn load_btf(
     ebpf: &mut Ebpf,
@@ -1114,8 +1121,7 @@ where
 fn syscall_tracepoint<'a>(ebpf: &'a mut Ebpf, name: &str) -> anyhow::Result<&'a mut TracePoint> {
     let prog = program::<TracePoint>(ebpf, name)?;
     if prog.fd().is_err() {
-        prog.load()
-            .with_context(|| format!("the kernel rejected {name}"))?;
+        prog.load().map_err(|e| rejected(name, &e))?;
     }
     Ok(prog)
 }
@@ -1174,8 +1180,7 @@ fn attach_lifecycle(
             Err(e) => log::info!("{name}: on its trace event ({e})"),
         }
         let tp = program::<TracePoint>(ebpf, prog)?;
-        tp.load()
-            .with_context(|| format!("the kernel rejected program {prog}"))?;
+        tp.load().map_err(|e| rejected(prog, &e))?;
         tp.attach(cat, name)
             .with_context(|| format!("cannot attach to tracepoint {cat}/{name}"))?;
     }
@@ -1424,7 +1429,7 @@ fn attach_kfunc(
         for prog in [programs::KPROBE_ENTRY, programs::KPROBE_RETURN] {
             let kp = program::<KProbe>(ebpf, prog)?;
             if kp.fd().is_err() {
-                kp.load().context("the kernel rejected the program")?;
+                kp.load().map_err(|e| rejected(prog, &e))?;
             }
             kp.attach(target, 0)?;
         }
@@ -1461,9 +1466,10 @@ fn attach_kernel_tracepoint(
             .ok_or_else(|| anyhow!("map {} missing", maps::KERNEL_FIELDS))?,
     )?;
     table.set(event as u32, fields, 0)?;
-    let prog = program::<TracePoint>(ebpf, programs::KERNEL_TRACEPOINT[event as usize])?;
+    let prog_name = programs::KERNEL_TRACEPOINT[event as usize];
+    let prog = program::<TracePoint>(ebpf, prog_name)?;
     if prog.fd().is_err() {
-        prog.load().context("the kernel rejected the program")?;
+        prog.load().map_err(|e| rejected(prog_name, &e))?;
     }
     prog.attach(category, name)?;
     Ok(())
