@@ -13,7 +13,9 @@
  *     DIR/ + (i % 16) times "./" + bench.dat (records of many sizes)
  *   random: N preads and pwrites, each chosen at random, of 1 B to 64 KiB at random offsets
  *     in a 64 MiB file (an irregular access pattern; the sequence is the same every run)
- *   clock: nothing; prints CLOCK_MONOTONIC at its start instead (when a tracer let it run) */
+ *   clock: nothing; prints CLOCK_MONOTONIC at its start instead (when a tracer let it run)
+ * BENCH_IO_CPU=C in the environment pins the process to CPU C first (the benchmark keeps a
+ * tracer's threads off the loop's CPU this way, also when the tracer starts the loop). */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <sched.h>
@@ -74,6 +76,13 @@ static int uring_writes(const char *path, long n, long long *t0, long long *t1) 
 
 int main(int argc, char **argv) {
     if (argc != 4) return 2;
+    const char *cpu = getenv("BENCH_IO_CPU");
+    if (cpu != NULL) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(atoi(cpu), &one);
+        if (sched_setaffinity(0, sizeof one, &one) != 0) return 18;
+    }
     long n = atol(argv[2]);
     char path[4096];
     snprintf(path, sizeof path, "%s/bench.dat", argv[3]);
