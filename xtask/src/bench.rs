@@ -1,7 +1,7 @@
 //! `cargo xtask bench`: overhead ratios and trace size, every figure measured side by side in
 //! one run. Each workload prints its own loop time, so tracer start-up and teardown are not
 //! counted; the tracer's cost appears as the ratio of traced to untraced loop time.
-use std::{fs, path::Path, process::Command};
+use std::{ffi::OsString, fs, path::Path, process::Command};
 
 use anyhow::Context as _;
 use serde_json::json;
@@ -286,8 +286,8 @@ fn workload(
     io: &Path,
     mpi: &Path,
     dir: &Path,
-) -> Vec<std::ffi::OsString> {
-    let mut v: Vec<std::ffi::OsString> = Vec::new();
+) -> Vec<OsString> {
+    let mut v: Vec<OsString> = Vec::new();
     match mpi_size {
         None => {
             v.push(io.into());
@@ -421,7 +421,7 @@ pub fn run(calls: u64, only: Option<&str>, json_path: &Path) -> anyhow::Result<(
         };
         let argv = argv_of(n);
         let loop_ns_of = |traced: bool,
-                          argv: &[std::ffi::OsString],
+                          argv: &[OsString],
                           pin: Option<&Cpus>|
          -> anyhow::Result<(f64, Option<Stats>)> {
             let out_dir = dir.join(format!("out-{}", case.mode));
@@ -476,27 +476,32 @@ pub fn run(calls: u64, only: Option<&str>, json_path: &Path) -> anyhow::Result<(
         // is measured apart (its CPU time per event, below). Each round also runs the loop
         // untraced and traced unpinned, for what a job whose CPUs strata shares sees.
         let rounds = if case.empty.is_some() { 15 } else { 3 };
-        let mut base = f64::MAX;
+        // Per round: untraced, traced, then each baseline's loop time.
+        let mut timed: Vec<[f64; 5]> = Vec::new();
         let mut traced = f64::MAX;
         let mut st = None;
-        let mut baselines = [f64::MAX; 3];
         let mut shared = pin.map(|_| (f64::MAX, f64::MAX));
         for _ in 0..rounds {
-            base = base.min(loop_ns_of(false, &argv, pin)?.0);
+            let mut round = [f64::MAX; 5];
+            round[0] = loop_ns_of(false, &argv, pin)?.0;
             let (t, s) = loop_ns_of(true, &argv, pin)?;
+            round[1] = t;
             if t < traced {
                 traced = t;
                 st = s;
             }
-            for (best, args) in baselines.iter_mut().zip(case.empty.iter().flatten()) {
-                *best = best.min(under(args)?);
+            for (slot, args) in round[2..].iter_mut().zip(case.empty.iter().flatten()) {
+                *slot = under(args)?;
             }
+            timed.push(round);
             if let Some((b, t)) = shared.as_mut() {
                 *b = b.min(loop_ns(false)?.0);
                 *t = t.min(loop_ns(true)?.0);
             }
         }
         let st = st.context("no traced run")?;
+        let best = best_of(timed.iter());
+        let (base, baselines) = (best[0], [best[2], best[3], best[4]]);
         let calls_made = (n * case.calls_per_iter) as f64;
         let per_call = (traced - base) / calls_made;
         let [empty_per_call, stamp_per_call, floor_per_call] =
@@ -506,46 +511,102 @@ pub fn run(calls: u64, only: Option<&str>, json_path: &Path) -> anyhow::Result<(
         let loop_calls = n * case.calls_per_iter;
         let dropped = st.calls < loop_calls / 2;
         let floor = case.empty.filter(|_| !dropped).map(|[_, _, floor]| floor);
-        // strata's kernel programs from more traced runs with BPF statistics on, and beside
-        // them the floor's (where the case has one), in turn, the median of each: what
-        // strata's programs do beyond the least a recorder does, without the trap cost both
-        // pay, and steadier than the loop times (the programs time themselves). One pair each
-        // where there is no floor. Each is the difference of runs of n and 3n iterations:
-        // the statistics count every run of the programs, also on the syscalls of strata's
-        // own start and stop and of the workload's (filtered out at once, but counted), which
-        // the difference cancels.
+        // How far the ratio to the floor moves within this run: the same ratio from each
+        // third of the rounds (every third round, so that each spans the run).
+        let thirds = floor_per_call.filter(|_| !dropped).map(|_| {
+            [0, 1, 2].map(|g| {
+                let b = best_of(timed.iter().skip(g).step_by(3));
+                (b[1] - b[0]) / (b[4] - b[0]).max(1.0)
+            })
+        });
+        let spread = thirds.map(|r| {
+            let lo = r.iter().copied().fold(f64::MAX, f64::min);
+            let hi = r.iter().copied().fold(f64::MIN, f64::max);
+            (lo, hi)
+        });
+        // strata's kernel programs, from more traced runs with BPF statistics on: what they
+        // do beyond the least a recorder does, without the trap cost both pay, and steadier
+        // than the loop times (the programs time themselves). Where the case has a floor, the
+        // floor's programs run on the same calls in the same runs, attached before strata's in
+        // half of them and after in the other half (the second finds in cache what the first
+        // read): whatever a shared machine does to a run, it does to both. Six such pairs and
+        // the one with the median ratio; one pair of strata alone where there is no floor.
+        // Each figure is the difference of runs of n and 3n iterations: the statistics count
+        // every run of the programs, also on the syscalls of the tracers' own start and stop
+        // and of the workload's (filtered out at once, but counted), which the difference
+        // cancels.
         let argv3 = argv_of(3 * n);
+        let paired = |argv: &[OsString], floor: &[&str], floor_first: bool| {
+            let out_dir = dir.join(format!("out-{}", case.mode));
+            let _ = fs::remove_dir_all(&out_dir);
+            let mut record: Vec<OsString> = ["record", "-q", "-o"].map(OsString::from).into();
+            record.push(out_dir.clone().into_os_string());
+            if !case.layers.is_empty() {
+                record.extend(["--layers", case.layers].map(OsString::from));
+            }
+            let mut under_floor = vec![OsString::from("bench-empty")];
+            under_floor.extend(floor.iter().map(OsString::from));
+            let (outer, inner) = if floor_first {
+                (under_floor, record)
+            } else {
+                (record, under_floor)
+            };
+            let out = Command::new(&strata)
+                .args(&outer)
+                .arg("--")
+                .arg(&strata)
+                .args(&inner)
+                .arg("--")
+                .args(argv)
+                .output()
+                .context("cannot run strata beside the floor")?;
+            let err = String::from_utf8_lossy(&out.stderr);
+            anyhow::ensure!(
+                out.status.success(),
+                "strata beside the floor failed: {err}"
+            );
+            anyhow::Ok((stats(&out_dir)?, bench_empty_figures(&err)?))
+        };
+        // strata's programs per call it recorded.
+        let strata_prog = |short: &Stats, long: &Stats| {
+            let calls = long.calls.saturating_sub(short.calls);
+            ProgramTime::per_call(
+                long.bpf_run_ns as f64 - short.bpf_run_ns as f64,
+                long.bpf_runs.saturating_sub(short.bpf_runs) as f64,
+                calls.max(2 * loop_calls).max(1) as f64,
+                empty_run_ns,
+            )
+        };
         let mut progs = Vec::new();
-        let mut floors = Vec::new();
-        for _ in 0..if floor.is_some() { 3 } else { 1 } {
-            let (short, long) = {
+        match floor {
+            None => {
                 let _on = BpfStats::on()?;
                 let short = loop_ns(true)?.1.context("no traced run")?;
-                (
-                    short,
-                    loop_ns_of(true, &argv3, None)?.1.context("no traced run")?,
-                )
-            };
-            let calls = long.calls.saturating_sub(short.calls);
-            let per = calls.max(2 * loop_calls).max(1) as f64;
-            let runs = long.bpf_runs.saturating_sub(short.bpf_runs) as f64;
-            let ns = long.bpf_run_ns as f64 - short.bpf_run_ns as f64;
-            progs.push(((ns - empty_run_ns * runs) / per, (runs / per, ns / per)));
-            if let Some(floor) = floor {
-                // Per record, as strata's per call it recorded: the floor also keeps the
-                // calls of processes beside the loop (a shell's, the system's).
-                let (ns, runs, records) = program_stats(&strata, floor, &argv)?;
-                let (ns3, runs3, records3) = program_stats(&strata, floor, &argv3)?;
-                let per = (records3 - records).max(2.0 * loop_calls as f64).max(1.0);
-                let runs = runs3 - runs;
-                floors.push((
-                    (ns3 - ns - empty_run_ns * runs) / per,
-                    (runs / per, (ns3 - ns) / per),
-                ));
+                let long = loop_ns_of(true, &argv3, None)?.1.context("no traced run")?;
+                progs.push((strata_prog(&short, &long), None));
+            }
+            Some(floor) => {
+                for round in 0..6 {
+                    let _on = BpfStats::on()?;
+                    let (short, (ns, runs, records)) = paired(&argv, floor, round % 2 == 0)?;
+                    let (long, (ns3, runs3, records3)) = paired(&argv3, floor, round % 2 == 0)?;
+                    // Per record, as strata's per call it recorded: the floor also keeps the
+                    // calls of processes beside the loop (strata's, a shell's, the system's).
+                    let floor_prog = ProgramTime::per_call(
+                        ns3 - ns,
+                        runs3 - runs,
+                        (records3 - records).max(2.0 * loop_calls as f64).max(1.0),
+                        empty_run_ns,
+                    );
+                    progs.push((strata_prog(&short, &long), Some(floor_prog)));
+                }
             }
         }
-        let (prog_ns_per_call, (runs_per_call, prog_raw)) = median_by_first(&mut progs);
-        let floor_prog = (!floors.is_empty()).then(|| median_by_first(&mut floors));
+        // The pair with the median ratio.
+        let ratio =
+            |(s, f): &(ProgramTime, Option<ProgramTime>)| s.ns / f.map_or(1.0, |f| f.ns.max(1.0));
+        progs.sort_by(|a, b| ratio(a).total_cmp(&ratio(b)));
+        let (prog, floor_prog) = progs[progs.len() / 2];
         let events_per_s = st.calls as f64 / (traced / 1e9);
         let bytes_per_event = st.parquet_bytes as f64 / st.calls.max(1) as f64;
         println!(
@@ -577,12 +638,13 @@ pub fn run(calls: u64, only: Option<&str>, json_path: &Path) -> anyhow::Result<(
             "stamp_ns_per_call": stamp_per_call,
             "floor_ns_per_call": floor_per_call,
             "strata_above_floor_ns_per_call": floor_per_call.map(|f| per_call - f),
-            "kernel_program_ns_per_call": prog_ns_per_call,
-            "kernel_program_runs_per_call": runs_per_call,
-            "kernel_program_ns_per_call_with_empty": prog_raw,
-            "floor_program_ns_per_call": floor_prog.map(|f| f.0),
-            "floor_program_runs_per_call": floor_prog.map(|f| f.1.0),
-            "floor_program_ns_per_call_with_empty": floor_prog.map(|f| f.1.1),
+            "above_floor_ratio_by_thirds": thirds,
+            "kernel_program_ns_per_call": prog.ns,
+            "kernel_program_runs_per_call": prog.runs,
+            "kernel_program_ns_per_call_with_empty": prog.with_empty,
+            "floor_program_ns_per_call": floor_prog.map(|f| f.ns),
+            "floor_program_runs_per_call": floor_prog.map(|f| f.runs),
+            "floor_program_ns_per_call_with_empty": floor_prog.map(|f| f.with_empty),
             "pinned": pin.is_some(),
             "unpinned_untraced_loop_ns": shared.map(|s| s.0),
             "unpinned_traced_loop_ns": shared.map(|s| s.1),
@@ -600,22 +662,32 @@ pub fn run(calls: u64, only: Option<&str>, json_path: &Path) -> anyhow::Result<(
             // Both with and without what an empty program costs under the statistics: that
             // cost, measured once per run and taken twice per call from both, moves the
             // smaller figure, the floor's, more, and with it the first ratio.
-            Some((f, (f_runs, f_raw))) => println!(
-                "{:<20} strata's kernel programs: {prog_ns_per_call:.0} ns per call ({runs_per_call:.1} runs); the floor's {f:.0} ns ({f_runs:.1} runs): {:.2}x ({prog_raw:.0} against {f_raw:.0} ns, {:.2}x, with the empty programs' cost)",
+            Some(f) => println!(
+                "{:<20} strata's kernel programs: {:.0} ns per call ({:.1} runs); the floor's on the same calls {:.0} ns ({:.1} runs): {:.2}x ({:.0} against {:.0} ns, {:.2}x, with the empty programs' cost)",
                 "",
-                prog_ns_per_call / f.max(1.0),
-                prog_raw / f_raw.max(1.0)
+                prog.ns,
+                prog.runs,
+                f.ns,
+                f.runs,
+                prog.ns / f.ns.max(1.0),
+                prog.with_empty,
+                f.with_empty,
+                prog.with_empty / f.with_empty.max(1.0)
             ),
             None => println!(
-                "{:<20} strata's kernel programs: {prog_ns_per_call:.0} ns per call ({runs_per_call:.1} runs)",
-                ""
+                "{:<20} strata's kernel programs: {:.0} ns per call ({:.1} runs)",
+                "", prog.ns, prog.runs
             ),
         }
         if case.mode == "syscall" {
-            write_kernel = empty_per_call.map(|e| (prog_ns_per_call, e));
+            write_kernel = empty_per_call.map(|e| (prog.ns, e));
         }
         if let (Some(f), false) = (floor_per_call, dropped) {
-            seen.above_floor.push((case.name, per_call / f.max(1.0)));
+            seen.above_floor.push(AboveFloor {
+                case: case.name,
+                ratio: per_call / f.max(1.0),
+                thirds: spread,
+            });
         }
         if let (Some(e), true) = (empty_per_call, dropped) {
             println!(
@@ -633,10 +705,13 @@ pub fn run(calls: u64, only: Option<&str>, json_path: &Path) -> anyhow::Result<(
                 per_call - e,
             );
             println!(
-                "{:<20} the floor (the least a per-call recorder does) adds {f:.0} ns ({:.1}x the empty probe); strata is {:.2}x the floor, {:.0} ns above it",
+                "{:<20} the floor (the least a per-call recorder does) adds {f:.0} ns ({:.1}x the empty probe); strata is {:.2}x the floor{}, {:.0} ns above it",
                 "",
                 f / e.max(1.0),
                 per_call / f.max(1.0),
+                spread.map_or(String::new(), |(lo, hi)| format!(
+                    " ({lo:.2}-{hi:.2}x in thirds of the rounds)"
+                )),
                 per_call - f,
             );
             println!(
@@ -941,7 +1016,7 @@ struct Seen {
     /// an empty probe adds, ns.
     own_and_empty: Option<(f64, f64)>,
     /// Per case with a floor: strata's added time per call over the floor's.
-    above_floor: Vec<(&'static str, f64)>,
+    above_floor: Vec<AboveFloor>,
     /// Share of a core strata's user space takes at `PACED_RATE` events per second.
     user_share: Option<f64>,
     /// Best pipeline rate, events per second.
@@ -951,6 +1026,14 @@ struct Seen {
     lost_at_paced_rate: Option<u64>,
     /// Peak resident KiB at each sustained rate.
     rss_by_rate: Vec<(u64, u64)>,
+}
+
+/// strata's added time per call over the floor's in one case.
+struct AboveFloor {
+    case: &'static str,
+    ratio: f64,
+    /// The least and greatest of the ratio in thirds of the rounds.
+    thirds: Option<(f64, f64)>,
 }
 
 /// A target, what this run measured of it, and whether that meets it (None: this run
@@ -986,7 +1069,17 @@ fn targets(seen: &Seen) -> Vec<Target> {
         );
     }
     if !seen.above_floor.is_empty() {
-        let (each, met) = each_within(&seen.above_floor, 1.15, |n, r| format!("{n} {r:.2}x"));
+        let (each, met) = each_within(
+            &seen.above_floor,
+            1.15,
+            |a| a.ratio,
+            |a| match a.thirds {
+                Some((lo, hi)) => {
+                    format!("{} {:.2}x ({lo:.2}-{hi:.2}x in thirds)", a.case, a.ratio)
+                }
+                None => format!("{} {:.2}x", a.case, a.ratio),
+            },
+        );
         add(
             "(proposed) strata's added time per call at most 1.15x the floor's, on the traced loop's CPU".into(),
             each,
@@ -1008,9 +1101,12 @@ fn targets(seen: &Seen) -> Vec<Target> {
         );
     }
     if !seen.regular_bytes.is_empty() {
-        let (each, met) = each_within(&seen.regular_bytes, 8.0, |n, b| {
-            format!("{} {b:.2}", n.trim_start_matches("regular: "))
-        });
+        let (each, met) = each_within(
+            &seen.regular_bytes,
+            8.0,
+            |(_, b)| *b,
+            |(n, b)| format!("{} {b:.2}", n.trim_start_matches("regular: ")),
+        );
         add(
             "at most 8 bytes per event on regular workloads".into(),
             each,
@@ -1040,14 +1136,15 @@ fn targets(seen: &Seen) -> Vec<Target> {
     t
 }
 
-/// Each case's figure as `show` writes it, and whether the largest is at most `bound`.
-fn each_within(
-    cases: &[(&str, f64)],
+/// Each case as `show` writes it, and whether the largest `value` is at most `bound`.
+fn each_within<T>(
+    cases: &[T],
     bound: f64,
-    show: impl Fn(&str, f64) -> String,
+    value: impl Fn(&T) -> f64,
+    show: impl Fn(&T) -> String,
 ) -> (String, Option<bool>) {
-    let worst = cases.iter().map(|(_, v)| *v).fold(0.0, f64::max);
-    let each: Vec<_> = cases.iter().map(|(n, v)| show(n, *v)).collect();
+    let worst = cases.iter().map(value).fold(0.0, f64::max);
+    let each: Vec<_> = cases.iter().map(show).collect();
     (each.join(", "), Some(worst <= bound))
 }
 
@@ -1146,10 +1243,34 @@ impl Cpus {
     }
 }
 
-/// The pair with the median first value.
-fn median_by_first<T: Copy>(pairs: &mut [(f64, T)]) -> (f64, T) {
-    pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
-    pairs[pairs.len() / 2]
+/// Each figure's best (least) over `rounds`.
+fn best_of<'a>(rounds: impl Iterator<Item = &'a [f64; 5]>) -> [f64; 5] {
+    rounds.fold([f64::MAX; 5], |best, r| {
+        std::array::from_fn(|i| best[i].min(r[i]))
+    })
+}
+
+/// Time in kernel programs per recorded call.
+#[derive(Clone, Copy)]
+struct ProgramTime {
+    /// Less what an empty program costs under the statistics, each run.
+    ns: f64,
+    /// Program runs.
+    runs: f64,
+    /// With it.
+    with_empty: f64,
+}
+
+impl ProgramTime {
+    /// `ns` in `runs` program runs over `calls` recorded calls; `empty_run_ns` what an empty
+    /// program run costs under the statistics.
+    fn per_call(ns: f64, runs: f64, calls: f64, empty_run_ns: f64) -> Self {
+        Self {
+            ns: (ns - empty_run_ns * runs) / calls,
+            runs: runs / calls,
+            with_empty: ns / calls,
+        }
+    }
 }
 
 /// The number after the word `name` in `name value` text printed by strata's bench commands.
@@ -1173,7 +1294,7 @@ fn empty_program_ns(strata: &Path, exe: &Path, dir: &Path) -> anyhow::Result<f64
 fn program_stats(
     strata: &Path,
     args: &[&str],
-    workload: &[std::ffi::OsString],
+    workload: &[OsString],
 ) -> anyhow::Result<(f64, f64, f64)> {
     let _on = BpfStats::on()?;
     let out = Command::new(strata)
@@ -1185,9 +1306,15 @@ fn program_stats(
         .context("cannot run strata bench-empty")?;
     let err = String::from_utf8_lossy(&out.stderr);
     anyhow::ensure!(out.status.success(), "strata bench-empty failed: {err}");
-    match (field(&err, "bpf_run_ns"), field(&err, "bpf_runs")) {
+    bench_empty_figures(&err)
+}
+
+/// What `strata bench-empty` printed of its programs: their time, their runs (with BPF
+/// statistics on) and the records they sent (the floor's; 0 for empty programs).
+fn bench_empty_figures(err: &str) -> anyhow::Result<(f64, f64, f64)> {
+    match (field(err, "bpf_run_ns"), field(err, "bpf_runs")) {
         (Some(ns), Some(runs)) if runs > 0.0 => {
-            Ok((ns, runs, field(&err, "records").unwrap_or(0.0)))
+            Ok((ns, runs, field(err, "records").unwrap_or(0.0)))
         }
         _ => anyhow::bail!("the kernel kept no BPF statistics (needs Linux 5.1 or later): {err}"),
     }
@@ -1382,7 +1509,18 @@ mod tests {
     fn targets_are_met_up_to_their_thresholds_and_not_beyond() {
         let mut seen = Seen {
             own_and_empty: Some((12.0, 124.0)),
-            above_floor: vec![("write", 1.14), ("fwrite", 1.03)],
+            above_floor: vec![
+                AboveFloor {
+                    case: "write",
+                    ratio: 1.14,
+                    thirds: Some((1.1, 1.18)),
+                },
+                AboveFloor {
+                    case: "fwrite",
+                    ratio: 1.03,
+                    thirds: None,
+                },
+            ],
             user_share: Some(0.07),
             pipeline: Some(1.2e6),
             regular_bytes: vec![("regular: MPI-IO", 6.6), ("regular: HDF5", 8.0)],
@@ -1391,8 +1529,10 @@ mod tests {
         };
         let met = vec![Some(true); 6];
         assert_eq!(verdicts(&seen), [met, vec![None]].concat());
+        let floor = &targets(&seen)[1].measured;
+        assert_eq!(floor, "write 1.14x (1.10-1.18x in thirds), fwrite 1.03x");
         seen.own_and_empty = Some((556.0, 124.0));
-        seen.above_floor[1].1 = 1.16;
+        seen.above_floor[1].ratio = 1.16;
         seen.user_share = Some(0.11);
         seen.pipeline = Some(0.9e6);
         seen.regular_bytes[0].1 = 8.1;
