@@ -1283,30 +1283,18 @@ fn field(text: &str, name: &str) -> Option<f64> {
 /// What one run of an empty tracepoint program costs with the kernel's BPF statistics on:
 /// their own clock reads, to be taken off strata's programs' times.
 fn empty_program_ns(strata: &Path, exe: &Path, dir: &Path) -> anyhow::Result<f64> {
-    let workload = [exe.into(), "syscall".into(), "100000".into(), dir.into()];
-    let (ns, runs, _) = program_stats(strata, &["--mechanism", "tracepoint"], &workload)?;
-    Ok(ns / runs)
-}
-
-/// The time `strata bench-empty args -- workload` spent in its programs, how often they ran,
-/// and the records they sent (the floor's; 0 for empty programs), with the kernel's BPF
-/// statistics on.
-fn program_stats(
-    strata: &Path,
-    args: &[&str],
-    workload: &[OsString],
-) -> anyhow::Result<(f64, f64, f64)> {
     let _on = BpfStats::on()?;
     let out = Command::new(strata)
-        .arg("bench-empty")
-        .args(args)
-        .arg("--")
-        .args(workload)
+        .args(["bench-empty", "--mechanism", "tracepoint", "--"])
+        .arg(exe)
+        .args(["syscall", "100000"])
+        .arg(dir)
         .output()
         .context("cannot run strata bench-empty")?;
     let err = String::from_utf8_lossy(&out.stderr);
     anyhow::ensure!(out.status.success(), "strata bench-empty failed: {err}");
-    bench_empty_figures(&err)
+    let (ns, runs, _) = bench_empty_figures(&err)?;
+    Ok(ns / runs)
 }
 
 /// What `strata bench-empty` printed of its programs: their time, their runs (with BPF
