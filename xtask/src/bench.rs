@@ -420,6 +420,15 @@ pub fn run(calls: u64, only: Option<&str>, json_path: &Path) -> anyhow::Result<(
             )
         };
         let argv = argv_of(n);
+        // `strata record` of the case's layers into `out_dir`, before the command's `--`.
+        let record_args = |out_dir: &Path| {
+            let mut args: Vec<OsString> = ["record", "-q", "-o"].map(OsString::from).into();
+            args.push(out_dir.into());
+            if !case.layers.is_empty() {
+                args.extend(["--layers", case.layers].map(OsString::from));
+            }
+            args
+        };
         let loop_ns_of = |traced: bool,
                           argv: &[OsString],
                           pin: Option<&Cpus>|
@@ -428,11 +437,7 @@ pub fn run(calls: u64, only: Option<&str>, json_path: &Path) -> anyhow::Result<(
             let _ = fs::remove_dir_all(&out_dir);
             let mut cmd = if traced {
                 let mut c = Command::new(&strata);
-                c.args(["record", "-q", "-o"]).arg(&out_dir);
-                if !case.layers.is_empty() {
-                    c.args(["--layers", case.layers]);
-                }
-                c.arg("--").args(argv);
+                c.args(record_args(&out_dir)).arg("--").args(argv);
                 c
             } else {
                 let mut c = Command::new(&argv[0]);
@@ -539,11 +544,7 @@ pub fn run(calls: u64, only: Option<&str>, json_path: &Path) -> anyhow::Result<(
         let paired = |argv: &[OsString], floor: &[&str], floor_first: bool| {
             let out_dir = dir.join(format!("out-{}", case.mode));
             let _ = fs::remove_dir_all(&out_dir);
-            let mut record: Vec<OsString> = ["record", "-q", "-o"].map(OsString::from).into();
-            record.push(out_dir.clone().into_os_string());
-            if !case.layers.is_empty() {
-                record.extend(["--layers", case.layers].map(OsString::from));
-            }
+            let record = record_args(&out_dir);
             let mut under_floor = vec![OsString::from("bench-empty")];
             under_floor.extend(floor.iter().map(OsString::from));
             let (outer, inner) = if floor_first {
