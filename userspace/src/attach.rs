@@ -25,7 +25,7 @@ use strata_common::{
 use crate::{
     libraries,
     probes::{ArgKind, Mechanism, Probe, Target},
-    symbols::{SymbolTable, find_library_in},
+    symbols::{SymbolError, SymbolTable, find_library_in},
     tracefs,
 };
 
@@ -734,13 +734,28 @@ fn load_parsed(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
                 }
                 Target::Uprobe { library, symbol } => {
                     let lib = libs.entry(library.clone()).or_insert_with(|| {
-                        let path =
-                            find_library_in(&ld_cache, library).map_err(|e| e.to_string())?;
-                        let table = SymbolTable::read(&path).map_err(|e| e.to_string())?;
-                        Ok((path, table))
+                        let found = find_library_in(&ld_cache, library).map_err(|e| match e {
+                            SymbolError::LibraryNotFound(_) => {
+                                format!("{e}; its probes attach when a traced process loads it")
+                            }
+                            e => e.to_string(),
+                        });
+                        let lib = found.and_then(|path| {
+                            let table = SymbolTable::read(&path).map_err(|e| e.to_string())?;
+                            Ok((path, table))
+                        });
+                        // Said once for the library, not for each of its probes (a node
+                        // without MPI would get a line for each of some 60).
+                        if let Err(e) = &lib {
+                            log::warn!(
+                                "{} not attached at start: {e}",
+                                on_library(probes, library)
+                            );
+                        }
+                        lib
                     });
                     match lib {
-                        Err(e) => Err(Failure::Failed(e.clone())),
+                        Err(e) => Err(Failure::Refused(e.clone())),
                         Ok((path, table)) => {
                             status.target = path.display().to_string();
                             attach_uprobe_status(
@@ -1089,6 +1104,22 @@ impl Loaded {
     }
 }
 
+/// How many enabled probes, of which layers, are on `library`: "62 probes (mpiio)".
+fn on_library(probes: &[Probe], library: &str) -> String {
+    let mut layers: Vec<&str> = Vec::new();
+    let mut n = 0;
+    for q in probes.iter().filter(|q| q.enabled) {
+        if matches!(&q.target, Target::Uprobe { library: l, .. } if l == library) {
+            n += 1;
+            if !layers.contains(&q.layer.as_str()) {
+                layers.push(q.layer.as_str());
+            }
+        }
+    }
+    let s = if n == 1 { "" } else { "s" };
+    format!("{n} probe{s} ({})", layers.join(", "))
+}
+
 pub(crate) enum Failure {
     Alias(u32),
     /// The kernel lacks what the probe needs (a syscall or request newer than it, kprobes):
@@ -1096,7 +1127,7 @@ pub(crate) enum Failure {
     Absent(String),
     Failed(String),
     /// Failed for a reason already warned about once for every probe it fails (the kernel
-    /// refused a program they share).
+    /// refused a program they share, their library is missing or unreadable).
     Refused(String),
 }
 

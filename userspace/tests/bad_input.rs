@@ -186,6 +186,7 @@ fn missing_symbol_is_recorded_not_fatal() {
         format!("[[probe]]\nlayer = \"posix\"\nsyscall = \"write\"\nop = \"write\"\nargs = [\"fd\", \"buf\", \"size\"]\nret = \"bytes\"\n\n\
          [[probe]]\nlayer = \"stdio\"\nlibrary = \"libc.so.6\"\nsymbol = \"no_such_function_xyz\"\nop = \"write\"\nargs = [\"handle\"]\nret = \"status\"\n\n\
          [[probe]]\nlayer = \"hdf5\"\nlibrary = \"libnot-installed.so.1\"\nsymbol = \"H5Dwrite\"\nop = \"write\"\nargs = [\"handle\"]\nret = \"status\"\n\n\
+         [[probe]]\nlayer = \"hdf5\"\nlibrary = \"libnot-installed.so.1\"\nsymbol = \"H5Dread\"\nop = \"read\"\nargs = [\"handle\"]\nret = \"status\"\n\n\
          [[probe]]\nlayer = \"netcdf\"\nlibrary = \"{}\"\nsymbol = \"nc_close\"\nop = \"close\"\nargs = [\"handle\"]\nret = \"status\"\n",
             not_elf.display()
         ),
@@ -203,9 +204,25 @@ fn missing_symbol_is_recorded_not_fatal() {
         reason.contains("symbol no_such_function_xyz not found"),
         "{reason}"
     );
-    let (st, reason) = status("H5Dwrite");
-    assert_eq!(st, "failed");
-    assert!(reason.contains("libnot-installed.so.1"), "{reason}");
+    for f in ["H5Dwrite", "H5Dread"] {
+        let (st, reason) = status(f);
+        assert_eq!(st, "failed");
+        assert!(
+            reason.contains("library \"libnot-installed.so.1\" not found")
+                && reason.contains("its probes attach when a traced process loads it"),
+            "{f}: {reason}"
+        );
+    }
+    // A missing library is said once, with what it costs, not once per probe.
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("libnot-installed.so.1"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(
+        lines[0].contains("2 probes (hdf5) not attached at start"),
+        "{err}"
+    );
     let (st, reason) = status("nc_close");
     assert_eq!(st, "failed");
     assert!(
