@@ -20,6 +20,7 @@ pub mod hdf5;
 pub mod html;
 pub mod kernel;
 pub mod libraries;
+pub mod lockdown;
 pub mod lustre;
 pub mod mpi_types;
 pub mod netcdf;

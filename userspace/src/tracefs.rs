@@ -16,6 +16,8 @@ pub fn root() -> anyhow::Result<PathBuf> {
             return Ok(PathBuf::from(c));
         }
     }
+    // A locked-down kernel shows a mounted tracefs as empty.
+    crate::lockdown::check()?;
     nix::mount::mount(
         Some("tracefs"),
         CANDIDATES[0],

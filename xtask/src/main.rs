@@ -46,7 +46,9 @@ enum Cmd {
     /// tests inside each, on an emulated NVMe disk. Kernels are downloaded from Debian's
     /// registry once and cached in target/vm.
     VmTest {
-        /// Debian kernel packages (or metapackages) to boot.
+        /// Debian kernel packages (or metapackages) to boot; `PKG:lockdown=MODE` boots one
+        /// locked down (integrity: the kernel-layer tests; confidentiality: the test that
+        /// strata says it cannot trace there).
         #[arg(long = "kernel", default_values_t = vm::DEFAULT_KERNELS.iter().map(ToString::to_string))]
         kernels: Vec<String>,
     },

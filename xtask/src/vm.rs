@@ -22,11 +22,21 @@ use anyhow::{Context as _, bail};
 
 use crate::util::{exec, output, root, target_dir};
 
-/// Debian packages whose kernel the tests boot (metapackages resolve to the current build).
-pub const DEFAULT_KERNELS: &[&str] = &["linux-image-cloud-amd64", "linux-image-6.12-cloud-amd64"];
+/// Debian packages whose kernel the tests boot (metapackages resolve to the current build),
+/// each optionally with `:lockdown=MODE`, booted in that lockdown mode. Under integrity
+/// (which Secure Boot sets) the kernel-layer tests must all pass; under confidentiality
+/// strata cannot trace, and `tests/lockdown.rs` checks that it says why.
+pub const DEFAULT_KERNELS: &[&str] = &[
+    "linux-image-cloud-amd64",
+    "linux-image-6.12-cloud-amd64:lockdown=integrity",
+    "linux-image-6.12-cloud-amd64:lockdown=confidentiality",
+];
 
 /// Test harnesses run inside the guest (integration tests of the `strata` package).
-const GUEST_TESTS: &[&str] = &["kernel_layers"];
+const GUEST_TESTS: &[&str] = &["kernel_layers", "lockdown"];
+
+/// What the guest prints of /sys/kernel/security/lockdown, after its tests.
+const LOCKDOWN_MARK: &str = "strata-vm-lockdown:";
 
 /// Workloads the guest tests use, prebuilt on the host (the guest has no compiler).
 const WORKLOADS: &[(&str, &str)] = &[("kernel_io.c", "kernel_io"), ("uring.c", "uring")];
@@ -54,23 +64,35 @@ pub fn run(kernels: &[String]) -> anyhow::Result<Totals> {
         failed: 0,
     };
     let mut accel = initial_accel();
-    for pkg in kernels {
+    for spec in kernels {
+        let (pkg, lockdown) = match spec.split_once(":lockdown=") {
+            Some((pkg, mode)) => (pkg, Some(mode)),
+            None => (spec.as_str(), None),
+        };
+        // Nothing traces under confidentiality: only the test that strata says so.
+        let suite = match lockdown {
+            Some("confidentiality") => "lockdown",
+            _ => "kernel_layers",
+        };
         let vmlinuz = kernel(&vm, pkg)?;
         let disk = fresh_disk(&vm)?;
+        let append = lockdown
+            .map(|m| format!(" lockdown={m}"))
+            .unwrap_or_default();
+        // Unknown `name=value` parameters reach init as environment variables.
+        let append = format!("{append} strata_suite={suite}");
         println!(
-            "vm-test: booting {} ({accel}) with {}",
+            "vm-test: booting {}{} ({accel}) with {suite}",
             vmlinuz.display(),
-            tests
-                .iter()
-                .map(|(n, _)| n.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
+            lockdown
+                .map(|m| format!(", locked down ({m})"))
+                .unwrap_or_default(),
         );
-        let outcome = match boot(&vmlinuz, &initrd, &disk, accel)? {
+        let outcome = match boot(&vmlinuz, &initrd, &disk, accel, &append)? {
             Boot::Hung if accel == "kvm" => {
                 println!("vm-test: the guest did not reach its init under KVM; using TCG");
                 accel = "tcg";
-                boot(&vmlinuz, &initrd, &fresh_disk(&vm)?, accel)?
+                boot(&vmlinuz, &initrd, &fresh_disk(&vm)?, accel, &append)?
             }
             b => b,
         };
@@ -79,14 +101,22 @@ pub fn run(kernels: &[String]) -> anyhow::Result<Totals> {
                 code,
                 passed,
                 failed,
+                lockdown: seen,
             } => {
                 totals.passed += passed;
                 totals.failed += failed;
                 if code != 0 {
-                    bail!("tests failed inside {pkg} (exit {code})");
+                    bail!("tests failed inside {spec} (exit {code})");
                 }
                 if passed == 0 {
-                    bail!("no test ran inside {pkg}");
+                    bail!("no test ran inside {spec}");
+                }
+                // The mode asked for, in force: a kernel without the lockdown module would
+                // run the tests unlocked and prove nothing.
+                if let Some(mode) = lockdown {
+                    if !seen.contains(&format!("[{mode}]")) {
+                        bail!("{spec}: the guest's lockdown mode was {seen:?}, not {mode}");
+                    }
                 }
             }
             Boot::Hung => bail!("{pkg} did not reach its init"),
@@ -274,9 +304,16 @@ fn build_initramfs(
         place(&stage, l, l)?;
     }
     let scratch = target_dir().join("tmp");
+    // The harness the host names on the kernel's command line; the lockdown one's test
+    // needs a locked-down kernel, so it is ignored elsewhere and asked for here.
     let runs: String = tests
         .iter()
-        .map(|(name, _)| format!("/tests/{name} --test-threads=1 || rc=1\n"))
+        .map(|(name, _)| {
+            let extra = if name == "lockdown" { " --ignored" } else { "" };
+            format!(
+                "[ \"$strata_suite\" = {name} ] && {{ /tests/{name} --test-threads=1{extra} || rc=1; }}\n"
+            )
+        })
         .collect();
     let init = format!(
         r#"#!/bin/busybox sh
@@ -295,7 +332,9 @@ mount -t ext4 /dev/nvme0n1 {scratch} || echo "cannot mount the test disk"
 # Debian's kernels have kprobes: the VFS layer must attach.
 export STRATA_WORKLOADS_DIR=/workloads RUST_BACKTRACE=1 STRATA_EXPECT_KPROBES=1
 rc=0
-{runs}echo "{RESULT_MARK} $rc"
+{runs}mount -t securityfs securityfs /sys/kernel/security 2>/dev/null
+echo "{LOCKDOWN_MARK} $(cat /sys/kernel/security/lockdown 2>/dev/null)"
+echo "{RESULT_MARK} $rc"
 sync
 poweroff -f
 "#,
@@ -318,14 +357,27 @@ poweroff -f
 }
 
 enum Boot {
-    Done { code: i32, passed: u64, failed: u64 },
+    Done {
+        code: i32,
+        passed: u64,
+        failed: u64,
+        /// The guest's /sys/kernel/security/lockdown (empty without the module).
+        lockdown: String,
+    },
     Hung,
     Panic(String),
     Timeout,
     Exited,
 }
 
-fn boot(vmlinuz: &Path, initrd: &Path, disk: &Path, accel: &str) -> anyhow::Result<Boot> {
+/// Boots `vmlinuz` with `append` added to the kernel's command line.
+fn boot(
+    vmlinuz: &Path,
+    initrd: &Path,
+    disk: &Path,
+    accel: &str,
+    append: &str,
+) -> anyhow::Result<Boot> {
     let mut cmd = Command::new("qemu-system-x86_64");
     // Under TCG, one host thread runs both vCPUs: with a thread each, a vCPU could still run
     // its translation of kernel text another vCPU had just patched (the int3 of a static key
@@ -350,7 +402,8 @@ fn boot(vmlinuz: &Path, initrd: &Path, disk: &Path, accel: &str) -> anyhow::Resu
     .arg(vmlinuz)
     .arg("-initrd")
     .arg(initrd)
-    .args(["-append", "console=ttyS0 quiet panic=-1"])
+    .arg("-append")
+    .arg(format!("console=ttyS0 quiet panic=-1{append}"))
     .arg("-drive")
     .arg(format!(
         "file={},if=none,id=disk0,format=raw",
@@ -375,6 +428,7 @@ fn boot(vmlinuz: &Path, initrd: &Path, disk: &Path, accel: &str) -> anyhow::Resu
     });
     let started = Instant::now();
     let (mut booted, mut passed, mut failed) = (false, 0, 0);
+    let mut lockdown = String::new();
     let outcome = loop {
         let limit = if booted || accel != "kvm" {
             RUN_TIMEOUT
@@ -403,11 +457,15 @@ fn boot(vmlinuz: &Path, initrd: &Path, disk: &Path, accel: &str) -> anyhow::Resu
             passed += p;
             failed += f;
         }
+        if let Some(mode) = line.strip_prefix(LOCKDOWN_MARK) {
+            lockdown = mode.trim().to_string();
+        }
         if let Some(code) = line.strip_prefix(RESULT_MARK) {
             break Boot::Done {
                 code: code.trim().parse().unwrap_or(1),
                 passed,
                 failed,
+                lockdown,
             };
         }
     };
