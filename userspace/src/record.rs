@@ -176,6 +176,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
         "--all".to_string()
     };
     let mut run_row = crate::node::run_row(&run_id, &host, command, start_ns, clock, None);
+    run_row.cpu_start_ns = crate::node::cpu_ns();
     out.write_run(run_row.clone())?;
     out.flush()?;
     if !args.quiet {
@@ -458,16 +459,28 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
     Ok(Outcome { exit_code })
 }
 
-/// strata's own cost: its CPU time and, when the kernel keeps BPF statistics, the time its
-/// programs ran in the traced processes.
+/// Below this many events, strata's CPU time after start is mostly its polling and its
+/// last files, and a figure per event would mislead.
+const PER_EVENT_MIN: i64 = 10_000;
+
+/// strata's own cost: its CPU time (what starting took apart) and, when the kernel keeps BPF
+/// statistics, the time its programs ran in the traced processes.
 fn cost_line(run: &crate::schema::RunRow) -> String {
     let per_event = |ns: i64| ns as f64 / run.events_recorded.max(1) as f64;
     let mut line = match run.cpu_ns {
-        Some(ns) => format!(
-            "strata: own CPU time {:.2} s ({:.0} ns per event)",
-            ns as f64 / 1e9,
-            per_event(ns)
-        ),
+        Some(ns) => {
+            let start = run.cpu_start_ns.unwrap_or(0).clamp(0, ns);
+            let mut line = format!(
+                "strata: own CPU time {:.2} s ({:.2} s of it starting",
+                ns as f64 / 1e9,
+                start as f64 / 1e9
+            );
+            if run.events_recorded >= PER_EVENT_MIN {
+                line.push_str(&format!(", then {:.0} ns per event", per_event(ns - start)));
+            }
+            line.push(')');
+            line
+        }
         None => "strata: own CPU time unknown".to_string(),
     };
     match (run.bpf_run_ns, run.bpf_runs) {

@@ -109,6 +109,7 @@ table!(Run, RunRow, "run", {
     calls_written: I64,
     peak_rss_kib: OptI64,
     cpu_ns: OptI64,
+    cpu_start_ns: OptI64,
     bpf_run_ns: OptI64,
     bpf_runs: OptI64,
     complete: Bool,

@@ -3155,3 +3155,53 @@ fn pipes_and_memfds_in(mode: &str, dir: &Path, exe: &Path) {
         ]
     );
 }
+
+/// The cost line takes start-up (symbol tables, verifying, attaching) apart from recording,
+/// and gives a figure per event only where there are enough events for it to mean one: the
+/// figures it prints are the run row's.
+#[test]
+fn the_cost_line_gives_start_up_apart_from_the_cost_per_event() {
+    require_root();
+    let dir = scratch("cost_line");
+    let exe = build_c("cc", "bench_io.c", &dir.join("bench_io"), &[]);
+    for (calls, per_event) in [(0, false), (50_000, true)] {
+        let out = dir.join(format!("out-{calls}"));
+        let res = run(strata()
+            .args(["record", "--layers", "posix", "-o"])
+            .arg(&out)
+            .arg("--")
+            .arg(&exe)
+            .args(["syscall", &calls.to_string()])
+            .arg(&dir));
+        assert!(res.status.success(), "{res:?}");
+        let err = String::from_utf8_lossy(&res.stderr);
+        let line = err
+            .lines()
+            .find(|l| l.starts_with("strata: own CPU time"))
+            .unwrap_or_else(|| panic!("no cost line in: {err}"));
+        let run = &rows(&out, "run")[0];
+        let (cpu, start, events) = (
+            run.i("cpu_ns").unwrap(),
+            run.i("cpu_start_ns").unwrap(),
+            run.i("events_recorded").unwrap(),
+        );
+        assert!(0 < start && start <= cpu, "{run:?}");
+        let shown = format!(
+            "own CPU time {:.2} s ({:.2} s of it starting",
+            cpu as f64 / 1e9,
+            start as f64 / 1e9
+        );
+        assert!(line.contains(&shown), "{shown:?} in {line:?}");
+        if per_event {
+            assert!(events >= 50_000, "{run:?}");
+            let ns = (cpu - start) as f64 / events as f64;
+            assert!(
+                line.contains(&format!(", then {ns:.0} ns per event)")),
+                "{ns} ns per event in {line:?}"
+            );
+        } else {
+            assert!(events < 10_000, "{run:?}");
+            assert!(!line.contains("per event"), "{line:?}");
+        }
+    }
+}
