@@ -17,8 +17,8 @@ pub enum Mode {
 
 #[derive(Debug, Error)]
 #[error(
-    "this kernel is locked down in confidentiality mode ({LOCKDOWN}): it keeps tracefs closed \
-     and lets no eBPF program read kernel memory, which strata needs for every layer. The mode \
+    "this kernel is locked down in confidentiality mode ({LOCKDOWN}): it keeps tracefs closed, \
+     even to root, and lets no eBPF program read kernel memory, and strata needs both. The mode \
      cannot be lowered while the kernel runs: boot without `lockdown=confidentiality` (integrity \
      mode, which Secure Boot sets, is enough for strata)"
 )]
