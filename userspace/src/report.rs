@@ -516,6 +516,24 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
     lines
 }
 
+/// A detector's `about` as its definition, threshold and rationale, each a paragraph of its
+/// own (the header joins them into one line).
+fn paragraphs(about: &str) -> Vec<&str> {
+    let mut cuts: Vec<usize> = ["threshold:", "rationale:"]
+        .iter()
+        .filter_map(|key| about.find(&format!(" {key}")))
+        .collect();
+    cuts.sort_unstable();
+    let mut parts = Vec::new();
+    let mut start = 0;
+    for cut in cuts {
+        parts.push(about[start..cut].trim());
+        start = cut;
+    }
+    parts.push(about[start..].trim());
+    parts
+}
+
 /// Rows of each query shown on a terminal.
 const TEXT_ROWS: usize = 20;
 
@@ -545,8 +563,10 @@ pub fn to_text(answers: &[Answer]) -> String {
             continue;
         }
         if a.query.kind == Kind::Detector {
-            for l in wrap(&a.query.about, 96) {
-                let _ = writeln!(out, "   {l}");
+            for part in paragraphs(&a.query.about) {
+                for l in wrap(part, 96) {
+                    let _ = writeln!(out, "   {l}");
+                }
             }
         }
         let cells: Vec<Vec<String>> = a
@@ -595,6 +615,29 @@ pub fn to_text(answers: &[Answer]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_detectors_definition_threshold_and_rationale_are_paragraphs_of_their_own() {
+        let about = "definition: calls on one file threshold: at least 2 rationale: it costs";
+        assert_eq!(
+            paragraphs(about),
+            [
+                "definition: calls on one file",
+                "threshold: at least 2",
+                "rationale: it costs"
+            ]
+        );
+        for q in queries().iter().filter(|q| q.kind == Kind::Detector) {
+            let parts = paragraphs(&q.about);
+            assert_eq!(parts.len(), 3, "{}: {parts:?}", q.name);
+            for (part, key) in parts
+                .iter()
+                .zip(["definition:", "threshold:", "rationale:"])
+            {
+                assert!(part.starts_with(key), "{}: {part}", q.name);
+            }
+        }
+    }
 
     #[test]
     fn every_shipped_query_says_what_it_is() {
