@@ -499,6 +499,27 @@ fn cell(v: &Json) -> String {
     }
 }
 
+/// Nanoseconds since the epoch from this on (2001-09-09): no duration in a report comes near.
+const EPOCH_NS_MIN: i64 = 1_000_000_000_000_000_000;
+
+/// Whether column `i` holds times of day, to be shown as such on a terminal: named `*_ns`,
+/// and each value shown a time since the epoch (or null).
+fn time_column(name: &str, rows: &[Vec<Json>], i: usize) -> bool {
+    name.ends_with("_ns")
+        && rows.iter().any(|r| !r[i].is_null())
+        && rows.iter().all(|r| match &r[i] {
+            Json::Null => true,
+            v => v.as_i64().is_some_and(|ns| ns >= EPOCH_NS_MIN),
+        })
+}
+
+/// `ns` since the epoch as UTC, to the microsecond.
+fn utc(ns: i64) -> String {
+    chrono::DateTime::from_timestamp_nanos(ns)
+        .format("%Y-%m-%d %H:%M:%S%.6f")
+        .to_string()
+}
+
 /// Words of `text` in lines of at most `width` characters.
 fn wrap(text: &str, width: usize) -> Vec<String> {
     let mut lines = vec![String::new()];
@@ -569,14 +590,32 @@ pub fn to_text(answers: &[Answer]) -> String {
                 }
             }
         }
-        let cells: Vec<Vec<String>> = a
-            .rows
-            .iter()
-            .take(TEXT_ROWS)
-            .map(|r| r.iter().map(cell).collect())
+        let rows = &a.rows[..a.rows.len().min(TEXT_ROWS)];
+        let times: Vec<bool> = (0..a.columns.len())
+            .map(|i| time_column(&a.columns[i], rows, i))
             .collect();
-        let widths: Vec<usize> = a
+        let cells: Vec<Vec<String>> = rows
+            .iter()
+            .map(|r| {
+                r.iter()
+                    .zip(&times)
+                    .map(|(v, &time)| match v.as_i64() {
+                        Some(ns) if time => utc(ns),
+                        _ => cell(v),
+                    })
+                    .collect()
+            })
+            .collect();
+        let columns: Vec<String> = a
             .columns
+            .iter()
+            .zip(&times)
+            .map(|(c, &time)| match c.strip_suffix("_ns") {
+                Some(stem) if time => format!("{stem}_utc"),
+                _ => c.clone(),
+            })
+            .collect();
+        let widths: Vec<usize> = columns
             .iter()
             .enumerate()
             .map(|(i, c)| {
@@ -596,7 +635,7 @@ pub fn to_text(answers: &[Answer]) -> String {
                 .collect::<Vec<_>>()
                 .join("  ")
         };
-        let _ = writeln!(out, "   {}", line(&a.columns));
+        let _ = writeln!(out, "   {}", line(&columns));
         for r in &cells {
             let _ = writeln!(out, "   {}", line(r));
         }
@@ -615,6 +654,52 @@ pub fn to_text(answers: &[Answer]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn times_since_the_epoch_show_as_utc_and_durations_stay_numbers() {
+        let answer = Answer {
+            query: Query {
+                name: "t",
+                kind: Kind::Summary,
+                title: "t".into(),
+                needs: vec![],
+                about: String::new(),
+                sql: "",
+            },
+            columns: vec!["first_ns".into(), "wait_ns".into(), "last_ns".into()],
+            rows: vec![
+                vec![
+                    Json::from(1_795_876_442_785_558_751_i64),
+                    Json::from(1_500_i64),
+                    Json::Null,
+                ],
+                vec![
+                    Json::from(1_795_876_442_810_286_167_i64),
+                    Json::from(2_000_000_000_000_000_000_i64),
+                    Json::from(1_795_876_442_811_000_000_i64),
+                ],
+            ],
+            skipped: None,
+        };
+        let text = to_text(&[answer]);
+        let lines: Vec<&str> = text.lines().collect();
+        let words = |l: &str| l.split_whitespace().map(String::from).collect::<Vec<_>>();
+        assert_eq!(words(lines[1]), ["first_utc", "wait_ns", "last_utc"]);
+        assert_eq!(
+            words(lines[2]),
+            ["2026-11-28", "14:34:02.785558", "1500", "-"]
+        );
+        assert_eq!(
+            words(lines[3]),
+            [
+                "2026-11-28",
+                "14:34:02.810286",
+                "2000000000000000000",
+                "2026-11-28",
+                "14:34:02.811000"
+            ]
+        );
+    }
 
     #[test]
     fn a_detectors_definition_threshold_and_rationale_are_paragraphs_of_their_own() {
