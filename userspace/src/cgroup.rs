@@ -38,6 +38,28 @@ fn is_cgroup2(path: &Path) -> bool {
     nix::sys::statfs::statfs(path).is_ok_and(|s| s.filesystem_type().0 == CGROUP2_MAGIC)
 }
 
+/// The processes of cgroup `dir` and of the cgroups beneath it, from each `cgroup.procs`
+/// (a cgroup removed meanwhile is skipped).
+pub fn processes(dir: &Path) -> Vec<i32> {
+    let mut pids = Vec::new();
+    let mut dirs = vec![dir.to_owned()];
+    while let Some(d) = dirs.pop() {
+        if let Ok(text) = std::fs::read_to_string(d.join("cgroup.procs")) {
+            pids.extend(text.lines().filter_map(|l| l.trim().parse::<i32>().ok()));
+        }
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        dirs.extend(
+            entries
+                .flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| e.path()),
+        );
+    }
+    pids
+}
+
 /// Resolves a cgroup v2 directory.
 pub fn resolve(path: &Path) -> Result<Cgroup, CgroupError> {
     let meta = std::fs::metadata(path).map_err(|e| CgroupError::Access(path.to_owned(), e))?;

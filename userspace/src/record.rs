@@ -175,37 +175,41 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
     } else {
         "--all".to_string()
     };
-    let mut run_row = crate::node::run_row(&run_id, &host, command, start_ns, clock, None);
-    run_row.cpu_start_ns = crate::node::cpu_ns();
-    out.write_run(run_row.clone())?;
-    out.flush()?;
-    if !args.quiet {
-        eprintln!(
-            "strata: {attached} probes attached in {:.2} s{}, writing to {}",
-            started.elapsed().as_secs_f64(),
-            if failed > 0 {
-                format!(", {failed} failed (see the probes table)")
-            } else {
-                String::new()
-            },
-            args.output.display()
-        );
-    }
-
     let mut corr = Correlator::new(probes.clone(), clock);
     corr.path_filter = args.paths.as_deref().map(crate::filter::PathFilter::new);
     // Every process of a running tree is a traced process, whether or not it makes a
-    // traced call; a running tree may also use probed libraries from places the start-up
-    // search did not see.
+    // traced call.
     for pid in tree.iter().flatten() {
         if procfs::process::Process::new(*pid).is_ok() {
             corr.procs.ensure(*pid, |t| clock.epoch(t));
         }
-        for path in mapped_files(*pid) {
-            corr.library_opens.push((*pid, path));
+    }
+    // Processes already running among the traced (a tree, a cgroup's, the node's) may use
+    // probed libraries from places the start-up search did not see: a running container's
+    // own copies, a module tree's. Probed before the run begins.
+    let running: Vec<i32> = match (&tree, &args.cgroup) {
+        (Some(tree), _) => tree.clone(),
+        (None, Some(dir)) => crate::cgroup::processes(dir),
+        (None, None) if args.all => procfs::process::all_processes()
+            .map(|all| all.flatten().map(|p| p.pid).collect())
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    };
+    let me = std::process::id() as i32;
+    for pid in running.into_iter().filter(|p| *p != me) {
+        for path in mapped_files(pid) {
+            corr.library_opens.push((pid, path));
         }
     }
-    attach_opened_libraries(&mut loaded, &mut corr, &probes, &mut out, &run_id);
+    let (mut attached, mut failed) = (attached, failed);
+    let tally = |s: &attach::ProbeStatus, attached: &mut usize, failed: &mut usize| match s.status {
+        "attached" => *attached += 1,
+        "failed" => *failed += 1,
+        _ => {}
+    };
+    for s in attach_opened_libraries(&mut loaded, &mut corr, &probes, &mut out, &run_id) {
+        tally(&s, &mut attached, &mut failed);
+    }
     // Programs linked statically against probed libraries: the command, and executables
     // named among its arguments (`mpirun -np 64 ./app`), before anything runs.
     if let Some(exe) = &exe {
@@ -217,6 +221,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
             .collect();
         for file in &programs {
             for s in loaded.attach_executable(&probes, file, &file.display().to_string()) {
+                tally(&s, &mut attached, &mut failed);
                 out.probes
                     .push(probe_row(&run_id, &probes[s.probe_id as usize], &s));
             }
@@ -232,11 +237,30 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
         for file in &programs {
             for lib in loader.closure(&file.display().to_string()) {
                 for s in loaded.attach_library(&probes, std::path::Path::new(&lib), &lib) {
+                    tally(&s, &mut attached, &mut failed);
                     out.probes
                         .push(probe_row(&run_id, &probes[s.probe_id as usize], &s));
                 }
             }
         }
+    }
+    // Written, and said, once every probe of the start is on: a running tree's own libraries
+    // (a container's) included, so that a run row on disk means the tree is traced.
+    let mut run_row = crate::node::run_row(&run_id, &host, command, start_ns, clock, None);
+    run_row.cpu_start_ns = crate::node::cpu_ns();
+    out.write_run(run_row.clone())?;
+    out.flush()?;
+    if !args.quiet {
+        eprintln!(
+            "strata: {attached} probes attached in {:.2} s{}, writing to {}",
+            started.elapsed().as_secs_f64(),
+            if failed > 0 {
+                format!(", {failed} failed (see the probes table)")
+            } else {
+                String::new()
+            },
+            args.output.display()
+        );
     }
     let mut root_status = None;
     if stop.load(Ordering::Relaxed) {
@@ -510,14 +534,17 @@ fn any_alive(traced: &aya::maps::HashMap<aya::maps::MapData, u32, u32>) -> bool 
     })
 }
 
-/// Attaches probes to probed libraries that traced processes opened since the last call.
+/// Attaches probes to probed libraries that traced processes opened since the last call;
+/// returns what became of each (also rows of the probes table).
 pub(crate) fn attach_opened_libraries(
     loaded: &mut attach::Loaded,
     corr: &mut Correlator,
     probes: &[probes::Probe],
     out: &mut Dataset,
     run_id: &str,
-) {
+) -> Vec<attach::ProbeStatus> {
+    use std::os::fd::AsRawFd as _;
+    let mut statuses = Vec::new();
     // A program a traced process executed may have probed libraries linked in. Read through
     // /proc/<pid>/exe while the process lives (it also works inside containers).
     let execs = std::mem::take(&mut corr.execs);
@@ -537,24 +564,32 @@ pub(crate) fn attach_opened_libraries(
         let Ok(shown) = std::fs::read_link(&file) else {
             continue;
         };
-        for s in loaded.attach_executable(probes, &file, &shown.display().to_string()) {
-            out.probes
-                .push(probe_row(run_id, &probes[s.probe_id as usize], &s));
-        }
+        statuses.extend(loaded.attach_executable(probes, &file, &shown.display().to_string()));
     }
+    // A path names one file in one mount namespace: looked at once per namespace.
+    let mut seen = std::collections::HashSet::new();
     for (pid, path) in std::mem::take(&mut corr.library_opens) {
-        // Through the process's root: the library may live in its container.
-        let in_ns = std::path::PathBuf::from(format!("/proc/{pid}/root{path}"));
-        let file = if in_ns.exists() {
-            in_ns
-        } else {
-            path.clone().into()
-        };
-        for s in loaded.attach_library(probes, &file, &path) {
-            out.probes
-                .push(probe_row(run_id, &probes[s.probe_id as usize], &s));
+        let ns = std::fs::read_link(format!("/proc/{pid}/ns/mnt")).ok();
+        let name = path.rsplit('/').next().unwrap_or(&path);
+        if !seen.insert((ns, path.clone())) || crate::libraries::named(probes, name).is_empty() {
+            continue;
         }
+        // Through the process's root: the library may live in its container. Held open
+        // while its probes attach, and named by strata's own descriptor: that path goes when
+        // the process does (a container's short-lived `sleep` may be the first to map it),
+        // and the library, already marked as probed, would then stay unprobed for the rest.
+        let held = std::fs::File::open(format!("/proc/{pid}/root{path}")).ok();
+        let file = match &held {
+            Some(f) => format!("/proc/self/fd/{}", f.as_raw_fd()).into(),
+            None => std::path::PathBuf::from(&path),
+        };
+        statuses.extend(loaded.attach_library(probes, &file, &path));
     }
+    for s in &statuses {
+        out.probes
+            .push(probe_row(run_id, &probes[s.probe_id as usize], s));
+    }
+    statuses
 }
 
 fn is_executable(path: &std::path::Path) -> bool {

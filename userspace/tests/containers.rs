@@ -1,0 +1,245 @@
+//! A job in a container: its own mount namespace with its own copy of the libraries, as
+//! Apptainer, Podman or Charliecloud give it. Its library probes must go on the container's
+//! files (other inodes than the node's), found through /proc/<pid>/root.
+mod common;
+
+use std::{
+    ffi::OsStr,
+    fs,
+    io::Write as _,
+    os::unix::fs::MetadataExt as _,
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    thread::sleep,
+    time::{Duration, Instant},
+};
+
+use common::{RowExt as _, build_c, require_root, rows, scratch, strata};
+
+/// The libc this test runs on, as its path in /proc/self/maps.
+fn own_libc() -> String {
+    fs::read_to_string("/proc/self/maps")
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .find(|p| p.ends_with("/libc.so.6"))
+        .expect("libc.so.6 among this process's mappings")
+        .to_string()
+}
+
+/// Whether `pid` maps `path` from inode `ino` (/proc/<pid>/maps: the fifth field).
+fn maps_inode(pid: u32, path: &str, ino: u64) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/maps")).is_ok_and(|maps| {
+        maps.lines().any(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.len() == 6 && f[5] == path && f[4] == ino.to_string()
+        })
+    })
+}
+
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !done() {
+        assert!(t.elapsed() < Duration::from_secs(60), "{what}: not in 60 s");
+        sleep(Duration::from_millis(10));
+    }
+}
+
+/// A job waiting in its container: its libc is a copy bind-mounted over the node's path in
+/// a private mount namespace (another inode under the same path). It runs
+/// tests/workloads/posix_stdio.c (100 fwrites of 16 bytes, then an fclose that writes them
+/// in one write(2)) once `go` is called.
+struct Job {
+    child: Child,
+    pid: u32,
+    libc: String,
+    data: PathBuf,
+    fifo: PathBuf,
+}
+
+impl Job {
+    fn start(dir: &Path) -> Job {
+        let exe = build_c("cc", "posix_stdio.c", &dir.join("posix_stdio"), &[]);
+        let data = dir.join("data");
+        fs::create_dir(&data).unwrap();
+        let libc = own_libc();
+        let copy = dir.join("libc.so.6");
+        fs::copy(&libc, &copy).unwrap();
+        let copy_ino = fs::metadata(&copy).unwrap().ino();
+        assert_ne!(copy_ino, fs::metadata(&libc).unwrap().ino());
+        let fifo = dir.join("go");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        // The outer shell mounts the copy; the inner one, exec'd after, maps it, waits for
+        // the go, and execs the workload in the same process.
+        let script = r#"mount --bind "$1" "$2" && exec sh -c 'read x < "$1" && exec "$2" "$3"' inner "$3" "$4" "$5""#;
+        let child = Command::new("unshare")
+            .args([
+                "--mount",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                script,
+                "outer",
+            ])
+            .args([&copy, Path::new(&libc), &fifo, &exe, &data])
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        wait_for("the job maps its container's libc", || {
+            maps_inode(pid, &libc, copy_ino)
+        });
+        Job {
+            child,
+            pid,
+            libc,
+            data,
+            fifo,
+        }
+    }
+
+    /// Lets the workload run, and waits for it.
+    fn go(&mut self) {
+        fs::OpenOptions::new()
+            .write(true)
+            .open(&self.fifo)
+            .unwrap()
+            .write_all(b"go\n")
+            .unwrap();
+        assert!(self.child.wait().unwrap().success(), "the workload failed");
+    }
+
+    /// The job's stdio calls are rows, nested as they ran, and both files were probed for
+    /// fwrite: the node's libc at start and the job's copy, under the path the job maps it by.
+    fn check(&self, out: &Path) {
+        let pid = i64::from(self.pid);
+        let calls: Vec<_> = rows(out, "calls")
+            .into_iter()
+            .filter(|c| c.i("pid") == Some(pid))
+            .collect();
+        let fwrites: Vec<_> = calls
+            .iter()
+            .filter(|c| c.s("function") == Some("fwrite"))
+            .collect();
+        assert_eq!(fwrites.len(), 100, "the job's fwrites");
+        for (i, w) in fwrites.iter().enumerate() {
+            assert_eq!(
+                (w.i("offset"), w.i("bytes_result"), w.s("layer")),
+                (Some(16 * i as i64), Some(16), Some("stdio"))
+            );
+        }
+        let fclose = calls
+            .iter()
+            .find(|c| c.s("function") == Some("fclose"))
+            .expect("the job's fclose");
+        assert_eq!(fclose.i("file_id"), fwrites[0].i("file_id"));
+        let flush = calls
+            .iter()
+            .find(|c| c.s("function") == Some("write") && c.i("parent_id") == fclose.i("call_id"))
+            .expect("write(2) beneath the fclose");
+        assert_eq!(
+            (flush.i("bytes_result"), flush.i("offset"), flush.i("depth")),
+            (Some(1600), Some(0), Some(1))
+        );
+        let files = rows(out, "files");
+        let path = files
+            .iter()
+            .find(|f| f.i("file_id") == fclose.i("file_id"))
+            .and_then(|f| f.s("path"));
+        assert_eq!(path, self.data.join("stdio.txt").to_str());
+        let probes = rows(out, "probes");
+        let targets: Vec<&str> = probes
+            .iter()
+            .filter(|p| p.s("function") == Some("fwrite") && p.s("status") == Some("attached"))
+            .filter_map(|p| p.s("target"))
+            .collect();
+        assert_eq!(targets.len(), 2, "{targets:?}");
+        assert!(targets.contains(&self.libc.as_str()), "{targets:?}");
+    }
+}
+
+/// strata records with `--host test`; attached once its run row is written.
+fn wait_attached(out: &Path) {
+    wait_for("strata attached", || {
+        out.join("run/host=test").read_dir().is_ok_and(|d| {
+            d.flatten()
+                .any(|e| e.file_name().to_string_lossy().ends_with(".parquet"))
+        })
+    });
+}
+
+fn recording(out: &Path, target: &[&OsStr]) -> Child {
+    strata()
+        .args([
+            "record",
+            "-q",
+            "--layers",
+            "posix,stdio",
+            "--host",
+            "test",
+            "-o",
+        ])
+        .arg(out)
+        .args(target)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits for strata; `code`: its exit code (130 when stopped by SIGINT).
+fn finished(st: Child, code: i32) {
+    let res = st.wait_with_output().unwrap();
+    eprintln!("{}", String::from_utf8_lossy(&res.stderr));
+    assert_eq!(res.status.code(), Some(code), "{:?}", res.status);
+}
+
+/// `--pid` on a running job in a container: its libraries are found among its mappings and
+/// probed through /proc/<pid>/root before the run begins.
+#[test]
+fn a_running_job_in_a_container_is_traced_through_its_own_libc() {
+    require_root();
+    let dir = fs::canonicalize(scratch("container_pid")).unwrap();
+    let mut job = Job::start(&dir);
+    let out = dir.join("out");
+    let pid = job.pid.to_string();
+    let st = recording(&out, &["--pid".as_ref(), pid.as_ref()]);
+    wait_attached(&out);
+    job.go();
+    // The tree has exited: the run ends by itself.
+    finished(st, 0);
+    job.check(&out);
+}
+
+/// A cgroup removed on drop.
+struct Group(PathBuf);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir(&self.0);
+    }
+}
+
+/// `--cgroup` (as `--slurm-job`) on a cgroup whose job already runs in a container: the same,
+/// for the processes found in the cgroup at start.
+#[test]
+fn a_running_job_in_a_container_is_traced_by_its_cgroup() {
+    require_root();
+    let dir = fs::canonicalize(scratch("container_cgroup")).unwrap();
+    let mut job = Job::start(&dir);
+    let root = strata::cgroup::v2_root().expect("cgroup v2 is mounted on the CI machines");
+    let group = Group(root.join(format!("strata-container-{}", std::process::id())));
+    let _ = fs::remove_dir(&group.0);
+    fs::create_dir(&group.0).unwrap();
+    fs::write(group.0.join("cgroup.procs"), job.pid.to_string()).unwrap();
+    let out = dir.join("out");
+    let st = recording(&out, &["--cgroup".as_ref(), group.0.as_os_str()]);
+    wait_attached(&out);
+    job.go();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(st.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    finished(st, 130);
+    job.check(&out);
+}
