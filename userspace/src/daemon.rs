@@ -25,7 +25,7 @@ use crate::{
     dataset::Dataset,
     events::{self, Event},
     probes::{self, Layer},
-    record::{attach_opened_libraries, monotonic_ns, probe_row},
+    record::{attach_opened_libraries, mapped_files, monotonic_ns, probe_row},
     schema::RunRow,
 };
 
@@ -422,8 +422,27 @@ impl Daemon {
             .map(|p| format!("/{}", p.display()))
             .unwrap_or_else(|_| "/".into());
         self.loaded.add_cgroup(c)?;
+        // Its processes already running may use libraries of their own (a container's):
+        // probed now, before `start` answers.
+        for pid in crate::cgroup::processes(&dir) {
+            for path in mapped_files(pid) {
+                job.corr.library_opens.push((pid, path));
+            }
+        }
+        self.attach_libraries(job);
         job.cgroup = Some((dir, inner, c));
         Ok(())
+    }
+
+    /// Probes the libraries the job's processes opened or mapped since the last time.
+    fn attach_libraries(&mut self, job: &mut Job) {
+        attach_opened_libraries(
+            &mut self.loaded,
+            &mut job.corr,
+            &self.probes,
+            &mut job.out,
+            &job.run.run_id,
+        );
     }
 
     /// Decodes and routes what the ring buffer holds, up to one pass
@@ -541,13 +560,7 @@ impl Daemon {
             if let Err(e) = self.find_cgroup(job) {
                 log::warn!("job {}: {e:#}", job.name);
             }
-            attach_opened_libraries(
-                &mut self.loaded,
-                &mut job.corr,
-                &self.probes,
-                &mut job.out,
-                &job.run.run_id,
-            );
+            self.attach_libraries(job);
             for ino in std::mem::take(&mut job.corr.files.new_inodes) {
                 self.loaded.watch_inode(ino);
             }

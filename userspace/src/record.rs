@@ -598,7 +598,7 @@ fn is_executable(path: &std::path::Path) -> bool {
 }
 
 /// Shared objects mapped by a process.
-fn mapped_files(pid: i32) -> Vec<String> {
+pub(crate) fn mapped_files(pid: i32) -> Vec<String> {
     let Ok(maps) = procfs::process::Process::new(pid).and_then(|p| p.maps()) else {
         return Vec::new();
     };

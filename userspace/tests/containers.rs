@@ -243,3 +243,64 @@ fn a_running_job_in_a_container_is_traced_by_its_cgroup() {
     finished(st, 130);
     job.check(&out);
 }
+
+/// `strata daemon`, told to trace a cgroup whose job already runs in a container: the job's
+/// own libraries are probed before `strata ctl start` answers.
+#[test]
+fn the_daemon_traces_a_running_job_in_a_container() {
+    require_root();
+    let dir = fs::canonicalize(scratch("container_daemon")).unwrap();
+    let mut job = Job::start(&dir);
+    let root = strata::cgroup::v2_root().expect("cgroup v2 is mounted on the CI machines");
+    let group = Group(root.join(format!("strata-container-d-{}", std::process::id())));
+    let _ = fs::remove_dir(&group.0);
+    fs::create_dir(&group.0).unwrap();
+    fs::write(group.0.join("cgroup.procs"), job.pid.to_string()).unwrap();
+
+    let socket = dir.join("ctl.sock");
+    let log = dir.join("daemon.log");
+    let daemon = strata()
+        .args([
+            "daemon",
+            "--layers",
+            "posix,stdio",
+            "--flush-interval",
+            "200ms",
+        ])
+        .arg("--output-root")
+        .arg(dir.join("root"))
+        .arg("--socket")
+        .arg(&socket)
+        .stderr(fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    wait_for("the daemon attached", || {
+        fs::read_to_string(&log).is_ok_and(|l| l.contains("probes attached"))
+    });
+    let ctl = |args: &[&OsStr]| {
+        let res = strata()
+            .arg("ctl")
+            .arg("--socket")
+            .arg(&socket)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(res.status.success(), "strata ctl {args:?}: {res:?}");
+    };
+    ctl(&[
+        "start".as_ref(),
+        "job".as_ref(),
+        "--cgroup".as_ref(),
+        group.0.as_os_str(),
+    ]);
+    job.go();
+    ctl(&["stop".as_ref(), "job".as_ref()]);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(daemon.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    finished(daemon, 0);
+    eprintln!("{}", fs::read_to_string(&log).unwrap());
+    job.check(&dir.join("root/job"));
+}
