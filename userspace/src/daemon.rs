@@ -25,7 +25,7 @@ use crate::{
     dataset::Dataset,
     events::{self, Event},
     probes::{self, Layer},
-    record::{attach_opened_libraries, mapped_files, monotonic_ns, probe_row},
+    record::{attach_opened_libraries, monotonic_ns, probe_row, queue_mapped},
     schema::RunRow,
 };
 
@@ -424,11 +424,7 @@ impl Daemon {
         self.loaded.add_cgroup(c)?;
         // Its processes already running may use libraries of their own (a container's):
         // probed now, before `start` answers.
-        for pid in crate::cgroup::processes(&dir) {
-            for path in mapped_files(pid) {
-                job.corr.library_opens.push((pid, path));
-            }
-        }
+        queue_mapped(&mut job.corr, crate::cgroup::processes(&dir));
         self.attach_libraries(job);
         job.cgroup = Some((dir, inner, c));
         Ok(())

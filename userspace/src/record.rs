@@ -196,11 +196,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
         _ => Vec::new(),
     };
     let me = std::process::id() as i32;
-    for pid in running.into_iter().filter(|p| *p != me) {
-        for path in mapped_files(pid) {
-            corr.library_opens.push((pid, path));
-        }
-    }
+    queue_mapped(&mut corr, running.into_iter().filter(|p| *p != me));
     let (mut attached, mut failed) = (attached, failed);
     let tally = |s: &attach::ProbeStatus, attached: &mut usize, failed: &mut usize| match s.status {
         "attached" => *attached += 1,
@@ -554,11 +550,7 @@ pub(crate) fn attach_opened_libraries(
     mapped.extend(&execs);
     mapped.sort_unstable();
     mapped.dedup();
-    for pid in mapped {
-        for path in mapped_files(pid) {
-            corr.library_opens.push((pid, path));
-        }
-    }
+    queue_mapped(corr, mapped);
     for pid in execs {
         let file = std::path::PathBuf::from(format!("/proc/{pid}/exe"));
         let Ok(shown) = std::fs::read_link(&file) else {
@@ -597,8 +589,17 @@ fn is_executable(path: &std::path::Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
+/// Queues the shared objects `pids` map for [`attach_opened_libraries`].
+pub(crate) fn queue_mapped(corr: &mut Correlator, pids: impl IntoIterator<Item = i32>) {
+    for pid in pids {
+        for path in mapped_files(pid) {
+            corr.library_opens.push((pid, path));
+        }
+    }
+}
+
 /// Shared objects mapped by a process.
-pub(crate) fn mapped_files(pid: i32) -> Vec<String> {
+fn mapped_files(pid: i32) -> Vec<String> {
     let Ok(maps) = procfs::process::Process::new(pid).and_then(|p| p.maps()) else {
         return Vec::new();
     };
