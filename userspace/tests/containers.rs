@@ -213,6 +213,18 @@ fn a_running_job_in_a_container_is_traced_through_its_own_libc() {
 /// A cgroup removed on drop.
 struct Group(PathBuf);
 
+impl Group {
+    /// A fresh cgroup under the cgroup v2 root, holding process `pid`.
+    fn holding(name: &str, pid: u32) -> Group {
+        let root = strata::cgroup::v2_root().expect("cgroup v2 is mounted on the CI machines");
+        let group = Group(root.join(format!("strata-{name}-{}", std::process::id())));
+        let _ = fs::remove_dir(&group.0);
+        fs::create_dir(&group.0).unwrap();
+        fs::write(group.0.join("cgroup.procs"), pid.to_string()).unwrap();
+        group
+    }
+}
+
 impl Drop for Group {
     fn drop(&mut self) {
         let _ = fs::remove_dir(&self.0);
@@ -226,11 +238,7 @@ fn a_running_job_in_a_container_is_traced_by_its_cgroup() {
     require_root();
     let dir = fs::canonicalize(scratch("container_cgroup")).unwrap();
     let mut job = Job::start(&dir);
-    let root = strata::cgroup::v2_root().expect("cgroup v2 is mounted on the CI machines");
-    let group = Group(root.join(format!("strata-container-{}", std::process::id())));
-    let _ = fs::remove_dir(&group.0);
-    fs::create_dir(&group.0).unwrap();
-    fs::write(group.0.join("cgroup.procs"), job.pid.to_string()).unwrap();
+    let group = Group::holding("container", job.pid);
     let out = dir.join("out");
     let st = recording(&out, &["--cgroup".as_ref(), group.0.as_os_str()]);
     wait_attached(&out);
@@ -251,11 +259,7 @@ fn the_daemon_traces_a_running_job_in_a_container() {
     require_root();
     let dir = fs::canonicalize(scratch("container_daemon")).unwrap();
     let mut job = Job::start(&dir);
-    let root = strata::cgroup::v2_root().expect("cgroup v2 is mounted on the CI machines");
-    let group = Group(root.join(format!("strata-container-d-{}", std::process::id())));
-    let _ = fs::remove_dir(&group.0);
-    fs::create_dir(&group.0).unwrap();
-    fs::write(group.0.join("cgroup.procs"), job.pid.to_string()).unwrap();
+    let group = Group::holding("container-d", job.pid);
 
     let socket = dir.join("ctl.sock");
     let log = dir.join("daemon.log");
