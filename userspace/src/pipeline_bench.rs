@@ -5,7 +5,8 @@
 //! 98 writes at increasing positions, then a close, the writes made by 4 threads in turn (so
 //! that writing the calls table regroups its rows by thread, as for a threaded job). The
 //! records name strata's own process, so process and file lookups in /proc succeed as they
-//! would for a live job.
+//! would for a live job, and each open carries its file's inode and device as the kernel
+//! side reads them (`fd_inode`), so that strata confirms a reopened file without a stat.
 use std::{mem::size_of, path::Path, time::Instant};
 
 use strata_common::{CallRecord, MAX_ARGS, RecordKind, STR_CAP, StrHeader};
@@ -114,6 +115,17 @@ pub fn run(events: u64, out: &Path) -> anyhow::Result<Result> {
     let file = std::fs::File::open(&target)?;
     let fd = std::os::fd::AsRawFd::as_raw_fd(&file) as u64;
     let path = target.display().to_string();
+    // What an open's record carries beyond its arguments (`fd_inode`): the inode, then the
+    // kernel's device number with the mode above it, as the kernel side reads them.
+    let (ino, dev_mode) = {
+        use std::os::unix::fs::MetadataExt as _;
+        let m = file.metadata()?;
+        let kdev = (libc::major(m.dev()) << 20) | libc::minor(m.dev());
+        (
+            m.ino(),
+            u64::from(kdev) | u64::from(m.mode() & 0xffff) << 32,
+        )
+    };
 
     // Build the stream first: only the pipeline is timed. Its records lie end to end,
     // 8-byte aligned, as in the ring buffer (and in the backlog strata copies them to).
@@ -128,7 +140,7 @@ pub fn run(events: u64, out: &Path) -> anyhow::Result<Result> {
             openat,
             call_id,
             (pid, pid),
-            [u64::MAX - 99, 0, 0o1101, 0o644, 0, 0],
+            [u64::MAX - 99, 0, 0o1101, 0o644, ino, dev_mode],
             fd as i64,
             ts,
         ));
