@@ -5,7 +5,7 @@ use std::{collections::HashSet, fmt, ops::Range, path::Path, str::FromStr, sync:
 use serde::Deserialize;
 use strata_common::{
     FUNC_INT_HANDLES, FuncSpec, KernelEvent, MAX_ARGS, MAX_ONLY_VALUES, NO_ARG, SPEC_EMIT_AT_ENTRY,
-    SPEC_ENABLED, SPEC_IMPLICIT_STREAM, SPEC_KERNEL, SPEC_STREAM_END,
+    SPEC_ENABLED, SPEC_IMPLICIT_STREAM, SPEC_KERNEL, SPEC_STREAM_END, SPEC_WAKE,
 };
 
 /// The probes shipped with strata (the repository's probes.toml).
@@ -613,6 +613,9 @@ impl Probe {
         }
         if self.stream_var().is_some() {
             flags |= SPEC_IMPLICIT_STREAM;
+        }
+        if self.op == Op::Load {
+            flags |= SPEC_WAKE;
         }
         let kderef_mask = self
             .args

@@ -858,6 +858,11 @@ pub const SPEC_STREAM_END: u16 = 8;
 /// `stdout` or `stdin` (printf, puts, getchar), a libc variable the cookie finds
 /// ([`stream_var_cookie`]). Without that, the argument is 0 (no stream).
 pub const SPEC_IMPLICIT_STREAM: u16 = 16;
+/// [`FuncSpec::flags`]: the call's record wakes user space at once, whenever the last wakeup
+/// was: the loader's report, after which strata probes the libraries just loaded while the
+/// process runs on (a wakeup held back there left them unprobed until the reader's next
+/// look, up to 100 ms).
+pub const SPEC_WAKE: u16 = 32;
 
 /// The attach cookie of a uprobe: the function id in the low 32 bits, and above this shift
 /// the index of the attachment's [`TypeTable`] (0: none).

@@ -43,8 +43,9 @@ use strata_common::{
     Config, Counter, DEREF_FAILED, FD_FROM_RET, FRAME_KERNEL, FRAME_STR_RETRY, Frame, FuncSpec,
     MAX_ARGS, MAX_CGROUP_LEVEL, MAX_DEPTH, MAX_FUNCS, MAX_ONLY_VALUES, MAX_SYSCALLS, MAX_TYPE_REFS,
     MAX_TYPE_TABLES, NO_ARG, OUT_BUFFERED, OUT_TEXT, OnlyKey, RecordKind, SPEC_EMIT_AT_ENTRY,
-    SPEC_ENABLED, SPEC_IMPLICIT_STREAM, SPEC_STREAM_END, STR_CAP, STR_FAILED, StrHeader, StrRecord,
-    TEXT_PIECES, ThreadStack, TypeId, TypeIdsRecord, TypeTable, WAKEUP_BYTES, stream_var_delta,
+    SPEC_ENABLED, SPEC_IMPLICIT_STREAM, SPEC_STREAM_END, SPEC_WAKE, STR_CAP, STR_FAILED, StrHeader,
+    StrRecord, TEXT_PIECES, ThreadStack, TypeId, TypeIdsRecord, TypeTable, WAKEUP_BYTES,
+    stream_var_delta,
 };
 
 #[map]
@@ -638,7 +639,9 @@ fn emit_call(
     // when it reads /proc or its memory; but a wakeup costs ~3 us, more than a tight fwrite
     // loop's whole call, so at most one per millisecond and CPU.
     const LEN: usize = core::mem::size_of::<CallRecord>();
-    entry.submit(if wake {
+    entry.submit(if wake && spec.flags & SPEC_WAKE != 0 {
+        u64::from(BPF_RB_FORCE_WAKEUP)
+    } else if wake {
         prompt_wakeup(LEN, ts_end)
     } else {
         wakeup(LEN, true)
