@@ -966,6 +966,7 @@ pub fn run(calls: u64, only: Option<&str>, json_path: &Path) -> anyhow::Result<(
         "start_ms": start_ms,
         "stop_ms": stop_ms,
     }));
+    results.push(crate::late_library::measure(&strata, &dir)?);
     let (idle_kib, peak_kib) = idle_memory(&strata, &dir.join("out-idle"))?;
     println!(
         "strata's resident memory while its command runs and makes no events (default layers): {:.1} MiB; its start's peak {:.1} MiB",

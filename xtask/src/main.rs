@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod example;
+mod late_library;
 mod setup;
 mod soak;
 mod test;
