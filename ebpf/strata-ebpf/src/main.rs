@@ -637,7 +637,8 @@ fn emit_call(
     }
     // Library calls: deliver them promptly, so user space still finds the process alive
     // when it reads /proc or its memory; but a wakeup costs ~3 us, more than a tight fwrite
-    // loop's whole call, so at most one per millisecond and CPU.
+    // loop's whole call, so at most one per millisecond and CPU; the loader's report always
+    // (`SPEC_WAKE`: one held back left the libraries it reports unprobed for up to 100 ms).
     const LEN: usize = core::mem::size_of::<CallRecord>();
     entry.submit(if wake && spec.flags & SPEC_WAKE != 0 {
         u64::from(BPF_RB_FORCE_WAKEUP)
