@@ -560,8 +560,9 @@ pub(crate) fn attach_opened_libraries(
     let late_loaders = attach_queued(loaded, corr, probes, &mut statuses);
     // A loader probed only now (a container's own) reported what it loaded while its probe
     // was being attached, which takes the kernel a grace period: its process's libc, mapped
-    // meanwhile, is looked for again now rather than when strata next wakes (up to 100 ms on,
-    // the process's calls unrecorded till then: 2 of 51 such starts lost all 400 fwrites).
+    // meanwhile, is looked for again now rather than when strata next wakes (once up to
+    // 100 ms on, the process's calls unrecorded till then: 2 of 51 such starts lost all 400
+    // fwrites).
     if !late_loaders.is_empty() {
         queue_mapped(corr, late_loaders);
         attach_queued(loaded, corr, probes, &mut statuses);

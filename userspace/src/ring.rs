@@ -550,22 +550,44 @@ fn entry_at(bytes: &[u8], at: usize) -> Option<(&[u8], usize)> {
 }
 
 /// The copier: moves records from the ring to the backlog while the reading loop does not
-/// (it writes a file, or waits for a CPU) and the ring fills.
+/// (it writes a file, or waits for a CPU) and the ring fills. It also wakes the reading loop
+/// for records the kernel left unannounced: syscall records wake it only per `WAKEUP_BYTES`,
+/// and library calls at most once a millisecond per CPU, so a few of them could wait for the
+/// loop's own timeout (100 ms). A process that exits meanwhile takes with it what strata reads
+/// from /proc for them (the file behind an fd opened before tracing): held back 100 ms, both
+/// writes of a process that ended 60 ms after them had no file; now they wait at most
+/// `COPIER_WAIT` plus a tick.
 fn copy_loop(ring_fd: RawFd, shared: &Mutex<Shared>, ready: &EventFd, stop: &AtomicBool) {
+    // Where the ring was read up to at the last look: still there at the next one, with
+    // records waiting, means that no one took them meanwhile.
+    let mut unread_at = None;
     while !stop.load(Ordering::Relaxed) {
-        let (waiting, size) = {
+        let (waiting, size, pos) = {
             let s = lock(shared);
-            (s.ring.load_producer_pos() - s.ring.pos, s.ring.mask + 1)
+            (
+                s.ring.load_producer_pos() - s.ring.pos,
+                s.ring.mask + 1,
+                s.ring.pos,
+            )
         };
         if waiting == 0 {
+            // Records that come now without a wakeup are found at the next look, up to
+            // `COPIER_WAIT` on. (Also when the kernel woke both: the loop has not taken them
+            // yet then, and its wait clears the needless signal.)
             poll_any(&[ring_fd], COPIER_WAIT);
+            unread_at = Some(pos);
         } else if waiting >= size / COPIER_FILL {
+            unread_at = None;
             if lock(shared).refill() == Refill::Copied {
                 let _ = ready.write(1);
             } else {
                 std::thread::sleep(COPIER_TICK);
             }
         } else {
+            if unread_at == Some(pos) {
+                let _ = ready.write(1);
+            }
+            unread_at = Some(pos);
             std::thread::sleep(COPIER_TICK);
         }
     }

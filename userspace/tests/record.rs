@@ -2,7 +2,7 @@
 mod common;
 
 use std::{
-    collections::HashSet,
+    collections::{HashMap, HashSet},
     path::{Path, PathBuf},
     process::{Command, Output, Stdio},
     thread::sleep,
@@ -549,42 +549,12 @@ fn a_pid_run_ends_with_the_traced_tree() {
     let file = dir.join("log.txt");
     let mut w = writer(&file);
     let out = dir.join("out");
-    let mut st = strata()
-        .args([
-            "record", "-q", "--layers", "posix", "--host", "test", "--pid",
-        ])
-        .arg(w.id().to_string())
-        .arg("-o")
-        .arg(&out)
-        .spawn()
-        .unwrap();
-    // Attached once the run row is written (its directory exists from the start); then a
-    // few loop iterations go by.
-    let t = Instant::now();
-    while !out.join("run/host=test").read_dir().is_ok_and(|d| {
-        d.flatten()
-            .any(|e| e.file_name().to_string_lossy().ends_with(".parquet"))
-    }) {
-        assert!(
-            t.elapsed() < Duration::from_secs(60),
-            "strata never started"
-        );
-        sleep(Duration::from_millis(10));
-    }
+    let mut st = attached_pid_run(w.id(), &out);
+    // A few loop iterations go by.
     sleep(Duration::from_millis(300));
     w.kill().unwrap();
     w.wait().unwrap();
-    let t = Instant::now();
-    let status = loop {
-        if let Some(s) = st.try_wait().unwrap() {
-            break s;
-        }
-        if t.elapsed() > Duration::from_secs(10) {
-            st.kill().unwrap();
-            panic!("strata outlived its traced tree by 10 s");
-        }
-        sleep(Duration::from_millis(20));
-    };
+    let status = end_with_tree(&mut st);
     assert!(status.success(), "{status:?}");
     let procs = rows(&out, "processes");
     let shell = procs
@@ -611,6 +581,100 @@ fn a_pid_run_ends_with_the_traced_tree() {
         "{:?}: {err}",
         res.status
     );
+}
+
+/// `strata record --pid PID` of POSIX calls into `out`, once it has attached: its run row is
+/// written then (the directory exists from the start).
+fn attached_pid_run(pid: u32, out: &Path) -> std::process::Child {
+    let st = strata()
+        .args([
+            "record", "-q", "--layers", "posix", "--host", "test", "--pid",
+        ])
+        .arg(pid.to_string())
+        .arg("-o")
+        .arg(out)
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while !out.join("run/host=test").read_dir().is_ok_and(|d| {
+        d.flatten()
+            .any(|e| e.file_name().to_string_lossy().ends_with(".parquet"))
+    }) {
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "strata never started"
+        );
+        sleep(Duration::from_millis(10));
+    }
+    st
+}
+
+/// The status of a `--pid` run whose traced tree has exited: it ends by itself, soon.
+fn end_with_tree(st: &mut std::process::Child) -> std::process::ExitStatus {
+    let t = Instant::now();
+    loop {
+        if let Some(s) = st.try_wait().unwrap() {
+            return s;
+        }
+        if t.elapsed() > Duration::from_secs(10) {
+            st.kill().unwrap();
+            panic!("strata outlived its traced tree by 10 s");
+        }
+        sleep(Duration::from_millis(20));
+    }
+}
+
+/// The kernel wakes strata for syscall records only per 256 KiB of them, so a few can wait in
+/// the ring; strata must still take them while /proc has what it reads for them. Here each
+/// of 3 children writes a byte to each of two files opened before strata attached (named from
+/// the child's /proc/PID/fd) and exits 60 ms later. A fork's record has just woken strata, so
+/// before, the writes waited for its next timeout, 100 ms on, or for the child's exit: 5
+/// runs had 0 to 3 of the 6 writes with their file.
+#[test]
+fn held_back_records_are_taken_while_their_process_lives() {
+    require_root();
+    let dir = std::fs::canonicalize(scratch("held_back")).unwrap();
+    let exe = build_c("cc", "held_back.c", &dir.join("held_back"), &[]);
+    let (a, b) = (dir.join("a"), dir.join("b"));
+    const ROUNDS: usize = 3;
+    let mut w = Command::new(&exe)
+        .arg(&a)
+        .arg(&b)
+        .args(["60", &ROUNDS.to_string()])
+        .spawn()
+        .unwrap();
+    let out = dir.join("out");
+    let mut st = attached_pid_run(w.id(), &out);
+    let pid = nix::unistd::Pid::from_raw(w.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGUSR1).unwrap();
+    assert!(w.wait().unwrap().success(), "the workload failed");
+    let status = end_with_tree(&mut st);
+    assert!(status.success(), "{status:?}");
+
+    let paths: HashMap<i64, String> = rows(&out, "files")
+        .iter()
+        .filter_map(|f| Some((f.i("file_id")?, f.s("path")?.to_owned())))
+        .collect();
+    let writes: Vec<(i64, Option<&str>)> = rows(&out, "calls")
+        .iter()
+        .filter(|c| c.s("function") == Some("write") && c.i("pid") != Some(pid.as_raw().into()))
+        .map(|c| {
+            let file = c.i("file_id").map(|f| paths[&f].as_str());
+            (c.i("pid").unwrap(), file)
+        })
+        .collect();
+    assert_eq!(writes.len(), 2 * ROUNDS, "{writes:?}");
+    let children: HashSet<i64> = writes.iter().map(|w| w.0).collect();
+    assert_eq!(children.len(), ROUNDS, "{writes:?}");
+    let expected = [a.to_str(), b.to_str()];
+    for child in children {
+        let mut files: Vec<Option<&str>> = (writes.iter())
+            .filter(|w| w.0 == child)
+            .map(|w| w.1)
+            .collect();
+        files.sort();
+        assert_eq!(files, expected, "child {child}: {writes:?}");
+    }
 }
 
 #[test]
@@ -2996,7 +3060,7 @@ fn pipes_and_memfds_in(mode: &str, dir: &Path, exe: &Path) {
         .arg(exe)
         .arg(&log));
     assert!(res.status.success(), "{mode}: {:?}", res.status);
-    let inodes: std::collections::HashMap<String, i64> = std::fs::read_to_string(&log)
+    let inodes: HashMap<String, i64> = std::fs::read_to_string(&log)
         .unwrap()
         .lines()
         .map(|l| {
