@@ -18,6 +18,7 @@ use crate::{
     fast::HashMap,
     files::{self, Files},
     handles::{HandleId, Handles, MAPPING, NewHandle, Raw},
+    peers,
     probes::{ArgKind, Layer, Op, Probe, RetKind, Target},
     procs::Procs,
     schema::CallRow,
@@ -109,6 +110,8 @@ pub struct Correlator {
     pub requests_unfinished: u64,
     /// Ticks so far (see `SWEEP_TICKS`).
     ticks: u64,
+    /// Other strata processes (see `peers`), whose records are left out: usually none.
+    peers: Vec<i32>,
     adoptions: HashMap<u64, Adoption>,
     pub procs: Procs,
     pub handles: Handles,
@@ -198,6 +201,7 @@ impl Correlator {
             uring_pending: HashMap::default(),
             requests_unfinished: 0,
             ticks: 0,
+            peers: Vec::new(),
             adoptions: HashMap::default(),
             procs: Procs::default(),
             handles: Handles::default(),
@@ -219,6 +223,9 @@ impl Correlator {
     }
 
     pub fn handle(&mut self, ev: Event, out: &mut Dataset) {
+        if !self.peers.is_empty() && self.peer_record(&ev) {
+            return;
+        }
         match ev {
             Event::Str {
                 call_id, arg, text, ..
@@ -313,6 +320,37 @@ impl Correlator {
             }
         }
         self.collect(out);
+    }
+
+    /// Leaves out the records of these other strata processes (found running at the start).
+    pub fn leave_out_peers(&mut self, pids: impl IntoIterator<Item = i32>) {
+        self.peers.extend(pids);
+    }
+
+    /// Whether `ev` is another strata process's own record, left out. Such a process is
+    /// followed through its forks (`record -- CMD` forks a strata child that then runs CMD),
+    /// execs and exit. Kernel events are kept: a block completion runs in whatever task it
+    /// interrupts.
+    fn peer_record(&mut self, ev: &Event) -> bool {
+        let pid = ev.pid() as i32;
+        if matches!(ev, Event::Kernel { .. }) || !self.peers.contains(&pid) {
+            return false;
+        }
+        if let Event::Proc { event, rec } = ev {
+            match event {
+                ProcEvent::NewTask if u64::from(rec.flags) & strata_common::CLONE_THREAD == 0 => {
+                    self.peers.push(rec.other as i32);
+                }
+                ProcEvent::Exec if !peers::runs_strata(pid, &comm(rec)) => {
+                    // A traced process from here on, first seen now.
+                    self.peers.retain(|&p| p != pid);
+                    return false;
+                }
+                ProcEvent::Exit => self.peers.retain(|&p| p != pid),
+                ProcEvent::NewTask | ProcEvent::Exec => {}
+            }
+        }
+        true
     }
 
     fn keep(&mut self, file_id: Option<i64>, path: Option<&str>) -> bool {
@@ -465,9 +503,16 @@ impl Correlator {
                 self.procs
                     .exec(pid, comm(rec), crate::events::filename(rec));
                 self.handles.exec(pid, Some(ts));
-                self.execs.push(pid);
                 // HDF5 ids of the old image mean nothing in the new one.
                 self.dataspaces.forget(pid);
+                if peers::runs_strata(pid, &comm(rec)) {
+                    // Another strata: done with as a traced process, without a row.
+                    self.exited(pid, Some(ts));
+                    self.procs.discard(pid);
+                    self.peers.push(pid);
+                    return;
+                }
+                self.execs.push(pid);
             }
             ProcEvent::Exit => self.exited(rec.pid as i32, Some(ts)),
         }

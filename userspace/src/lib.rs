@@ -25,6 +25,7 @@ pub mod lustre;
 pub mod mpi_types;
 pub mod netcdf;
 pub mod node;
+pub mod peers;
 pub mod pipeline_bench;
 pub mod probes;
 pub mod procs;

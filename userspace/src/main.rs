@@ -4,6 +4,12 @@ use std::{collections::HashMap, path::PathBuf, process::ExitCode, time::Duration
 use clap::{Parser, Subcommand};
 use strata::{attach, probes, record, symbols::SymbolTable};
 
+/// strata's mark (`peers::MARK_SECTION`): a run tracing every process knows another strata
+/// by it, whatever its build or path, and leaves it out.
+#[used]
+#[unsafe(link_section = ".strata")]
+static MARK: [u8; 8] = *b"strata\0\0";
+
 #[derive(Parser)]
 #[command(
     name = "strata",

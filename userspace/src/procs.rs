@@ -271,6 +271,11 @@ impl Procs {
         }
     }
 
+    /// Drops the row of `pid`, which ended (`exit`), unwritten.
+    pub fn discard(&mut self, pid: i32) {
+        self.done.retain(|r| r.pid != pid);
+    }
+
     /// Live processes that have exited without strata seeing it (their exit record was lost
     /// to a full ring buffer): gone from /proc at `GONE_SWEEPS` sweeps in a row. Sweeps are
     /// far enough apart that records of theirs still waiting to be handled are handled

@@ -195,6 +195,9 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
             .unwrap_or_default(),
         _ => Vec::new(),
     };
+    if args.all {
+        corr.leave_out_peers(crate::peers::running());
+    }
     let me = std::process::id() as i32;
     queue_mapped(&mut corr, running.into_iter().filter(|p| *p != me));
     let (mut attached, mut failed) = (attached, failed);

@@ -583,8 +583,7 @@ fn a_pid_run_ends_with_the_traced_tree() {
     );
 }
 
-/// `strata record --pid PID` of POSIX calls into `out`, once it has attached: its run row is
-/// written then (the directory exists from the start).
+/// `strata record --pid PID` of POSIX calls into `out`, once it has attached.
 fn attached_pid_run(pid: u32, out: &Path) -> std::process::Child {
     let st = strata()
         .args([
@@ -595,6 +594,13 @@ fn attached_pid_run(pid: u32, out: &Path) -> std::process::Child {
         .arg(out)
         .spawn()
         .unwrap();
+    wait_until_attached(out);
+    st
+}
+
+/// Waits until a `--host test` run writing to `out` has attached: its run row is written
+/// then (the directory exists from the start).
+fn wait_until_attached(out: &Path) {
     let t = Instant::now();
     while !out.join("run/host=test").read_dir().is_ok_and(|d| {
         d.flatten()
@@ -606,7 +612,6 @@ fn attached_pid_run(pid: u32, out: &Path) -> std::process::Child {
         );
         sleep(Duration::from_millis(10));
     }
-    st
 }
 
 /// The status of a `--pid` run whose traced tree has exited: it ends by itself, soon.
@@ -674,6 +679,83 @@ fn held_back_records_are_taken_while_their_process_lives() {
             .collect();
         files.sort();
         assert_eq!(files, expected, "child {child}: {writes:?}");
+    }
+}
+
+/// Two runs tracing every process leave each other out (they recorded each other's Parquet
+/// writes and /proc reads, and each one's reading /proc for the other's records made more:
+/// 97% of such a run's rows were the other's), and still see the rest. The second is a copy
+/// of strata under another name: known by the mark in its executable, from the first run's
+/// exec record of it, and by the second run from /proc at its start.
+#[test]
+fn two_runs_of_every_process_leave_each_other_out() {
+    require_root();
+    let dir = scratch("two_all");
+    let file = dir.join("log.txt");
+    let copy = dir.join("strata-copy");
+    std::fs::copy(env!("CARGO_BIN_EXE_strata"), &copy).unwrap();
+    let mut w = writer(&file);
+    let all = |exe: &Path, out: &Path, duration: &str| {
+        Command::new(exe)
+            .args([
+                "record", "-q", "--layers", "posix", "--host", "test", "--all",
+            ])
+            .args(["--duration", duration, "-o"])
+            .arg(out)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (out_a, out_b) = (dir.join("a"), dir.join("b"));
+    let a = all(Path::new(env!("CARGO_BIN_EXE_strata")), &out_a, "4s");
+    wait_until_attached(&out_a);
+    let b = all(&copy, &out_b, "1500ms");
+    let (pid_a, pid_b) = (i64::from(a.id()), i64::from(b.id()));
+    let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+    w.kill().unwrap();
+    w.wait().unwrap();
+    for (name, res) in [("first", &a), ("second", &b)] {
+        let err = String::from_utf8_lossy(&res.stderr);
+        assert!(res.status.success(), "{name} run: {:?}: {err}", res.status);
+    }
+    let log = file.to_str().unwrap();
+    for (out, other, other_out) in [(&out_a, pid_b, &out_b), (&out_b, pid_a, &out_a)] {
+        let calls = rows(out, "calls");
+        let opens = (calls.iter())
+            .filter(|c| c.s("function") == Some("openat") && c.s("path") == Some(log))
+            .count();
+        assert!(opens >= 10, "{}: {opens} opens of the log", out.display());
+        // The second run's own rows in the first: only those of the child the test spawned
+        // it from, before its exec (strata's start comes after).
+        let started = rows(other_out, "run")[0].i("start_ns").unwrap();
+        let theirs: Vec<_> = (calls.iter())
+            .filter(|c| c.i("pid") == Some(other) && c.i("ts_begin_ns") >= Some(started))
+            .map(|c| (c.s("function"), c.s("path")))
+            .collect();
+        let first: Vec<_> = theirs.iter().take(10).collect();
+        let n = theirs.len();
+        assert_eq!(
+            n,
+            0,
+            "{}: the other run's calls, first: {first:?}",
+            out.display()
+        );
+        let prefix = other_out.to_str().unwrap();
+        let outputs = (calls.iter())
+            .filter(|c| c.s("path").is_some_and(|p| p.starts_with(prefix)))
+            .count();
+        assert_eq!(
+            outputs,
+            0,
+            "{}: calls on the other run's files",
+            out.display()
+        );
+        let procs = rows(out, "processes");
+        assert!(
+            procs.iter().all(|p| p.i("pid") != Some(other)),
+            "{}: a row of the other run's process",
+            out.display()
+        );
     }
 }
 
