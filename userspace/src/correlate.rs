@@ -493,6 +493,8 @@ impl Correlator {
                     return;
                 }
                 let (parent, child) = (rec.pid as i32, rec.other as i32);
+                // A pid taken again, by a traced process (a peer's exit record was lost).
+                self.peers.retain(|&p| p != child);
                 self.procs.ensure(parent, |t| clock.epoch(t));
                 self.procs.fork(parent, child, ts, comm(rec));
                 self.handles.fork(parent, child, Some(ts));
