@@ -112,6 +112,8 @@ pub struct Correlator {
     ticks: u64,
     /// Other strata processes (see `peers`), whose records are left out: usually none.
     peers: Vec<i32>,
+    /// Whether processes that exec strata join `peers` (`--all`).
+    peers_left_out: bool,
     adoptions: HashMap<u64, Adoption>,
     pub procs: Procs,
     pub handles: Handles,
@@ -202,6 +204,7 @@ impl Correlator {
             requests_unfinished: 0,
             ticks: 0,
             peers: Vec::new(),
+            peers_left_out: false,
             adoptions: HashMap::default(),
             procs: Procs::default(),
             handles: Handles::default(),
@@ -322,9 +325,11 @@ impl Correlator {
         self.collect(out);
     }
 
-    /// Leaves out the records of these other strata processes (found running at the start).
+    /// Leaves out the records of other strata processes: these (found running at the start)
+    /// and those that exec strata from now on.
     pub fn leave_out_peers(&mut self, pids: impl IntoIterator<Item = i32>) {
         self.peers.extend(pids);
+        self.peers_left_out = true;
     }
 
     /// Whether `ev` is another strata process's own record, left out. Such a process is
@@ -507,7 +512,7 @@ impl Correlator {
                 self.handles.exec(pid, Some(ts));
                 // HDF5 ids of the old image mean nothing in the new one.
                 self.dataspaces.forget(pid);
-                if peers::runs_strata(pid, &comm(rec)) {
+                if self.peers_left_out && peers::runs_strata(pid, &comm(rec)) {
                     // Another strata: done with as a traced process, without a row.
                     self.exited(pid, Some(ts));
                     self.procs.discard(pid);
