@@ -34,14 +34,10 @@ pub fn has_mark(path: &Path) -> bool {
     object::File::parse(&cache).is_ok_and(|o| o.section_by_name(MARK_SECTION).is_some())
 }
 
-/// The other strata processes running now.
-pub fn running() -> Vec<i32> {
+/// The other strata processes among `pids`.
+pub fn among(pids: &[i32]) -> Vec<i32> {
     let me = std::process::id() as i32;
-    let Ok(dir) = fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+    (pids.iter().copied())
         .filter(|&pid| pid != me)
         .filter(|&pid| {
             fs::read_to_string(format!("/proc/{pid}/comm"))

@@ -196,7 +196,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
         _ => Vec::new(),
     };
     if args.all {
-        corr.leave_out_peers(crate::peers::running());
+        corr.leave_out_peers(crate::peers::among(&running));
     }
     let me = std::process::id() as i32;
     queue_mapped(&mut corr, running.into_iter().filter(|p| *p != me));
