@@ -19,6 +19,7 @@ pub mod handles;
 pub mod hdf5;
 pub mod html;
 pub mod kernel;
+pub mod ldcache;
 pub mod libraries;
 pub mod lockdown;
 pub mod lustre;

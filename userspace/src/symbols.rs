@@ -7,7 +7,6 @@ use std::{
     collections::{HashMap, HashSet},
     fs,
     path::{Path, PathBuf},
-    process::Command,
 };
 
 use object::{Object as _, ObjectSection as _, ObjectSymbol as _, ObjectSymbolTable as _};
@@ -306,14 +305,13 @@ const LIB_DIRS: &[&str] = &[
     "/usr/local/lib",
 ];
 
-/// Resolves a soname or path to a file, through `ldconfig -p` and then the standard dirs.
+/// Resolves a soname or path to a file, through the loader's cache and then the standard dirs.
 pub fn find_library(name: &str) -> Result<PathBuf, SymbolError> {
     find_library_in(&ld_cache(), name)
 }
 
 /// Resolves a soname or path to a file, through the loader's cache (from [`ld_cache`], read
-/// once for all the libraries looked up: an `ldconfig -p` takes some 25 ms) and then the
-/// standard dirs.
+/// once for all the libraries looked up) and then the standard dirs.
 pub fn find_library_in(
     cache: &HashMap<String, PathBuf>,
     name: &str,
@@ -336,47 +334,91 @@ pub fn find_library_in(
         .ok_or_else(|| SymbolError::LibraryNotFound(name.to_string()))
 }
 
-/// The x86-64 entries of `ldconfig -p` output, in its order (the loader's preference).
-fn ldconfig_entries(text: &str) -> impl Iterator<Item = (&str, PathBuf)> {
-    text.lines().filter_map(|line| {
-        let (lhs, path) = line.trim().split_once(" => ")?;
-        let soname = lhs.split_whitespace().next()?;
-        (lhs.contains("x86-64") || !lhs.contains("libc6,"))
-            .then(|| (soname, PathBuf::from(path.trim())))
-    })
-}
-
-/// The loader's cache (`/etc/ld.so.cache`) as soname -> path, the first x86-64 entry of each
-/// (the loader's preference); empty when it cannot be read.
+/// The loader's cache (`/etc/ld.so.cache`) as soname -> the path the loader takes for it;
+/// empty when it cannot be read or is of no layout strata knows (then the standard dirs are
+/// searched alone).
 pub fn ld_cache() -> HashMap<String, PathBuf> {
-    let Ok(out) = Command::new("ldconfig").arg("-p").output() else {
-        return HashMap::new();
-    };
-    ld_cache_of(&String::from_utf8_lossy(&out.stdout))
-}
-
-/// The cache of [`ld_cache`] from `ldconfig -p`'s output.
-fn ld_cache_of(text: &str) -> HashMap<String, PathBuf> {
-    let mut map = HashMap::new();
-    for (soname, path) in ldconfig_entries(text) {
-        map.entry(soname.to_string()).or_insert(path);
+    let entries = std::fs::read(crate::ldcache::PATH)
+        .ok()
+        .and_then(|data| crate::ldcache::entries(&data));
+    if entries.is_none() {
+        log::debug!(
+            "cannot read the loader's cache {}: libraries are looked for in {} alone",
+            crate::ldcache::PATH,
+            LIB_DIRS.join(", ")
+        );
     }
-    map
+    crate::ldcache::resolve(entries.unwrap_or_default())
 }
 
 #[cfg(test)]
 mod tests {
+    use std::process::Command;
+
     use super::*;
 
+    /// The x86-64 entries of `ldconfig -p`'s listing, in its order.
+    fn listed(text: &str) -> Vec<(String, PathBuf)> {
+        text.lines()
+            .filter_map(|line| {
+                let (lhs, path) = line.trim().split_once(" => ")?;
+                let soname = lhs.split_whitespace().next()?;
+                lhs.contains("x86-64")
+                    .then(|| (soname.to_string(), PathBuf::from(path.trim())))
+            })
+            .collect()
+    }
+
+    /// glibc's own ldconfig writes caches of each layout from this machine's libraries and
+    /// lists them: strata reads the same entries in the same order from the bytes.
     #[test]
-    fn ldconfig_line() {
-        let text = "\t1024 libs found in cache `/etc/ld.so.cache'\n\tlibc.so.6 (libc6,x86-64) => /lib/x86_64-linux-gnu/libc.so.6\n\tlibc.so.6 (libc6) => /lib32/libc.so.6\n";
-        let cache = ld_cache_of(text);
-        assert_eq!(
-            find_library_in(&cache, "libc.so.6").unwrap(),
-            Path::new("/lib/x86_64-linux-gnu/libc.so.6")
-        );
-        assert!(!cache.contains_key("libm.so.6"));
+    #[cfg(target_arch = "x86_64")]
+    fn the_loader_cache_of_each_layout_reads_as_ldconfig_lists_it() {
+        let dir = std::env::temp_dir().join(format!("strata-ldcache-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let mut layouts = vec![(None, PathBuf::from(crate::ldcache::PATH))];
+        for format in ["new", "compat", "old"] {
+            let file = dir.join(format!("{format}.cache"));
+            // -X: leave the libraries' links alone.
+            let made = Command::new("ldconfig")
+                .args(["-X", "-c", format, "-C"])
+                .arg(&file)
+                .status()
+                .expect("ldconfig (libc-bin) runs");
+            assert!(made.success(), "ldconfig -c {format} failed");
+            layouts.push((Some(format), file));
+        }
+        for (format, file) in layouts {
+            let listing = Command::new("ldconfig")
+                .arg("-p")
+                .arg("-C")
+                .arg(&file)
+                .output()
+                .unwrap();
+            let want = listed(&String::from_utf8_lossy(&listing.stdout));
+            assert!(
+                want.len() > 50,
+                "{format:?}: ldconfig lists {} libraries",
+                want.len()
+            );
+            let data = std::fs::read(&file).unwrap();
+            let got: Vec<_> = crate::ldcache::entries(&data)
+                .expect("a layout strata reads")
+                .into_iter()
+                .map(|e| (e.soname, e.path))
+                .collect();
+            // The first difference, not two lists of hundreds.
+            let first = (0..got.len().max(want.len())).find(|&i| got.get(i) != want.get(i));
+            assert_eq!(
+                first.map(|i| (i, got.get(i), want.get(i))),
+                None,
+                "{format:?} ({}): at entry i, strata's and ldconfig's ({} and {} entries)",
+                file.display(),
+                got.len(),
+                want.len()
+            );
+        }
+        let _ = fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -1,10 +1,10 @@
 //! Property tests of every parser that reads data from outside strata: probe files, tracepoint
 //! format files, mountinfo lines, Lustre layout xattrs, ELF symbol tables and dynamic sections,
-//! and ring-buffer records. Whatever the input, each returns a value or an error, and never
+//! the loader's cache and ring-buffer records. Whatever the input, each returns a value or an error, and never
 //! panics. Failing cases proptest finds are kept in `tests/parsers.proptest-regressions` and
 //! replayed first.
 use proptest::prelude::*;
-use strata::{events, libraries, lustre, probes, symbols::SymbolTable, tracefs};
+use strata::{events, ldcache, libraries, lustre, probes, symbols::SymbolTable, tracefs};
 
 const FORMAT: &str = "name: block_rq_issue\nID: 1234\nformat:\n\
 \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
@@ -217,6 +217,40 @@ proptest! {
         }
         let _ = SymbolTable::parse(&b);
         let _ = libraries::read_dynamic(&b);
+    }
+}
+
+/// This machine's loader cache, read once for the corruption cases.
+static LD_CACHE: std::sync::LazyLock<Vec<u8>> =
+    std::sync::LazyLock::new(|| std::fs::read(ldcache::PATH).expect("the loader's cache"));
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Any bytes after either layout's magic.
+    #[test]
+    fn loader_caches_never_panic(
+        magic in 0usize..3,
+        bytes in prop::collection::vec(any::<u8>(), 0..400),
+    ) {
+        let mut b = [b"glibc-ld.so.cache1.1".as_slice(), b"ld.so-1.7.0\0", b""][magic].to_vec();
+        b.extend(bytes);
+        let _ = ldcache::entries(&b);
+    }
+
+    /// The real cache with bytes overwritten, in its header and entries or anywhere, and cut.
+    #[test]
+    fn corrupted_loader_caches_never_panic(
+        writes in prop::collection::vec((any::<prop::sample::Index>(), any::<bool>(), any::<u8>()), 1..24),
+        cut in any::<prop::sample::Index>(),
+    ) {
+        let mut b = LD_CACHE.clone();
+        for (at, front, v) in writes {
+            let i = at.index(if front { 64.min(b.len()) } else { b.len() });
+            b[i] = v;
+        }
+        b.truncate(cut.index(b.len() + 1));
+        let _ = ldcache::entries(&b);
     }
 }
 
