@@ -322,7 +322,7 @@ pub fn run(calls: u64, only: Option<&str>, json_path: &Path) -> anyhow::Result<(
     );
     let cases: Vec<&Case> = CASES
         .iter()
-        .filter(|c| only.is_none_or(|o| c.name.contains(o)))
+        .filter(|c| only.is_none_or(|o| o.split('|').any(|o| c.name.contains(o))))
         .collect();
     if cases.is_empty() {
         anyhow::bail!(
@@ -647,10 +647,29 @@ pub fn run(calls: u64, only: Option<&str>, json_path: &Path) -> anyhow::Result<(
             "floor_program_runs_per_call": floor_prog.map(|f| f.runs),
             "floor_program_ns_per_call_with_empty": floor_prog.map(|f| f.with_empty),
             "pinned": pin.is_some(),
+            // Every round's loop times, for telling a slow spell from a steady cost.
+            "untraced_rounds_ns": timed.iter().map(|r| r[0]).collect::<Vec<_>>(),
+            "traced_rounds_ns": timed.iter().map(|r| r[1]).collect::<Vec<_>>(),
             "unpinned_untraced_loop_ns": shared.map(|s| s.0),
             "unpinned_traced_loop_ns": shared.map(|s| s.1),
             "unpinned_added_ns_per_call": shared.map(|(b, t)| (t - b) / calls_made),
         }));
+        if traced < 0.9 * base {
+            // No tracer speeds a job up: a slow spell hit the untraced runs.
+            let ms = |i: usize| {
+                timed
+                    .iter()
+                    .map(|r| format!("{:.0}", r[i] / 1e6))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            println!(
+                "{:<20} traced faster than untraced: noise, not a figure (untraced rounds {} ms; traced {} ms)",
+                "",
+                ms(0),
+                ms(1)
+            );
+        }
         if let Some((b, t)) = shared {
             println!(
                 "{:<20} unpinned (strata's threads free to share the loop's CPU): {:.2}x, +{:.0} ns per call",

@@ -62,7 +62,8 @@ enum Cmd {
         #[arg(long, default_value = "target/bench.json")]
         json: std::path::PathBuf,
         /// Run only the overhead workloads whose name contains this text (e.g. `io_uring`,
-        /// `HDF5`), and nothing else: no rates, sizes, pipeline or targets.
+        /// `HDF5`, or several: `write|HDF5 4M`), in their usual order, and nothing else: no
+        /// rates, sizes, pipeline or targets.
         #[arg(long, value_name = "TEXT")]
         only: Option<String>,
     },
