@@ -24,6 +24,10 @@ const NEW_MAGIC: &[u8] = b"glibc-ld.so.cache1.1";
 const NEW_HEADER: usize = 48;
 const NEW_ENTRY: usize = 24;
 
+/// The entry's `hwcap` marks a glibc-hwcaps build with this bit (the rest indexes names
+/// kept elsewhere in the file; the path names the subdirectory as well).
+const HWCAP_EXTENSION: u64 = 1 << 62;
+
 /// An entry's flags for a library of this machine's own kind: ELF for glibc (3) on this
 /// architecture (the byte above). Others (i386 libraries on x86-64, say) are left out.
 #[cfg(target_arch = "x86_64")]
@@ -37,10 +41,6 @@ fn u32_at(data: &[u8], at: usize) -> Option<u32> {
     let b = data.get(at..at.checked_add(4)?)?;
     Some(u32::from_ne_bytes(b.try_into().ok()?))
 }
-
-/// The entry's `hwcap` marks a glibc-hwcaps build with this bit (the rest indexes names
-/// kept elsewhere in the file; the path names the subdirectory as well).
-const HWCAP_EXTENSION: u64 = 1 << 62;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {

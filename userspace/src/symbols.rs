@@ -338,7 +338,7 @@ pub fn find_library_in(
 /// empty when it cannot be read or is of no layout strata knows (then the standard dirs are
 /// searched alone).
 pub fn ld_cache() -> HashMap<String, PathBuf> {
-    let entries = std::fs::read(crate::ldcache::PATH)
+    let entries = fs::read(crate::ldcache::PATH)
         .ok()
         .and_then(|data| crate::ldcache::entries(&data));
     if entries.is_none() {
