@@ -71,6 +71,9 @@ pub struct Loaded {
     lib_inodes: std::collections::HashSet<(u64, u64)>,
     /// The loader's cache as read at load (soname -> path).
     pub ld_cache: HashMap<String, PathBuf>,
+    /// Whether uprobes attached to a library and released at the end do so under expedited
+    /// RCU grace periods ([`crate::grace`]).
+    pub expedite: bool,
 }
 
 /// Stops the programs from recording (they return at once), so the ring buffer can be
@@ -92,6 +95,7 @@ pub fn stop(loaded: &mut Loaded) -> anyhow::Result<()> {
 /// with them released in turn and 1.05 s so (trace events still wait in turn: the kernel
 /// holds its event lock through theirs). Callers finish their output first.
 pub fn detach(mut loaded: Loaded) {
+    let _grace = loaded.expedite.then(crate::grace::Expedited::begin);
     let links = std::mem::take(&mut loaded.uprobes.multi_links);
     std::thread::scope(|s| {
         for link in links {
@@ -870,6 +874,7 @@ fn load_parsed(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
         uprobes,
         lib_inodes,
         ld_cache,
+        expedite: false,
     })
 }
 
@@ -1074,6 +1079,7 @@ impl Loaded {
         shown: &str,
         table: &SymbolTable,
     ) -> Vec<ProbeStatus> {
+        let _grace = self.expedite.then(crate::grace::Expedited::begin);
         let mut out = Vec::new();
         for p in wanted {
             let Target::Uprobe { symbol, .. } = &p.target else {

@@ -34,6 +34,8 @@ pub struct Config {
     pub users: Option<Vec<String>>,
     /// Only rows about files under these directories are written.
     pub paths: Option<Vec<String>>,
+    /// Expedited RCU grace periods while probes attach during a run and detach at its end.
+    pub expedite_grace_periods: Option<bool>,
     #[serde(default)]
     pub daemon: DaemonConfig,
 }
@@ -169,6 +171,7 @@ mod tests {
             file_mode = "0600"
             users = ["root", "1001"]
             paths = ["/lustre", "/scratch"]
+            expedite_grace_periods = false
             [daemon]
             output_root = "/lustre/strata"
             socket = "/run/strata/s.sock"
@@ -177,6 +180,7 @@ mod tests {
         .unwrap();
         assert_eq!(cfg.ring_buffer_mib, Some(64));
         assert_eq!(cfg.backlog_mib, Some(256));
+        assert_eq!(cfg.expedite_grace_periods, Some(false));
         assert_eq!(
             cfg.daemon.output_root.as_deref(),
             Some(Path::new("/lustre/strata"))

@@ -45,6 +45,8 @@ pub struct DaemonArgs {
     pub users: Vec<u32>,
     /// Only rows about files under these directories.
     pub paths: Option<Vec<String>>,
+    /// Expedited RCU grace periods around attaches while jobs run, and the detach.
+    pub expedite: bool,
 }
 
 /// Where a job's processes are: a cgroup directory, or a Slurm job's (found when it appears).
@@ -154,6 +156,7 @@ pub fn run(args: DaemonArgs) -> anyhow::Result<()> {
             )
         },
     )?;
+    loaded.expedite = args.expedite;
     let attached = loaded
         .statuses
         .iter()

@@ -15,6 +15,7 @@ pub mod events;
 pub mod fast;
 pub mod files;
 pub mod filter;
+pub mod grace;
 pub mod handles;
 pub mod hdf5;
 pub mod html;

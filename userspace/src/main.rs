@@ -88,6 +88,15 @@ struct TraceOpts {
     /// name no file are kept.
     #[arg(long, value_delimiter = ',', value_name = "DIRS")]
     paths: Option<Vec<String>>,
+    /// Whether strata turns on /sys/kernel/rcu_expedited while it attaches probes to a
+    /// library a traced process loaded during the run (a dlopen, a container's libc), and
+    /// while it detaches at the end, and back off at once. The kernel's uprobe registration
+    /// waits for an RCU grace period: 6-21 ms at the normal pace, during which the library's
+    /// calls go unrecorded; microseconds expedited, at the price of one interrupt to each busy
+    /// CPU. Left alone where the knob is already on or /sys/kernel/rcu_normal is set.
+    /// [default: true]
+    #[arg(long, value_name = "BOOL")]
+    expedite_grace_periods: Option<bool>,
 }
 
 /// `TraceOpts` merged with the configuration file.
@@ -102,6 +111,7 @@ struct Settings {
     file_mode: u32,
     users: Vec<u32>,
     paths: Option<Vec<String>>,
+    expedite: bool,
     daemon: strata::config::DaemonConfig,
 }
 
@@ -160,6 +170,10 @@ impl TraceOpts {
             file_mode,
             users,
             paths,
+            expedite: self
+                .expedite_grace_periods
+                .or(cfg.expedite_grace_periods)
+                .unwrap_or(true),
             daemon: cfg.daemon,
         })
     }
@@ -400,6 +414,7 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
                 file_mode: set.file_mode,
                 users: set.users,
                 paths: set.paths,
+                expedite: set.expedite,
                 quiet,
             })?;
             Ok(outcome.exit_code)
@@ -430,6 +445,7 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
                 file_mode: set.file_mode,
                 users: set.users,
                 paths: set.paths,
+                expedite: set.expedite,
             })?;
             Ok(0)
         }

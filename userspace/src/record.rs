@@ -46,6 +46,8 @@ pub struct RecordArgs {
     pub users: Vec<u32>,
     /// Only rows about files under these directories.
     pub paths: Option<Vec<String>>,
+    /// Expedited RCU grace periods around attaches during the run and the detach.
+    pub expedite: bool,
     pub quiet: bool,
 }
 
@@ -112,6 +114,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
             )
         },
     )?;
+    loaded.expedite = args.expedite;
     if let Some(c) = cgroup {
         loaded.add_cgroup(c)?;
     }

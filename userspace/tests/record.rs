@@ -1061,10 +1061,9 @@ fn the_backlog_holds_what_its_cap_allows() {
     );
 }
 
-#[test]
-fn libraries_opened_at_run_time_are_probed() {
-    require_root();
-    let dir = scratch("dlopen");
+/// The dlopen workload of tests/workloads/dlopen_main.c in `dir`: its library, the program,
+/// and a probe list with the library's function (probed only once it is loaded).
+fn dlopen_files(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
     let lib = dir.join("libstratatest.so.1");
     let st = Command::new("cc")
         .args(["-shared", "-fPIC", "-Wl,-soname,libstratatest.so.1", "-o"])
@@ -1082,6 +1081,14 @@ fn libraries_opened_at_run_time_are_probed() {
          [[probe]]\nlayer = \"libc\"\nlibrary = \"libstratatest.so.1\"\nsymbol = \"stt_write\"\nop = \"write\"\nargs = [\"fd\", \"buf\", \"size\"]\nret = \"bytes\"\n",
     )
     .unwrap();
+    (lib, exe, probes)
+}
+
+#[test]
+fn libraries_opened_at_run_time_are_probed() {
+    require_root();
+    let dir = scratch("dlopen");
+    let (lib, exe, probes) = dlopen_files(&dir);
     let data = dir.join("data.txt");
     let out = dir.join("out");
     let res = run(strata()
@@ -1134,6 +1141,81 @@ fn libraries_opened_at_run_time_are_probed() {
                 inner[0].i("depth")
             ),
             (Some("write"), Some(5), Some(1))
+        );
+    }
+}
+
+/// Where the site allows it, strata expedites RCU grace periods while it attaches probes to a
+/// library loaded during the run (and while it detaches), and puts the knob back; where the
+/// site set either knob, or `--expedite-grace-periods false`, it writes neither. strata runs
+/// in a private mount namespace with files of the test's bound over the two knobs, so the
+/// node's own are never touched and other runs cannot meddle.
+#[test]
+fn grace_periods_are_expedited_where_allowed_and_put_back() {
+    require_root();
+    let dir = scratch("grace");
+    let (lib, exe, probes) = dlopen_files(&dir);
+    let (expedited, normal) = (dir.join("rcu_expedited"), dir.join("rcu_normal"));
+    let long_ago = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+    // (case, rcu_expedited, rcu_normal, flag, whether strata writes rcu_expedited)
+    for (case, e, n, flag, written) in [
+        ("the default", "0", "0", None, true),
+        ("turned off", "0", "0", Some("false"), false),
+        ("already expedited", "1", "0", None, false),
+        ("rcu_normal set", "0", "1", None, false),
+    ] {
+        for (path, v) in [(&expedited, e), (&normal, n)] {
+            std::fs::write(path, format!("{v}\n")).unwrap();
+            std::fs::File::options()
+                .write(true)
+                .open(path)
+                .unwrap()
+                .set_modified(long_ago)
+                .unwrap();
+        }
+        let out = dir.join("out");
+        let _ = std::fs::remove_dir_all(&out);
+        let mut cmd = Command::new("unshare");
+        cmd.args(["--mount", "--propagation", "private", "sh", "-c"])
+            .arg(
+                "mount --bind \"$1\" /sys/kernel/rcu_expedited && \
+                 mount --bind \"$2\" /sys/kernel/rcu_normal && shift 2 && exec \"$@\"",
+            )
+            .arg("sh")
+            .arg(&expedited)
+            .arg(&normal)
+            .arg(env!("CARGO_BIN_EXE_strata"))
+            .args(["record", "-q", "--probes"])
+            .arg(&probes)
+            .arg("-o")
+            .arg(&out);
+        if let Some(f) = flag {
+            cmd.args(["--expedite-grace-periods", f]);
+        }
+        let res = run(cmd
+            .arg("--")
+            .arg(&exe)
+            .arg(&lib)
+            .arg(dir.join("data.txt"))
+            .arg("0"));
+        assert!(res.status.success(), "{case}");
+        // The library was attached during the run, and its calls recorded, in every case.
+        let late = rows(&out, "calls")
+            .iter()
+            .filter(|c| c.s("function") == Some("stt_write"))
+            .count();
+        assert_eq!(late, 5, "{case}");
+        let touched = |path: &Path| std::fs::metadata(path).unwrap().modified().unwrap() > long_ago;
+        let value = |path: &Path| std::fs::read_to_string(path).unwrap().trim().to_string();
+        assert_eq!(
+            (touched(&expedited), value(&expedited).as_str()),
+            (written, e),
+            "{case}: rcu_expedited written, and its value after the run"
+        );
+        assert_eq!(
+            (touched(&normal), value(&normal).as_str()),
+            (false, n),
+            "{case}: rcu_normal"
         );
     }
 }
