@@ -543,6 +543,11 @@ pub fn load_object(
         .allow_unsupported_maps()
         .load(EBPF)
         .map_err(|e| {
+            // aya's own error names what it tried first, which says nothing of the cause.
+            if let Some(why) = crate::bpf_access::refusal() {
+                log::debug!("loading the eBPF object: {e}");
+                return anyhow!(why);
+            }
             // The map is created either way. Asked only after a failure: the probe's map
             // takes the kernel some 25 ms to free (RCU barriers).
             if !aya::sys::is_map_supported(aya::maps::MapType::TaskStorage).unwrap_or(true) {
@@ -551,10 +556,7 @@ pub fn load_object(
                      for its per-thread call stacks: Linux 5.11 or later is required"
                 )
             } else {
-                anyhow::Error::new(e).context(
-                    "loading the eBPF programs failed (is this kernel built with \
-                     CONFIG_BPF_SYSCALL, and are you root?)",
-                )
+                anyhow::Error::new(e).context("loading strata's eBPF programs failed")
             }
         })
 }

@@ -2,6 +2,7 @@
 //! same probe parser, schema and readers as the tracer.
 pub mod aio;
 pub mod attach;
+pub mod bpf_access;
 pub mod btf;
 pub mod cgroup;
 pub mod config;

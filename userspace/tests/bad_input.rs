@@ -174,6 +174,38 @@ fn non_root_is_refused() {
     fails_with(&mut cmd, "must run as root");
 }
 
+/// A kernel that refuses BPF to strata (here a seccomp filter, as container runtimes' default
+/// profiles set) is named as the cause, whether it refuses every bpf() call or program loads
+/// only (then aya's error was a relocation of a section its failed probes left out), and the
+/// command does not run. Where BPF is allowed, the same question finds no refusal.
+#[test]
+fn a_kernel_refusing_bpf_is_named_as_the_cause() {
+    require_root();
+    assert_eq!(
+        strata::bpf_access::refusal(),
+        None,
+        "root may load programs here"
+    );
+    let dir = scratch("deny_bpf");
+    let deny = common::build_c("cc", "deny_bpf.c", &dir.join("deny_bpf"), &[]);
+    let ran = dir.join("ran");
+    for which in ["all", "prog"] {
+        let mut cmd = Command::new(&deny);
+        cmd.arg(which)
+            .arg(env!("CARGO_BIN_EXE_strata"))
+            .args(["record", "-o"])
+            .arg(dir.join(format!("out-{which}")))
+            .args(["--", "touch"])
+            .arg(&ran);
+        fails_with(
+            &mut cmd,
+            "the kernel refused to load even the smallest BPF program (Operation not permitted \
+             (os error 1)), as root: a seccomp filter forbids bpf()",
+        );
+        assert!(!ran.exists(), "{which}: the command ran untraced");
+    }
+}
+
 #[test]
 fn missing_symbol_is_recorded_not_fatal() {
     require_root();
