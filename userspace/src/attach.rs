@@ -8,7 +8,7 @@ use std::{
 
 use anyhow::{Context as _, anyhow};
 use aya::{
-    Ebpf, EbpfLoader, VerifierLogLevel,
+    Ebpf, EbpfLoader,
     maps::{Array, HashMap as BpfHashMap, MapData, PerCpuArray},
     programs::{
         BtfTracePoint, KProbe, Program, TracePoint, UProbe,
@@ -286,15 +286,12 @@ impl Uprobes {
                     return Err(Failure::Refused(why.clone()));
                 }
                 if let Err(e) = program.load() {
-                    // Said once, with the verifier's output; each probe's row keeps its
-                    // first line.
+                    // Said once; each probe's row keeps it.
+                    let why = format!("{:#}", rejected(prog, &e));
                     log::warn!(
-                        "the kernel rejected {prog}, which each library probe attached \
-                         without a multi-uprobe link needs: {e}"
+                        "{why}: each library probe attached without a multi-uprobe link \
+                         needs it"
                     );
-                    let e = e.to_string();
-                    let first = e.lines().next().unwrap_or_default();
-                    let why = format!("the kernel rejected {prog}: {first}");
                     self.refused.insert(prog, why.clone());
                     return Err(Failure::Refused(why));
                 }
@@ -529,7 +526,7 @@ pub fn load_object(
     let task = task.copied().unwrap_or_default();
     let floor_ring = u8::from(floor_ring);
     let mut loader = EbpfLoader::new();
-    loader.verifier_log_level(verifier_log_level());
+    loader.verifier_log_level(crate::verifier::log_level());
     if let Some(bytes) = ring_bytes {
         loader.map_max_entries(maps::EVENTS, bytes);
     }
@@ -559,19 +556,6 @@ pub fn load_object(
                 anyhow::Error::new(e).context("loading strata's eBPF programs failed")
             }
         })
-}
-
-/// What the verifier logs about a program it rejects: its statistics (how many instructions
-/// it processed, against its limit), and with `-vv` every instruction it walked as well. A
-/// rejected program is loaded again with a log ten times larger each time the last one
-/// filled, up to 16 MiB; a program too complex for this kernel's verifier fills each with
-/// its million instructions, so that strata would report it only after minutes.
-fn verifier_log_level() -> VerifierLogLevel {
-    if log::log_enabled!(log::Level::Debug) {
-        VerifierLogLevel::DEBUG | VerifierLogLevel::STATS
-    } else {
-        VerifierLogLevel::STATS
-    }
 }
 
 pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
@@ -897,8 +881,15 @@ enum RawLink {
 /// A program the kernel would not load, as one message: aya's error already says the
 /// system call's error before the verifier's output, which its source (anyhow's `{:#}`)
 /// would repeat after it.
+/// A program the kernel would not load, said in one line (`-vv`: the verifier's whole log
+/// before it). A rejection by the verifier says where this kernel differs from those strata
+/// is tested on.
 fn rejected(prog: &str, e: &aya::programs::ProgramError) -> anyhow::Error {
-    anyhow!("the kernel rejected {prog}: {e}")
+    log::debug!("loading {prog}: {e}");
+    match crate::verifier::Rejection::from_aya(prog, e) {
+        Some(r) => anyhow!(r),
+        None => anyhow!("the kernel rejected {prog}: {e}"),
+    }
 }
 
 /// Loads the BTF raw tracepoint program `prog` for `tracepoint`; the error says why not.
@@ -911,12 +902,7 @@ fn load_btf(
     program::<BtfTracePoint>(ebpf, prog)
         .map_err(|e| e.to_string())?
         .load(tracepoint, btf.as_ref()?)
-        .map_err(|e| {
-            // The verifier's log follows on later lines; `-vv` shows it whole.
-            log::debug!("loading {prog}: {e}");
-            let e = e.to_string();
-            format!("loading {prog}: {}", e.lines().next().unwrap_or_default())
-        })
+        .map_err(|e| format!("{:#}", rejected(prog, &e)))
 }
 
 /// Loads the BTF raw tracepoint programs of the syscall layer; the error says why not.

@@ -41,6 +41,23 @@ impl Dataset {
         })
     }
 
+    /// The tables' directories, each `host=` one before its table's.
+    pub fn dirs(&self) -> Vec<&Path> {
+        [
+            self.calls.dir(),
+            self.handles.dir(),
+            self.files.dir(),
+            self.processes.dir(),
+            self.probes.dir(),
+            self.block.dir(),
+            self.pagecache.dir(),
+            self.run.dir(),
+        ]
+        .into_iter()
+        .flat_map(|d| [d].into_iter().chain(d.parent()))
+        .collect()
+    }
+
     /// Writes everything buffered. Files first: a reader joining calls to files finds them.
     pub fn flush(&mut self) -> anyhow::Result<()> {
         self.files.flush()?;

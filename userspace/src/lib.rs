@@ -44,3 +44,4 @@ pub mod target;
 pub mod tracefs;
 pub mod uprobe_multi;
 pub mod uring;
+pub mod verifier;

@@ -51,6 +51,45 @@ pub struct RecordArgs {
     pub quiet: bool,
 }
 
+/// The output while start-up can still fail: the directories strata made for it (the
+/// output directory and its missing parents, the tables') are removed again if start-up
+/// fails, where they are still empty, so that a failed start leaves nothing behind.
+struct Unstarted {
+    /// Made by strata, the deepest first.
+    made: Vec<PathBuf>,
+    /// The tables' directories, each `host=` one before its table's.
+    tables: Vec<PathBuf>,
+}
+
+impl Unstarted {
+    fn new(output: &std::path::Path) -> Self {
+        let made = output
+            .ancestors()
+            .take_while(|d| !d.as_os_str().is_empty() && !d.exists())
+            .map(PathBuf::from)
+            .collect();
+        Self {
+            made,
+            tables: Vec::new(),
+        }
+    }
+
+    /// The run row is written: the output is the run's.
+    fn started(&mut self) {
+        self.made.clear();
+        self.tables.clear();
+    }
+}
+
+impl Drop for Unstarted {
+    fn drop(&mut self) {
+        // `remove_dir` takes only an empty directory: another run's files stay.
+        for dir in self.tables.iter().chain(&self.made) {
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+}
+
 /// How the run ended, for the exit code.
 pub struct Outcome {
     pub exit_code: i32,
@@ -70,6 +109,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
         signal_hook::flag::register(sig, Arc::clone(&stop))?;
         signal_hook::flag::register_usize(sig, Arc::clone(&last_signal), sig as usize)?;
     }
+    let mut unstarted = Unstarted::new(&args.output);
     preflight(&args)?;
     let mut probes = probes::load(args.probes_file.as_deref())?;
     probes::select_layers(&mut probes, args.layers.as_deref());
@@ -94,6 +134,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
     let start_ns = clock.epoch(monotonic_ns());
     let run_id = format!("{}-{}", start_ns / 1_000_000, std::process::id());
     let mut out = Dataset::create(&args.output, &host, &run_id, args.file_mode)?;
+    unstarted.tables = out.dirs().into_iter().map(PathBuf::from).collect();
 
     let mut spawned: Option<Spawned> = match &exe {
         Some(exe) => Some(target::spawn_gated(exe, &args.command)?),
@@ -251,6 +292,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
     let mut run_row = crate::node::run_row(&run_id, &host, command, start_ns, clock, None);
     run_row.cpu_start_ns = crate::node::cpu_ns();
     out.write_run(run_row.clone())?;
+    unstarted.started();
     out.flush()?;
     if !args.quiet {
         eprintln!(

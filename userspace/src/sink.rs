@@ -771,6 +771,11 @@ impl<T: Table> TableWriter<T> {
         self.buffered += 1;
     }
 
+    /// The directory its files go to (`root/<table>/host=<host>`).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     /// Rows waiting for the next file.
     pub fn buffered(&self) -> usize {
         self.buffered

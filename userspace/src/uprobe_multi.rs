@@ -81,8 +81,7 @@ impl Programs {
             pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&SigSet::all()), None)
                 .context("blocking signals on the thread loading the uprobe programs")?;
             let load = |(name, insns): &(String, Vec<bpf_insn>)| {
-                prog_load(name, insns, &license)
-                    .with_context(|| format!("loading {name} for multi-uprobe links"))
+                prog_load(name, insns, &license).map_err(anyhow::Error::new)
             };
             Ok(Self {
                 entry: load(&entry)?,
@@ -193,24 +192,6 @@ fn map_fd(map: &Map) -> RawFd {
     data.fd().as_fd().as_raw_fd()
 }
 
-/// The head of `union bpf_attr` for BPF_PROG_LOAD (the kernel zero-fills the rest; this
-/// head has no padding).
-#[repr(C)]
-struct ProgLoadAttr {
-    prog_type: u32,
-    insn_cnt: u32,
-    insns: u64,
-    license: u64,
-    log_level: u32,
-    log_size: u32,
-    log_buf: u64,
-    kern_version: u32,
-    prog_flags: u32,
-    prog_name: [u8; 16],
-    prog_ifindex: u32,
-    expected_attach_type: u32,
-}
-
 /// `union bpf_attr` for BPF_LINK_CREATE of a multi uprobe. No implicit padding: the kernel
 /// refuses an attr with any nonzero byte past the fields it knows.
 #[repr(C)]
@@ -247,34 +228,23 @@ fn bpf<T>(cmd: bpf_cmd, attr: &T) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }
 
-fn prog_load(name: &str, insns: &[bpf_insn], license: &CStr) -> io::Result<OwnedFd> {
-    let mut prog_name = [0u8; 16];
-    for (d, s) in prog_name.iter_mut().zip(name.bytes().take(15)) {
-        *d = s;
-    }
-    let attr = ProgLoadAttr {
-        prog_type: bpf_prog_type::BPF_PROG_TYPE_KPROBE as u32,
-        insn_cnt: insns.len() as u32,
-        insns: insns.as_ptr() as u64,
-        license: license.as_ptr() as u64,
-        log_level: 0,
-        log_size: 0,
-        log_buf: 0,
-        kern_version: 0,
-        prog_flags: 0,
-        prog_name,
-        prog_ifindex: 0,
-        expected_attach_type: bpf_attach_type::BPF_TRACE_UPROBE_MULTI as u32,
-    };
-    // The verifier gives up with EAGAIN when a signal interrupts it: tried again, as libbpf
-    // does.
-    let mut tries = 5;
-    loop {
-        match bpf(bpf_cmd::BPF_PROG_LOAD, &attr) {
-            Err(e) if e.raw_os_error() == Some(libc::EAGAIN) && tries > 1 => tries -= 1,
-            r => return r,
-        }
-    }
+/// A uprobe program for multi links, loaded by hand: the kernel wants the attach type at
+/// load time.
+fn prog_load(
+    name: &str,
+    insns: &[bpf_insn],
+    license: &CStr,
+) -> Result<OwnedFd, crate::verifier::Rejection> {
+    crate::verifier::load(
+        &crate::verifier::ByHand {
+            prog_type: bpf_prog_type::BPF_PROG_TYPE_KPROBE as u32,
+            expected_attach_type: bpf_attach_type::BPF_TRACE_UPROBE_MULTI as u32,
+            name,
+            insns,
+            license,
+        },
+        crate::verifier::log_level(),
+    )
 }
 
 fn link_create(
@@ -309,7 +279,6 @@ mod tests {
     /// The kernel refuses attrs with stray bytes: the structs must have no padding.
     #[test]
     fn attrs_have_no_padding() {
-        assert_eq!(size_of::<ProgLoadAttr>(), 72);
         assert_eq!(size_of::<LinkCreateAttr>(), 64);
     }
 }

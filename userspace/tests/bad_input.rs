@@ -203,6 +203,104 @@ fn a_kernel_refusing_bpf_is_named_as_the_cause() {
              (os error 1)), as root: a seccomp filter forbids bpf()",
         );
         assert!(!ran.exists(), "{which}: the command ran untraced");
+        // The output directory strata made is gone again; one that was there keeps what it
+        // held, and no table directory is left in it.
+        let out = dir.join(format!("out-{which}"));
+        assert!(
+            !out.exists(),
+            "{which}: a failed start left {}",
+            out.display()
+        );
+        let kept = dir.join("kept");
+        std::fs::create_dir_all(&kept).unwrap();
+        std::fs::write(kept.join("notes.txt"), "mine").unwrap();
+        let mut cmd = Command::new(&deny);
+        cmd.arg(which)
+            .arg(env!("CARGO_BIN_EXE_strata"))
+            .args(["record", "-o"])
+            .arg(&kept)
+            .args(["--", "true"]);
+        fails_with(
+            &mut cmd,
+            "the kernel refused to load even the smallest BPF program",
+        );
+        let left: Vec<_> = std::fs::read_dir(&kept)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(
+            left,
+            ["notes.txt"],
+            "{which}: a failed start wrote into {kept:?}"
+        );
+    }
+}
+
+/// A program the verifier rejects is reported with the verifier's reason in one line, at
+/// the default log level and with `-vv`'s walk of every instruction before it. The kernel's
+/// own verdicts on two broken programs, loaded as strata loads its uprobe programs.
+#[test]
+fn a_program_the_verifier_rejects_is_named_with_its_reason() {
+    use aya::VerifierLogLevel as Level;
+    use aya_obj::generated::bpf_insn;
+    use strata::verifier::{ByHand, load};
+    require_root();
+    let insn = |code: u8, dst: u8, src: u8| bpf_insn {
+        code,
+        _bitfield_align_1: [],
+        _bitfield_1: bpf_insn::new_bitfield_1(dst, src),
+        off: 0,
+        imm: 0,
+    };
+    let (mov0, ldx, exit) = (0xb7, 0x79, 0x95);
+    let prog = |name, insns| ByHand {
+        prog_type: 1, // a socket filter: needs nothing of the kernel but BPF
+        expected_attach_type: 0,
+        name,
+        insns,
+        license: c"GPL",
+    };
+    let fine = [insn(mov0, 0, 0), insn(exit, 0, 0)];
+    assert!(load(&prog("strata_fine", &fine), Level::STATS).is_ok());
+    // r0 never set; r0 = *(u64 *)(r1 + 0) with r1 = 0.
+    let unset = [insn(exit, 0, 0)];
+    let null = [
+        insn(mov0, 0, 0),
+        insn(mov0, 1, 0),
+        insn(ldx, 0, 1),
+        insn(exit, 0, 0),
+    ];
+    for level in [Level::STATS, Level::DEBUG | Level::STATS] {
+        for (name, insns, reason, processed) in [
+            ("strata_unset", &unset[..], "R0 !read_ok", 1),
+            (
+                "strata_null",
+                &null[..],
+                "R1 invalid mem access 'scalar'",
+                3,
+            ),
+        ] {
+            let r = load(&prog(name, insns), level).expect_err("the verifier accepted it");
+            assert_eq!(r.reason(), [reason], "{level:?}, log: {}", r.log);
+            assert_eq!(r.processed(), Some(processed), "log: {}", r.log);
+            assert_eq!(
+                r.to_string(),
+                format!(
+                    "the kernel rejected {name} (Permission denied (os error 13)); its \
+                     verifier said: {reason} (after {processed} instructions)"
+                )
+            );
+            // The walk is there with -vv, and left out of the reason.
+            let walked = r.log.lines().any(|l| l.starts_with("0: "));
+            assert_eq!(walked, level.contains(Level::DEBUG), "log: {}", r.log);
+            // aya's error for the same log reads the same.
+            let aya = aya::programs::ProgramError::LoadError {
+                io_error: std::io::Error::from_raw_os_error(libc::EACCES),
+                verifier_log: aya_obj::VerifierLog::new(r.log.clone()),
+            };
+            let again = strata::verifier::Rejection::from_aya(name, &aya).unwrap();
+            assert_eq!(again.to_string(), r.to_string());
+        }
     }
 }
 
