@@ -32,18 +32,56 @@ pub enum SymbolError {
 pub struct SymbolTable {
     functions: crate::fast::HashMap<String, Function>,
     variables: crate::fast::HashMap<String, Variable>,
+    /// Where functions start, sorted: a probe is not moved onto another function's entry.
+    starts: Vec<u64>,
+    /// The file, for the first bytes of the functions looked up.
+    data: Bytes,
 }
 
-/// Where a function is probed: its entry, or past a first instruction the probe can pass over
-/// ([`crate::entry_insn::prologue_skip`]).
+/// A library file's bytes: mapped, or given.
+#[derive(Debug)]
+enum Bytes {
+    Mapped(memmap2::Mmap),
+    Owned(Vec<u8>),
+}
+
+impl Default for Bytes {
+    fn default() -> Self {
+        Self::Owned(Vec::new())
+    }
+}
+
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            Self::Mapped(m) => m,
+            Self::Owned(v) => v,
+        }
+    }
+}
+
+/// A function's entry. Where it is probed (at its entry, or past a first instruction the
+/// probe can pass over: [`crate::entry_insn::prologue_skip`]) is decoded from its first bytes
+/// when it is looked up: a library has thousands of functions, a run probes dozens, and
+/// decoding them all took a third of parsing libc while a library loaded mid-run waited.
 #[derive(Debug, Clone, Copy)]
 struct Function {
     offset: u64,
     address: u64,
-    /// Whether the kernel single-steps its first instruction (`None` off x86-64 or past the
-    /// end of the file).
+}
+
+/// How many of a function's first bytes are decoded: the longest x86-64 instruction is 15.
+const CODE_BYTES: usize = 16;
+
+/// Where a function is probed.
+struct ProbePoint {
+    offset: u64,
+    address: u64,
+    /// Whether the kernel single-steps the instruction there (`None` without its bytes).
     stepped: Option<bool>,
-    /// Bytes past the entry where it is probed.
+    /// Bytes past the entry.
     skip: u8,
 }
 
@@ -55,6 +93,9 @@ pub struct Variable {
     /// the address of the copy in use, which is an executable's copy when one was made.
     pub got: Option<u64>,
 }
+
+/// Bytes of an `Elf64_Sym`.
+const ELF64_SYM_BYTES: u64 = 24;
 
 /// x86-64 `R_X86_64_GLOB_DAT`: a GOT slot set to a symbol's address at load.
 const R_X86_64_GLOB_DAT: u32 = 6;
@@ -71,101 +112,138 @@ impl SymbolTable {
         // library a process just loaded is parsed while its calls go unrecorded. Read into a
         // fresh buffer, a container's libc had its first call recorded 3.0 ms after its
         // first write(2) (median of 12); mapped, 1.85 ms.
-        // SAFETY: a read-only private mapping, dropped before this returns. A file cut
-        // shorter in place meanwhile would fault it (SIGBUS); a loaded library is replaced by
-        // a new inode (install, package managers), or its process would fault as well.
+        // SAFETY: a read-only private mapping, kept as long as the table (while strata
+        // attaches to the library). A file cut shorter in place meanwhile would fault it
+        // (SIGBUS); a loaded library is replaced by a new inode (install, package managers),
+        // or its process would fault as well.
         let data = unsafe { memmap2::Mmap::map(&file) }.map_err(read)?;
-        Self::parse(&data).map_err(|source| SymbolError::NotElf {
+        Self::parse_bytes(Bytes::Mapped(data)).map_err(|source| SymbolError::NotElf {
             path: path.to_owned(),
             source,
         })
     }
 
     pub fn parse(data: &[u8]) -> Result<Self, object::Error> {
-        let file = object::File::parse(data)?;
-        let mut functions = HashMap::default();
-        let mut variables = HashMap::default();
-        // Where functions start: a probe is not moved onto another function's entry.
-        let starts: std::collections::HashSet<u64, foldhash::fast::RandomState> = file
-            .dynamic_symbols()
-            .chain(file.symbols())
-            .filter(|s| s.is_definition() && s.kind() == object::SymbolKind::Text)
-            .map(|s| s.address())
-            .collect();
+        Self::parse_bytes(Bytes::Owned(data.to_vec()))
+    }
+
+    fn parse_bytes(data: Bytes) -> Result<Self, object::Error> {
+        let file = object::File::parse(&*data)?;
+        // Made at the size of the symbol tables: growing, they rehashed libc's thousands of
+        // names several times.
+        let symbols: usize = [".dynsym", ".symtab"]
+            .iter()
+            .filter_map(|name| file.section_by_name(name))
+            .map(|s| usize::try_from(s.size() / ELF64_SYM_BYTES).unwrap_or(0))
+            .sum();
+        let mut functions =
+            crate::fast::HashMap::with_capacity_and_hasher(symbols, Default::default());
+        let mut variables = crate::fast::HashMap::default();
+        let mut starts = Vec::with_capacity(symbols);
         for sym in file.dynamic_symbols().chain(file.symbols()) {
             if !sym.is_definition() {
                 continue;
             }
+            if sym.kind() == object::SymbolKind::Text {
+                starts.push(sym.address());
+            }
             let Ok(name) = sym.name() else { continue };
-            let name = name.split('@').next().unwrap_or(name);
-            if sym.kind() == object::SymbolKind::Data {
-                variables.entry(name.to_string()).or_insert(Variable {
-                    address: sym.address(),
-                    got: None,
-                });
-                continue;
-            }
-            if sym.kind() != object::SymbolKind::Text {
-                continue;
-            }
-            let Some(off) = file_offset(&file, &sym) else {
-                continue;
-            };
-            let code = cfg!(target_arch = "x86_64")
-                .then(|| usize::try_from(off).ok().and_then(|o| data.get(o..)))
-                .flatten()
-                .map(|code| &code[..code.len().min(16)]);
-            // Probed past a first instruction that would be single-stepped, where it can be.
-            let skip = match code.map_or(0, crate::entry_insn::prologue_skip) {
-                n if sym
-                    .address()
-                    .checked_add(n as u64)
-                    .is_none_or(|a| starts.contains(&a)) =>
-                {
-                    0
+            let name = plain(name);
+            match sym.kind() {
+                object::SymbolKind::Data => {
+                    variables.entry(name.to_string()).or_insert(Variable {
+                        address: sym.address(),
+                        got: None,
+                    });
                 }
-                n => n,
-            };
-            let stepped = code.map(|c| crate::entry_insn::single_stepped(&c[skip..]));
-            functions.entry(name.to_string()).or_insert(Function {
-                offset: off + skip as u64,
-                address: sym.address() + skip as u64,
-                stepped,
-                skip: skip as u8,
-            });
+                object::SymbolKind::Text => {
+                    let Some(offset) = file_offset(&file, &sym) else {
+                        continue;
+                    };
+                    functions.entry(name.to_string()).or_insert(Function {
+                        offset,
+                        address: sym.address(),
+                    });
+                }
+                _ => {}
+            }
         }
+        starts.sort_unstable();
+        starts.dedup();
         for (slot, name) in slots(&file, R_X86_64_GLOB_DAT) {
             if let Some(v) = variables.get_mut(name) {
                 v.got = Some(slot);
             }
         }
+        drop(file);
         Ok(Self {
             functions,
             variables,
+            starts,
+            data,
+        })
+    }
+
+    /// Where function `name` is probed: past a first instruction that would be
+    /// single-stepped, where it can be.
+    fn probe_point(&self, name: &str) -> Option<ProbePoint> {
+        let f = self.functions.get(name)?;
+        let code = cfg!(target_arch = "x86_64")
+            .then(|| {
+                usize::try_from(f.offset)
+                    .ok()
+                    .and_then(|o| self.data.get(o..))
+            })
+            .flatten()
+            .filter(|c| !c.is_empty())
+            .map(|c| &c[..c.len().min(CODE_BYTES)]);
+        let skip = match code.map_or(0, crate::entry_insn::prologue_skip) {
+            n if f
+                .address
+                .checked_add(n as u64)
+                .is_none_or(|a| self.starts.binary_search(&a).is_ok()) =>
+            {
+                0
+            }
+            n => n,
+        };
+        Some(ProbePoint {
+            offset: f.offset + skip as u64,
+            address: f.address + skip as u64,
+            stepped: code.map(|c| crate::entry_insn::single_stepped(&c[skip..])),
+            skip: skip as u8,
         })
     }
 
     pub fn offset(&self, name: &str) -> Option<u64> {
-        self.functions.get(name).map(|f| f.offset)
+        self.probe_point(name).map(|p| p.offset)
     }
 
     /// The link-time address where function `name` is probed.
     pub fn address(&self, name: &str) -> Option<u64> {
-        self.functions.get(name).map(|f| f.address)
+        self.probe_point(name).map(|p| p.address)
     }
 
     /// Whether a uprobe on `name` costs two traps per hit (see [`crate::entry_insn`]).
     pub fn single_stepped(&self, name: &str) -> Option<bool> {
-        self.functions.get(name).and_then(|f| f.stepped)
+        self.probe_point(name).and_then(|p| p.stepped)
     }
 
     /// Bytes past `name`'s entry where it is probed (see [`crate::entry_insn::prologue_skip`]).
     pub fn probe_skip(&self, name: &str) -> Option<u64> {
-        self.functions.get(name).map(|f| u64::from(f.skip))
+        self.probe_point(name).map(|p| u64::from(p.skip))
     }
 
     pub fn variable(&self, name: &str) -> Option<Variable> {
         self.variables.get(name).copied()
+    }
+}
+
+/// A symbol's name without its version (`H5Dwrite@@HDF5_MPI_1.8.7`: `H5Dwrite`).
+fn plain(name: &str) -> &str {
+    match name.bytes().position(|b| b == b'@') {
+        Some(i) => &name[..i],
+        None => name,
     }
 }
 
@@ -199,7 +277,7 @@ fn slots<'a>(file: &'a object::File, r_type: u32) -> impl Iterator<Item = (u64, 
                 .ok()?
                 .name()
                 .ok()?;
-            (t == r_type).then(|| (slot, name.split('@').next().unwrap_or(name)))
+            (t == r_type).then(|| (slot, plain(name)))
         })
 }
 
@@ -217,8 +295,11 @@ pub fn load_calls(data: &[u8], callee: &str, callers: &[String]) -> Option<(u32,
         file.dynamic_symbols()
             .chain(file.symbols())
             .find_map(|sym| {
-                let plain = sym.name().ok()?.split('@').next()?;
-                if plain != name || !sym.is_definition() || sym.kind() != object::SymbolKind::Text {
+                let name_here = plain(sym.name().ok()?);
+                if name_here != name
+                    || !sym.is_definition()
+                    || sym.kind() != object::SymbolKind::Text
+                {
                     return None;
                 }
                 Some((sym.address(), sym.size(), file_offset(&file, &sym)?))
