@@ -6,7 +6,7 @@ use std::{ffi::OsString, fs, path::Path, process::Command};
 use anyhow::Context as _;
 use serde_json::json;
 
-use crate::util::{build_strata, exec, is_root, mpi_env, output, root, target_dir};
+use crate::util::{build_strata, build_workload, exec, is_root, mpi_env, output, root, target_dir};
 
 struct Case {
     name: &'static str,
@@ -339,13 +339,7 @@ pub fn run(calls: u64, only: Option<&str>, json_path: &Path) -> anyhow::Result<(
     let dir = target_dir().join("bench");
     let _ = fs::remove_dir_all(&dir);
     fs::create_dir_all(&dir)?;
-    let exe = dir.join("bench_io");
-    exec(
-        Command::new("cc")
-            .args(["-O2", "-o"])
-            .arg(&exe)
-            .arg(root().join("tests/workloads/bench_io.c")),
-    )?;
+    let exe = build_workload(&dir, "bench_io")?;
     // Shared HDF5 (-shlib), so that its functions are probed in libhdf5.
     let mpi_exe = dir.join("bench_mpi");
     exec(
@@ -986,6 +980,7 @@ pub fn run(calls: u64, only: Option<&str>, json_path: &Path) -> anyhow::Result<(
         "stop_ms": stop_ms,
     }));
     results.push(crate::late_library::measure(&strata, &dir)?);
+    results.push(crate::late_library::measure_own_libc(&strata, &dir)?);
     let (idle_kib, peak_kib) = idle_memory(&strata, &dir.join("out-idle"))?;
     println!(
         "strata's resident memory while its command runs and makes no events (default layers): {:.1} MiB; its start's peak {:.1} MiB",

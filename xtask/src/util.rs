@@ -55,6 +55,18 @@ pub fn output(cmd: &mut Command) -> anyhow::Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// Builds the workload `tests/workloads/<name>.c` with `cc -O2` into `dir/<name>`.
+pub fn build_workload(dir: &Path, name: &str) -> anyhow::Result<PathBuf> {
+    let exe = dir.join(name);
+    exec(
+        Command::new("cc")
+            .args(["-O2", "-o"])
+            .arg(&exe)
+            .arg(root().join("tests/workloads").join(format!("{name}.c"))),
+    )?;
+    Ok(exe)
+}
+
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
