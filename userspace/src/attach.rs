@@ -878,12 +878,9 @@ enum RawLink {
     Btf(&'static str, BtfTracePointLinkId),
 }
 
-/// A program the kernel would not load, as one message: aya's error already says the
-/// system call's error before the verifier's output, which its source (anyhow's `{:#}`)
-/// would repeat after it.
-/// A program the kernel would not load, said in one line (`-vv`: the verifier's whole log
-/// before it). A rejection by the verifier says where this kernel differs from those strata
-/// is tested on.
+/// A program the kernel would not load, as one message: where the kernel refused it, the
+/// verifier's reason in one line (`-vv` logs its whole log before); else aya's error, which
+/// already says what its source (anyhow's `{:#}`) would repeat after it.
 fn rejected(prog: &str, e: &aya::programs::ProgramError) -> anyhow::Error {
     log::debug!("loading {prog}: {e}");
     match crate::verifier::Rejection::from_aya(prog, e) {
