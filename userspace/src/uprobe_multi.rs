@@ -136,15 +136,7 @@ impl Programs {
 /// the real ones are verified): older kernels load such a program but refuse its link, and
 /// a link on a directory fails with EBADF where they exist (libbpf probes the same way).
 fn supported() -> anyhow::Result<()> {
-    let insn = |code: u8| bpf_insn {
-        code,
-        _bitfield_align_1: [],
-        _bitfield_1: bpf_insn::new_bitfield_1(0, 0),
-        off: 0,
-        imm: 0,
-    };
-    // r0 = 0; exit
-    let prog = prog_load("strata_probe", &[insn(0xb7), insn(0x95)], c"GPL")
+    let prog = prog_load("strata_probe", &crate::verifier::smallest(), c"GPL")
         .context("loading a multi-uprobe program")?;
     match link_create(prog.as_raw_fd(), c"/", &[0], &[0], 0) {
         Err(e) if e.raw_os_error() == Some(libc::EBADF) => Ok(()),

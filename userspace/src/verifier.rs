@@ -126,6 +126,22 @@ pub struct ByHand<'a> {
     pub license: &'a CStr,
 }
 
+/// An instruction without offset or immediate (`r0 = 0` is `insn(0xb7, 0, 0)`).
+pub fn insn(code: u8, dst: u8, src: u8) -> bpf_insn {
+    bpf_insn {
+        code,
+        _bitfield_align_1: [],
+        _bitfield_1: bpf_insn::new_bitfield_1(dst, src),
+        off: 0,
+        imm: 0,
+    }
+}
+
+/// The smallest program there is: `r0 = 0; exit`.
+pub fn smallest() -> [bpf_insn; 2] {
+    [insn(0xb7, 0, 0), insn(0x95, 0, 0)]
+}
+
 /// The head of `union bpf_attr` for BPF_PROG_LOAD (the kernel zero-fills the rest; this
 /// head has no padding).
 #[repr(C)]

@@ -242,16 +242,8 @@ fn a_kernel_refusing_bpf_is_named_as_the_cause() {
 #[test]
 fn a_program_the_verifier_rejects_is_named_with_its_reason() {
     use aya::VerifierLogLevel as Level;
-    use aya_obj::generated::bpf_insn;
-    use strata::verifier::{ByHand, load};
+    use strata::verifier::{ByHand, insn, load};
     require_root();
-    let insn = |code: u8, dst: u8, src: u8| bpf_insn {
-        code,
-        _bitfield_align_1: [],
-        _bitfield_1: bpf_insn::new_bitfield_1(dst, src),
-        off: 0,
-        imm: 0,
-    };
     let (mov0, ldx, exit) = (0xb7, 0x79, 0x95);
     let prog = |name, insns| ByHand {
         prog_type: 1, // a socket filter: needs nothing of the kernel but BPF
@@ -260,7 +252,7 @@ fn a_program_the_verifier_rejects_is_named_with_its_reason() {
         insns,
         license: c"GPL",
     };
-    let fine = [insn(mov0, 0, 0), insn(exit, 0, 0)];
+    let fine = strata::verifier::smallest();
     assert!(load(&prog("strata_fine", &fine), Level::STATS).is_ok());
     // r0 never set; r0 = *(u64 *)(r1 + 0) with r1 = 0.
     let unset = [insn(exit, 0, 0)];
