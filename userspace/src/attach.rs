@@ -364,6 +364,11 @@ fn finish_uprobes(
 }
 
 impl Loaded {
+    /// Whether the file with this (dev, ino) was looked at for probes already.
+    pub fn looked_at(&self, file: (u64, u64)) -> bool {
+        self.lib_inodes.contains(&file)
+    }
+
     /// Lets the kernel-layer programs keep events of workers (writeback, reclaim) on inode
     /// `ino`. Full map: the file's worker events are not kept (traced processes' own are).
     pub fn watch_inode(&mut self, ino: u64) {

@@ -120,8 +120,8 @@ pub struct Correlator {
     /// Names of the libraries probes.toml probes, with their other base names (for
     /// [`Self::library_opens`]).
     libraries: Vec<(String, Arc<[String]>)>,
-    /// Probed libraries that traced processes opened: (pid, path), for the loader to attach.
-    pub library_opens: Vec<(i32, String)>,
+    /// Probed libraries that traced processes opened or mapped, for the loader to attach.
+    pub library_opens: Vec<LibraryOpen>,
     /// Traced processes that executed a new program, for the loader to look at its own
     /// functions (statically linked libraries).
     pub execs: Vec<i32>,
@@ -160,7 +160,24 @@ pub struct Correlator {
     plain: Vec<bool>,
 }
 
+/// A library a traced process opened or mapped.
+pub struct LibraryOpen {
+    pub pid: i32,
+    /// In the process's view.
+    pub path: String,
+    /// (dev, ino) as `stat` gives them, where the kernel side or the process's mappings told.
+    pub file: Option<(u64, u64)>,
+}
+
 impl Correlator {
+    /// Whether the file at `path` may be a library probes.toml probes, by its name.
+    pub fn is_probed_library(&self, path: &str) -> bool {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        self.libraries.iter().any(|(l, other)| {
+            crate::libraries::library_match(l, other, name) != crate::libraries::LibraryMatch::No
+        })
+    }
+
     pub fn new(probes: Vec<Probe>, clock: Clock) -> Self {
         let queues_transfers = probes.iter().any(|p| {
             p.enabled
@@ -1566,12 +1583,13 @@ impl Correlator {
             .or_else(|| path.map(str::to_string))
             .or_else(|| src_row.and_then(|r| r.path.clone()));
         if let (Some(a), "fd") = (&abs, kind) {
-            let name = a.rsplit('/').next().unwrap_or(a);
-            if self.libraries.iter().any(|(l, other)| {
-                crate::libraries::library_match(l, other, name)
-                    != crate::libraries::LibraryMatch::No
-            }) {
-                self.library_opens.push((pid, a.clone()));
+            if self.is_probed_library(a) {
+                let file = kernel_file(p, rec).map(|k| (k.dev, k.ino));
+                self.library_opens.push(LibraryOpen {
+                    pid,
+                    path: a.clone(),
+                    file,
+                });
             }
         }
         let mut append = flags.is_some_and(|f| f & i64::from(libc::O_APPEND) != 0)

@@ -117,9 +117,12 @@ pub struct Files {
     /// Paths opened before, by process: see `recent_open`.
     recent: HashMap<i32, HashMap<String, RecentOpen>>,
     recent_len: usize,
+    /// Paths opened before by any process, for the first opens of new ones.
+    shared: HashMap<String, RecentOpen>,
 }
 
 /// What an open of a path led to.
+#[derive(Clone, Copy)]
 struct RecentOpen {
     dev: u64,
     ino: u64,
@@ -323,7 +326,17 @@ impl Files {
         abs: &str,
         kernel: Option<KernelFile>,
     ) -> Option<i64> {
-        let r = self.recent.get(&pid)?.get(abs)?;
+        let own = self.recent.get(&pid).and_then(|names| names.get(abs));
+        // A process's first open of a name another process opened (every new process opens
+        // its libraries and locale files, and resolving a name costs several system calls
+        // through /proc): trusted only if the kernel side read the same file. Processes may
+        // see different files under one name (in containers), and what a name led to for
+        // another process says nothing of the file behind this one's fd.
+        let r = own.or_else(|| {
+            self.shared
+                .get(abs)
+                .filter(|r| kernel.is_some_and(|k| (k.dev, k.ino) == (r.dev, r.ino)))
+        })?;
         let (dev, ino, id) = (r.dev, r.ino, r.id);
         // What the kernel side read says it without a look; else the fd names the file if
         // it is still open (it may since be closed, or reused by an open of the same file);
@@ -346,6 +359,10 @@ impl Files {
             self.recent.clear();
             self.recent_len = 0;
         }
+        if self.shared.len() >= GENERATION {
+            self.shared.clear();
+        }
+        self.shared.insert(abs.to_string(), r);
         let names = self.recent.entry(pid).or_default();
         if names.insert(abs.to_string(), r).is_none() {
             self.recent_len += 1;
@@ -629,6 +646,47 @@ mod tests {
         assert_eq!(files.recent_open(me, f.as_raw_fd(), name, None), None);
         files.forget_process(me);
         assert_eq!(files.recent_open(me, f.as_raw_fd(), name, None), None);
+        assert_eq!(files.recent_len, 0);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A new process's open of a name another process opened: the same file without a look
+    /// through /proc only when the kernel side read that file's inode.
+    #[test]
+    fn another_process_opening_a_name_is_trusted_only_on_the_kernels_word() {
+        use std::os::{fd::AsRawFd as _, unix::fs::MetadataExt as _};
+        let me = std::process::id() as i32;
+        let dir = std::env::temp_dir().join(format!("strata-shared-{me}"));
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("data");
+        let name = path.to_str().unwrap();
+        let mut files = Files::default();
+        let f = fs::File::create(&path).unwrap();
+        let m = f.metadata().unwrap();
+        let read = |ino| KernelFile {
+            dev: m.dev(),
+            ino,
+            mode: m.mode(),
+        };
+        let id = files.resolve_open(me, f.as_raw_fd(), name, Some(read(m.ino())));
+        // A process that does not exist, so nothing of it can be looked at: only the
+        // kernel's word can make its open this file.
+        let other = i32::MAX - 1;
+        assert_eq!(
+            files.recent_open(other, 3, name, Some(read(m.ino()))),
+            Some(id)
+        );
+        assert_eq!(files.recent_open(other, 3, name, None), None);
+        assert_eq!(
+            files.recent_open(other, 3, name, Some(read(m.ino() + 1))),
+            None,
+            "another file under the same name (another root)"
+        );
+        // Its own opens then stand on their own.
+        let id2 = files.resolve_open(other, 3, name, Some(read(m.ino())));
+        assert_eq!(id2, id);
+        files.forget_process(other);
+        files.forget_process(me);
         assert_eq!(files.recent_len, 0);
         fs::remove_dir_all(&dir).unwrap();
     }

@@ -87,12 +87,20 @@ pub fn is_shared_object(file_name: &str) -> bool {
 
 /// The probes whose library `file_name` may be (see [`library_match`]).
 pub fn named<'a>(probes: &'a [Probe], file_name: &str) -> Vec<(&'a Probe, LibraryMatch)> {
+    // Matched once per run of probes on one library (their other names come from it), not
+    // per probe: every library a new process maps is looked up, against some 400 probes.
+    let mut last: Option<(&str, LibraryMatch)> = None;
     probes
         .iter()
         .filter(|p| p.enabled)
         .filter_map(|p| match &p.target {
             Target::Uprobe { library, .. } => {
-                Some((p, library_match(library, &p.other_names, file_name)))
+                let m = match last {
+                    Some((l, m)) if l == library => m,
+                    _ => library_match(library, &p.other_names, file_name),
+                };
+                last = Some((library, m));
+                Some((p, m))
             }
             _ => None,
         })

@@ -639,10 +639,18 @@ fn attach_queued(
     let mut loaders = Vec::new();
     // A path names one file in one mount namespace: looked at once per namespace.
     let mut seen = std::collections::HashSet::new();
-    for (pid, path) in std::mem::take(&mut corr.library_opens) {
-        let ns = std::fs::read_link(format!("/proc/{pid}/ns/mnt")).ok();
-        let name = path.rsplit('/').next().unwrap_or(&path);
-        if !seen.insert((ns, path.clone())) || crate::libraries::named(probes, name).is_empty() {
+    let mut namespaces = std::collections::HashMap::new();
+    for crate::correlate::LibraryOpen { pid, path, file } in std::mem::take(&mut corr.library_opens)
+    {
+        // A file already looked at (every new process maps libc) costs no look through /proc.
+        if file.is_some_and(|f| loaded.looked_at(f)) || !corr.is_probed_library(&path) {
+            continue;
+        }
+        let ns = namespaces
+            .entry(pid)
+            .or_insert_with(|| std::fs::read_link(format!("/proc/{pid}/ns/mnt")).ok())
+            .clone();
+        if !seen.insert((ns, path.clone())) {
             continue;
         }
         // Through the process's root: the library may live in its container. Held open
@@ -669,24 +677,31 @@ fn attach_queued(
 /// Queues the shared objects `pids` map for [`attach_opened_libraries`].
 pub(crate) fn queue_mapped(corr: &mut Correlator, pids: impl IntoIterator<Item = i32>) {
     for pid in pids {
-        for path in mapped_files(pid) {
-            corr.library_opens.push((pid, path));
+        for (path, file) in mapped_files(pid) {
+            corr.library_opens.push(crate::correlate::LibraryOpen {
+                pid,
+                path,
+                file: Some(file),
+            });
         }
     }
 }
 
-/// Shared objects mapped by a process.
-fn mapped_files(pid: i32) -> Vec<String> {
+/// Shared objects mapped by a process, with their (dev, ino) as `stat` gives them.
+fn mapped_files(pid: i32) -> Vec<(String, (u64, u64))> {
     let Ok(maps) = procfs::process::Process::new(pid).and_then(|p| p.maps()) else {
         return Vec::new();
     };
-    let mut files: Vec<String> = maps
+    let mut files: Vec<(String, (u64, u64))> = maps
         .into_iter()
         .filter_map(|m| match m.pathname {
-            procfs::process::MMapPath::Path(p) => Some(crate::files::os_text(p)),
+            procfs::process::MMapPath::Path(p) => {
+                let dev = libc::makedev(m.dev.0 as u32, m.dev.1 as u32);
+                Some((crate::files::os_text(p), (dev, m.inode)))
+            }
             _ => None,
         })
-        .filter(|p| crate::libraries::is_shared_object(p.rsplit('/').next().unwrap_or(p)))
+        .filter(|(p, _)| crate::libraries::is_shared_object(p.rsplit('/').next().unwrap_or(p)))
         .collect();
     files.sort();
     files.dedup();
@@ -750,4 +765,31 @@ pub(crate) fn progress_bar() -> indicatif::ProgressBar {
 
 pub fn monotonic_ns() -> u64 {
     crate::correlate::clock_ns(nix::time::ClockId::CLOCK_MONOTONIC) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    /// The (dev, ino) of a mapping as /proc gives it is the one `stat` gives: a library a
+    /// process maps is known as looked at without a look.
+    #[test]
+    fn mapped_files_are_named_as_stat_names_them() {
+        use std::os::unix::fs::MetadataExt as _;
+        let mapped = super::mapped_files(std::process::id() as i32);
+        let libc = mapped
+            .iter()
+            .find(|(p, _)| {
+                p.rsplit('/')
+                    .next()
+                    .is_some_and(|n| n.starts_with("libc.so"))
+            })
+            .expect("the test maps libc");
+        let m = std::fs::metadata(&libc.0).unwrap();
+        assert_eq!(libc.1, (m.dev(), m.ino()), "{}", libc.0);
+        assert!(
+            mapped
+                .iter()
+                .all(|(p, _)| crate::libraries::is_shared_object(p.rsplit('/').next().unwrap())),
+            "{mapped:?}"
+        );
+    }
 }

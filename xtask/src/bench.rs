@@ -981,6 +981,7 @@ pub fn run(calls: u64, only: Option<&str>, json_path: &Path) -> anyhow::Result<(
     }));
     results.push(crate::late_library::measure(&strata, &dir)?);
     results.push(crate::late_library::measure_own_libc(&strata, &dir)?);
+    results.push(crate::churn::measure(&strata, &dir)?);
     let (idle_kib, peak_kib) = idle_memory(&strata, &dir.join("out-idle"))?;
     println!(
         "strata's resident memory while its command runs and makes no events (default layers): {:.1} MiB; its start's peak {:.1} MiB",
@@ -1425,7 +1426,7 @@ impl Drop for Scratch {
     }
 }
 
-struct Stats {
+pub(crate) struct Stats {
     calls: u64,
     lost: u64,
     parquet_bytes: u64,
@@ -1434,7 +1435,7 @@ struct Stats {
     bpf_run_ns: u64,
     bpf_runs: u64,
     /// strata's own CPU time (user and system, all its threads).
-    cpu_ns: u64,
+    pub(crate) cpu_ns: u64,
 }
 
 /// The kernel's BPF run-time statistics, on (or off) while this lives, then as they were.
@@ -1470,7 +1471,7 @@ impl Drop for BpfStats {
 }
 
 /// Calls recorded, events lost and Parquet bytes of the calls table, from the dataset itself.
-fn stats(out: &Path) -> anyhow::Result<Stats> {
+pub(crate) fn stats(out: &Path) -> anyhow::Result<Stats> {
     let q = format!(
         "import duckdb\nr = duckdb.sql(\"SELECT calls_written, events_lost, peak_rss_kib, coalesce(bpf_run_ns, 0), coalesce(bpf_runs, 0), coalesce(cpu_ns, 0) FROM read_parquet('{0}/run/**/*.parquet')\").fetchall()[0]\nprint(*r)",
         out.display()

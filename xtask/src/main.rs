@@ -4,6 +4,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod churn;
 mod example;
 mod late_library;
 mod setup;
