@@ -209,23 +209,38 @@ impl Files {
         // Through the process's fd the inode is found even if the name was since unlinked,
         // but events are read a little after they happen: the fd may have been closed and its
         // number reused. It is trusted only if it still names the file that was opened.
+        // The process runs on while its fd is looked at: the fd's file is stat'ed before its
+        // name is read and again after, and taken only if it stayed the same (else a name
+        // read before a reuse and an inode after would make the open another file's).
         let by_fd = fd.and_then(|fd| {
             let link = format!("/proc/{pid}/fd/{fd}");
+            let meta = fs::metadata(&link).ok()?;
             let target = os_text(fs::read_link(&link).ok()?);
             // Unlinked since: named as it was opened, as when only the kernel side's read is
             // left (the suffix is /proc's, not the file's).
-            if target.strip_suffix(" (deleted)") == Some(path) {
-                return Some((fs::metadata(&link).ok()?, path.to_string()));
-            }
-            let same = target == path || by_path().is_some_and(|c| os_text(c) == target);
-            let meta = fs::metadata(&link).ok()?;
-            same.then_some((meta, target))
+            let name = if target.strip_suffix(" (deleted)") == Some(path) {
+                path.to_string()
+            } else if target == path || by_path().is_some_and(|c| os_text(c) == target) {
+                target
+            } else {
+                return None;
+            };
+            let again = fs::metadata(&link).ok()?;
+            ((again.dev(), again.ino()) == (meta.dev(), meta.ino())).then_some((meta, name))
         });
         // Where the file was found: its Lustre layout is read there.
         let (meta, canonical, found_at) = match by_fd {
             Some((m, t)) => (Some(m), t, fd.map(|fd| format!("/proc/{pid}/fd/{fd}"))),
             None => {
+                let canonical_at = |at: Option<&str>| {
+                    at.and_then(|p| look_up(p, |p| fs::canonicalize(p)).ok())
+                        .map(os_text)
+                };
+                // The name first: a process that ends after it fails the stat below, and
+                // both are then taken again from the host's view (the other way round, its
+                // end between the two left a file with an inode but an unresolved name).
                 let mut at = in_root.clone();
+                let mut canonical = canonical_at(at.as_deref());
                 let mut meta = at
                     .as_deref()
                     .and_then(|p| look_up(p, |p| fs::metadata(p)).ok());
@@ -237,11 +252,8 @@ impl Files {
                 {
                     at = Some(path.to_string());
                     meta = look_up(path, |p| fs::metadata(p)).ok();
+                    canonical = canonical_at(Some(path));
                 }
-                let canonical = at
-                    .as_deref()
-                    .and_then(|p| look_up(p, |p| fs::canonicalize(p)).ok())
-                    .map(os_text);
                 (meta, canonical.unwrap_or_else(|| path.to_string()), at)
             }
         };
@@ -823,6 +835,69 @@ mod tests {
         assert_eq!(rows[1].ino, Some(ino(&b)));
         // The same file again, by either route, keeps its id.
         assert_eq!(files.resolve(me, None, b.to_str().unwrap()), id_b);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The traced open's fd is closed and its number reused while strata looks at it (the
+    /// process runs on): its name read before the reuse and its inode after would make the
+    /// open another file's. A symbolic link in the name (as /usr/share/locale/locale.alias is)
+    /// widens the gap, by the name's resolution between the two looks.
+    #[test]
+    fn an_fd_reused_while_it_is_looked_at_is_not_taken_for_another_file() {
+        use std::os::fd::AsRawFd as _;
+        let dir = std::env::temp_dir().join(format!("strata-reuse-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let a = dir.join("a");
+        fs::write(&a, b"a").unwrap();
+        let link = dir.join("link");
+        std::os::unix::fs::symlink(&a, &link).unwrap();
+        let others: Vec<fs::File> = (0..64)
+            .map(|i| {
+                let p = dir.join(format!("other{i}"));
+                fs::write(&p, b"o").unwrap();
+                fs::File::open(p).unwrap()
+            })
+            .collect();
+        let fa = fs::File::open(&a).unwrap();
+        let ino_a = fs::metadata(&a).unwrap().ino() as i64;
+        // The fd the traced open returned: `a` at first, then the other files in turn.
+        // SAFETY: plain descriptor calls on descriptors this test owns.
+        let fd = unsafe { libc::dup(fa.as_raw_fd()) };
+        assert!(fd >= 0);
+        let me = std::process::id() as i32;
+        let wrong = (0..300u32)
+            .filter(|attempt| {
+                // SAFETY: as above.
+                unsafe { libc::dup2(fa.as_raw_fd(), fd) };
+                let start = std::sync::Barrier::new(2);
+                std::thread::scope(|s| {
+                    s.spawn(|| {
+                        start.wait();
+                        // Each attempt reuses the fd a little later.
+                        let at = std::time::Instant::now();
+                        let delay = std::time::Duration::from_micros(u64::from(attempt % 100));
+                        while at.elapsed() < delay {}
+                        for o in &others {
+                            // SAFETY: as above.
+                            unsafe { libc::dup2(o.as_raw_fd(), fd) };
+                            let at = std::time::Instant::now();
+                            while at.elapsed() < std::time::Duration::from_micros(2) {}
+                        }
+                    });
+                    let mut files = Files::default();
+                    start.wait();
+                    let id = files.resolve_open(me, fd, link.to_str().unwrap(), None);
+                    let row = files.new_rows.iter().find(|r| r.file_id == id).unwrap();
+                    (row.path.as_str(), row.ino) != (a.to_str().unwrap(), Some(ino_a))
+                })
+            })
+            .count();
+        // SAFETY: as above.
+        unsafe { libc::close(fd) };
+        assert_eq!(
+            wrong, 0,
+            "of 300 opens of {link:?}, {wrong} were given another file's inode"
+        );
         fs::remove_dir_all(&dir).unwrap();
     }
 
