@@ -207,11 +207,11 @@ impl Files {
                 .and_then(|p| look_up(p, |p| fs::canonicalize(p)).ok())
         };
         // Through the process's fd the inode is found even if the name was since unlinked,
-        // but events are read a little after they happen: the fd may have been closed and its
-        // number reused. It is trusted only if it still names the file that was opened.
-        // The process runs on while its fd is looked at: the fd's file is stat'ed before its
-        // name is read and again after, and taken only if it stayed the same (else a name
-        // read before a reuse and an inode after would make the open another file's).
+        // but events are read a little after they happen, and the process runs on while its
+        // fd is looked at: the fd may have been closed and its number reused. It is trusted
+        // only if it still names the file that was opened, and if its file is the same when
+        // stat'ed before its name is read and after (else a name read before a reuse and an
+        // inode after would make the open another file's).
         let by_fd = fd.and_then(|fd| {
             let link = format!("/proc/{pid}/fd/{fd}");
             let meta = fs::metadata(&link).ok()?;
