@@ -1141,11 +1141,20 @@ impl Correlator {
                 }
                 Some(_) => {}
                 None => {
-                    if let Some(h) = handle {
+                    // An HDF5 id H5Iinc_ref kept open outlives as many closes.
+                    if let Some(h) = handle.filter(|h| self.handles.drop_ref(*h)) {
                         self.handles.destroy(h, Some(call_id), Some(ts_end));
                     }
                 }
             },
+            // HDF5 ids count references: H5Iinc_ref returns the count, and as many closes
+            // (H5Oclose, H5Dclose, H5Idec_ref, ...) as it has close the id. NetCDF keeps the
+            // datasets it opens by H5Oopen so, and closes them with H5Oclose once.
+            Op::Meta if p.layer == Layer::Hdf5 && p.function() == "H5Iinc_ref" && !failed => {
+                if let Some(h) = handle {
+                    self.handles.set_refs(h, ret);
+                }
+            }
             Op::Read | Op::Write | Op::Copy => {
                 // Linux appends a pwrite to an O_APPEND fd, whatever its offset (a plain
                 // write's is found below, appending or not: no lookup for it here).
@@ -1579,9 +1588,13 @@ impl Correlator {
         };
         let src_row = src.and_then(|s| self.handles.get(s)).map(|h| &h.row);
         let file_id = file_id.or_else(|| src_row.and_then(|r| r.file_id));
-        let abs = abs
-            .or_else(|| path.map(str::to_string))
-            .or_else(|| src_row.and_then(|r| r.path.clone()));
+        // A stream over an fd (fdopen) is named by the fd's file; an HDF5 object opened by
+        // index, address or reference is not the object it was opened from.
+        let abs = abs.or_else(|| path.map(str::to_string)).or_else(|| {
+            src_row
+                .filter(|_| kind != "hid")
+                .and_then(|r| r.path.clone())
+        });
         if let (Some(a), "fd") = (&abs, kind) {
             if self.is_probed_library(a) {
                 let file = kernel_file(p, rec).map(|k| (k.dev, k.ino));
@@ -1695,11 +1708,17 @@ impl Correlator {
             Some(h) => {
                 for o in orphans {
                     let child_file = self.handles.get(o).and_then(|c| c.row.file_id);
-                    if let Some(c) = self.handles.get_mut(o) {
-                        c.row.parent_handle_id = Some(h);
-                    }
+                    let mut file = None;
                     if let Some(me) = self.handles.get_mut(h) {
                         me.row.file_id = me.row.file_id.or(child_file);
+                        file = me.row.file_id;
+                    }
+                    // One without a file of its own (an HDF5 dataset NetCDF opened from the
+                    // group HDF5 iterated, whose id strata never saw made) is part of what
+                    // this call opened.
+                    if let Some(c) = self.handles.get_mut(o) {
+                        c.row.parent_handle_id = Some(h);
+                        c.row.file_id = c.row.file_id.or(file);
                     }
                     self.handles.set_adoption_pending(o, false);
                 }

@@ -32,6 +32,9 @@ pub struct Handle {
     /// An fd closed by exec (FD_CLOEXEC): from O_CLOEXEC at open, changed by `F_SETFD`,
     /// `close_range(CLOSE_RANGE_CLOEXEC)`, and per fd by dups.
     pub cloexec: bool,
+    /// References the library counts on it beyond the one its opening made (HDF5's
+    /// H5Iinc_ref): closes it outlives.
+    pub extra_refs: u32,
 }
 
 #[derive(Debug, Default)]
@@ -232,6 +235,7 @@ impl Handles {
                 adoption_pending: false,
                 closed: false,
                 cloexec,
+                extra_refs: 0,
             },
         );
         id
@@ -402,6 +406,24 @@ impl Handles {
     pub fn set_cloexec(&mut self, id: HandleId, on: bool) {
         if let Some(h) = self.live.get_mut(&id) {
             h.cloexec = on;
+        }
+    }
+
+    /// The library now counts `refs` references on the handle (H5Iinc_ref's return).
+    pub fn set_refs(&mut self, id: HandleId, refs: i64) {
+        if let Some(h) = self.live.get_mut(&id) {
+            h.extra_refs = u32::try_from(refs.saturating_sub(1)).unwrap_or(0);
+        }
+    }
+
+    /// A close drops one reference: true when it was the last, and the handle is closed.
+    pub fn drop_ref(&mut self, id: HandleId) -> bool {
+        match self.live.get_mut(&id) {
+            Some(h) if h.extra_refs > 0 => {
+                h.extra_refs -= 1;
+                false
+            }
+            _ => true,
         }
     }
 
@@ -792,6 +814,20 @@ mod tests {
         let c = h.create(fd(1, 3, None, Some(0)));
         assert_ne!(c, a);
         assert_eq!(h.lookup(1, Raw::Fd(3)), Some(c));
+    }
+
+    /// An HDF5 id H5Iinc_ref counted twice more is closed by the third close.
+    #[test]
+    fn closes_drop_the_references_the_library_counts() {
+        let mut h = Handles::default();
+        let a = h.create(fd(1, 3, None, None));
+        assert!(h.drop_ref(a), "one reference: its close closes it");
+        h.set_refs(a, 3);
+        assert!(!h.drop_ref(a));
+        assert!(!h.drop_ref(a));
+        assert!(h.drop_ref(a));
+        h.set_refs(a, -1);
+        assert!(h.drop_ref(a), "a failed count is no reference");
     }
 
     #[test]

@@ -219,6 +219,10 @@ impl Dataspaces {
                 let size = self.type_size(pid, a(0))?;
                 self.types.entry(pid).or_default().insert(id, size);
             }
+            // The library's word on a type's size (size_t; 0: failure) holds for that id.
+            "H5Tget_size" if ret > 0 => {
+                self.types.entry(pid).or_default().insert(a(0), ret as u64);
+            }
             // Types built by the application: a compound's size is given at creation, a
             // fixed string's set after copying H5T_C_S1 (H5T_VARIABLE: no fixed size).
             "H5Tcreate" if ret >= 0 => {
@@ -242,7 +246,8 @@ impl Dataspaces {
                 let size = self.type_size(pid, a(0))?.checked_mul(n)?;
                 self.types.entry(pid).or_default().insert(id, size);
             }
-            "H5Dcreate2" if ret >= 0 => {
+            // H5Dcreate1 (the 1.6 API) takes the same first four arguments.
+            "H5Dcreate2" | "H5Dcreate1" if ret >= 0 => {
                 let dims = self.spaces.get(&(pid, a(3)))?.dims.clone();
                 self.datasets.insert((pid, id), dims);
             }
@@ -261,7 +266,7 @@ impl Dataspaces {
                 let size = arr(1).filter(|s| s.len() >= rank)?[..rank].to_vec();
                 self.datasets.insert((pid, a(0)), size);
             }
-            "H5Dclose" => {
+            "H5Dclose" | "H5Oclose" => {
                 self.datasets.remove(&(pid, a(0)));
             }
             "H5Dwrite" | "H5Dread" => {
@@ -456,6 +461,18 @@ mod tests {
         assert_eq!(
             d.observe("H5Dwrite", 1, 0, &[20, 96, 11, 12], 0, none),
             Some(elems * 8)
+        );
+        // The library's own word on a type's size, even a built compound's native type.
+        d.observe("H5Tget_size", 1, 0, &[95], 24, none);
+        assert_eq!(
+            d.observe("H5Dwrite", 1, 0, &[20, 95, 11, 12], 0, none),
+            Some(elems * 24)
+        );
+        d.observe("H5Tget_size", 1, 0, &[97], 0, none);
+        assert_eq!(
+            d.observe("H5Dwrite", 1, 0, &[20, 97, 11, 12], 0, none),
+            None,
+            "0: H5Tget_size failed"
         );
         // What the transfers inside a call moved: known only when all of theirs is.
         d.note_beneath(7, Some(100));

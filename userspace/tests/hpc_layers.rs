@@ -30,6 +30,22 @@ fn descendants(calls: &[Row], top: i64) -> Vec<&Row> {
     out
 }
 
+/// The calls of function `f`, in the order of `calls`.
+fn calls_of<'a>(calls: &'a [Row], f: &str) -> Vec<&'a Row> {
+    calls
+        .iter()
+        .filter(|c| c.s("function") == Some(f))
+        .collect()
+}
+
+/// A serial HDF5 workload `NAME.c` built with h5pcc against the shared library (`-shlib`)
+/// in a fresh scratch directory: the directory and the executable.
+fn h5pcc_workload(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let dir = scratch(name);
+    let exe = build_c("h5pcc", &format!("{name}.c"), &dir.join(name), &["-shlib"]);
+    (dir, exe)
+}
+
 /// The HDF5 workload built against the shared library that strata probes (`-shlib`), and the
 /// file it is to write.
 fn hdf5_workload(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
@@ -381,13 +397,7 @@ fn byte_counts_and_ranks_do_not_depend_on_the_tracer_keeping_up() {
 #[test]
 fn hdf5_transfers_of_built_types_have_their_sizes() {
     require_root();
-    let dir = scratch("hdf5_types");
-    let exe = build_c(
-        "h5pcc",
-        "hdf5_types.c",
-        &dir.join("hdf5_types"),
-        &["-shlib"],
-    );
+    let (dir, exe) = h5pcc_workload("hdf5_types");
     let (_, calls) = record_types(&exe, &dir);
     assert_eq!(types_written(&calls), TYPES_WRITTEN);
 }
@@ -1318,13 +1328,10 @@ fn hdf5_direct_chunk_writes_and_reads_are_rows_with_their_chunks() {
         .find(|c| c.s("function") == Some("H5Dcreate2"))
         .and_then(|c| c.i("handle_id"))
         .expect("H5Dcreate2 makes the dataset's handle");
-    let chunk = |f: &str| -> Vec<&Row> {
-        calls
-            .iter()
-            .filter(|c| c.s("function") == Some(f))
-            .collect()
-    };
-    let (writes, reads) = (chunk("H5Dwrite_chunk"), chunk("H5Dread_chunk"));
+    let (writes, reads) = (
+        calls_of(&calls, "H5Dwrite_chunk"),
+        calls_of(&calls, "H5Dread_chunk"),
+    );
     let at = [[0, 0], [0, 16], [16, 0], [16, 16]];
     assert_eq!((writes.len(), reads.len()), (4, 4));
     for (i, (w, r)) in writes.iter().zip(&reads).enumerate() {
@@ -1423,5 +1430,203 @@ fn a_serial_hdf5_is_probed_without_warnings_for_what_only_parallel_builds_have()
                 .is_some_and(|r| r.contains("only in parallel builds")),
             "{f}: {reason:?}"
         );
+    }
+}
+
+/// hdf5_objects.c's N: ints in its dataset.
+const N_OBJECTS: i64 = 1000;
+
+/// Objects made and opened by the 1.6 API, by H5Oopen in its forms, attributes by name from
+/// another object and by index: each call makes a `hid` handle under the handle of the object
+/// it was opened from, named by the name it was given (none when opened by index or address),
+/// closed by the close the program made, on the file; each transfer names the handle it went
+/// through. A read into the native type of the dataset's type is sized by the program's
+/// H5Tget_size. Ground truth: tests/workloads/hdf5_objects.c.
+#[test]
+fn hdf5_objects_opened_every_way_are_handles_their_calls_name() {
+    require_root();
+    let (dir, exe) = h5pcc_workload("hdf5_objects");
+    let out = dir.join("out");
+    let file = dir.join("objects.h5");
+    let res = run(common::recording("hdf5", &out)
+        .arg(&exe)
+        .arg(&file)
+        .arg(N_OBJECTS.to_string()));
+    assert!(res.status.success(), "{:?}", res.status);
+    let mut calls = rows(&out, "calls");
+    calls.sort_by_key(|c| c.i("ts_begin_ns"));
+    let handles = rows(&out, "handles");
+    let handle = |c: &Row| -> &Row {
+        let id = c
+            .i("handle_id")
+            .unwrap_or_else(|| panic!("{c:?} names no handle"));
+        handles
+            .iter()
+            .find(|h| h.i("handle_id") == Some(id))
+            .expect("handle row")
+    };
+    let file_id = common::file_id_of(&out, &file);
+    // The calls of a function, in the order the program made them.
+    let of = |f: &str| calls_of(&calls, f);
+    let one = |f: &str| -> &Row {
+        let v = of(f);
+        assert_eq!(v.len(), 1, "{f}: {v:?}");
+        v[0]
+    };
+    let made = |c: &Row| handle(c).i("handle_id");
+
+    // (opener, the call that made the object it was opened from, its name, its close).
+    let (fcreate, fopen) = (one("H5Fcreate"), one("H5Fopen"));
+    let (gcreate, dcreate, oopen) = (one("H5Gcreate1"), one("H5Dcreate1"), one("H5Oopen"));
+    let gopen = one("H5Gopen1");
+    let aclose = of("H5Aclose");
+    let oclose = of("H5Oclose");
+    let mut expected: Vec<(&Row, &Row, Option<&str>, &Row)> = vec![
+        (gcreate, fcreate, Some("g"), of("H5Gclose")[0]),
+        (dcreate, gcreate, Some("d"), of("H5Dclose")[0]),
+        (one("H5Acreate1"), dcreate, Some("a1"), aclose[0]),
+        (one("H5Acreate_by_name"), fcreate, Some("a2"), aclose[1]),
+        (oopen, fopen, Some("g/d"), oclose[0]),
+        (one("H5Aopen_by_name"), fopen, Some("a2"), aclose[2]),
+        (one("H5Aopen_by_idx"), oopen, None, aclose[3]),
+        (one("H5Aopen_idx"), oopen, None, aclose[4]),
+        (one("H5Aopen_name"), oopen, Some("a1"), aclose[5]),
+        (gopen, fopen, Some("g"), of("H5Gclose")[1]),
+        (one("H5Dopen1"), gopen, Some("d"), of("H5Dclose")[1]),
+        (one("H5Oopen_by_idx"), fopen, None, oclose[1]),
+    ];
+    // HDF5 before 1.12 (this machine's 1.10) opens by address; later ones by token.
+    let by_addr = of("H5Oopen_by_addr");
+    if let [o] = by_addr[..] {
+        expected.push((o, fopen, None, oclose[2]));
+    }
+    assert_eq!(oclose.len(), 2 + by_addr.len(), "{oclose:?}");
+    assert_eq!(aclose.len(), 6);
+    for (opener, from, name, close) in &expected {
+        let f = opener.s("function").unwrap();
+        let h = handle(opener);
+        assert_eq!(h.s("kind"), Some("hid"), "{f}");
+        assert_eq!(h.i("created_by_call_id"), opener.i("call_id"), "{f}");
+        assert_eq!(h.i("parent_handle_id"), made(from), "{f}: opened from");
+        assert_eq!(h.s("path"), *name, "{f}: its name");
+        assert_eq!(opener.s("path"), *name, "{f}");
+        assert_eq!(h.i("file_id"), Some(file_id), "{f}");
+        assert_eq!(
+            close.i("handle_id"),
+            h.i("handle_id"),
+            "{f}: closed by {close:?}"
+        );
+        assert_eq!(h.i("destroyed_by_call_id"), close.i("call_id"), "{f}");
+    }
+    // The object an attribute was named from is in `strs`.
+    for f in ["H5Acreate_by_name", "H5Aopen_by_name"] {
+        assert_eq!(one(f).list_s("strs"), ["g/d"], "{f}");
+    }
+
+    // Every transfer names the handle of the object it went through.
+    let transfers = |f: &str| -> Vec<(Option<i64>, Option<i64>)> {
+        of(f)
+            .iter()
+            .map(|c| (c.i("handle_id"), c.i("file_id")))
+            .collect()
+    };
+    let on = |c: &Row| (made(c), Some(file_id));
+    let mut dread = vec![on(oopen), on(one("H5Dopen1")), on(one("H5Oopen_by_idx"))];
+    dread.extend(by_addr.iter().map(|c| on(c)));
+    assert_eq!(transfers("H5Dread"), dread);
+    let aread: Vec<_> = expected[5..9].iter().map(|(o, ..)| on(o)).collect();
+    assert_eq!(transfers("H5Aread"), aread);
+    // N ints each: through H5T_NATIVE_INT, and through the native type the program sized.
+    for r in of("H5Dread") {
+        assert_eq!(r.i("bytes_result"), Some(N_OBJECTS * 4), "{r:?}");
+    }
+    assert_eq!(one("H5Tget_size").i("ret"), Some(4));
+}
+
+/// netcdf_read.c's N: doubles in each variable.
+const N_READ: i64 = 1000;
+
+/// A NetCDF-4 file read back: nc_open finds its variables by iterating the file's group, opens
+/// each dataset by H5Oopen from an id HDF5 made for the iteration (strata never sees it made),
+/// keeps it with H5Iinc_ref and closes it once with H5Oclose. Each nc_get_vara's H5Dread still
+/// names that dataset's handle, on the file, under the ncid nc_open made; the handle lives until
+/// nc_close's H5Dclose; and the POSIX reads beneath are on the same file. Ground truth:
+/// tests/workloads/netcdf_read.c.
+#[test]
+fn netcdf_reads_name_the_datasets_nc_open_found() {
+    require_root();
+    let dir = scratch("netcdf_read");
+    let exe = netcdf_workload(&dir, "netcdf_read");
+    let out = dir.join("out");
+    let file = dir.join("read.nc");
+    let res = run(common::recording("posix,hdf5,netcdf", &out)
+        .arg(&exe)
+        .arg(&file)
+        .arg(N_READ.to_string())
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"));
+    assert!(res.status.success(), "{:?}", res.status);
+    let mut calls = rows(&out, "calls");
+    calls.sort_by_key(|c| c.i("ts_begin_ns"));
+    let handles = rows(&out, "handles");
+    let handle = |id: Option<i64>| -> &Row {
+        handles
+            .iter()
+            .find(|h| h.i("handle_id") == id && id.is_some())
+            .unwrap_or_else(|| panic!("no handle {id:?}"))
+    };
+    let call = |id: Option<i64>| -> &Row {
+        calls
+            .iter()
+            .find(|c| c.i("call_id") == id && id.is_some())
+            .unwrap_or_else(|| panic!("no call {id:?}"))
+    };
+    let file_id = common::file_id_of(&out, &file);
+    let of = |f: &str| calls_of(&calls, f);
+    let (open, close) = (of("nc_open"), of("nc_close"));
+    assert_eq!((open.len(), close.len()), (1, 2));
+    let ncid = open[0].i("handle_id");
+    let gets = of("nc_get_vara_double");
+    assert_eq!(gets.len(), 2);
+    // The first half of "v", then all of "x".
+    for (get, (var, doubles)) in gets.iter().zip([("v", N_READ / 2), ("x", N_READ)]) {
+        assert_eq!(get.i("bytes_result"), Some(doubles * 8), "{var}");
+        let below = descendants(&calls, get.i("call_id").unwrap());
+        let reads: Vec<&&Row> = below
+            .iter()
+            .filter(|c| c.s("function") == Some("H5Dread"))
+            .collect();
+        assert_eq!(reads.len(), 1, "{var}: {reads:?}");
+        let read = reads[0];
+        assert_eq!(read.i("bytes_result"), Some(doubles * 8), "{var}");
+        assert_eq!(read.i("file_id"), Some(file_id), "{var}");
+        let dataset = handle(read.i("handle_id"));
+        assert_eq!(dataset.s("kind"), Some("hid"), "{var}");
+        assert_eq!(dataset.s("path"), Some(var), "{var}");
+        assert_eq!(dataset.i("file_id"), Some(file_id), "{var}");
+        assert_eq!(
+            dataset.i("parent_handle_id"),
+            ncid,
+            "{var}: under nc_open's ncid"
+        );
+        let made = call(dataset.i("created_by_call_id"));
+        assert_eq!(made.s("function"), Some("H5Oopen"), "{var}");
+        assert_eq!(made.i("parent_id"), open[0].i("call_id"), "{var}");
+        let ended = call(dataset.i("destroyed_by_call_id"));
+        assert_eq!(ended.s("function"), Some("H5Dclose"), "{var}");
+        assert_eq!(
+            ended.i("parent_id"),
+            close[1].i("call_id"),
+            "{var}: at nc_close"
+        );
+        // HDF5 reads through its sieve buffer: at least the bytes asked, from the file.
+        let posix: Vec<&&Row> = below
+            .iter()
+            .filter(|c| c.i("parent_id") == read.i("call_id") && c.s("op") == Some("read"))
+            .collect();
+        assert!(!posix.is_empty(), "{var}: no POSIX read under H5Dread");
+        for p in posix {
+            assert_eq!(p.i("file_id"), Some(file_id), "{var}");
+        }
     }
 }
