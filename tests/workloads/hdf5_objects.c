@@ -4,7 +4,8 @@
  * Writes FILE: group "g" (H5Gcreate1), dataset "g/d" of N ints (H5Dcreate1), its attribute
  * "a1" (one int, H5Acreate1) and "a2" (one double, H5Acreate_by_name from the file).
  * Reads it back:
- *   1. "g/d" by H5Oopen, all of it into ints; "a2" by H5Aopen_by_name from the file; "a1" by
+ *   1. "g/d" by H5Oopen, all of it into ints (between the two, the file's id is taken again
+ *      by H5Iget_file_id and given back by H5Idec_ref); "a2" by H5Aopen_by_name from the file; "a1" by
  *      H5Aopen_by_idx (name order: index 0), "a2" by H5Aopen_idx (index 1), "a1" by
  *      H5Aopen_name, each read and closed; the dataset closed by H5Oclose.
  *   2. "g" by H5Gopen1, "d" in it by H5Dopen1, read whole into its native type, whose size the
@@ -57,6 +58,9 @@ int main(int argc, char **argv) {
     f = must(H5Fopen(argv[1], H5F_ACC_RDONLY, H5P_DEFAULT));
 
     hid_t o = must(H5Oopen(f, "g/d", H5P_DEFAULT));
+    /* The file's id again, one more reference on it (as h5py's Dataset.file takes it), given
+     * back with H5Idec_ref: the file stays open, one reference left. */
+    if (H5Iget_file_id(o) != f || H5Idec_ref(f) != 1) exit(2);
     read_whole(o, H5T_NATIVE_INT, buf);
     a = must(H5Aopen_by_name(f, "g/d", "a2", H5P_DEFAULT, H5P_DEFAULT));
     OK(H5Aread(a, H5T_NATIVE_DOUBLE, &two));

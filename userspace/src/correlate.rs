@@ -1141,15 +1141,22 @@ impl Correlator {
                 }
                 Some(_) => {}
                 None => {
-                    // An HDF5 id H5Iinc_ref kept open outlives as many closes.
-                    if let Some(h) = handle.filter(|h| self.handles.drop_ref(*h)) {
-                        self.handles.destroy(h, Some(call_id), Some(ts_end));
+                    // An HDF5 id H5Iinc_ref kept open outlives as many closes; H5Idec_ref
+                    // says how many references are left (h5py closes all its ids so).
+                    let left = (p.function() == "H5Idec_ref" && !failed).then_some(ret);
+                    match (handle, left) {
+                        (Some(h), Some(left)) if left > 0 => self.handles.set_refs(h, left),
+                        (Some(h), _) if left.is_some() || self.handles.drop_ref(h) => {
+                            self.handles.destroy(h, Some(call_id), Some(ts_end));
+                        }
+                        _ => {}
                     }
                 }
             },
             // HDF5 ids count references: H5Iinc_ref returns the count, and as many closes
             // (H5Oclose, H5Dclose, H5Idec_ref, ...) as it has close the id. NetCDF keeps the
-            // datasets it opens by H5Oopen so, and closes them with H5Oclose once.
+            // datasets it opens by H5Oopen so, and closes them with H5Oclose once inside
+            // nc_open.
             Op::Meta if p.layer == Layer::Hdf5 && p.function() == "H5Iinc_ref" && !failed => {
                 if let Some(h) = handle {
                     self.handles.set_refs(h, ret);

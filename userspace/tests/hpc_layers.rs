@@ -38,6 +38,13 @@ fn calls_of<'a>(calls: &'a [Row], f: &str) -> Vec<&'a Row> {
         .collect()
 }
 
+/// The row whose `col` is `id` (a handle's, a call's).
+fn by_id<'a>(rows: &'a [Row], col: &str, id: Option<i64>) -> &'a Row {
+    rows.iter()
+        .find(|r| r.i(col) == id && id.is_some())
+        .unwrap_or_else(|| panic!("no row with {col} {id:?}"))
+}
+
 /// A serial HDF5 workload `NAME.c` built with h5pcc against the shared library (`-shlib`)
 /// in a fresh scratch directory: the directory and the executable.
 fn h5pcc_workload(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
@@ -1441,7 +1448,8 @@ const N_OBJECTS: i64 = 1000;
 /// it was opened from, named by the name it was given (none when opened by index or address),
 /// closed by the close the program made, on the file; each transfer names the handle it went
 /// through. A read into the native type of the dataset's type is sized by the program's
-/// H5Tget_size. Ground truth: tests/workloads/hdf5_objects.c.
+/// H5Tget_size. An H5Idec_ref that leaves a reference closes nothing. Ground truth:
+/// tests/workloads/hdf5_objects.c.
 #[test]
 fn hdf5_objects_opened_every_way_are_handles_their_calls_name() {
     require_root();
@@ -1456,15 +1464,7 @@ fn hdf5_objects_opened_every_way_are_handles_their_calls_name() {
     let mut calls = rows(&out, "calls");
     calls.sort_by_key(|c| c.i("ts_begin_ns"));
     let handles = rows(&out, "handles");
-    let handle = |c: &Row| -> &Row {
-        let id = c
-            .i("handle_id")
-            .unwrap_or_else(|| panic!("{c:?} names no handle"));
-        handles
-            .iter()
-            .find(|h| h.i("handle_id") == Some(id))
-            .expect("handle row")
-    };
+    let handle = |c: &Row| by_id(&handles, "handle_id", c.i("handle_id"));
     let file_id = common::file_id_of(&out, &file);
     // The calls of a function, in the order the program made them.
     let of = |f: &str| calls_of(&calls, f);
@@ -1518,6 +1518,14 @@ fn hdf5_objects_opened_every_way_are_handles_their_calls_name() {
         );
         assert_eq!(h.i("destroyed_by_call_id"), close.i("call_id"), "{f}");
     }
+    // The file's id taken again (H5Iget_file_id, not a close's business) and given back by
+    // H5Idec_ref, which says one reference is left: the file stays open until H5Fclose.
+    let dec = one("H5Idec_ref");
+    assert_eq!((dec.i("ret"), dec.i("handle_id")), (Some(1), made(fopen)));
+    assert_eq!(
+        handle(fopen).i("destroyed_by_call_id"),
+        of("H5Fclose")[1].i("call_id")
+    );
     // The object an attribute was named from is in `strs`.
     for f in ["H5Acreate_by_name", "H5Aopen_by_name"] {
         assert_eq!(one(f).list_s("strs"), ["g/d"], "{f}");
@@ -1569,18 +1577,8 @@ fn netcdf_reads_name_the_datasets_nc_open_found() {
     let mut calls = rows(&out, "calls");
     calls.sort_by_key(|c| c.i("ts_begin_ns"));
     let handles = rows(&out, "handles");
-    let handle = |id: Option<i64>| -> &Row {
-        handles
-            .iter()
-            .find(|h| h.i("handle_id") == id && id.is_some())
-            .unwrap_or_else(|| panic!("no handle {id:?}"))
-    };
-    let call = |id: Option<i64>| -> &Row {
-        calls
-            .iter()
-            .find(|c| c.i("call_id") == id && id.is_some())
-            .unwrap_or_else(|| panic!("no call {id:?}"))
-    };
+    let handle = |id| by_id(&handles, "handle_id", id);
+    let call = |id| by_id(&calls, "call_id", id);
     let file_id = common::file_id_of(&out, &file);
     let of = |f: &str| calls_of(&calls, f);
     let (open, close) = (of("nc_open"), of("nc_close"));
@@ -1629,4 +1627,89 @@ fn netcdf_reads_name_the_datasets_nc_open_found() {
             assert_eq!(p.i("file_id"), Some(file_id), "{var}");
         }
     }
+}
+
+/// h5py_objects.py's N: int32 values in its dataset, read back in 10 slices.
+const N_H5PY: i64 = 10_000;
+
+/// h5py as installed from its wheel, which brings its own HDF5 (another build, loaded when h5py
+/// is imported): its objects are handles through the reads of the file read back, opened by
+/// H5Oopen and closed by the H5Idec_ref h5py closes every id with. Ground truth:
+/// tests/workloads/h5py_objects.py.
+#[test]
+fn h5py_objects_are_handles_on_the_hdf5_its_wheel_brings() {
+    require_root();
+    let dir = scratch("h5py_objects");
+    let out = dir.join("out");
+    let file = dir.join("h5py.h5");
+    let script = common::repo_root().join("tests/workloads/h5py_objects.py");
+    let res = run(common::recording("posix,hdf5", &out)
+        .arg("python3")
+        .arg(&script)
+        .arg(&file)
+        .arg(N_H5PY.to_string()));
+    assert!(
+        res.status.success(),
+        "{:?} (h5py comes with `cargo xtask setup`)",
+        res.status
+    );
+    let wheel = rows(&out, "probes")
+        .iter()
+        .filter(|p| p.s("function") == Some("H5Dread") && p.s("status") == Some("attached"))
+        .filter_map(|p| p.s("target").map(str::to_string))
+        .find(|t| t.contains("/h5py.libs/libhdf5-"));
+    assert!(wheel.is_some(), "H5Dread attached in the wheel's HDF5");
+
+    let mut calls = rows(&out, "calls");
+    calls.retain(|c| c.s("layer") == Some("hdf5"));
+    calls.sort_by_key(|c| c.i("ts_begin_ns"));
+    let handles = rows(&out, "handles");
+    let handle = |id| by_id(&handles, "handle_id", id);
+    let file_id = common::file_id_of(&out, &file);
+    let opens = calls_of(&calls, "H5Fopen");
+    assert_eq!(opens.len(), 1, "{opens:?}");
+    let reopened = opens[0].i("handle_id");
+    let found: Vec<&Row> = calls_of(&calls, "H5Oopen")
+        .into_iter()
+        .filter(|c| c.s("path") == Some("g/d"))
+        .collect();
+    assert_eq!(found.len(), 1, "{found:?}");
+    let dataset = handle(found[0].i("handle_id"));
+    assert_eq!(dataset.i("parent_handle_id"), reopened);
+    assert_eq!(dataset.i("file_id"), Some(file_id));
+
+    let reads = calls_of(&calls, "H5Dread");
+    assert_eq!(reads.len(), 10);
+    for r in reads {
+        assert_eq!(r.i("handle_id"), dataset.i("handle_id"), "{r:?}");
+        assert_eq!(r.i("file_id"), Some(file_id), "{r:?}");
+        assert_eq!(r.i("bytes_result"), Some(N_H5PY / 10 * 4), "{r:?}");
+    }
+    let attrs: Vec<&Row> = calls_of(&calls, "H5Aopen_by_name")
+        .into_iter()
+        .filter(|c| c.s("path") == Some("units"))
+        .collect();
+    assert_eq!(attrs.len(), 1, "{attrs:?}");
+    assert_eq!(
+        handle(attrs[0].i("handle_id")).i("parent_handle_id"),
+        dataset.i("handle_id")
+    );
+    assert_eq!(calls_of(&calls, "H5Aread").len(), 1);
+
+    // Every HDF5 object of the job was closed by a call of its own; the dataset read back by
+    // an H5Idec_ref on it.
+    for h in handles.iter().filter(|h| h.s("kind") == Some("hid")) {
+        assert!(h.i("destroyed_by_call_id").is_some(), "{h:?} not closed");
+    }
+    let closed = by_id(&calls, "call_id", dataset.i("destroyed_by_call_id"));
+    assert_eq!(closed.s("function"), Some("H5Idec_ref"));
+    assert_eq!(closed.i("handle_id"), dataset.i("handle_id"));
+    // h5py takes the file's id again (H5Iget_file_id) and gives it back: the file read back
+    // is closed by the call that dropped its last reference, not by one that left one.
+    let file_closed = by_id(
+        &calls,
+        "call_id",
+        handle(reopened).i("destroyed_by_call_id"),
+    );
+    assert_eq!(file_closed.i("ret"), Some(0), "{file_closed:?}");
 }

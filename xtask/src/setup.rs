@@ -195,7 +195,8 @@ fn bpf_linker() -> anyhow::Result<()> {
 }
 
 /// The Python packages the tests read datasets with: DuckDB, and Spark for multi-node
-/// datasets (pyspark runs on the machine's Java 17).
+/// datasets (pyspark runs on the machine's Java 17); and h5py, a workload whose wheel brings
+/// its own HDF5 (pinned: the test knows which calls it makes).
 fn python_packages() -> anyhow::Result<()> {
     for (module, package, why) in [
         ("duckdb", "duckdb", "tests query the output with it"),
@@ -203,6 +204,11 @@ fn python_packages() -> anyhow::Result<()> {
             "pyspark",
             "pyspark",
             "tests run the report queries in Spark",
+        ),
+        (
+            "h5py",
+            "h5py==3.16.0",
+            "a test traces h5py and the HDF5 its wheel brings",
         ),
     ] {
         if succeeds(Command::new("python3").args(["-c", &format!("import {module}")])) {
