@@ -832,7 +832,7 @@ impl Correlator {
             RetKind::Handle | RetKind::Ptr => ret == 0 || (is_syscall && ret < 0),
             RetKind::Char => ret == -1,
             RetKind::MpiStatus => ret != 0,
-            RetKind::Hid => ret < 0,
+            RetKind::Hid | RetKind::Refs => ret < 0,
             // EOF from fscanf may still have consumed input (the white space before the end).
             RetKind::Scanned | RetKind::None => false,
         };
@@ -1141,9 +1141,9 @@ impl Correlator {
                 }
                 Some(_) => {}
                 None => {
-                    // An HDF5 id H5Iinc_ref kept open outlives as many closes; H5Idec_ref
-                    // says how many references are left (h5py closes all its ids so).
-                    let left = (p.function() == "H5Idec_ref" && !failed).then_some(ret);
+                    // A handle with references counted (H5Iinc_ref) outlives as many
+                    // closes; a close that returns the count left (H5Idec_ref) says so itself.
+                    let left = (p.ret == RetKind::Refs && !failed).then_some(ret);
                     match (handle, left) {
                         (Some(h), Some(left)) if left > 0 => self.handles.set_refs(h, left),
                         (Some(h), _) if left.is_some() || self.handles.drop_ref(h) => {
@@ -1153,11 +1153,11 @@ impl Correlator {
                     }
                 }
             },
-            // HDF5 ids count references: H5Iinc_ref returns the count, and as many closes
-            // (H5Oclose, H5Dclose, H5Idec_ref, ...) as it has close the id. NetCDF keeps the
-            // datasets it opens by H5Oopen so, and closes them with H5Oclose once inside
-            // nc_open.
-            Op::Meta if p.layer == Layer::Hdf5 && p.function() == "H5Iinc_ref" && !failed => {
+            // A call that adds a reference returns the count (`ret = "refs"`: H5Iinc_ref), and
+            // as many closes (H5Oclose, H5Dclose, H5Idec_ref, ...) as it has close the handle.
+            // NetCDF keeps the datasets it opens by H5Oopen so, and closes them with H5Oclose
+            // once inside nc_open.
+            Op::Meta if p.ret == RetKind::Refs && !failed => {
                 if let Some(h) = handle {
                     self.handles.set_refs(h, ret);
                 }

@@ -369,6 +369,7 @@ kinds!(
         Ptr = "ptr",
         MpiStatus = "mpi_status",
         Hid = "hid",
+        Refs = "refs",
         None = "none",
     }
 );
@@ -1003,6 +1004,7 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
                             | RetKind::Char
                             | RetKind::MpiStatus
                             | RetKind::Fd
+                            | RetKind::Refs
                     )
             }
             Some(t) => return Err(bad(format!("unknown ret_type {t:?} (int or long)"))),
@@ -1021,6 +1023,17 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
             return Err(bad(
                 "`since` and `only_in` (the library versions or builds that have the symbol) \
                  are for library functions"
+                    .into(),
+            ));
+        }
+        // A reference count is the count of the handle the call names, which it keeps open
+        // (`meta`) or may close (`close`).
+        if ret == RetKind::Refs
+            && (!matches!(op, Op::Meta | Op::Close) || !args.contains(&ArgKind::Handle))
+        {
+            return Err(bad(
+                "ret = \"refs\" is for calls on a `handle` argument with op = \"meta\" (they \
+                 add a reference) or \"close\" (they drop one)"
                     .into(),
             ));
         }
@@ -1745,6 +1758,30 @@ mod tests {
         }
         assert_eq!(stream_var_cookie(1, 1 << 28, false), None);
         assert_eq!(stream_var_cookie(1, -(1 << 28) - 1, true), None);
+    }
+
+    /// A reference count (`refs`) is returned about the handle a call keeps or closes: an
+    /// int, failed when negative; elsewhere the file is refused.
+    #[test]
+    fn reference_counts_are_for_calls_that_keep_or_close_a_handle() {
+        let builtin = parse(BUILTIN, "probes.toml").unwrap();
+        for (f, op) in [("H5Iinc_ref", Op::Meta), ("H5Idec_ref", Op::Close)] {
+            let p = builtin.iter().find(|p| p.function() == f).unwrap();
+            assert_eq!((p.ret, p.op), (RetKind::Refs, op), "{f}");
+        }
+        let probe = |op: &str, args: &str| {
+            parse(
+                &format!(
+                    "[[probe]]\nlayer = \"hdf5\"\nlibrary = \"libhdf5.so\"\nsymbol = \"f\"\nop = \"{op}\"\nargs = [{args}]\nret = \"refs\"\n"
+                ),
+                "t.toml",
+            )
+        };
+        assert!(probe("close", "\"handle\"").is_ok());
+        for (op, args) in [("open", "\"handle\""), ("meta", "\"int\"")] {
+            let e = probe(op, args).unwrap_err();
+            assert!(e.to_string().contains("ret = \"refs\""), "{e}");
+        }
     }
 
     /// `since` names the library version that added a symbol, `only_in` the builds that
