@@ -91,6 +91,9 @@ const XFER_COLLECTIVE: u64 = 1;
 struct Adoption {
     pid: i32,
     handles: Vec<HandleId>,
+    /// Fds opened before tracing that a call beneath closed, with their handles, kept for
+    /// the stream this call may make of one (`fclose(stdout)`, see `unseen_stream`).
+    closed: Vec<(i32, HandleId)>,
     age: u32,
 }
 
@@ -508,7 +511,6 @@ impl Correlator {
 
     fn proc_event(&mut self, event: ProcEvent, rec: &ProcRecord) {
         let ts = self.clock.epoch(rec.ts);
-        let clock = self.clock;
         match event {
             ProcEvent::NewTask => {
                 if u64::from(rec.flags) & strata_common::CLONE_THREAD != 0 {
@@ -517,13 +519,13 @@ impl Correlator {
                 let (parent, child) = (rec.pid as i32, rec.other as i32);
                 // A pid taken again, by a traced process (a peer's exit record was lost).
                 self.peers.retain(|&p| p != child);
-                self.procs.ensure(parent, |t| clock.epoch(t));
+                self.ensure_process(parent);
                 self.procs.fork(parent, child, ts, comm(rec));
                 self.handles.fork(parent, child, Some(ts));
             }
             ProcEvent::Exec => {
                 let pid = rec.pid as i32;
-                self.procs.ensure(pid, |t| clock.epoch(t));
+                self.ensure_process(pid);
                 self.procs
                     .exec(pid, comm(rec), crate::events::filename(rec));
                 self.handles.exec(pid, Some(ts));
@@ -564,7 +566,11 @@ impl Correlator {
             .collect();
         for k in keys {
             if let Some(a) = self.adoptions.remove(&k) {
-                for h in a.handles {
+                for h in a
+                    .handles
+                    .into_iter()
+                    .chain(a.closed.into_iter().map(|c| c.1))
+                {
                     self.handles.set_adoption_pending(h, false);
                 }
             }
@@ -605,6 +611,19 @@ impl Correlator {
             .filter(|d| d.starts_with('/'))
             .map(|d| files::canonical(pid, &d).unwrap_or(d));
         self.procs.set_cwd(pid, dir);
+    }
+
+    /// Makes sure `pid` is known. A process that started before tracing (`--pid`, `--all`)
+    /// has its standard fds taken as handles at once, while /proc still shows them: the
+    /// children it forks inherit them, and a short child closes them (`fclose(stdout)` at
+    /// its exit) before its calls on them are handled, when /proc no longer shows them.
+    pub fn ensure_process(&mut self, pid: i32) {
+        let clock = self.clock;
+        if self.procs.ensure(pid, |t| clock.epoch(t)) {
+            for fd in 0..3 {
+                self.fd_handle(pid, fd);
+            }
+        }
     }
 
     /// The handle of an fd, created on first use for fds opened before tracing (stdin, ...).
@@ -667,7 +686,11 @@ impl Correlator {
         }
         // Past the last argument: the fd, or u64::MAX where the stream was unreadable.
         let fd = i32::try_from(*rec.args.get(p.args.len())?).ok()?;
-        let below = self.fd_handle(pid, fd);
+        let closed = self
+            .adoptions
+            .get(&rec.call_id)
+            .and_then(|a| a.closed.iter().rev().find(|c| c.0 == fd).map(|c| c.1));
+        let below = closed.or_else(|| self.fd_handle(pid, fd));
         let (file_id, path) = below
             .and_then(|h| self.handles.get(h))
             .map(|h| (h.row.file_id, h.row.path.clone()))
@@ -758,8 +781,7 @@ impl Correlator {
             return None;
         }
         let pid = rec.pid as i32;
-        let clock = self.clock;
-        self.procs.ensure(pid, |t| clock.epoch(t));
+        self.ensure_process(pid);
         let call_id = rec.call_id as i64;
         let ts_end = self.clock.epoch(rec.ts_end);
         // The MPICH ABI's requests are `int`s: the kernel read 8 bytes behind the pointer.
@@ -1147,7 +1169,19 @@ impl Correlator {
                     match (handle, left) {
                         (Some(h), Some(left)) if left > 0 => self.handles.set_refs(h, left),
                         (Some(h), _) if left.is_some() || self.handles.drop_ref(h) => {
+                            // Held from here: its row is written when it is let go.
+                            let unopened = self
+                                .handles
+                                .get(h)
+                                .is_some_and(|h| h.row.created_by_call_id.is_none());
+                            let hold = fd_arg.filter(|_| unopened && rec.parent_id != 0);
+                            if hold.is_some() {
+                                self.handles.set_adoption_pending(h, true);
+                            }
                             self.handles.destroy(h, Some(call_id), Some(ts_end));
+                            if let Some(fd) = hold {
+                                self.hold_closed(rec.parent_id, pid, vec![(fd, h)]);
+                            }
                         }
                         _ => {}
                     }
@@ -1464,8 +1498,7 @@ impl Correlator {
     /// the two to the same rows.
     fn plain_transfer(&mut self, p: &Probe, rec: &CallRecord) -> CallRow {
         let pid = rec.pid as i32;
-        let clock = self.clock;
-        self.procs.ensure(pid, |t| clock.epoch(t));
+        self.ensure_process(pid);
         let arg = |k: ArgKind| Some(rec.args[p.arg(k)?]);
         let ret = if p.ret_int {
             i64::from(rec.ret as i32)
@@ -1704,12 +1737,13 @@ impl Correlator {
 
     /// Links handles created beneath this call to the handle it created (see module docs).
     fn adopt(&mut self, rec: &CallRecord, created: Option<HandleId>, explicit: bool, pid: i32) {
-        let orphans = self
+        let (orphans, closed) = self
             .adoptions
             .remove(&rec.call_id)
-            .map(|a| a.handles)
+            .map(|a| (a.handles, a.closed))
             .unwrap_or_default();
         let parent_call = rec.parent_id;
+        self.hold_closed(parent_call, pid, closed);
         let mut up: Vec<HandleId> = Vec::new();
         match created {
             Some(h) => {
@@ -1743,15 +1777,46 @@ impl Correlator {
             for h in &up {
                 self.handles.set_adoption_pending(*h, true);
             }
-            let a = self.adoptions.entry(parent_call).or_insert(Adoption {
-                pid,
-                handles: Vec::new(),
-                age: 0,
-            });
-            a.handles.extend(up);
-            if a.handles.len() > ADOPTION_MAX_HANDLES {
-                self.give_up_adoptions(|a| a.handles.len() > ADOPTION_MAX_HANDLES);
+            self.adoption(parent_call, pid).handles.extend(up);
+            self.bound_adoptions(parent_call);
+        }
+    }
+
+    /// Keeps fds opened before tracing and closed beneath a call (`closed`) until `parent_call`
+    /// returns, or writes them at the top of the stack: a stream strata never saw opened is
+    /// made at its first call, and when that call closes it (`fclose(stdout)` at a silent
+    /// command's exit) its fd's handle was ended by the close(1) beneath, whose row came first.
+    fn hold_closed(&mut self, parent_call: u64, pid: i32, closed: Vec<(i32, HandleId)>) {
+        if closed.is_empty() {
+            return;
+        }
+        if parent_call == 0 {
+            for (_, h) in closed {
+                self.handles.set_adoption_pending(h, false);
             }
+            return;
+        }
+        for (_, h) in &closed {
+            self.handles.set_adoption_pending(*h, true);
+        }
+        self.adoption(parent_call, pid).closed.extend(closed);
+        self.bound_adoptions(parent_call);
+    }
+
+    fn adoption(&mut self, call: u64, pid: i32) -> &mut Adoption {
+        self.adoptions.entry(call).or_insert(Adoption {
+            pid,
+            handles: Vec::new(),
+            closed: Vec::new(),
+            age: 0,
+        })
+    }
+
+    /// At most `ADOPTION_MAX_HANDLES` wait under one call.
+    fn bound_adoptions(&mut self, call: u64) {
+        let over = |a: &Adoption| a.handles.len() + a.closed.len() > ADOPTION_MAX_HANDLES;
+        if self.adoptions.get(&call).is_some_and(over) {
+            self.give_up_adoptions(|a| over(a));
         }
     }
 }

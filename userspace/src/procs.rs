@@ -66,14 +66,15 @@ pub struct Procs {
 const GONE_SWEEPS: u32 = 2;
 
 impl Procs {
-    /// Makes sure `pid` is known, reading /proc for a process that started before tracing.
-    pub fn ensure(&mut self, pid: i32, to_epoch: impl Fn(u64) -> i64) {
+    /// Makes sure `pid` is known, reading /proc for a process that started before tracing;
+    /// true when it did.
+    pub fn ensure(&mut self, pid: i32, to_epoch: impl Fn(u64) -> i64) -> bool {
         if self.last_ensured == Some(pid) {
-            return;
+            return false;
         }
         if self.live.contains_key(&pid) {
             self.last_ensured = Some(pid);
-            return;
+            return false;
         }
         let mut row = ProcessRow {
             pid,
@@ -92,6 +93,7 @@ impl Procs {
         self.live.insert(pid, row);
         // Read now, the nearest strata gets to the process's later calls.
         let _ = self.cwd(pid);
+        true
     }
 
     /// A new process (not a thread) created by `parent`.

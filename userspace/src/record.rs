@@ -225,7 +225,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
     // traced call.
     for pid in tree.iter().flatten() {
         if procfs::process::Process::new(*pid).is_ok() {
-            corr.procs.ensure(*pid, |t| clock.epoch(t));
+            corr.ensure_process(*pid);
         }
     }
     // Processes already running among the traced (a tree, a cgroup's, the node's) may use

@@ -629,6 +629,105 @@ fn end_with_tree(st: &mut std::process::Child) -> std::process::ExitStatus {
     }
 }
 
+/// Children of a running shell traced by `--pid` inherit its standard fds, which strata takes
+/// from /proc when it finds the shell. A child that prints nothing through stdio closes its
+/// stdout at exit (`fclose(stdout)`, its first stdio call on it, as coreutils do), and is gone,
+/// /proc with it, before its calls are handled: its write(2), the close(1) beneath the fclose
+/// and the stream it makes are all on the file the shell's stdout is
+/// (tests/workloads/stdout_lines.c `close`, run 5 times by the shell once strata attached).
+#[test]
+fn a_running_shells_children_write_to_the_stdout_it_had() {
+    require_root();
+    let dir = std::fs::canonicalize(scratch("pid_stdout")).unwrap();
+    let exe = build_c("cc", "stdout_lines.c", &dir.join("stdout_lines"), &["-O0"]);
+    let (log, go) = (dir.join("log.txt"), dir.join("go"));
+    let mut sh = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "while [ ! -e {} ]; do sleep 0.01; done; for i in 1 2 3 4 5; do {} close; done",
+            go.display(),
+            exe.display()
+        ))
+        .stdout(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let out = dir.join("out");
+    let mut st = strata()
+        .args(["record", "-q", "--layers", "posix,stdio", "--host", "test"])
+        .arg("--pid")
+        .arg(sh.id().to_string())
+        .arg("-o")
+        .arg(&out)
+        .spawn()
+        .unwrap();
+    wait_until_attached(&out);
+    std::fs::write(&go, "").unwrap();
+    assert!(sh.wait().unwrap().success());
+    assert!(end_with_tree(&mut st).success());
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "raw\n".repeat(5));
+
+    let file = common::file_id_of(&out, &log);
+    let exe_path = exe.to_str().unwrap();
+    let pids: Vec<i64> = rows(&out, "processes")
+        .iter()
+        .filter(|p| p.s("exe") == Some(exe_path))
+        .filter_map(|p| p.i("pid"))
+        .collect();
+    assert_eq!(pids.len(), 5, "{pids:?}");
+    let calls = rows(&out, "calls");
+    let handles = rows(&out, "handles");
+    let handle = |id: Option<i64>| {
+        handles
+            .iter()
+            .find(|h| id.is_some() && h.i("handle_id") == id)
+    };
+    for pid in pids {
+        let mine: Vec<&Row> = calls.iter().filter(|c| c.i("pid") == Some(pid)).collect();
+        let one = |function: &str, parent: Option<i64>| -> &Row {
+            let found: Vec<&&Row> = mine
+                .iter()
+                .filter(|c| c.s("function") == Some(function))
+                .filter(|c| function != "close" || c.i("parent_id") == parent)
+                .collect();
+            assert_eq!(found.len(), 1, "pid {pid}: {function} {found:?}");
+            found[0]
+        };
+        let write = one("write", None);
+        assert_eq!(
+            (write.i("file_id"), write.i("bytes_result")),
+            (Some(file), Some(4)),
+            "pid {pid}: {write:?}"
+        );
+        let fclose = one("fclose", None);
+        let close = one("close", fclose.i("call_id"));
+        let stream = handle(fclose.i("handle_id")).unwrap_or_else(|| panic!("{fclose:?}"));
+        let fd = handle(close.i("handle_id")).unwrap_or_else(|| panic!("{close:?}"));
+        for (row, what) in [(fclose, "fclose"), (close, "close")] {
+            assert_eq!(row.i("file_id"), Some(file), "pid {pid}: {what} {row:?}");
+        }
+        assert_eq!(
+            (
+                stream.s("kind"),
+                stream.i("file_id"),
+                stream.i("destroyed_by_call_id")
+            ),
+            (Some("stream"), Some(file), fclose.i("call_id")),
+            "pid {pid}: {stream:?}"
+        );
+        assert_eq!(
+            (fd.s("kind"), fd.i("raw_handle"), fd.i("file_id")),
+            (Some("fd"), Some(1), Some(file)),
+            "pid {pid}: {fd:?}"
+        );
+        assert_eq!(fd.i("destroyed_by_call_id"), close.i("call_id"), "{fd:?}");
+        assert_eq!(
+            write.i("handle_id"),
+            fd.i("handle_id"),
+            "pid {pid}: {write:?}"
+        );
+    }
+}
+
 /// The kernel wakes strata for syscall records only per 256 KiB of them, so a few can wait in
 /// the ring; strata must still take them while /proc has what it reads for them. Here each
 /// of 3 children writes a byte to each of two files opened before strata attached (named from
