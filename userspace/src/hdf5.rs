@@ -133,17 +133,20 @@ pub struct Dataspaces {
     built: std::collections::HashSet<(i32, u64)>,
     /// Elements selected, as the library itself counted them inside a call (by call id).
     counted: HashMap<u64, u64>,
+    /// Elements of an attribute's dataspace, as the library counted them inside H5Aread or
+    /// H5Awrite (by call id).
+    extents: HashMap<u64, u64>,
     /// Bytes the transfers made inside a call moved (by the caller's call id); None once one
     /// of them is not known.
     beneath: HashMap<u64, Option<i64>>,
 }
 
-/// Bound on `counted`: entries whose caller was not a transfer are never taken.
+/// Bound on `counted` and `extents`: entries whose caller was not a transfer are never taken.
 const MAX_COUNTED: usize = 4096;
 
 impl Dataspaces {
-    /// Follows one HDF5 call; returns the bytes a transfer (H5Dwrite, H5Dread) moves when
-    /// its selection and type are known. `arr(i)` is the array argument `i` copied at entry.
+    /// Follows one HDF5 call; returns the bytes a transfer (H5Dwrite, H5Dread, H5Awrite,
+    /// H5Aread) moves when its selection and type are known. `arr(i)` is the array argument `i` copied at entry.
     pub fn observe<'a>(
         &mut self,
         function: &str,
@@ -282,6 +285,12 @@ impl Dataspaces {
                 let size = self.type_size(pid, a(1))?;
                 return i64::try_from(points.checked_mul(size)?).ok();
             }
+            // An attribute moves whole: its extent's elements, as the library counted them.
+            "H5Awrite" | "H5Aread" => {
+                let points = self.extents.remove(&call_id)?;
+                let size = self.type_size(pid, a(1))?;
+                return i64::try_from(points.checked_mul(size)?).ok();
+            }
             _ => {}
         }
         None
@@ -295,12 +304,19 @@ impl Dataspaces {
     /// A library-internal call inside `parent`: `H5S_get_select_npoints` returns the elements
     /// of a selection; the first inside a transfer is the memory selection, which H5Dwrite
     /// and H5Dread check against the file selection before moving anything.
+    /// `H5S_get_simple_extent_npoints` returns the elements of a dataspace's extent; inside
+    /// H5Aread and H5Awrite, the attribute's.
     pub fn internal(&mut self, function: &str, parent: u64, ret: i64) {
-        if function == "H5S_get_select_npoints" && parent != 0 && ret >= 0 {
-            if self.counted.len() >= MAX_COUNTED {
-                self.counted.clear();
+        let counts = match function {
+            "H5S_get_select_npoints" => &mut self.counted,
+            "H5S_get_simple_extent_npoints" => &mut self.extents,
+            _ => return,
+        };
+        if parent != 0 && ret >= 0 {
+            if counts.len() >= MAX_COUNTED {
+                counts.clear();
             }
-            self.counted.entry(parent).or_insert(ret as u64);
+            counts.entry(parent).or_insert(ret as u64);
         }
     }
 
@@ -522,5 +538,22 @@ mod tests {
             Some(100 * 8)
         );
         assert!(d.counted.is_empty());
+
+        // An attribute moves whole: the extent the library counted inside H5Aread or
+        // H5Awrite, times the memory type's size; a selection counted there is not it.
+        d.internal("H5S_get_simple_extent_npoints", 600, 3);
+        assert_eq!(
+            d.observe("H5Aread", 1, 600, &[30, 77, 0], 0, none),
+            Some(3 * 8)
+        );
+        d.internal("H5S_get_select_npoints", 601, 3);
+        assert_eq!(d.observe("H5Awrite", 1, 601, &[30, 77, 0], 0, none), None);
+        // Nor is an extent counted inside H5Dwrite its selection.
+        d.internal("H5S_get_simple_extent_npoints", 602, 5);
+        d.internal("H5S_get_select_npoints", 602, 2);
+        assert_eq!(
+            d.observe("H5Dwrite", 1, 602, &[20, 77, 0, 12], 0, none),
+            Some(2 * 8)
+        );
     }
 }

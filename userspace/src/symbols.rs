@@ -281,10 +281,10 @@ fn slots<'a>(file: &'a object::File, r_type: u32) -> impl Iterator<Item = (u64, 
         })
 }
 
-/// Where `callee`, a function whose whole body is one load from its first argument
-/// (`mov disp(%rdi),%rax; ret`), is called in the functions `callers`: the displacement, and
-/// the file offsets of the `call` instructions that reach it directly or through its PLT
-/// entry. None where the body is another, or no call was found.
+/// Where `callee`, a function whose whole body is one load from its first argument (see
+/// [`one_load`]), is called in the functions `callers`: the displacement, and the file
+/// offsets of the `call` instructions that reach it directly or through its PLT entry. None
+/// where the body is another, or no call was found.
 ///
 /// Call sites are the 5-byte `call rel32` whose displacement names exactly that target: bytes
 /// inside another instruction would have to spell the same 32-bit displacement by chance.
@@ -307,15 +307,7 @@ pub fn load_calls(data: &[u8], callee: &str, callers: &[String]) -> Option<(u32,
     };
     let (address, _, off) = function(callee)?;
     let body = data.get(usize::try_from(off).ok()?..)?;
-    let disp = match body {
-        [0x48, 0x8b, 0x87, a, b, c, d, 0xc3, ..] => u32::from_le_bytes([*a, *b, *c, *d]),
-        [0x48, 0x8b, 0x47, d, 0xc3, ..] => u32::from(*d),
-        _ => return None,
-    };
-    // A negative displacement is not a field of the object the argument points to.
-    if disp >= 0x8000_0000 || (body[2] == 0x47 && disp >= 0x80) {
-        return None;
-    }
+    let disp = one_load(body)?;
     let mut targets = vec![address];
     targets.extend(plt_entries(&file, callee));
     let mut sites = Vec::new();
@@ -340,6 +332,63 @@ pub fn load_calls(data: &[u8], callee: &str, callers: &[String]) -> Option<(u32,
         }
     }
     (!sites.is_empty()).then_some((disp, sites))
+}
+
+/// The displacement of the load from its first argument that a function's body comes down
+/// to, in the two shapes compilers give such accessors:
+/// - `mov disp(%rdi),%rax; ret` (HDF5 1.10's `H5S_get_select_npoints`);
+/// - the same load behind HDF5's check that its package is initialised, one byte tested
+///   through a GOT slot (`H5S_get_simple_extent_npoints`, 1.10 and 2.0): `push %rbp; push
+///   %rbx; sub $N,%rsp; mov slot(%rip),%rbx; cmpb $0,(%rbx)`, then `jne` to the load or `je`
+///   past it, the load followed by `add $N,%rsp; pop %rbx; pop %rbp; ret`. The package is
+///   initialised wherever the callers named run (they work on its objects), so their calls
+///   get the load.
+fn one_load(body: &[u8]) -> Option<u32> {
+    // The load's displacement and length, from a non-negative displacement (a negative one
+    // is not a field of the object the argument points to).
+    let load = |code: &[u8]| match code {
+        [0x48, 0x8b, 0x87, a, b, c, d, ..] => {
+            let disp = u32::from_le_bytes([*a, *b, *c, *d]);
+            (disp < 0x8000_0000).then_some((disp, 7))
+        }
+        [0x48, 0x8b, 0x47, d, ..] => (*d < 0x80).then_some((u32::from(*d), 4)),
+        _ => None,
+    };
+    if let Some((disp, len)) = load(body) {
+        return (body.get(len) == Some(&0xc3)).then_some(disp);
+    }
+    let [
+        0x55,
+        0x53,
+        0x48,
+        0x83,
+        0xec,
+        frame,
+        0x48,
+        0x8b,
+        0x1d,
+        _,
+        _,
+        _,
+        _,
+        0x80,
+        0x3b,
+        0x00,
+        jump,
+        rel,
+        ..,
+    ] = body
+    else {
+        return None;
+    };
+    let at = match jump {
+        0x75 if *rel < 0x80 => 18 + usize::from(*rel),
+        0x74 => 18,
+        _ => return None,
+    };
+    let (disp, len) = load(body.get(at..)?)?;
+    let epilogue = [0x48, 0x83, 0xc4, *frame, 0x5b, 0x5d, 0xc3];
+    (body.get(at + len..at + len + epilogue.len())? == epilogue).then_some(disp)
 }
 
 /// Addresses of the PLT entries that jump to `name` (`jmp *slot(%rip)` through its GOT
@@ -545,15 +594,32 @@ mod tests {
         );
     }
 
+    /// The shared object gcc builds from assembly `asm` with linker `flags`, as bytes (`name`
+    /// keeps tests' scratch directories apart).
+    fn shared_object(name: &str, asm: &str, flags: &[&str]) -> Vec<u8> {
+        let dir = std::env::temp_dir().join(format!("strata-{name}-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let (src, so) = (dir.join("f.s"), dir.join("f.so"));
+        fs::write(&src, asm).unwrap();
+        let gcc = Command::new("gcc")
+            .args(["-shared", "-nostdlib", "-o"])
+            .arg(&so)
+            .arg(&src)
+            .args(flags)
+            .status()
+            .expect("gcc");
+        assert!(gcc.success());
+        let data = fs::read(&so).unwrap();
+        fs::remove_dir_all(&dir).unwrap();
+        data
+    }
+
     /// A probe passes over a wrapper's argument set-up to its `jmp`, and stays at the entry of
     /// a function whose second instruction is where another one starts (built by gcc).
     #[test]
     fn probes_move_past_a_dead_write_but_not_onto_another_function() {
-        let dir = std::env::temp_dir().join(format!("strata-skip-{}", std::process::id()));
-        fs::create_dir_all(&dir).unwrap();
-        let asm = dir.join("f.s");
-        fs::write(
-            &asm,
+        let data = shared_object(
+            "skip",
             ".text\n.globl wrapper, head, body, tail\n\
              .type wrapper, @function\n.type head, @function\n\
              .type body, @function\n.type tail, @function\n\
@@ -561,18 +627,8 @@ mod tests {
              head: mov $1, %eax\n\
              body: push %rbx\n pop %rbx\n ret\n\
              tail: ret\n",
-        )
-        .unwrap();
-        let so = dir.join("f.so");
-        let gcc = Command::new("gcc")
-            .args(["-shared", "-nostdlib", "-o"])
-            .arg(&so)
-            .arg(&asm)
-            .status()
-            .expect("gcc");
-        assert!(gcc.success());
-        let data = fs::read(&so).unwrap();
-        fs::remove_dir_all(&dir).unwrap();
+            &[],
+        );
         let file = object::File::parse(&*data).unwrap();
         let entry = |name: &str| {
             file.dynamic_symbols()
@@ -604,33 +660,14 @@ mod tests {
     /// the IBT layout with `endbr64`) and directly, only in the callers named.
     #[test]
     fn calls_of_a_one_load_function_are_found_through_the_plt_and_directly() {
-        let dir = std::env::temp_dir().join(format!("strata-calls-{}", std::process::id()));
-        fs::create_dir_all(&dir).unwrap();
-        let asm = dir.join("f.s");
-        fs::write(
-            &asm,
-            ".text\n.globl npoints, writer, reader, other\n\
+        let asm = ".text\n.globl npoints, writer, reader, other\n\
              .type npoints, @function\nnpoints: mov 0x160(%rdi), %rax\n ret\n.size npoints, .-npoints\n\
              .set npoints_here, npoints\n\
              .type writer, @function\nwriter: push %rbx\n call npoints@PLT\n call npoints@PLT\n pop %rbx\n ret\n.size writer, .-writer\n\
              .type reader, @function\nreader: sub $8, %rsp\n call npoints_here\n add $8, %rsp\n ret\n.size reader, .-reader\n\
-             .type other, @function\nother: call npoints@PLT\n ret\n.size other, .-other\n",
-        )
-        .unwrap();
-        for (i, flags) in [&[][..], &["-Wl,-z,now", "-Wl,-z,ibtplt"][..]]
-            .iter()
-            .enumerate()
-        {
-            let so = dir.join(format!("f{i}.so"));
-            let gcc = Command::new("gcc")
-                .args(["-shared", "-nostdlib", "-o"])
-                .arg(&so)
-                .arg(&asm)
-                .args(*flags)
-                .status()
-                .expect("gcc");
-            assert!(gcc.success());
-            let data = fs::read(&so).unwrap();
+             .type other, @function\nother: call npoints@PLT\n ret\n.size other, .-other\n";
+        for flags in [&[][..], &["-Wl,-z,now", "-Wl,-z,ibtplt"][..]] {
+            let data = shared_object("calls", asm, flags);
             let t = SymbolTable::parse(&data).unwrap();
             let at = |name: &str, plus: u64| {
                 let off = t.offset(name).unwrap() - t.probe_skip(name).unwrap();
@@ -652,7 +689,43 @@ mod tests {
                 None
             );
         }
-        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A one-load function behind HDF5's package guard is found at its calls too, whether the
+    /// guard jumps to the load (1.10) or past it (2.0); with anything between the load and
+    /// the return, it is not a load.
+    #[test]
+    fn calls_of_a_guarded_load_are_found() {
+        let guard =
+            "push %rbp\n push %rbx\n sub $0x18, %rsp\n mov 0x100(%rip), %rbx\n cmpb $0, (%rbx)\n";
+        let back = "add $0x18, %rsp\n pop %rbx\n pop %rbp\n ret\n";
+        let data = shared_object(
+            "guard",
+            &format!(
+                ".text\n.globl jumps_to, jumps_past, busy, reader\n\
+                 .type jumps_to, @function\njumps_to: {guard} jne 1f\n mov $-1, %rax\n jmp 2f\n\
+                 1: mov 0x30(%rdi), %rax\n 2: {back}.size jumps_to, .-jumps_to\n\
+                 .type jumps_past, @function\njumps_past: {guard} je 1f\n mov 0x130(%rdi), %rax\n\
+                 2: {back} 1: mov $-1, %rax\n jmp 2b\n.size jumps_past, .-jumps_past\n\
+                 .type busy, @function\nbusy: {guard} jne 1f\n mov $-1, %rax\n jmp 2f\n\
+                 1: mov 0x30(%rdi), %rax\n inc %rax\n 2: {back}.size busy, .-busy\n\
+                 .type reader, @function\nreader: call jumps_to@PLT\n call jumps_past@PLT\n\
+                 call busy@PLT\n ret\n.size reader, .-reader\n"
+            ),
+            &[],
+        );
+        let t = SymbolTable::parse(&data).unwrap();
+        let reader = t.offset("reader").unwrap() - t.probe_skip("reader").unwrap();
+        let callers = ["reader".to_string()];
+        assert_eq!(
+            load_calls(&data, "jumps_to", &callers),
+            Some((0x30, vec![reader]))
+        );
+        assert_eq!(
+            load_calls(&data, "jumps_past", &callers),
+            Some((0x130, vec![reader + 5]))
+        );
+        assert_eq!(load_calls(&data, "busy", &callers), None);
     }
 
     #[test]

@@ -1448,8 +1448,10 @@ const N_OBJECTS: i64 = 1000;
 /// it was opened from, named by the name it was given (none when opened by index or address),
 /// closed by the close the program made, on the file; each transfer names the handle it went
 /// through. A read into the native type of the dataset's type is sized by the program's
-/// H5Tget_size. An H5Idec_ref that leaves a reference closes nothing. Ground truth:
-/// tests/workloads/hdf5_objects.c.
+/// H5Tget_size; an attribute's write or read moves it whole (the elements HDF5 counts in its
+/// dataspace, which strata reads at H5A__write's and H5A__read's calls of
+/// H5S_get_simple_extent_npoints). An H5Idec_ref that leaves a reference closes nothing.
+/// Ground truth: tests/workloads/hdf5_objects.c.
 #[test]
 fn hdf5_objects_opened_every_way_are_handles_their_calls_name() {
     require_root();
@@ -1549,6 +1551,16 @@ fn hdf5_objects_opened_every_way_are_handles_their_calls_name() {
         assert_eq!(r.i("bytes_result"), Some(N_OBJECTS * 4), "{r:?}");
     }
     assert_eq!(one("H5Tget_size").i("ret"), Some(4));
+    // "a1" is one int, "a2" one double: written in that order, read as a2, a1, a2, a1.
+    let bytes = |f: &str| -> Vec<(Option<i64>, Option<i64>)> {
+        of(f)
+            .iter()
+            .map(|c| (c.i("bytes_requested"), c.i("bytes_result")))
+            .collect()
+    };
+    let moved = |b: &[i64]| -> Vec<_> { b.iter().map(|b| (Some(*b), Some(*b))).collect() };
+    assert_eq!(bytes("H5Awrite"), moved(&[4, 8]));
+    assert_eq!(bytes("H5Aread"), moved(&[8, 4, 8, 4]));
 }
 
 /// netcdf_read.c's N: doubles in each variable.
