@@ -2132,6 +2132,45 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// An fd opened before tracing and closed beneath a call is kept until that call returns
+    /// (the stream it may make of the fd is named by its file): beneath a call that never
+    /// returns, it is written at the age limit all the same.
+    #[test]
+    fn an_fd_from_before_tracing_closed_beneath_a_call_that_never_returns_is_written() {
+        let probes = crate::probes::load(None).unwrap();
+        let close = syscall_probe(&probes, "close");
+        let dir = std::env::temp_dir().join(format!("strata-held-{}", std::process::id()));
+        let mut out =
+            Dataset::create(&dir, "test", "held", crate::dataset::DEFAULT_FILE_MODE).unwrap();
+        let mut corr = Correlator::new(probes, Clock::now());
+        let pid = std::process::id();
+        // The test's own stderr, open before strata looked: its handle comes from /proc.
+        let rec = CallRecord {
+            kind: RecordKind::Call as u32,
+            func_id: close,
+            call_id: 7,
+            parent_id: 1 << 40,
+            ts_begin: 7,
+            ts_end: 8,
+            pid,
+            tid: pid,
+            depth: 1,
+            flags: 0,
+            ret: 0,
+            out: 0,
+            args: [2, 0, 0, 0, 0, 0],
+        };
+        corr.handle(Event::Call(rec), &mut out);
+        let written = |out: &Dataset| out.handles.rows_written as usize + out.handles.buffered();
+        for _ in 1..ADOPTION_MAX_AGE {
+            corr.tick(&mut out);
+        }
+        assert_eq!(written(&out), 0, "kept while its call may still return");
+        corr.tick(&mut out);
+        assert_eq!(written(&out), 1, "written at the age limit");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     /// An io_uring request's submission and completion records make one call (its fields are
     /// checked against real requests in tests/kernel_layers.rs). A second completion of the same request (a
     /// multishot one), or a completion whose submission was not seen, makes none; a
