@@ -1782,10 +1782,11 @@ impl Correlator {
         }
     }
 
-    /// Keeps fds opened before tracing and closed beneath a call (`closed`) until `parent_call`
-    /// returns, or writes them at the top of the stack: a stream strata never saw opened is
-    /// made at its first call, and when that call closes it (`fclose(stdout)` at a silent
-    /// command's exit) its fd's handle was ended by the close(1) beneath, whose row came first.
+    /// Keeps fds opened before tracing and closed beneath a call (`closed`, held back from
+    /// their close on) until `parent_call` returns, or writes them at the top of the stack: a
+    /// stream strata never saw opened is made at its first call, and when that call closes it
+    /// (`fclose(stdout)` at a silent command's exit) its fd's handle was ended by the
+    /// close(1) beneath, whose row came first.
     fn hold_closed(&mut self, parent_call: u64, pid: i32, closed: Vec<(i32, HandleId)>) {
         if closed.is_empty() {
             return;
@@ -1795,9 +1796,6 @@ impl Correlator {
                 self.handles.set_adoption_pending(h, false);
             }
             return;
-        }
-        for (_, h) in &closed {
-            self.handles.set_adoption_pending(*h, true);
         }
         self.adoption(parent_call, pid).closed.extend(closed);
         self.bound_adoptions(parent_call);
