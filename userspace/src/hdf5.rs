@@ -146,7 +146,8 @@ const MAX_COUNTED: usize = 4096;
 
 impl Dataspaces {
     /// Follows one HDF5 call; returns the bytes a transfer (H5Dwrite, H5Dread, H5Awrite,
-    /// H5Aread) moves when its selection and type are known. `arr(i)` is the array argument `i` copied at entry.
+    /// H5Aread) moves when its selection and type are known. `arr(i)` is the array argument
+    /// `i` copied at entry.
     pub fn observe<'a>(
         &mut self,
         function: &str,
