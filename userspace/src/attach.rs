@@ -130,8 +130,9 @@ struct Uprobes {
     multi: Option<crate::uprobe_multi::Programs>,
     /// Those programs while the kernel verifies them.
     loading: Option<crate::uprobe_multi::Loading>,
-    /// Multi links, two per library file.
-    multi_links: Vec<std::os::fd::OwnedFd>,
+    /// Multi links, per library file (the entry and the return programs, or calls of a
+    /// function probed in its place).
+    multi_links: Vec<crate::uprobe_multi::Linked>,
     /// Probes checked and waiting for their file's multi link: (file, offset, cookie).
     pending: Vec<(PathBuf, u64, u64)>,
     /// Calls of a function probed in its place (`calls_in`), waiting: entry programs only,
@@ -206,7 +207,7 @@ impl Uprobes {
             let linked = self.multi.as_ref().and_then(|m| {
                 let offsets: Vec<u64> = group.iter().map(|g| g.1).collect();
                 let cookies: Vec<u64> = group.iter().map(|g| g.2).collect();
-                m.attach_entry(&group[0].0, &offsets, &cookies)
+                m.link(&group[0].0, &offsets, &cookies, false)
                     .map_err(|e| log::debug!("entry-only multi-uprobe link: {e}"))
                     .ok()
             });
@@ -238,7 +239,7 @@ impl Uprobes {
         let refused = link_halving(group, |part| {
             let offsets: Vec<u64> = part.iter().map(|g| g.1).collect();
             let cookies: Vec<u64> = part.iter().map(|g| g.2).collect();
-            links.extend(m.attach(&part[0].0, &offsets, &cookies)?);
+            links.push(m.link(&part[0].0, &offsets, &cookies, true)?);
             attached.extend(part.iter().map(|g| probe_id(g.2)));
             Ok::<_, anyhow::Error>(())
         });
@@ -392,6 +393,60 @@ impl Loaded {
             }
         }
         Ok(())
+    }
+
+    /// Releases the library uprobes (an idle daemon): while they are attached, every process
+    /// on the node that maps a probed library has a breakpoint written into its own copy of
+    /// each probed page at its start, and traps at every call of a probed function, traced
+    /// or not (measured here: a `cat` took 34% longer beside an idle daemon that kept them).
+    /// The releases, each an RCU grace period, finish on a thread of their own. Returns the
+    /// uprobes that stay attached: perf-event ones (kernels before 6.6, where each takes tens
+    /// of ms to release, one after another), and those of a multi link whose file could not
+    /// be held open to link it again.
+    pub fn pause_uprobes(&mut self) -> usize {
+        let released: Vec<_> = self
+            .uprobes
+            .multi_links
+            .iter_mut()
+            .filter_map(crate::uprobe_multi::Linked::release)
+            .collect();
+        if !released.is_empty() {
+            std::thread::spawn(move || {
+                std::thread::scope(|s| {
+                    for links in released {
+                        s.spawn(move || drop(links));
+                    }
+                })
+            });
+        }
+        self.uprobes.links
+            + self
+                .uprobes
+                .multi_links
+                .iter()
+                .filter(|l| l.attached())
+                .map(|l| l.probes())
+                .sum::<usize>()
+    }
+
+    /// Attaches the library uprobes again after [`Loaded::pause_uprobes`]. A library that
+    /// cannot be linked again is named in a warning, and its probes record nothing.
+    pub fn resume_uprobes(&mut self) {
+        let Some(m) = &self.uprobes.multi else {
+            return;
+        };
+        if self.uprobes.multi_links.iter().all(|l| l.attached()) {
+            return;
+        }
+        let _grace = self.expedite.then(crate::grace::Expedited::begin);
+        for l in &mut self.uprobes.multi_links {
+            if let Err(e) = m.relink(l) {
+                log::warn!(
+                    "{} library probes could not be attached again for the job: {e}",
+                    l.probes()
+                );
+            }
+        }
     }
 
     /// Attaches the raw_syscalls tracepoints again after [`Loaded::pause_syscalls`].

@@ -1,6 +1,6 @@
-//! `strata daemon`: loads and attaches the probes once, then traces the jobs it is told to
-//! (cgroups v2, filtered in the kernel), each into its own dataset `<root>/<job>/`, until told
-//! to stop or until the job's cgroup disappears. Events are routed to a job by process; each
+//! `strata daemon`: loads the probes once, attaches them while jobs run, and traces the jobs
+//! it is told to (cgroups v2, filtered in the kernel), each into its own dataset
+//! `<root>/<job>/`, until told to stop or until the job's cgroup disappears. Events are routed to a job by process; each
 //! job has its own correlator, so handles, files and processes never mix between jobs.
 use std::{
     collections::HashMap,
@@ -165,10 +165,17 @@ pub fn run(args: DaemonArgs) -> anyhow::Result<()> {
     if attached == 0 {
         bail!("no probe could be attached; see the warnings above");
     }
-    // No job yet: the node's syscalls should not pay for the daemon.
+    // No job yet: the node's syscalls and library calls should not pay for the daemon.
     loaded.pause_syscalls()?;
+    let kept = loaded.pause_uprobes();
+    let kept = match kept {
+        0 => String::new(),
+        n => format!(
+            " ({n} library uprobes stay attached while idle: without multi-uprobe links, Linux 6.6+, each takes tens of ms to release)"
+        ),
+    };
     eprintln!(
-        "strata daemon: {attached} probes attached; jobs go to {}/<job>; control socket {}",
+        "strata daemon: {attached} probes attached while a job runs{kept}; jobs go to {}/<job>; control socket {}",
         args.output_root.display(),
         args.socket.display()
     );
@@ -252,6 +259,7 @@ impl Daemon {
             }
             if self.jobs.is_empty() {
                 self.loaded.pause_syscalls()?;
+                self.loaded.pause_uprobes();
             }
         }
         eprintln!("strata daemon: stopping; closing {} jobs", self.jobs.len());
@@ -398,6 +406,7 @@ impl Daemon {
         };
         self.find_cgroup(&mut job)?;
         self.loaded.resume_syscalls()?;
+        self.loaded.resume_uprobes();
         eprintln!(
             "strata daemon: job {name}: {} -> {}",
             match &job.cgroup {

@@ -14,7 +14,7 @@ use std::{
         fd::{AsFd as _, AsRawFd as _, FromRawFd as _, OwnedFd, RawFd},
         unix::ffi::OsStrExt as _,
     },
-    path::Path,
+    path::{Path, PathBuf},
 };
 
 use anyhow::{Context as _, anyhow};
@@ -129,6 +129,79 @@ impl Programs {
     /// The two programs (for their run statistics).
     pub fn fds(&self) -> [RawFd; 2] {
         [self.entry.as_raw_fd(), self.ret.as_raw_fd()]
+    }
+
+    /// Links the entry program, and the return program when `with_return`, at `offsets` of
+    /// the file at `path`, keeping what makes the links again after [`Linked::release`].
+    pub fn link(
+        &self,
+        path: &Path,
+        offsets: &[u64],
+        cookies: &[u64],
+        with_return: bool,
+    ) -> io::Result<Linked> {
+        let links = match with_return {
+            true => self.attach(path, offsets, cookies)?.into(),
+            false => vec![self.attach_entry(path, offsets, cookies)?],
+        };
+        Ok(Linked {
+            file: std::fs::File::open(path).ok(),
+            offsets: offsets.to_vec(),
+            cookies: cookies.to_vec(),
+            with_return,
+            links,
+        })
+    }
+
+    /// Makes a released link again (nothing for one that is attached).
+    pub fn relink(&self, l: &mut Linked) -> io::Result<()> {
+        if !l.links.is_empty() {
+            return Ok(());
+        }
+        let file = l.file.as_ref().ok_or(io::ErrorKind::NotFound)?;
+        let path = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+        l.links = match l.with_return {
+            true => self.attach(&path, &l.offsets, &l.cookies)?.into(),
+            false => vec![self.attach_entry(&path, &l.offsets, &l.cookies)?],
+        };
+        Ok(())
+    }
+}
+
+/// One file's multi links (the entry and the return program, or the entry alone), and what
+/// makes them again once released: the kernel keeps a breakpoint in every process that maps
+/// a probed library, written into its own copy of the page at each exec, and every call of a
+/// probed function traps, whoever makes it; an idle daemon releases its links.
+pub struct Linked {
+    /// The library, held open: the path it was linked by may go with the process that mapped
+    /// it (a container's library). None if it could not be opened: then it stays linked.
+    file: Option<std::fs::File>,
+    offsets: Vec<u64>,
+    cookies: Vec<u64>,
+    with_return: bool,
+    /// The links, the entry first (they detach in that order when dropped); empty while
+    /// released.
+    links: Vec<OwnedFd>,
+}
+
+impl Linked {
+    /// Takes the links out to be dropped (each drop waits for an RCU grace period), unless
+    /// they could not be made again.
+    pub fn release(&mut self) -> Option<Vec<OwnedFd>> {
+        match (&self.file, self.links.is_empty()) {
+            (Some(_), false) => Some(std::mem::take(&mut self.links)),
+            _ => None,
+        }
+    }
+
+    /// Whether the links are attached.
+    pub fn attached(&self) -> bool {
+        !self.links.is_empty()
+    }
+
+    /// The probes linked (for a warning naming what a failed relink left out).
+    pub fn probes(&self) -> usize {
+        self.offsets.len()
     }
 }
 

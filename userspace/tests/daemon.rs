@@ -112,10 +112,11 @@ fn attachments(pid: u32) -> usize {
         .count()
 }
 
-/// The daemon under test; killed if a failed assertion leaves it running.
-struct Daemon(Child);
+/// A process of the test (the daemon, a bystander); killed if a failed assertion leaves it
+/// running.
+struct Owned(Child);
 
-impl Drop for Daemon {
+impl Drop for Owned {
     fn drop(&mut self) {
         if self.0.try_wait().ok().flatten().is_none() {
             let _ = self.0.kill();
@@ -124,15 +125,16 @@ impl Drop for Daemon {
     }
 }
 
-/// Starts `strata daemon` (POSIX layer, 200 ms flushes) and waits until its probes are
+/// Starts `strata daemon` (these layers, 200 ms flushes) and waits until its probes are
 /// attached; its later log lines are collected by the returned thread.
 fn start_daemon(
     root: &Path,
     socket: &Path,
+    layers: &str,
     extra: &[&str],
-) -> (Daemon, std::thread::JoinHandle<Vec<String>>) {
+) -> (Owned, std::thread::JoinHandle<Vec<String>>) {
     let mut daemon = strata()
-        .args(["daemon", "--layers", "posix", "--flush-interval", "200ms"])
+        .args(["daemon", "--layers", layers, "--flush-interval", "200ms"])
         .arg("--output-root")
         .arg(root)
         .arg("--socket")
@@ -157,7 +159,7 @@ fn start_daemon(
             .inspect(|l| eprintln!("{l}"))
             .collect::<Vec<_>>()
     });
-    (Daemon(daemon), log)
+    (Owned(daemon), log)
 }
 
 #[test]
@@ -167,7 +169,7 @@ fn daemon_traces_jobs_into_separate_datasets_and_keeps_running() {
     let d = dir.display();
     let root = dir.join("root");
     let socket = dir.join("ctl.sock");
-    let (mut daemon, log) = start_daemon(&root, &socket, &["--host", "node-a"]);
+    let (mut daemon, log) = start_daemon(&root, &socket, "posix", &["--host", "node-a"]);
     // Idle, the daemon keeps no syscall tracepoint attached.
     let idle = attachments(daemon.0.id());
 
@@ -325,6 +327,101 @@ fn daemon_traces_jobs_into_separate_datasets_and_keeps_running() {
     }
 }
 
+/// Bytes of process `pid`'s libc code that differ from the file's (None when it maps no
+/// libc): each attached uprobe is an `int3` (0xcc) the kernel wrote into the process's copy
+/// of the page. Panics on a byte that differs otherwise.
+fn breakpoints(pid: u32) -> Option<usize> {
+    use std::os::unix::fs::FileExt as _;
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
+    let mem = std::fs::File::open(format!("/proc/{pid}/mem")).ok()?;
+    let mut found = None;
+    for line in maps.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 6 || f[1] != "r-xp" || !f[5].ends_with("/libc.so.6") {
+            continue;
+        }
+        let (start, end) = f[0].split_once('-').unwrap();
+        let start = u64::from_str_radix(start, 16).unwrap();
+        let len = (u64::from_str_radix(end, 16).unwrap() - start) as usize;
+        let offset = u64::from_str_radix(f[2], 16).unwrap();
+        let (mut on_disk, mut mapped) = (vec![0u8; len], vec![0u8; len]);
+        std::fs::File::open(format!("/proc/{pid}/root{}", f[5]))
+            .unwrap()
+            .read_exact_at(&mut on_disk, offset)
+            .unwrap();
+        mem.read_exact_at(&mut mapped, start).ok()?;
+        let differ: Vec<usize> = (0..len).filter(|&i| on_disk[i] != mapped[i]).collect();
+        for &i in &differ {
+            assert_eq!(
+                mapped[i],
+                0xcc,
+                "libc+{:#x} of pid {pid}",
+                offset as usize + i
+            );
+        }
+        *found.get_or_insert(0) += differ.len();
+    }
+    found
+}
+
+/// An idle daemon leaves the node's processes alone: attached, each library uprobe is a
+/// breakpoint in every process that maps the library (written into its copy of the page at
+/// its start) and a trap at every call of the function, traced or not. A process in no job,
+/// started before the daemon, has no breakpoint in its libc while no job runs, has them
+/// while one does, and none again after; each of two jobs in turn has its stdio calls.
+#[test]
+fn an_idle_daemon_leaves_no_breakpoint_in_the_nodes_processes() {
+    require_root();
+    let dir = scratch("daemon_idle");
+    let d = dir.display();
+    let exe = build_c("cc", "stdout_lines.c", &dir.join("stdout_lines"), &["-O0"]);
+    let bystander = Owned(Command::new("sleep").arg("600").spawn().unwrap());
+    let pid = bystander.0.id();
+    wait_for("sleep to map libc", || breakpoints(pid).is_some());
+    assert_eq!(
+        breakpoints(pid),
+        Some(0),
+        "a breakpoint before the daemon started"
+    );
+    let root = dir.join("root");
+    let socket = dir.join("ctl.sock");
+    let (mut daemon, _log) = start_daemon(&root, &socket, "posix,stdio", &[]);
+    wait_for("the idle daemon to release its uprobes", || {
+        breakpoints(pid) == Some(0)
+    });
+    let jobs = ["job-1", "job-2"];
+    for job in jobs {
+        let g = Group::new(job);
+        g.create();
+        ctl(&socket, &["start", job, "--cgroup", g.0.to_str().unwrap()]);
+        // Uprobes are per file: the bystander has them too while the job runs. probes.toml
+        // has 69 stdio functions in libc (aliases share a breakpoint).
+        let n = breakpoints(pid).unwrap();
+        assert!(n >= 40, "{job}: {n} breakpoints in a process's libc");
+        let mut w = inside(&g, &format!("{} > {d}/{job}.log", exe.display()));
+        assert!(w.wait().unwrap().success(), "{job}");
+        std::thread::sleep(Duration::from_millis(500));
+        ctl(&socket, &["stop", job]);
+        wait_for("the daemon to release its uprobes after the job", || {
+            breakpoints(pid) == Some(0)
+        });
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(daemon.0.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    assert!(daemon.0.wait().unwrap().success());
+    drop(bystander);
+    for job in jobs {
+        let log = format!("{job}.log");
+        let printf = per_file(&root.join(job), "printf");
+        assert_eq!(printf.get(&log), Some(&(3, 14)), "{job}: {printf:?}");
+        let fflush = per_file(&root.join(job), "fflush");
+        assert_eq!(fflush.get(&log).map(|f| f.0), Some(1), "{job}: {fflush:?}");
+    }
+}
+
 #[test]
 fn ctl_without_a_daemon_and_bad_requests_say_what_is_wrong() {
     let dir = scratch("daemon_ctl");
@@ -361,7 +458,7 @@ fn slurm_prolog_and_epilog_drive_the_daemon() {
     let d = dir.display();
     let root = dir.join("root");
     let socket = dir.join("ctl.sock");
-    let (mut daemon, _log) = start_daemon(&root, &socket, &[]);
+    let (mut daemon, _log) = start_daemon(&root, &socket, "posix", &[]);
 
     let job = format!("9{}", std::process::id());
     let v2 = strata::cgroup::v2_root().unwrap();

@@ -1334,10 +1334,6 @@ fn untraced_beside(
     dir: &Path,
     n: u64,
 ) -> anyhow::Result<(f64, f64, f64)> {
-    use std::{
-        io::{BufRead as _, BufReader},
-        process::Stdio,
-    };
     let best = |cmd: &dyn Fn() -> Command| -> anyhow::Result<f64> {
         let mut best = f64::MAX;
         for _ in 0..3 {
@@ -1364,12 +1360,34 @@ fn untraced_beside(
         c
     })?;
     let base = best(&alone)?;
+    let beside = beside_strata(
+        strata,
+        &dir.join("out-beside"),
+        &["--layers", "posix"],
+        || best(&alone),
+    )?;
+    Ok((base, beside, empty))
+}
+
+/// Runs `f` while `strata record` (with `args`) traces another command, and returns what it
+/// returned: what the processes strata does not trace pay beside it.
+pub(crate) fn beside_strata<T>(
+    strata: &Path,
+    out_dir: &Path,
+    args: &[&str],
+    f: impl FnOnce() -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
+    use std::{
+        io::{BufRead as _, BufReader},
+        process::Stdio,
+    };
     // The command strata records waits on its input: closed, it exits, and strata with it.
-    let out_dir = dir.join("out-beside");
-    let _ = fs::remove_dir_all(&out_dir);
+    let _ = fs::remove_dir_all(out_dir);
     let mut child = Command::new(strata)
-        .args(["record", "--layers", "posix", "-o"])
-        .arg(&out_dir)
+        .arg("record")
+        .args(args)
+        .arg("-o")
+        .arg(out_dir)
         .args(["--", "cat"])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
@@ -1379,12 +1397,12 @@ fn untraced_beside(
     let stderr = child.stderr.take().context("no stderr")?;
     let mut lines = BufReader::new(stderr).lines();
     let attached = lines.find_map(|l| l.ok().filter(|l| l.contains("probes attached")));
-    let beside = attached.map(|_| best(&alone));
+    let got = attached.map(|_| f());
     drop(child.stdin.take());
     let status = child.wait()?;
-    let beside = beside.context("strata record ended before its probes were attached")??;
+    let got = got.context("strata record ended before its probes were attached")??;
     anyhow::ensure!(status.success(), "strata record failed ({status})");
-    Ok((base, beside, empty))
+    Ok(got)
 }
 
 /// Where a case's workload writes: tmpfs for the MPI cases when there is one, else `dir`.
