@@ -1688,16 +1688,20 @@ fn attach_uprobe_status(
     };
     if let Ok(Some(calls)) = &r {
         status.mechanism = "uprobe_calls";
-        status.reason = Some(format!(
-            "at its {calls} calls in {}, its one load done there",
-            p.calls_in.join(", ")
-        ));
+        status.reason = Some(match p.calls_in.iter().any(|c| c == "*") {
+            true => format!("at its {calls} calls in the library"),
+            false => format!(
+                "at its {calls} calls in {}, its one load done there",
+                p.calls_in.join(", ")
+            ),
+        });
     }
     r.map(|_| ())
 }
 
 /// Attaches library probe `p` to `symbol` in `path`: at its entry (None), or at its calls in
-/// the functions `calls_in` names (Some: how many), where its body is one load.
+/// the functions `calls_in` names (Some: how many), where its body is one load or its call is
+/// recorded at entry.
 fn attach_uprobe(
     ebpf: &mut Ebpf,
     p: &Probe,
@@ -1758,6 +1762,25 @@ fn attach_uprobe(
             uprobes.at.insert((path.to_owned(), site), p.id);
         }
         return Ok(Some(sites.len()));
+    }
+    if spec.flags & strata_common::SPEC_EMIT_AT_ENTRY != 0 {
+        // Recorded at entry (the loader's report): no return probe. A bare `ret`, which the
+        // kernel single-steps (a second trap), is probed at its calls where `calls_in` finds
+        // them, each an emulated `call` or `jmp`.
+        let sites = match p.calls_in.is_empty() {
+            true => None,
+            false => std::fs::read(path)
+                .ok()
+                .and_then(|data| crate::symbols::call_sites(&data, symbol, &p.calls_in)),
+        };
+        let at = sites.clone().unwrap_or_else(|| vec![offset]);
+        for &site in &at {
+            uprobes
+                .pending_calls
+                .push((path.to_owned(), site, u64::from(spec.func_id)));
+            uprobes.at.insert((path.to_owned(), site), p.id);
+        }
+        return Ok(sites.map(|s| s.len()));
     }
     let cookie = match p.stream_var() {
         Some(var) => stream_cookie(path, table, symbol, var, spec.func_id),

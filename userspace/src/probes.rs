@@ -616,7 +616,9 @@ impl Probe {
             flags |= SPEC_IMPLICIT_STREAM;
         }
         if self.op == Op::Load {
-            flags |= SPEC_WAKE;
+            // The loader's report: a call with nothing to return, recorded at entry (its
+            // probe has no return probe) and delivered at once.
+            flags |= SPEC_WAKE | SPEC_EMIT_AT_ENTRY;
         }
         let kderef_mask = self
             .args

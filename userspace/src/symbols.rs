@@ -283,45 +283,112 @@ fn slots<'a>(file: &'a object::File, r_type: u32) -> impl Iterator<Item = (u64, 
 
 /// Where `callee`, a function whose whole body is one load from its first argument (see
 /// [`one_load`]), is called in the functions `callers`: the displacement, and the file
-/// offsets of the `call` instructions that reach it directly or through its PLT entry. None
-/// where the body is another, or no call was found.
-///
-/// Call sites are the 5-byte `call rel32` whose displacement names exactly that target: bytes
-/// inside another instruction would have to spell the same 32-bit displacement by chance.
+/// offsets of the `call` instructions that reach it (see [`call_sites`]). None where the body
+/// is another, or no call was found.
 pub fn load_calls(data: &[u8], callee: &str, callers: &[String]) -> Option<(u32, Vec<u64>)> {
     let file = object::File::parse(data).ok()?;
-    // A defined function by plain name: (address, size, file offset).
-    let function = |name: &str| {
-        file.dynamic_symbols()
-            .chain(file.symbols())
-            .find_map(|sym| {
-                let name_here = plain(sym.name().ok()?);
-                if name_here != name
-                    || !sym.is_definition()
-                    || sym.kind() != object::SymbolKind::Text
-                {
-                    return None;
-                }
-                Some((sym.address(), sym.size(), file_offset(&file, &sym)?))
-            })
-    };
-    let (address, _, off) = function(callee)?;
+    let (_, _, off) = text_symbol(&file, callee)?;
     let body = data.get(usize::try_from(off).ok()?..)?;
     let disp = one_load(body)?;
+    Some((disp, sites(&file, data, callee, callers)?))
+}
+
+/// Where `callee` is called or tail-called in the functions `callers`, or anywhere in the
+/// file's code for `["*"]` (a stripped library, whose functions have no names): the file
+/// offsets of the `call rel32`, `jmp rel32` and `jcc rel32` that reach it directly or through
+/// its PLT entry, instructions the kernel emulates at a probe. None where none was found, or
+/// where a 2-byte jump could reach it: its 8-bit displacement says too little to tell a jump
+/// from any two bytes, so such a call might go unprobed.
+pub fn call_sites(data: &[u8], callee: &str, callers: &[String]) -> Option<Vec<u64>> {
+    let file = object::File::parse(data).ok()?;
+    let targets = targets(&file, callee)?;
+    let mut found = Vec::new();
+    for (start, code, off) in code_of(&file, data, callers) {
+        let to = |i: usize, len: usize, rel: i64| {
+            targets.contains(
+                &start
+                    .wrapping_add((i + len) as u64)
+                    .wrapping_add_signed(rel),
+            )
+        };
+        for i in 0..code.len() {
+            let rel32 = |at: usize| {
+                let d = code.get(at..at + 4)?;
+                Some(i64::from(i32::from_le_bytes([d[0], d[1], d[2], d[3]])))
+            };
+            match code[i..] {
+                [0xe8 | 0xe9, ..] if rel32(i + 1).is_some_and(|r| to(i, 5, r)) => {
+                    found.push(off + i as u64)
+                }
+                [0x0f, 0x80..=0x8f, ..] if rel32(i + 2).is_some_and(|r| to(i, 6, r)) => {
+                    found.push(off + i as u64)
+                }
+                [0xeb | 0x70..=0x7f, r, ..] if to(i, 2, i64::from(r as i8)) => return None,
+                _ => {}
+            }
+        }
+    }
+    (!found.is_empty()).then_some(found)
+}
+
+/// A defined function by plain name: (address, size, file offset).
+fn text_symbol(file: &object::File, name: &str) -> Option<(u64, u64, u64)> {
+    file.dynamic_symbols()
+        .chain(file.symbols())
+        .find_map(|sym| {
+            let name_here = plain(sym.name().ok()?);
+            if name_here != name || !sym.is_definition() || sym.kind() != object::SymbolKind::Text {
+                return None;
+            }
+            Some((sym.address(), sym.size(), file_offset(file, &sym)?))
+        })
+}
+
+/// The addresses a call of `callee` goes to: its own, and its PLT entries'.
+fn targets(file: &object::File, callee: &str) -> Option<Vec<u64>> {
+    let (address, _, _) = text_symbol(file, callee)?;
     let mut targets = vec![address];
-    targets.extend(plt_entries(&file, callee));
+    targets.extend(plt_entries(file, callee));
+    Some(targets)
+}
+
+/// The code of the functions `callers`, or of every code section but the PLT's for `["*"]`:
+/// (address, bytes, file offset) of each.
+fn code_of<'a>(
+    file: &object::File,
+    data: &'a [u8],
+    callers: &[String],
+) -> Vec<(u64, &'a [u8], u64)> {
+    let ranges: Vec<(u64, u64, u64)> = if callers.iter().any(|c| c == "*") {
+        use object::SectionKind;
+        file.sections()
+            .filter(|s| s.kind() == SectionKind::Text)
+            .filter(|s| !s.name().is_ok_and(|n| n.starts_with(".plt")))
+            .filter_map(|s| Some((s.address(), s.size(), s.file_range()?.0)))
+            .collect()
+    } else {
+        callers
+            .iter()
+            .filter_map(|c| text_symbol(file, c))
+            .collect()
+    };
+    ranges
+        .into_iter()
+        .filter_map(|(start, size, off)| {
+            let o = usize::try_from(off).ok()?;
+            let code = data.get(o..o.checked_add(usize::try_from(size).ok()?)?)?;
+            Some((start, code, off))
+        })
+        .collect()
+}
+
+/// The file offsets of the `call rel32` whose displacement names exactly `callee` or its PLT
+/// entry, in `callers`: bytes inside another instruction would have to spell that
+/// displacement by chance.
+fn sites(file: &object::File, data: &[u8], callee: &str, callers: &[String]) -> Option<Vec<u64>> {
+    let targets = targets(file, callee)?;
     let mut sites = Vec::new();
-    for caller in callers {
-        let Some((start, size, off)) = function(caller) else {
-            continue;
-        };
-        let Some(code) = usize::try_from(off)
-            .ok()
-            .zip(usize::try_from(size).ok())
-            .and_then(|(o, n)| data.get(o..o.checked_add(n)?))
-        else {
-            continue;
-        };
+    for (start, code, off) in code_of(file, data, callers) {
         for (i, w) in code.windows(5).enumerate() {
             let [0xe8, r @ ..] = w else { continue };
             let rel = i64::from(i32::from_le_bytes([r[0], r[1], r[2], r[3]]));
@@ -331,7 +398,7 @@ pub fn load_calls(data: &[u8], callee: &str, callers: &[String]) -> Option<(u32,
             }
         }
     }
-    (!sites.is_empty()).then_some((disp, sites))
+    (!sites.is_empty()).then_some(sites)
 }
 
 /// The displacement of the load from its first argument that a function's body comes down
@@ -726,6 +793,50 @@ mod tests {
             Some((0x130, vec![reader + 5]))
         );
         assert_eq!(load_calls(&data, "busy", &callers), None);
+    }
+
+    /// Calls and tail calls of a function are found anywhere in a stripped library's code,
+    /// direct or through its PLT entry; named callers limit the search to theirs. Where a
+    /// 2-byte jump could reach it, none are given.
+    #[test]
+    fn calls_anywhere_in_a_stripped_library_are_found() {
+        let asm = |near: &str| {
+            format!(
+                ".text\n.globl hook, b\n.type hook, @function\n\
+                 hook: .globl hook_here\n.hidden hook_here\nhook_here: ret\n.size hook, 1\n\
+                 .type n, @function\nn: {near}\n ret\n.size n, .-n\n.skip 200, 0x90\n\
+                 .type a, @function\na: mov $0xe8, %eax\n call hook_here\n ret\n.size a, .-a\n\
+                 .type b, @function\nb: push %rbx\n pop %rbx\n jmp hook_here\n.size b, .-b\n\
+                 .type c, @function\nc: call hook@PLT\n test %eax, %eax\n jne hook_here\n ret\n.size c, .-c\n"
+            )
+        };
+        let named = shared_object("anywhere", &asm("nop"), &[]);
+        let file = object::File::parse(&*named).unwrap();
+        let at = |name: &str| {
+            let sym = file.symbols().find(|s| s.name() == Ok(name)).unwrap();
+            file_offset(&file, &sym).unwrap()
+        };
+        let want = vec![at("a") + 5, at("b") + 2, at("c"), at("c") + 7];
+        let all = ["*".to_string()];
+        assert_eq!(call_sites(&named, "hook", &all), Some(want.clone()));
+        assert_eq!(
+            call_sites(&named, "hook", &["b".to_string()]),
+            Some(vec![at("b") + 2])
+        );
+        let stripped = shared_object("anywhere-stripped", &asm("nop"), &["-s"]);
+        assert!(
+            object::File::parse(&*stripped)
+                .unwrap()
+                .symbols()
+                .next()
+                .is_none()
+        );
+        assert_eq!(call_sites(&stripped, "hook", &all), Some(want));
+        assert_eq!(call_sites(&stripped, "b", &all), None);
+        for near in ["jmp hook_here", "je hook_here"] {
+            let short = shared_object("anywhere-short", &asm(near), &["-s"]);
+            assert_eq!(call_sites(&short, "hook", &all), None, "{near}");
+        }
     }
 
     #[test]

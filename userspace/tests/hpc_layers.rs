@@ -1245,6 +1245,19 @@ fn other_builds_of_hdf5_are_probed_however_they_are_loaded() {
         [("H5Fcreate", h5.to_str()), ("H5Fclose", None)],
         "probed once loaded"
     );
+    // The report came from the loader's calls of `_dl_debug_state` (a bare `ret`, which the
+    // kernel would single-step), each an emulated `call` or `jmp`.
+    let probes = rows(&out, "probes");
+    let loader: Vec<_> = probes
+        .iter()
+        .filter(|p| p.s("function") == Some("_dl_debug_state"))
+        .map(|p| (p.s("status"), p.s("mechanism"), p.get("single_step")))
+        .collect();
+    assert_eq!(
+        loader,
+        [(Some("attached"), Some("uprobe_calls"), Some(&Val::B(false)))],
+        "the loader's probe"
+    );
 }
 
 /// NetCDF's untyped transfers (`nc_put_vara`, as Python's netCDF4 makes them) move the

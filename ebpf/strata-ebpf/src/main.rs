@@ -925,7 +925,7 @@ fn on_entry<const CAPTURE: u8>(spec: &FuncSpec, args: &mut [u64; MAX_ARGS], site
         };
         emit_call(
             pid_tgid,
-            false,
+            spec.flags & SPEC_WAKE != 0,
             spec,
             call_id,
             parent_id,
