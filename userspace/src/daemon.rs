@@ -1,7 +1,8 @@
 //! `strata daemon`: loads the probes once, attaches them while jobs run, and traces the jobs
 //! it is told to (cgroups v2, filtered in the kernel), each into its own dataset
-//! `<root>/<job>/`, until told to stop or until the job's cgroup disappears. Events are routed to a job by process; each
-//! job has its own correlator, so handles, files and processes never mix between jobs.
+//! `<root>/<job>/`, until told to stop or until the job's cgroup disappears. Events are
+//! routed to a job by process; each job has its own correlator, so handles, files and
+//! processes never mix between jobs.
 use std::{
     collections::HashMap,
     io::{BufRead as _, BufReader, Write as _},

@@ -283,14 +283,14 @@ fn slots<'a>(file: &'a object::File, r_type: u32) -> impl Iterator<Item = (u64, 
 
 /// Where `callee`, a function whose whole body is one load from its first argument (see
 /// [`one_load`]), is called in the functions `callers`: the displacement, and the file
-/// offsets of the `call` instructions that reach it (see [`call_sites`]). None where the body
-/// is another, or no call was found.
+/// offsets of the instructions that reach it (see [`call_sites`]). None where the body is
+/// another, or no call was found.
 pub fn load_calls(data: &[u8], callee: &str, callers: &[String]) -> Option<(u32, Vec<u64>)> {
     let file = object::File::parse(data).ok()?;
     let (_, _, off) = text_symbol(&file, callee)?;
     let body = data.get(usize::try_from(off).ok()?..)?;
     let disp = one_load(body)?;
-    Some((disp, sites(&file, data, callee, callers)?))
+    Some((disp, call_sites(data, callee, callers)?))
 }
 
 /// Where `callee` is called or tail-called in the functions `callers`, or anywhere in the
@@ -380,25 +380,6 @@ fn code_of<'a>(
             Some((start, code, off))
         })
         .collect()
-}
-
-/// The file offsets of the `call rel32` whose displacement names exactly `callee` or its PLT
-/// entry, in `callers`: bytes inside another instruction would have to spell that
-/// displacement by chance.
-fn sites(file: &object::File, data: &[u8], callee: &str, callers: &[String]) -> Option<Vec<u64>> {
-    let targets = targets(file, callee)?;
-    let mut sites = Vec::new();
-    for (start, code, off) in code_of(file, data, callers) {
-        for (i, w) in code.windows(5).enumerate() {
-            let [0xe8, r @ ..] = w else { continue };
-            let rel = i64::from(i32::from_le_bytes([r[0], r[1], r[2], r[3]]));
-            let next = start.wrapping_add(i as u64 + 5);
-            if targets.contains(&next.wrapping_add_signed(rel)) {
-                sites.push(off + i as u64);
-            }
-        }
-    }
-    (!sites.is_empty()).then_some(sites)
 }
 
 /// The displacement of the load from its first argument that a function's body comes down

@@ -140,17 +140,16 @@ impl Programs {
         cookies: &[u64],
         with_return: bool,
     ) -> io::Result<Linked> {
-        let links = match with_return {
-            true => self.attach(path, offsets, cookies)?.into(),
-            false => vec![self.attach_entry(path, offsets, cookies)?],
-        };
-        Ok(Linked {
-            file: std::fs::File::open(path).ok(),
+        let mut l = Linked {
+            file: None,
             offsets: offsets.to_vec(),
             cookies: cookies.to_vec(),
             with_return,
-            links,
-        })
+            links: Vec::new(),
+        };
+        self.make(&mut l, path)?;
+        l.file = std::fs::File::open(path).ok();
+        Ok(l)
     }
 
     /// Makes a released link again (nothing for one that is attached).
@@ -160,9 +159,13 @@ impl Programs {
         }
         let file = l.file.as_ref().ok_or(io::ErrorKind::NotFound)?;
         let path = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+        self.make(l, &path)
+    }
+
+    fn make(&self, l: &mut Linked, path: &Path) -> io::Result<()> {
         l.links = match l.with_return {
-            true => self.attach(&path, &l.offsets, &l.cookies)?.into(),
-            false => vec![self.attach_entry(&path, &l.offsets, &l.cookies)?],
+            true => self.attach(path, &l.offsets, &l.cookies)?.into(),
+            false => vec![self.attach_entry(path, &l.offsets, &l.cookies)?],
         };
         Ok(())
     }
