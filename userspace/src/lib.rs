@@ -25,6 +25,7 @@ pub mod ldcache;
 pub mod libraries;
 pub mod lockdown;
 pub mod lustre;
+pub mod maps;
 pub mod mpi_types;
 pub mod netcdf;
 pub mod node;

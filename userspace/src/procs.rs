@@ -178,24 +178,17 @@ impl Procs {
         let Some(row) = self.live.get_mut(&pid) else {
             return;
         };
-        let strings = buf
-            .split(|b| *b == 0)
-            .filter(|s| !s.is_empty())
-            .map(crate::files::text);
         if what == IMAGE_ARGS {
-            let args: Vec<String> = strings.collect();
+            let args: Vec<String> = buf
+                .split(|b| *b == 0)
+                .filter(|s| !s.is_empty())
+                .map(crate::files::text)
+                .collect();
             if !args.is_empty() {
                 row.cmdline = Some(args.join(" "));
             }
         } else {
-            // Only the variables strata reads (an environment has hundreds).
-            let env: std::collections::HashMap<OsString, OsString> = strings
-                .filter_map(|kv| {
-                    let (k, v) = kv.split_once('=')?;
-                    is_id_var(k).then(|| (k.into(), v.into()))
-                })
-                .collect();
-            apply_env(row, &env);
+            apply_env(row, &id_vars(&buf));
         }
     }
 
@@ -329,10 +322,32 @@ fn refresh_identity(row: &mut ProcessRow) -> bool {
             row.cmdline = Some(args.join(" "));
         }
     }
-    if let Ok(env) = p.environ() {
-        apply_env(row, &env);
+    if let Some(env) = read_small(&format!("/proc/{}/environ", row.pid)) {
+        apply_env(row, &id_vars(&env));
     }
     true
+}
+
+/// A /proc file read whole, into room for a typical one from the start (a growing buffer
+/// reads it in small pieces, each a system call).
+fn read_small(path: &str) -> Option<Vec<u8>> {
+    use std::io::Read as _;
+    let mut buf = Vec::with_capacity(16 << 10);
+    std::fs::File::open(path).ok()?.read_to_end(&mut buf).ok()?;
+    Some(buf)
+}
+
+/// The variables strata reads in an environment (`name=value`, NUL after each): an
+/// environment has hundreds, and a process's start is no time to copy them all.
+fn id_vars(env: &[u8]) -> std::collections::HashMap<OsString, OsString> {
+    use std::os::unix::ffi::OsStringExt as _;
+    env.split(|b| *b == 0)
+        .filter_map(|kv| {
+            let eq = kv.iter().position(|&b| b == b'=')?;
+            let name = std::str::from_utf8(&kv[..eq]).ok()?;
+            is_id_var(name).then(|| (name.into(), OsString::from_vec(kv[eq + 1..].to_vec())))
+        })
+        .collect()
 }
 
 /// Whether strata reads environment variable `name`.
@@ -434,6 +449,37 @@ mod tests {
         let row = rows.iter().find(|r| r.pid == dead).unwrap();
         assert_eq!(row.end_ns, None, "when it ended is not known");
         assert_eq!(procs.sweep_gone(), Vec::<i32>::new(), "let go once");
+    }
+
+    /// A live process's ids come from its environment in /proc, among many other variables,
+    /// a value with `=` in it kept whole.
+    #[test]
+    fn a_live_process_has_the_ids_of_its_environment() {
+        let mut cmd = std::process::Command::new("sleep");
+        cmd.arg("10").env_clear();
+        for i in 0..300 {
+            cmd.env(format!("FILLER_{i}"), "x".repeat(i));
+        }
+        cmd.env("PMIX_RANK", "5")
+            .env("SLURM_NTASKS", "12")
+            .env("SLURM_JOB_ID", "98=7");
+        let mut child = cmd.spawn().unwrap();
+        let pid = child.id() as i32;
+        let mut procs = Procs::default();
+        procs.ensure(pid, |t| t as i64);
+        let _ = child.kill();
+        let _ = child.wait();
+        let row = &procs.live[&pid];
+        assert_eq!(
+            (
+                row.rank,
+                row.world_size,
+                row.job_id.as_deref(),
+                row.step_id.as_deref()
+            ),
+            (Some(5), Some(12), Some("98=7"), None)
+        );
+        assert_eq!(row.cmdline.as_deref(), Some("sleep 10"));
     }
 
     #[test]

@@ -677,7 +677,7 @@ fn attach_queued(
 /// Queues the shared objects `pids` map for [`attach_opened_libraries`].
 pub(crate) fn queue_mapped(corr: &mut Correlator, pids: impl IntoIterator<Item = i32>) {
     for pid in pids {
-        for (path, file) in mapped_files(pid) {
+        for (path, file) in crate::maps::shared_objects(pid) {
             corr.library_opens.push(crate::correlate::LibraryOpen {
                 pid,
                 path,
@@ -685,27 +685,6 @@ pub(crate) fn queue_mapped(corr: &mut Correlator, pids: impl IntoIterator<Item =
             });
         }
     }
-}
-
-/// Shared objects mapped by a process, with their (dev, ino) as `stat` gives them.
-fn mapped_files(pid: i32) -> Vec<(String, (u64, u64))> {
-    let Ok(maps) = procfs::process::Process::new(pid).and_then(|p| p.maps()) else {
-        return Vec::new();
-    };
-    let mut files: Vec<(String, (u64, u64))> = maps
-        .into_iter()
-        .filter_map(|m| match m.pathname {
-            procfs::process::MMapPath::Path(p) => {
-                let dev = libc::makedev(m.dev.0 as u32, m.dev.1 as u32);
-                Some((crate::files::os_text(p), (dev, m.inode)))
-            }
-            _ => None,
-        })
-        .filter(|(p, _)| crate::libraries::is_shared_object(p.rsplit('/').next().unwrap_or(p)))
-        .collect();
-    files.sort();
-    files.dedup();
-    files
 }
 
 pub(crate) fn probe_row(run_id: &str, p: &probes::Probe, s: &attach::ProbeStatus) -> ProbeRow {
@@ -765,31 +744,4 @@ pub(crate) fn progress_bar() -> indicatif::ProgressBar {
 
 pub fn monotonic_ns() -> u64 {
     crate::correlate::clock_ns(nix::time::ClockId::CLOCK_MONOTONIC) as u64
-}
-
-#[cfg(test)]
-mod tests {
-    /// The (dev, ino) of a mapping as /proc gives it is the one `stat` gives: a library a
-    /// process maps is known as looked at without a look.
-    #[test]
-    fn mapped_files_are_named_as_stat_names_them() {
-        use std::os::unix::fs::MetadataExt as _;
-        let mapped = super::mapped_files(std::process::id() as i32);
-        let libc = mapped
-            .iter()
-            .find(|(p, _)| {
-                p.rsplit('/')
-                    .next()
-                    .is_some_and(|n| n.starts_with("libc.so"))
-            })
-            .expect("the test maps libc");
-        let m = std::fs::metadata(&libc.0).unwrap();
-        assert_eq!(libc.1, (m.dev(), m.ino()), "{}", libc.0);
-        assert!(
-            mapped
-                .iter()
-                .all(|(p, _)| crate::libraries::is_shared_object(p.rsplit('/').next().unwrap())),
-            "{mapped:?}"
-        );
-    }
 }
