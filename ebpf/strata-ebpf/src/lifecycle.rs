@@ -57,9 +57,15 @@ fn emit_proc(
             let _ = bpf_probe_read_kernel_str_bytes(src, &mut (*rec).filename);
         }
     }
-    // Lifecycle events are rare and user space reads /proc for them while the process still
-    // exists: wake it at once.
-    entry.submit(u64::from(BPF_RB_FORCE_WAKEUP));
+    // User space reads /proc at an exec while the process still exists: woken at once.
+    // A fork or an exit needs no /proc, and a forced wakeup costs this CPU an interrupt and
+    // strata a pass of its loop: a shell loop's short processes paid two more per process.
+    let flags = if matches!(event, ProcEvent::Exec) {
+        u64::from(BPF_RB_FORCE_WAKEUP)
+    } else {
+        crate::wakeup(core::mem::size_of::<ProcRecord>(), true)
+    };
+    entry.submit(flags);
 }
 
 // ---- task_newtask ----
