@@ -1767,17 +1767,20 @@ fn attach_uprobe(
         // Recorded at entry (the loader's report): no return probe. A bare `ret`, which the
         // kernel single-steps (a second trap), is probed at its calls where `calls_in` finds
         // them, each an emulated `call` or `jmp`.
+        let data = std::fs::read(path).ok();
         let sites = match p.calls_in.is_empty() {
             true => None,
-            false => std::fs::read(path)
-                .ok()
-                .and_then(|data| crate::symbols::call_sites(&data, symbol, &p.calls_in)),
+            false => data
+                .as_deref()
+                .and_then(|data| crate::symbols::call_sites(data, symbol, &p.calls_in)),
         };
         let at = sites.clone().unwrap_or_else(|| vec![offset]);
         for &site in &at {
-            uprobes
-                .pending_calls
-                .push((path.to_owned(), site, u64::from(spec.func_id)));
+            let cookie = data
+                .as_deref()
+                .and_then(|data| if_zero_cookie(p, data, table, site))
+                .unwrap_or(u64::from(spec.func_id));
+            uprobes.pending_calls.push((path.to_owned(), site, cookie));
             uprobes.at.insert((path.to_owned(), site), p.id);
         }
         return Ok(sites.map(|s| s.len()));
@@ -1790,6 +1793,27 @@ fn attach_uprobe(
     uprobes.pending.push((path.to_owned(), offset, cookie));
     uprobes.at.insert((path.to_owned(), offset), p.id);
     Ok(None)
+}
+
+/// The cookie of probe `p` at file offset `site` of library `data`, whose recording depends
+/// on its `only_if_zero` variable: where the kernel finds the variable from the probed
+/// address. None (every call recorded) without the variable, or too far for the cookie.
+fn if_zero_cookie(p: &Probe, data: &[u8], table: &SymbolTable, site: u64) -> Option<u64> {
+    let (name, offset) = p.only_if_zero.as_ref()?;
+    let found = table
+        .variable(name)
+        .zip(crate::symbols::address_of_offset(data, site))
+        .and_then(|(v, at)| {
+            let delta = v.address.wrapping_add(*offset).wrapping_sub(at) as i64;
+            strata_common::stream_var_cookie(p.id, delta, false)
+        });
+    if found.is_none() {
+        log::warn!(
+            "{}: variable {name} not found near its code; each of its calls is recorded",
+            p.function()
+        );
+    }
+    found
 }
 
 /// The cookie of `symbol`'s probe, whose calls work on the stream in the library's variable

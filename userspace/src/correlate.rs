@@ -765,6 +765,7 @@ impl Correlator {
     fn call(&mut self, rec: &CallRecord) -> Option<CallRow> {
         let p = Rc::clone(self.probes.get(rec.func_id as usize)?);
         if p.internal && p.op == Op::Load {
+            log::debug!("process {}: its loader reports its libraries", rec.pid);
             self.loader_reports.push(rec.pid as i32);
             return None;
         }

@@ -5,7 +5,7 @@ use std::{collections::HashSet, fmt, ops::Range, path::Path, str::FromStr, sync:
 use serde::Deserialize;
 use strata_common::{
     FUNC_INT_HANDLES, FuncSpec, KernelEvent, MAX_ARGS, MAX_ONLY_VALUES, NO_ARG, SPEC_EMIT_AT_ENTRY,
-    SPEC_ENABLED, SPEC_IMPLICIT_STREAM, SPEC_KERNEL, SPEC_STREAM_END, SPEC_WAKE,
+    SPEC_ENABLED, SPEC_IF_ZERO, SPEC_IMPLICIT_STREAM, SPEC_KERNEL, SPEC_STREAM_END, SPEC_WAKE,
 };
 
 /// The probes shipped with strata (the repository's probes.toml).
@@ -454,6 +454,9 @@ pub struct Probe {
     /// (`mov disp(%rdi),%rax; ret`, which the kernel would single-step), its calls in these
     /// functions are probed instead (a `call` is emulated) and the value loaded there.
     pub calls_in: Vec<String>,
+    /// From `only_if_zero = "VARIABLE+OFFSET"`: the call is recorded only while the 32-bit
+    /// integer at the library's variable plus the byte offset reads 0 (see `SPEC_IF_ZERO`).
+    pub only_if_zero: Option<(String, u64)>,
     pub line: usize,
     /// From the file's `mpi_datatype_size_offset`: where an MPI datatype handle keeps its size.
     pub datatype_size_offset: Option<u64>,
@@ -620,6 +623,9 @@ impl Probe {
             // probe has no return probe) and delivered at once.
             flags |= SPEC_WAKE | SPEC_EMIT_AT_ENTRY;
         }
+        if self.only_if_zero.is_some() {
+            flags |= SPEC_IF_ZERO;
+        }
         let kderef_mask = self
             .args
             .iter()
@@ -715,6 +721,7 @@ struct ProbeRaw {
     internal: bool,
     #[serde(default)]
     calls_in: Vec<String>,
+    only_if_zero: Option<String>,
     /// `only.<argument kind> = { NAME = value, ... }`
     #[serde(default)]
     only: std::collections::BTreeMap<String, toml::Table>,
@@ -728,6 +735,16 @@ struct ProbeRaw {
 
 fn yes() -> bool {
     true
+}
+
+/// `VARIABLE` or `VARIABLE+OFFSET` (decimal bytes).
+fn variable_at(s: &str) -> Option<(String, u64)> {
+    let (name, offset) = match s.split_once('+') {
+        Some((name, off)) => (name.trim(), off.trim().parse().ok()?),
+        None => (s.trim(), 0),
+    };
+    let symbol = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '@';
+    (!name.is_empty() && name.chars().all(symbol)).then(|| (name.to_string(), offset))
 }
 
 fn line_of(text: &str, offset: usize) -> usize {
@@ -965,6 +982,20 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
                 "`calls_in` is for internal library functions (`internal = true`)".into(),
             ));
         }
+        let only_if_zero = match &p.only_if_zero {
+            None => None,
+            Some(_) if op != Op::Load => {
+                return Err(bad(
+                    "`only_if_zero` is for the loader's report (op = \"load\")".into(),
+                ));
+            }
+            Some(v) => Some(variable_at(v).ok_or_else(|| {
+                bad(format!(
+                    "only_if_zero = \"{v}\": expected VARIABLE or VARIABLE+OFFSET, a symbol of \
+                     the library and a byte offset"
+                ))
+            })?),
+        };
         if op == Op::Load && !p.internal {
             return Err(bad(
                 "op = \"load\" (the loader's report of loaded libraries) is not a row: \
@@ -1151,6 +1182,7 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
             enabled: p.enabled,
             internal: p.internal,
             calls_in: p.calls_in.clone(),
+            only_if_zero,
             line: lines.at(span.start),
             datatype_size_offset: raw.mpi_datatype_size_offset,
             stdio_fileno_offset: raw.stdio_fileno_offset.filter(|_| layer == Layer::Stdio),
@@ -1880,6 +1912,46 @@ mod tests {
             .collect();
         let e = parse_err(&format!("{IOCTL}[probe.only.cmd]\n{many}"));
         assert!(e.to_string().contains("at most 1024"), "{e}");
+    }
+
+    /// `only_if_zero` names a variable, with or without a byte offset, of the loader's
+    /// report alone; the built-in loader probe reads `_r_debug.r_state` and sets the flag.
+    #[test]
+    fn only_if_zero_names_a_variable_of_the_loaders_report() {
+        let loader = |v: &str, op: &str| {
+            format!(
+                "[[probe]]\nlayer = \"libc\"\nlibrary = \"ld-linux-x86-64.so.2\"\nsymbol = \"_dl_debug_state\"\nop = \"{op}\"\nargs = []\nret = \"none\"\ninternal = true\nonly_if_zero = \"{v}\"\n"
+            )
+        };
+        for bad in [
+            "",
+            "+24",
+            "_r_debug+",
+            "_r_debug+-1",
+            "_r debug",
+            "_r_debug+0x18",
+        ] {
+            let e = parse_err(&loader(bad, "load"));
+            assert!(
+                e.to_string()
+                    .contains("expected VARIABLE or VARIABLE+OFFSET"),
+                "{bad}: {e}"
+            );
+        }
+        let e = parse_err(&loader("_r_debug", "meta"));
+        assert!(
+            e.to_string().contains("`only_if_zero` is for the loader"),
+            "{e}"
+        );
+        let p = parse(&loader("state", "load"), "t.toml").unwrap();
+        assert_eq!(p[0].only_if_zero, Some(("state".to_string(), 0)));
+        let builtin = parse(BUILTIN, "probes.toml").unwrap();
+        let report = builtin
+            .iter()
+            .find(|p| p.function() == "_dl_debug_state")
+            .unwrap();
+        assert_eq!(report.only_if_zero, Some(("_r_debug".to_string(), 24)));
+        assert_ne!(report.spec().flags & SPEC_IF_ZERO, 0);
     }
 
     /// `calls_in` is read for internal library functions only; the built-in file uses it for

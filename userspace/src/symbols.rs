@@ -293,6 +293,19 @@ pub fn load_calls(data: &[u8], callee: &str, callers: &[String]) -> Option<(u32,
     Some((disp, call_sites(data, callee, callers)?))
 }
 
+/// The virtual address of file offset `off` in the ELF file `data`: where the segment that
+/// holds it is loaded (None: in no loaded segment).
+pub fn address_of_offset(data: &[u8], off: u64) -> Option<u64> {
+    use object::{Object as _, ObjectSegment as _};
+    let file = object::File::parse(data).ok()?;
+    file.segments().find_map(|seg| {
+        let (start, size) = seg.file_range();
+        (start..start + size)
+            .contains(&off)
+            .then(|| seg.address() + (off - start))
+    })
+}
+
 /// Where `callee` is called or tail-called in the functions `callers`, or anywhere in the
 /// file's code for `["*"]` (a stripped library, whose functions have no names): the file
 /// offsets of the `call rel32`, `jmp rel32` and `jcc rel32` that reach it directly or through

@@ -1244,6 +1244,67 @@ fn libraries_opened_at_run_time_are_probed() {
     }
 }
 
+/// The loader reports each change of its libraries twice, as it begins and once it is done:
+/// strata keeps the second alone (`only_if_zero` of the shipped loader probe), and that one
+/// still brings each library a dlopen loads in time for its calls. Ground truth:
+/// tests/workloads/dlopen_cycles.c, whose start and each dlopen and dlclose make one change.
+#[test]
+fn the_loader_reports_each_change_once_it_is_done() {
+    require_root();
+    let dir = scratch("dlopen-cycles");
+    let (lib, _, _) = dlopen_files(&dir);
+    let exe = build_c(
+        "cc",
+        "dlopen_cycles.c",
+        &dir.join("dlopen_cycles"),
+        &["-ldl"],
+    );
+    // The shipped probes, and the test library's function.
+    let mut probes = std::fs::read_to_string(common::repo_root().join("probes.toml")).unwrap();
+    probes.push_str(
+        "\n[[probe]]\nlayer = \"libc\"\nlibrary = \"libstratatest.so.1\"\nsymbol = \"stt_write\"\nop = \"write\"\nargs = [\"fd\", \"buf\", \"size\"]\nret = \"bytes\"\n",
+    );
+    let probes_file = dir.join("probes.toml");
+    std::fs::write(&probes_file, probes).unwrap();
+    const CYCLES: usize = 4;
+    let out = dir.join("out");
+    let res = run(strata()
+        .env("RUST_LOG", "strata=debug")
+        .args(["record", "-q", "--probes"])
+        .arg(&probes_file)
+        .arg("-o")
+        .arg(&out)
+        .arg("--")
+        .arg(&exe)
+        .arg(&lib)
+        .arg(dir.join("data.txt"))
+        .arg(CYCLES.to_string())
+        .arg("1000"));
+    assert!(res.status.success());
+    let pid = workload_pid(&out, &exe);
+    let said = format!("process {pid}: its loader reports its libraries");
+    let reports = String::from_utf8_lossy(&res.stderr)
+        .lines()
+        .filter(|l| l.ends_with(&said))
+        .count();
+    assert_eq!(
+        reports,
+        1 + 2 * CYCLES,
+        "one report at the start and one per dlopen and per dlclose, each once done (twice \
+         as many where the reports of changes begun are kept)"
+    );
+    let writes: Vec<Option<i64>> = rows(&out, "calls")
+        .iter()
+        .filter(|c| c.s("function") == Some("stt_write"))
+        .map(|c| c.i("bytes_result"))
+        .collect();
+    assert_eq!(
+        writes,
+        vec![Some(5); CYCLES],
+        "each cycle's call, the first too"
+    );
+}
+
 /// Where the site allows it, strata expedites RCU grace periods while it attaches probes to a
 /// library loaded during the run (and while it detaches), and puts the knob back; where the
 /// site set either knob, or `--expedite-grace-periods false`, it writes neither. strata runs
@@ -2231,7 +2292,7 @@ impl AsyncRun {
             .arg(&exe)
             .arg(&dir));
         assert!(res.status.success(), "{:?}", res.status);
-        let pid = common::workload_pid(&out, &exe);
+        let pid = workload_pid(&out, &exe);
         let file = common::file_id_of(&out, &dir.join(format!("{name}.dat")));
         Self {
             calls: rows(&out, "calls"),

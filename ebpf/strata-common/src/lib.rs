@@ -863,6 +863,11 @@ pub const SPEC_IMPLICIT_STREAM: u16 = 16;
 /// process runs on (a wakeup held back there left them unprobed until the reader's next
 /// look, up to 100 ms).
 pub const SPEC_WAKE: u16 = 32;
+/// [`FuncSpec::flags`]: the call is recorded only while the 32-bit integer at a variable of
+/// its library, which the cookie finds ([`stream_var_cookie`], direct), reads 0 (the loader's
+/// `_r_debug.r_state`: `RT_CONSISTENT` once a change of the loaded libraries is complete).
+/// Unreadable, it is recorded.
+pub const SPEC_IF_ZERO: u16 = 64;
 
 /// The attach cookie of a uprobe: the function id in the low 32 bits, and above this shift
 /// the index of the attachment's [`TypeTable`] (0: none).
@@ -872,9 +877,11 @@ pub const COOKIE_TABLE_SHIFT: u32 = 32;
 /// its first argument plus the offset in bits 32-62, read and recorded at the call, with no
 /// return probe.
 pub const COOKIE_LOAD_AT_CALL: u64 = 1 << 63;
-/// Cookie bit of a uprobe whose call works on a C stream variable (`stdout`): its address, or
-/// with [`COOKIE_STREAM_INDIRECT`] the address of the library's GOT slot for it, is the
-/// probed address plus the signed 29-bit delta in bits 32-60.
+/// Cookie bit of a uprobe whose call reads a variable of its library: the C stream variable
+/// its call works on (`stdout`, [`SPEC_IMPLICIT_STREAM`]), or the one its recording depends on
+/// ([`SPEC_IF_ZERO`]). The variable's address, or with [`COOKIE_STREAM_INDIRECT`] the address
+/// of the library's GOT slot for it, is the probed address plus the signed 29-bit delta in
+/// bits 32-60.
 pub const COOKIE_STREAM_VAR: u64 = 1 << 62;
 pub const COOKIE_STREAM_INDIRECT: u64 = 1 << 61;
 const STREAM_DELTA_BITS: u32 = 29;

@@ -43,9 +43,9 @@ use strata_common::{
     Config, Counter, DEREF_FAILED, FD_FROM_RET, FRAME_KERNEL, FRAME_STR_RETRY, Frame, FuncSpec,
     MAX_ARGS, MAX_CGROUP_LEVEL, MAX_DEPTH, MAX_FUNCS, MAX_ONLY_VALUES, MAX_SYSCALLS, MAX_TYPE_REFS,
     MAX_TYPE_TABLES, NO_ARG, OUT_BUFFERED, OUT_TEXT, OnlyKey, RecordKind, SPEC_EMIT_AT_ENTRY,
-    SPEC_ENABLED, SPEC_IMPLICIT_STREAM, SPEC_STREAM_END, SPEC_WAKE, STR_CAP, STR_FAILED, StrHeader,
-    StrRecord, TEXT_PIECES, ThreadStack, TypeId, TypeIdsRecord, TypeTable, WAKEUP_BYTES,
-    stream_var_delta,
+    SPEC_ENABLED, SPEC_IF_ZERO, SPEC_IMPLICIT_STREAM, SPEC_STREAM_END, SPEC_WAKE, STR_CAP,
+    STR_FAILED, StrHeader, StrRecord, TEXT_PIECES, ThreadStack, TypeId, TypeIdsRecord, TypeTable,
+    WAKEUP_BYTES, stream_var_delta,
 };
 
 #[map]
@@ -1240,6 +1240,15 @@ fn try_uprobe_entry(ctx: &ProbeContext) -> Res<()> {
     if cookie & (COOKIE_LOAD_AT_CALL | COOKIE_STREAM_VAR) == COOKIE_STREAM_VAR {
         site.stream_var = cookie;
         site.table = 0;
+        // The loader reports twice per change of its libraries, as it begins and once it is
+        // done: only the second finds new mappings, and each costs a wakeup and a look.
+        if spec.flags & SPEC_IF_ZERO != 0 {
+            let at = site.ip.wrapping_add(stream_var_delta(cookie) as u64);
+            // SAFETY: the helper tolerates bad user pointers.
+            if unsafe { bpf_probe_read_user(at as *const i32) }.is_ok_and(|v| v != 0) {
+                return Ok(());
+            }
+        }
     }
     if cookie & COOKIE_LOAD_AT_CALL != 0 {
         // On the call: the callee would load its result from its first argument plus the
