@@ -1615,7 +1615,10 @@ impl Correlator {
                 let id = match (hit, remembered_fd) {
                     (Some(id), _) => id,
                     (None, Some(fd)) => self.files.resolve_open(pid, fd, &abs, kernel),
-                    (None, None) => self.files.resolve_made(pid, fd, &abs, kernel),
+                    (None, None) => match self.file_opened_beneath(rec.call_id, &abs) {
+                        Some(id) => id,
+                        None => self.files.resolve_made(pid, fd, &abs, kernel),
+                    },
                 };
                 (Some(abs), Some(id))
             }
@@ -1691,6 +1694,18 @@ impl Correlator {
             }
         }
         id
+    }
+
+    /// The file of a handle made beneath library call `call_id` under the same name `abs`:
+    /// a library's open of a name (fopen, H5Fopen) is the file the open of its fd found, with
+    /// no look of its own (resolving a name costs several system calls, and every new process
+    /// fopens the locale aliases).
+    fn file_opened_beneath(&self, call_id: u64, abs: &str) -> Option<i64> {
+        let made = &self.adoptions.get(&call_id)?.handles;
+        made.iter()
+            .filter_map(|h| self.handles.get(*h))
+            .find(|h| h.row.path.as_deref() == Some(abs))
+            .and_then(|h| h.row.file_id)
     }
 
     /// The file (path, id) of descriptor `fd` that call `rec` made with no path: known by the
