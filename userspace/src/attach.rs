@@ -1767,7 +1767,10 @@ fn attach_uprobe(
         // Recorded at entry (the loader's report): no return probe. A bare `ret`, which the
         // kernel single-steps (a second trap), is probed at its calls where `calls_in` finds
         // them, each an emulated `call` or `jmp`.
-        let data = std::fs::read(path).ok();
+        let watched = watched_variable(p, table);
+        let data = (!p.calls_in.is_empty() || watched.is_some())
+            .then(|| std::fs::read(path).ok())
+            .flatten();
         let sites = match p.calls_in.is_empty() {
             true => None,
             false => data
@@ -1776,9 +1779,9 @@ fn attach_uprobe(
         };
         let at = sites.clone().unwrap_or_else(|| vec![offset]);
         for &site in &at {
-            let cookie = data
-                .as_deref()
-                .and_then(|data| if_zero_cookie(p, data, table, site))
+            let cookie = watched
+                .zip(data.as_deref())
+                .and_then(|(var, data)| if_zero_cookie(p.id, data, var, site))
                 .unwrap_or(u64::from(spec.func_id));
             uprobes.pending_calls.push((path.to_owned(), site, cookie));
             uprobes.at.insert((path.to_owned(), site), p.id);
@@ -1795,25 +1798,26 @@ fn attach_uprobe(
     Ok(None)
 }
 
-/// The cookie of probe `p` at file offset `site` of library `data`, whose recording depends
-/// on its `only_if_zero` variable: where the kernel finds the variable from the probed
-/// address. None (every call recorded) without the variable, or too far for the cookie.
-fn if_zero_cookie(p: &Probe, data: &[u8], table: &SymbolTable, site: u64) -> Option<u64> {
+/// The address of probe `p`'s `only_if_zero` value in its library (`table`); None where it
+/// has none, or where the library lacks the variable (then every call is recorded).
+fn watched_variable(p: &Probe, table: &SymbolTable) -> Option<u64> {
     let (name, offset) = p.only_if_zero.as_ref()?;
-    let found = table
-        .variable(name)
-        .zip(crate::symbols::address_of_offset(data, site))
-        .and_then(|(v, at)| {
-            let delta = v.address.wrapping_add(*offset).wrapping_sub(at) as i64;
-            strata_common::stream_var_cookie(p.id, delta, false)
-        });
-    if found.is_none() {
+    let var = table.variable(name);
+    if var.is_none() {
         log::warn!(
-            "{}: variable {name} not found near its code; each of its calls is recorded",
+            "{}: variable {name} not in its library; each of its calls is recorded",
             p.function()
         );
     }
-    found
+    Some(var?.address.wrapping_add(*offset))
+}
+
+/// The cookie of probe `func_id` at file offset `site` of library `data`, whose recording
+/// depends on the value at address `var`: where the kernel finds it from the probed address
+/// (None, every call recorded, where too far for the cookie).
+fn if_zero_cookie(func_id: u32, data: &[u8], var: u64, site: u64) -> Option<u64> {
+    let at = crate::symbols::address_of_offset(data, site)?;
+    strata_common::stream_var_cookie(func_id, var.wrapping_sub(at) as i64, false)
 }
 
 /// The cookie of `symbol`'s probe, whose calls work on the stream in the library's variable

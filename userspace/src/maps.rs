@@ -5,8 +5,6 @@
 //! anonymous memory or the executable) took a tenth of strata's CPU. Only the lines that
 //! name a shared object are turned into text here.
 
-use std::io::Read as _;
-
 /// A mapped shared object: its name in the process's maps, and its (dev, ino) as `stat`
 /// gives them.
 pub type Mapped = (String, (u64, u64));
@@ -14,16 +12,7 @@ pub type Mapped = (String, (u64, u64));
 /// The shared objects process `pid` maps, sorted and without repeats; none when the process
 /// is gone.
 pub fn shared_objects(pid: i32) -> Vec<Mapped> {
-    let Ok(mut f) = std::fs::File::open(format!("/proc/{pid}/maps")) else {
-        return Vec::new();
-    };
-    // The kernel hands over at most a page per read: room for that from the start spares
-    // the small reads of a growing buffer, each of which finds its place in the list again.
-    let mut buf = Vec::with_capacity(16 << 10);
-    if f.read_to_end(&mut buf).is_err() {
-        return Vec::new();
-    }
-    parse(&buf)
+    crate::procs::read_small(&format!("/proc/{pid}/maps")).map_or_else(Vec::new, |m| parse(&m))
 }
 
 /// The shared objects in the text of a maps file (see [`shared_objects`]).

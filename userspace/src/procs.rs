@@ -328,9 +328,10 @@ fn refresh_identity(row: &mut ProcessRow) -> bool {
     true
 }
 
-/// A /proc file read whole, into room for a typical one from the start (a growing buffer
-/// reads it in small pieces, each a system call).
-fn read_small(path: &str) -> Option<Vec<u8>> {
+/// A /proc file read whole, into room for a typical one from the start: a growing buffer
+/// reads it in small pieces, each a system call (and for a seq_file such as maps, each a
+/// new search for where the last one stopped).
+pub(crate) fn read_small(path: &str) -> Option<Vec<u8>> {
     use std::io::Read as _;
     let mut buf = Vec::with_capacity(16 << 10);
     std::fs::File::open(path).ok()?.read_to_end(&mut buf).ok()?;
