@@ -875,6 +875,7 @@ fn load_parsed(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
         map(&mut ebpf, maps::EVENTS)?,
         maps::EVENTS,
         opts.backlog_bytes,
+        Some(map(&mut ebpf, maps::QUIET_BELOW)?),
     )?;
     let watched = BpfHashMap::try_from(map(&mut ebpf, maps::WATCHED_INODES)?)?;
     let cgroups = BpfHashMap::try_from(map(&mut ebpf, maps::CGROUPS)?)?;
@@ -2141,6 +2142,7 @@ mod tests {
             maps::CGROUPS,
             maps::USERS,
             maps::LAST_WAKE,
+            maps::QUIET_BELOW,
             maps::ONLY_VALUES,
             maps::STAMP_SCRATCH,
         ] {

@@ -104,7 +104,12 @@ pub fn run(
         };
         cfg.set(0, config, 0)?;
         let events = ebpf.take_map(maps::EVENTS).context("no ring buffer")?;
-        Some(Drain::start(EventRing::new(events, maps::EVENTS, None)?))
+        Some(Drain::start(EventRing::new(
+            events,
+            maps::EVENTS,
+            None,
+            None,
+        )?))
     } else {
         None
     };

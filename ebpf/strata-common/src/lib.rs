@@ -51,6 +51,9 @@ pub mod maps {
     pub const CGROUPS: &str = "STRATA_CGROUPS";
     pub const USERS: &str = "STRATA_USERS";
     pub const LAST_WAKE: &str = "STRATA_LAST_WAKE";
+    /// `u64`, one: the data waiting below which the kernel wakes the ring's reader for no
+    /// crossing of [`super::WAKEUP_BYTES`]; [`super::QUIET_NEVER`] while it waits for them.
+    pub const QUIET_BELOW: &str = "STRATA_QUIET_BELOW";
     pub const TYPE_TABLES: &str = "STRATA_TYPE_TABLES";
     /// Processes whose predefined type ids were sent (tgid -> type table index).
     pub const TYPES_SENT: &str = "STRATA_TYPES_SENT";
@@ -1117,8 +1120,14 @@ pub const STR_FAILED: u32 = u32::MAX;
 
 /// The kernel side wakes user space each time this much more data is waiting (or user space
 /// wakes at its poll timeout): a wakeup per record would cost more than the record. A power
-/// of two.
+/// of two. While the reader looks at the ring on a timer of its own, it says so in
+/// [`maps::QUIET_BELOW`], and these wakeups wait until that much data is waiting: each costs
+/// the traced CPU an interrupt, some microseconds on a virtual machine.
 pub const WAKEUP_BYTES: u64 = 256 << 10;
+
+/// The value of [`maps::QUIET_BELOW`] while the reader waits for the kernel's wakeups: every
+/// [`WAKEUP_BYTES`] wakes it.
+pub const QUIET_NEVER: u64 = 0;
 
 /// Bytes of a new program image's arguments ([`IMAGE_ARGS`]) or environment
 /// ([`IMAGE_ENV`]), sent at exec in [`IMAGE_PART`]-byte parts: the process's identity (command

@@ -95,6 +95,11 @@ static STRATA_TYPES_SENT: LruHashMap<u32, u32> = LruHashMap::with_max_entries(16
 #[map]
 static STRATA_STR_SCRATCH: PerCpuArray<StrRecord> = PerCpuArray::with_max_entries(1, 0);
 
+/// Set by the ring's reader: while it looks at the ring on a timer of its own, the data
+/// waiting below which a crossing of `WAKEUP_BYTES` wakes no one (0 else).
+#[map]
+static STRATA_QUIET_BELOW: Array<u64> = Array::with_max_entries(1, 0);
+
 /// Submit flags for a record of `len` bytes: wake the reader when the record carries the data
 /// waiting across a multiple of `WAKEUP_BYTES`, else not at all. Once a reader lags (it is
 /// awake and busy then), forcing a wakeup for every record past the threshold would cost an
@@ -103,6 +108,37 @@ static STRATA_STR_SCRATCH: PerCpuArray<StrRecord> = PerCpuArray::with_max_entrie
 /// next one. `reserved`: the record is already counted in the available data.
 #[inline(always)]
 fn wakeup(len: usize, reserved: bool) -> u64 {
+    let (crossed, _) = crossing(len, reserved);
+    if crossed {
+        u64::from(BPF_RB_FORCE_WAKEUP)
+    } else {
+        u64::from(BPF_RB_NO_WAKEUP)
+    }
+}
+
+/// As `wakeup` for a reserved record, but not even at a crossing while the reader says it
+/// looks anyway (`STRATA_QUIET_BELOW`), until that much is waiting. Only for the records of
+/// syscalls and kernel functions, the ones made by the million: each site costs the verifier
+/// paths, and the library entry program is near 6.1's budget.
+#[inline(always)]
+fn quiet_wakeup(len: usize) -> u64 {
+    let (crossed, after) = crossing(len, true);
+    // The reader's word only at a crossing: one load per `WAKEUP_BYTES`, not per record.
+    if crossed
+        && STRATA_QUIET_BELOW
+            .get(0)
+            .is_none_or(|quiet| after >= *quiet)
+    {
+        u64::from(BPF_RB_FORCE_WAKEUP)
+    } else {
+        u64::from(BPF_RB_NO_WAKEUP)
+    }
+}
+
+/// Whether a record of `len` bytes carries the data waiting across a multiple of
+/// `WAKEUP_BYTES`, and the data waiting with it.
+#[inline(always)]
+fn crossing(len: usize, reserved: bool) -> (bool, u64) {
     const _: () = assert!(WAKEUP_BYTES.is_power_of_two());
     // The kernel's record header and rounding, so that `after` is where the record ends.
     let size = (len as u64 + 8 + 7) & !7;
@@ -112,11 +148,7 @@ fn wakeup(len: usize, reserved: bool) -> u64 {
     } else {
         (avail, avail + size)
     };
-    if before / WAKEUP_BYTES != after / WAKEUP_BYTES {
-        u64::from(BPF_RB_FORCE_WAKEUP)
-    } else {
-        u64::from(BPF_RB_NO_WAKEUP)
-    }
+    (before / WAKEUP_BYTES != after / WAKEUP_BYTES, after)
 }
 
 /// Last forced wakeup on this CPU (see `prompt_wakeup`).
@@ -563,13 +595,13 @@ fn send_type_ids(site: Site, tgid: u32) {
     let _ = STRATA_TYPES_SENT.insert(tgid, site.table, 0);
 }
 
-/// Emits the record of a finished call.
+/// Emits the record of a finished call; with `QUIET`, by `quiet_wakeup` where not `wake`.
 #[inline(always)]
 #[expect(
     clippy::too_many_arguments,
     reason = "the record's fields, inlined into each program"
 )]
-fn emit_call(
+fn emit_call<const QUIET: bool>(
     pid_tgid: u64,
     wake: bool,
     spec: &FuncSpec,
@@ -644,6 +676,8 @@ fn emit_call(
         u64::from(BPF_RB_FORCE_WAKEUP)
     } else if wake {
         prompt_wakeup(LEN, ts_end)
+    } else if QUIET {
+        quiet_wakeup(LEN)
     } else {
         wakeup(LEN, true)
     });
@@ -923,7 +957,7 @@ fn on_entry<const CAPTURE: u8>(spec: &FuncSpec, args: &mut [u64; MAX_ARGS], site
             },
             _ => 0,
         };
-        emit_call(
+        emit_call::<false>(
             pid_tgid,
             spec.flags & SPEC_WAKE != 0,
             spec,
@@ -1044,7 +1078,8 @@ fn on_return(spec: &FuncSpec, ret: i64, wake: bool) -> Res<()> {
                 array_bytes(spec, args, 2),
             );
         }
-        emit_call(
+        // Quiet: the records of syscalls and kernel functions (library returns always wake).
+        emit_call::<true>(
             pid_tgid, wake, spec, f.call_id, parent_id, f.ts_begin, args, i as u32, ret,
         );
     }
