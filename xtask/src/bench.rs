@@ -480,10 +480,17 @@ pub fn run(calls: u64, only: Option<&str>, json_path: &Path) -> anyhow::Result<(
         let mut traced = f64::MAX;
         let mut st = None;
         let mut shared = pin.map(|_| (f64::MAX, f64::MAX));
+        // The loop's CPU's irq-work interrupts in each pinned traced run: a ring-buffer
+        // record that wakes the reader raises one on the CPU that made it.
+        let mut interrupts = Vec::new();
         for _ in 0..rounds {
             let mut round = [f64::MAX; 5];
             round[0] = loop_ns_of(false, &argv, pin)?.0;
+            let before = pin.and_then(|c| irq_work_interrupts(c.traced));
             let (t, s) = loop_ns_of(true, &argv, pin)?;
+            if let (Some(b), Some(a)) = (before, pin.and_then(|c| irq_work_interrupts(c.traced))) {
+                interrupts.push(a.saturating_sub(b));
+            }
             round[1] = t;
             if t < traced {
                 traced = t;
@@ -641,6 +648,7 @@ pub fn run(calls: u64, only: Option<&str>, json_path: &Path) -> anyhow::Result<(
             "floor_program_runs_per_call": floor_prog.map(|f| f.runs),
             "floor_program_ns_per_call_with_empty": floor_prog.map(|f| f.with_empty),
             "pinned": pin.is_some(),
+            "loop_cpu_irq_work_per_traced_run": median(&mut interrupts),
             // Every round's loop times, for telling a slow spell from a steady cost.
             "untraced_rounds_ns": timed.iter().map(|r| r[0]).collect::<Vec<_>>(),
             "traced_rounds_ns": timed.iter().map(|r| r[1]).collect::<Vec<_>>(),
@@ -692,6 +700,14 @@ pub fn run(calls: u64, only: Option<&str>, json_path: &Path) -> anyhow::Result<(
                 "{:<20} strata's kernel programs: {:.0} ns per call ({:.1} runs)",
                 "", prog.ns, prog.runs
             ),
+        }
+        if let Some(m) = median(&mut interrupts) {
+            println!(
+                "{:<20} irq-work interrupts on the loop's CPU (the reader's wakeups): {m} per traced run of {} calls (median of {})",
+                "",
+                calls_made,
+                interrupts.len()
+            );
         }
         if case.mode == "syscall" {
             write_kernel = empty_per_call.map(|e| (prog.ns, e));
@@ -1207,6 +1223,30 @@ fn monotonic_ns() -> f64 {
 /// The CPUs of the pinned runs: the traced loop on one (the last this process may use), the
 /// tracer's threads on the others, as an HPC job's ranks are bound to cores and a tracer can
 /// be kept on others. The loop pins itself (bench_io's `BENCH_IO_CPU`), as strata starts it.
+/// CPU `cpu`'s count of irq-work interrupts (`IWI` in /proc/interrupts; x86), None where the
+/// kernel shows none.
+fn irq_work_interrupts(cpu: usize) -> Option<u64> {
+    irq_work_of(&fs::read_to_string("/proc/interrupts").ok()?, cpu)
+}
+
+/// CPU `cpu`'s `IWI` count in the text of /proc/interrupts.
+fn irq_work_of(text: &str, cpu: usize) -> Option<u64> {
+    let mut lines = text.lines();
+    // The header names the online CPUs, one column each.
+    let column = lines
+        .next()?
+        .split_whitespace()
+        .position(|c| c == format!("CPU{cpu}"))?;
+    let iwi = lines.find(|l| l.trim_start().starts_with("IWI:"))?;
+    iwi.split_whitespace().nth(1 + column)?.parse().ok()
+}
+
+/// The median of `v` (sorted in place), None when empty.
+fn median(v: &mut [u64]) -> Option<u64> {
+    v.sort_unstable();
+    v.get(v.len() / 2).copied()
+}
+
 struct Cpus {
     traced: usize,
     tracer: Vec<usize>,
@@ -1522,6 +1562,22 @@ pub(crate) fn stats(out: &Path) -> anyhow::Result<Stats> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The count is the named CPU's column, also where the header skips an offline CPU.
+    #[test]
+    fn irq_work_is_read_from_the_cpus_own_column() {
+        let text = "           CPU0       CPU2       CPU3\n\
+                    \x20 0:         44          0          0   IO-APIC    2-edge      timer\n\
+                    \x20IWI:    1884836       5121    2323471   IRQ work interrupts\n\
+                    \x20RTR:          0          0          0   APIC ICR read retries\n";
+        assert_eq!(irq_work_of(text, 0), Some(1_884_836));
+        assert_eq!(irq_work_of(text, 2), Some(5121));
+        assert_eq!(irq_work_of(text, 3), Some(2_323_471));
+        assert_eq!(irq_work_of(text, 1), None, "an offline CPU has no column");
+        assert_eq!(irq_work_of("           CPU0\n  0: 1 IO-APIC\n", 0), None);
+        assert_eq!(median(&mut [9, 7, 45, 8, 8]), Some(8));
+        assert_eq!(median(&mut []), None);
+    }
 
     fn verdicts(seen: &Seen) -> Vec<Option<bool>> {
         targets(seen).iter().map(|t| t.met).collect()
