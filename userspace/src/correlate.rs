@@ -1632,6 +1632,15 @@ impl Correlator {
         };
         let src_row = src.and_then(|s| self.handles.get(s)).map(|h| &h.row);
         let file_id = file_id.or_else(|| src_row.and_then(|r| r.file_id));
+        // A library object opened from a handle strata never saw made takes, now, the file
+        // its adopter will give it, so the calls on it beneath the same call name that file
+        // too (the attributes nc_open reads of the datasets it finds).
+        let unseen_src = src.is_none() && p.arg(ArgKind::Handle).is_some();
+        let file_id = file_id.or_else(|| {
+            (unseen_src && matches!(raw, Raw::Lib(..)))
+                .then(|| self.file_found_beside(rec.parent_id))
+                .flatten()
+        });
         // A stream over an fd (fdopen) is named by the fd's file; an HDF5 object opened by
         // index, address or reference is not the object it was opened from.
         let abs = abs.or_else(|| path.map(str::to_string)).or_else(|| {
@@ -1706,6 +1715,18 @@ impl Correlator {
             .filter_map(|h| self.handles.get(*h))
             .find(|h| h.row.path.as_deref() == Some(abs))
             .and_then(|h| h.row.file_id)
+    }
+
+    /// The one file the handles made so far beneath `call_id` are on (an HDF5 file opened
+    /// inside nc_open), which its handle will take when it returns; none when they are on
+    /// none or on more than one.
+    fn file_found_beside(&self, call_id: u64) -> Option<i64> {
+        let made = &self.adoptions.get(&call_id)?.handles;
+        let mut files = made
+            .iter()
+            .filter_map(|h| self.handles.get(*h).and_then(|h| h.row.file_id));
+        let first = files.next()?;
+        files.all(|f| f == first).then_some(first)
     }
 
     /// The file (path, id) of descriptor `fd` that call `rec` made with no path: known by the

@@ -1609,6 +1609,28 @@ fn netcdf_reads_name_the_datasets_nc_open_found() {
     let (open, close) = (of("nc_open"), of("nc_close"));
     assert_eq!((open.len(), close.len()), (1, 2));
     let ncid = open[0].i("handle_id");
+    // Everything nc_open does on a handle is on the file it opens: the reads of the
+    // attributes of the datasets it finds too, made before nc_open returns.
+    let beneath = descendants(&calls, open[0].i("call_id").unwrap());
+    let on_handles: Vec<&&Row> = beneath
+        .iter()
+        .filter(|c| c.i("handle_id").is_some())
+        .collect();
+    let attribute_reads = on_handles
+        .iter()
+        .filter(|c| c.s("function") == Some("H5Aread"));
+    assert!(
+        attribute_reads.count() > 0,
+        "no attribute read beneath nc_open"
+    );
+    for c in on_handles {
+        assert_eq!(c.i("file_id"), Some(file_id), "beneath nc_open: {c:?}");
+        assert_eq!(
+            handle(c.i("handle_id")).i("file_id"),
+            Some(file_id),
+            "{c:?}"
+        );
+    }
     let gets = of("nc_get_vara_double");
     assert_eq!(gets.len(), 2);
     // The first half of "v", then all of "x".
