@@ -1110,10 +1110,16 @@ impl Correlator {
                             }
                         }
                     }
-                    let (file_id, path, flags) = src
+                    let (mut file_id, mut path, flags) = src
                         .and_then(|s| self.handles.get(s))
                         .map(|s| (s.row.file_id, s.row.path.clone(), s.row.flags))
                         .unwrap_or_default();
+                    // A copy of a descriptor strata never saw made (a pseudo-terminal's peer
+                    // from the TIOCGPTPEER ioctl, which mpirun makes each rank's stdout of)
+                    // is named as the kernel side read it.
+                    if src.is_none() && p.fd_inode {
+                        (path, file_id) = self.made_fd_file(&p, rec, ret as i32, None);
+                    }
                     explicit_parent = src.is_some();
                     created = Some(self.handles.create(NewHandle {
                         pid,

@@ -1074,11 +1074,12 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
         // when the call returns, into the two slots after the arguments.
         if p.fd_inode
             && (!is_syscall
-                || !((op == Op::Open && ret == RetKind::Fd) || args.contains(&ArgKind::FdPair))
+                || !((matches!(op, Op::Open | Op::Dup) && ret == RetKind::Fd)
+                    || args.contains(&ArgKind::FdPair))
                 || args.len() + 2 > MAX_ARGS)
         {
             return Err(bad(format!(
-                "`fd_inode` is for syscalls that return a descriptor (op = \"open\", ret = \"fd\") \
+                "`fd_inode` is for syscalls that return a descriptor (op = \"open\" or \"dup\", ret = \"fd\") \
                  or fill a pair (`fd_pair`), with at most {} arguments",
                 MAX_ARGS - 2
             )));
@@ -1637,11 +1638,13 @@ mod tests {
             strata_common::FD_FROM_RET,
             "a file removed before strata looks keeps its inode"
         );
-        assert_eq!(
-            spec("dup").fd_file_arg,
-            NO_ARG,
-            "a dup's file is its original's"
-        );
+        for dup in ["dup", "dup2", "dup3"] {
+            assert_eq!(
+                spec(dup).fd_file_arg,
+                strata_common::FD_FROM_RET,
+                "{dup}: a copy of a descriptor strata never saw made is known by its inode"
+            );
+        }
         let with = |target: &str, op: &str, args: &str, ret: &str, extra: &str| {
             parse(
                 &format!(
@@ -1662,6 +1665,13 @@ mod tests {
             .is_ok()
         );
         assert!(with(sys, "pipe", "[\"fd_pair\", \"flags\"]", "status", "").is_ok());
+        // A copy's descriptor too (dup2 of one strata never saw made); fcntl returns one only
+        // for some commands.
+        let dup2 = "syscall = \"dup2\"";
+        let fd_newfd = "[\"fd\", \"newfd\"]";
+        assert!(with(dup2, "dup", fd_newfd, "fd", "fd_inode = true\n").is_ok());
+        let fcntl = with(dup2, "fcntl", fd_newfd, "fd", "fd_inode = true\n");
+        assert!(fcntl.unwrap_err().to_string().contains("`fd_inode`"));
         for (target, op, args, ret, extra, says) in [
             (
                 "library = \"libc.so.6\"\nsymbol = \"memfd_create\"",

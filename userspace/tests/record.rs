@@ -3408,6 +3408,76 @@ fn function_offset_bytes<R: std::borrow::Borrow<Row>>(calls: &[R]) -> Vec<String
         .collect()
 }
 
+/// A descriptor strata never saw made (tests/workloads/pty_peer.c: a pseudo-terminal's peer
+/// from the TIOCGPTPEER ioctl, which the ioctl probe does not record, as mpirun makes each
+/// rank's stdout) is named through its copy: the dup2 row and the new fd's handle are on the
+/// peer's file, `/dev/pts/N` with the inode the workload logged, and so is the write through
+/// the copy, and its close.
+#[test]
+fn a_copy_of_a_descriptor_never_seen_made_is_on_its_file() {
+    require_root();
+    let dir = std::fs::canonicalize(scratch("pty_peer")).unwrap();
+    let exe = build_c("cc", "pty_peer.c", &dir.join("pty_peer"), &["-O0"]);
+    let log = dir.join("peer.txt");
+    let out = dir.join("out");
+    let res = run(strata()
+        .args(["record", "-q", "--layers", "posix", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(&exe)
+        .arg(&log));
+    assert!(res.status.success(), "{:?}", res.status);
+    let text = std::fs::read_to_string(&log).unwrap();
+    let (name, ino) = text.trim().split_once(' ').unwrap();
+    let ino: i64 = ino.parse().unwrap();
+    let calls = rows(&out, "calls");
+    let on_10 = |f: &str| -> Vec<&Row> {
+        calls
+            .iter()
+            .filter(|c| c.s("function") == Some(f) && c.list_i("args").first() == Some(&10))
+            .collect()
+    };
+    let dups: Vec<&Row> = calls
+        .iter()
+        .filter(|c| c.s("function") == Some("dup2"))
+        .collect();
+    let [dup] = dups[..] else {
+        panic!("one dup2: {dups:?}")
+    };
+    assert_eq!(dup.list_i("args")[1], 10, "{dup:?}");
+    assert_eq!(dup.i("ret"), Some(10), "{dup:?}");
+    let file = dup.i("file_id").expect("the dup2 names the peer's file");
+    let files = rows(&out, "files");
+    let f = files
+        .iter()
+        .find(|f| f.i("file_id") == Some(file))
+        .expect("the peer's file row");
+    assert_eq!((f.s("path"), f.i("ino")), (Some(name), Some(ino)), "{f:?}");
+    let handle = rows(&out, "handles")
+        .into_iter()
+        .find(|h| h.i("handle_id") == dup.i("handle_id"))
+        .expect("the copy's handle");
+    assert_eq!(
+        (handle.i("raw_handle"), handle.i("file_id")),
+        (Some(10), Some(file)),
+        "{handle:?}"
+    );
+    let (writes, closes) = (on_10("write"), on_10("close"));
+    assert_eq!(
+        (writes.len(), closes.len()),
+        (1, 1),
+        "{writes:?} {closes:?}"
+    );
+    assert_eq!(writes[0].i("bytes_result"), Some(7));
+    for c in [writes[0], closes[0]] {
+        assert_eq!(
+            (c.i("handle_id"), c.i("file_id")),
+            (dup.i("handle_id"), Some(file)),
+            "{c:?}"
+        );
+    }
+}
+
 /// Files with no path (tests/workloads/pipes.c): the pipe2 and pipe rows name the read end,
 /// then the write end, on a file `pipe:[INO]` whose inode the workload logged; the child's
 /// reads (another process, the fd inherited by fork) and the parent's writes are on that
