@@ -17,6 +17,8 @@ pub struct Config {
     pub probes: Option<PathBuf>,
     /// Layers to trace (as `--layers`).
     pub layers: Option<Vec<String>>,
+    /// Layers left out (as `--skip-layers`).
+    pub skip_layers: Option<Vec<String>>,
     /// Ring buffer size in MiB.
     pub ring_buffer_mib: Option<u32>,
     /// The most memory copied-out records may take, in MiB (default: 8 ring buffers).
@@ -91,6 +93,9 @@ pub fn parse(text: &str) -> Result<Config, String> {
     if let Some(layers) = &cfg.layers {
         crate::probes::Layer::parse_list(layers).map_err(|e| format!("layers: {e}"))?;
     }
+    if let Some(layers) = &cfg.skip_layers {
+        crate::probes::Layer::parse_list(layers).map_err(|e| format!("skip_layers: {e}"))?;
+    }
     if let Some(paths) = &cfg.paths {
         if let Some(p) = paths.iter().find(|p| !p.starts_with('/')) {
             return Err(format!("paths: {p:?} is not an absolute directory"));
@@ -163,6 +168,7 @@ mod tests {
             r#"
             probes = "/etc/strata/probes.toml"
             layers = ["posix", "mpiio"]
+            skip_layers = ["stdio"]
             ring_buffer_mib = 64
             backlog_mib = 256
             flush_interval = "2s"
@@ -179,6 +185,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(cfg.ring_buffer_mib, Some(64));
+        assert_eq!(cfg.skip_layers, Some(vec!["stdio".to_string()]));
         assert_eq!(cfg.backlog_mib, Some(256));
         assert_eq!(cfg.expedite_grace_periods, Some(false));
         assert_eq!(
@@ -207,6 +214,8 @@ mod tests {
         );
         let e = parse("file_mode = \"rw\"").unwrap_err();
         assert!(e.contains("octal"), "{e}");
+        let e = parse("skip_layers = [\"stdoi\"]").unwrap_err();
+        assert!(e.contains("skip_layers") && e.contains("\"stdoi\""), "{e}");
         let e = parse("flush_interval = \"3 weeks\"").unwrap_err();
         assert!(e.contains("flush_interval"), "{e}");
         let e = parse("layers = [\"posix\", \"gpu\"]").unwrap_err();

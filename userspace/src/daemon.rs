@@ -36,6 +36,8 @@ pub struct DaemonArgs {
     pub host: String,
     pub probes_file: Option<PathBuf>,
     pub layers: Option<Vec<Layer>>,
+    /// Layers left out of what is traced otherwise (`--skip-layers`).
+    pub skip_layers: Vec<Layer>,
     pub ring_buffer_mib: u32,
     /// The backlog's cap in MiB (None: 8 ring buffers).
     pub backlog_mib: Option<u32>,
@@ -132,7 +134,7 @@ pub fn run(args: DaemonArgs) -> anyhow::Result<()> {
         )
     })?;
     let mut probes = probes::load(args.probes_file.as_deref())?;
-    probes::select_layers(&mut probes, args.layers.as_deref());
+    probes::select_layers(&mut probes, args.layers.as_deref(), &args.skip_layers);
     let listener = bind(&args.socket)?;
 
     let stop = Arc::new(AtomicBool::new(false));

@@ -54,6 +54,11 @@ struct TraceOpts {
     /// (MPI_Wait, MPI_Test, ...), which trap on every communication request too.
     #[arg(long, value_delimiter = ',')]
     layers: Option<Vec<String>>,
+    /// Leave these layers out of what is traced otherwise (the probes enabled in the file, or
+    /// --layers). `--skip-layers stdio` spares every process on the node, traced or not, the
+    /// breakpoints strata's stdio probes write into its libc (see docs/admin.md).
+    #[arg(long, value_delimiter = ',', value_name = "LAYERS")]
+    skip_layers: Option<Vec<String>>,
     /// Ring buffer size in MiB (rounded up to a power of two). strata copies records out of it
     /// into its own memory, up to 8 times this much, while it catches up with a burst; events
     /// are lost only when both are full. Raise it if events are lost. [default: 16]
@@ -103,6 +108,7 @@ struct TraceOpts {
 struct Settings {
     probes: Option<PathBuf>,
     layers: Option<Vec<probes::Layer>>,
+    skip_layers: Vec<probes::Layer>,
     ring_buffer_mib: u32,
     backlog_mib: Option<u32>,
     syscall_mode: attach::SyscallMode,
@@ -125,6 +131,16 @@ impl TraceOpts {
             .map(|ls| probes::Layer::parse_list(&ls))
             .transpose()
             .map_err(anyhow::Error::msg)?;
+        let skip_layers = self
+            .skip_layers
+            .or(cfg.skip_layers)
+            .map(|ls| probes::Layer::parse_list(&ls))
+            .transpose()
+            .map_err(|e| anyhow::anyhow!("--skip-layers: {e}"))?
+            .unwrap_or_default();
+        if let Some(both) = (layers.iter().flatten()).find(|l| skip_layers.contains(l)) {
+            anyhow::bail!("layer {both} is in both --layers and --skip-layers");
+        }
         let syscall_mode = match (self.syscall_mode, cfg.syscall_mode) {
             (Some(m), _) => m,
             (None, Some(m)) => {
@@ -162,6 +178,7 @@ impl TraceOpts {
         Ok(Settings {
             probes: self.probes.or(cfg.probes),
             layers,
+            skip_layers,
             ring_buffer_mib: self.ring_buffer_mib.or(cfg.ring_buffer_mib).unwrap_or(16),
             backlog_mib: self.backlog_mib.or(cfg.backlog_mib),
             syscall_mode,
@@ -406,6 +423,7 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
                 duration,
                 probes_file: set.probes,
                 layers: set.layers,
+                skip_layers: set.skip_layers,
                 ring_buffer_mib: set.ring_buffer_mib,
                 backlog_mib: set.backlog_mib,
                 syscall_mode: set.syscall_mode,
@@ -438,6 +456,7 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
                 host: set.host,
                 probes_file: set.probes,
                 layers: set.layers,
+                skip_layers: set.skip_layers,
                 ring_buffer_mib: set.ring_buffer_mib,
                 backlog_mib: set.backlog_mib,
                 syscall_mode: set.syscall_mode,

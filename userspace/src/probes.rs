@@ -1311,17 +1311,19 @@ pub fn load(path: Option<&Path>) -> anyhow::Result<Vec<Probe>> {
     }
 }
 
-/// Applies `--layers`: when given, exactly those layers are on, and the loader's report of
-/// loaded libraries (op `load`) whenever a library layer is.
-pub fn select_layers(probes: &mut [Probe], layers: Option<&[Layer]>) {
-    if let Some(layers) = layers {
-        let selected = |p: &Probe| layers.contains(&p.layer) && p.op != Op::Load;
-        let libraries = probes
-            .iter()
-            .any(|p| selected(p) && matches!(p.target, Target::Uprobe { .. }));
-        for p in probes.iter_mut() {
-            p.enabled = selected(p) || (p.op == Op::Load && libraries);
-        }
+/// Applies `--layers` and `--skip-layers`: when `layers` is given, exactly those layers are
+/// on, else the probes the file enables; those of `skip` are then off; and the loader's
+/// report of loaded libraries (op `load`) is on whenever a library probe is.
+pub fn select_layers(probes: &mut [Probe], layers: Option<&[Layer]>, skip: &[Layer]) {
+    for p in probes.iter_mut().filter(|p| p.op != Op::Load) {
+        p.enabled = layers.map_or(p.enabled, |l| l.contains(&p.layer)) && !skip.contains(&p.layer);
+    }
+    let libraries = probes
+        .iter()
+        .any(|p| p.enabled && p.op != Op::Load && matches!(p.target, Target::Uprobe { .. }));
+    for p in probes.iter_mut().filter(|p| p.op == Op::Load) {
+        // The file's own choice stands where no layer was named.
+        p.enabled = libraries && (layers.is_some() || p.enabled);
     }
     // fscanf's bytes need the read(2)s that refilled its stream: without them, the kernel
     // side does not read what the stream has buffered (two user reads a call).
@@ -1407,7 +1409,7 @@ mod tests {
     fn the_loader_follows_the_library_layers() {
         let loader_on = |layers: &[Layer]| {
             let mut probes = parse(BUILTIN, "probes.toml").unwrap();
-            select_layers(&mut probes, Some(layers));
+            select_layers(&mut probes, Some(layers), &[]);
             let load: Vec<bool> = probes
                 .iter()
                 .filter(|p| p.op == Op::Load)
@@ -1583,7 +1585,7 @@ mod tests {
         // Without the read(2)s beneath, the buffer is not read.
         let spec = |layers: &[Layer]| {
             let mut probes = builtin.clone();
-            select_layers(&mut probes, Some(layers));
+            select_layers(&mut probes, Some(layers), &[]);
             let p = probes.iter().find(|p| p.function() == "__isoc99_fscanf");
             p.unwrap().spec()
         };
@@ -2257,8 +2259,37 @@ mod tests {
     #[test]
     fn layers_select() {
         let mut probes = parse(BUILTIN, "p").unwrap();
-        select_layers(&mut probes, Some(&[Layer::Libc]));
+        select_layers(&mut probes, Some(&[Layer::Libc]), &[]);
         assert!(probes.iter().all(|p| p.enabled == (p.layer == Layer::Libc)));
+    }
+
+    /// `--skip-layers` takes layers out of the file's own choice (MPI's request waits stay
+    /// off), and the loader's report goes with the last library layer.
+    #[test]
+    fn skipped_layers_leave_the_files_choice_of_the_others() {
+        let builtin = parse(BUILTIN, "p").unwrap();
+        let chosen = |skip: &[Layer]| {
+            let mut probes = builtin.clone();
+            select_layers(&mut probes, None, skip);
+            probes
+        };
+        let no_stdio = chosen(&[Layer::Stdio]);
+        for (p, file) in no_stdio.iter().zip(&builtin) {
+            let expected = file.enabled && p.layer != Layer::Stdio;
+            assert_eq!(p.enabled, expected, "{}", p.function());
+        }
+        assert!(no_stdio.iter().any(|p| p.layer == Layer::Stdio));
+        assert!(
+            builtin
+                .iter()
+                .any(|p| p.layer == Layer::Mpiio && !p.enabled)
+        );
+        let libraries = [Layer::Stdio, Layer::Mpiio, Layer::Hdf5, Layer::Netcdf];
+        let kernel_only = chosen(&libraries);
+        let load = |probes: &[Probe]| probes.iter().find(|p| p.op == Op::Load).unwrap().enabled;
+        assert!(load(&builtin) && load(&no_stdio) && !load(&kernel_only));
+        let uprobe = |p: &Probe| matches!(p.target, Target::Uprobe { .. });
+        assert!(kernel_only.iter().all(|p| !p.enabled || !uprobe(p)));
     }
 
     #[test]

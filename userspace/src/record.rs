@@ -34,6 +34,8 @@ pub struct RecordArgs {
     pub duration: Option<Duration>,
     pub probes_file: Option<PathBuf>,
     pub layers: Option<Vec<Layer>>,
+    /// Layers left out of what is traced otherwise (`--skip-layers`).
+    pub skip_layers: Vec<Layer>,
     pub ring_buffer_mib: u32,
     /// The backlog's cap in MiB (None: 8 ring buffers).
     pub backlog_mib: Option<u32>,
@@ -112,9 +114,11 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
     let mut unstarted = Unstarted::new(&args.output);
     preflight(&args)?;
     let mut probes = probes::load(args.probes_file.as_deref())?;
-    probes::select_layers(&mut probes, args.layers.as_deref());
+    probes::select_layers(&mut probes, args.layers.as_deref(), &args.skip_layers);
     if !probes.iter().any(|p| p.enabled) {
-        bail!("no probe is enabled (check --layers and the `enabled` fields of the probes file)");
+        bail!(
+            "no probe is enabled (check --layers, --skip-layers and the `enabled` fields of the probes file)"
+        );
     }
 
     // Refuse a bad target before loading anything.

@@ -3408,6 +3408,83 @@ fn function_offset_bytes<R: std::borrow::Borrow<Row>>(calls: &[R]) -> Vec<String
         .collect()
 }
 
+/// `--skip-layers stdio` leaves the stdio probes out of the default ones, and with them their
+/// breakpoints: tests/workloads/libc_breakpoints.c compares the start of fgets in its own
+/// memory with the library's file, and finds it changed under the default probes, unchanged
+/// with stdio skipped (uprobes go by file, so every process on the node that maps libc gets
+/// what this one does). Its POSIX calls are recorded either way, its stdio calls only under
+/// the default; naming stdio in both options, or a layer that does not exist, is refused.
+#[test]
+fn skipped_stdio_writes_no_breakpoints_into_libc() {
+    require_root();
+    let dir = std::fs::canonicalize(scratch("skip_stdio")).unwrap();
+    let exe = build_c(
+        "cc",
+        "libc_breakpoints.c",
+        &dir.join("libc_breakpoints"),
+        &["-O0"],
+    );
+    for (skip, seen) in [(None, "breakpoint"), (Some("stdio"), "clean")] {
+        let out = dir.join(format!("out-{}", skip.unwrap_or("none")));
+        let mut cmd = strata();
+        cmd.args(["record", "-q", "-o"]).arg(&out);
+        if let Some(s) = skip {
+            cmd.args(["--skip-layers", s]);
+        }
+        let res = run(cmd.arg("--").arg(&exe));
+        assert!(res.status.success(), "{skip:?}: {res:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&res.stdout).trim(),
+            seen,
+            "{skip:?}"
+        );
+        let calls = rows(&out, "calls");
+        let layer_calls = |layer: &str| {
+            calls
+                .iter()
+                .filter(|c| c.s("layer") == Some(layer) && c.s("path") == Some("/proc/self/maps"))
+                .count()
+        };
+        // The maps file: opened by fopen (stdio) through openat (posix).
+        assert_eq!(layer_calls("posix"), 1, "{skip:?}");
+        assert_eq!(
+            layer_calls("stdio"),
+            usize::from(skip.is_none()),
+            "{skip:?}"
+        );
+        let probes = rows(&out, "probes");
+        let fgets = probes
+            .iter()
+            .find(|p| p.s("function") == Some("fgets"))
+            .expect("a probes row for fgets");
+        let status = if skip.is_some() {
+            "disabled"
+        } else {
+            "attached"
+        };
+        assert_eq!(fgets.s("status"), Some(status), "{fgets:?}");
+    }
+    for (args, says) in [
+        (
+            &["--layers", "posix,stdio", "--skip-layers", "stdio"][..],
+            "layer stdio is in both --layers and --skip-layers",
+        ),
+        (
+            &["--skip-layers", "stdoi"][..],
+            "--skip-layers: unknown layer \"stdoi\"",
+        ),
+    ] {
+        let res = run(strata()
+            .args(["record", "-q", "-o"])
+            .arg(dir.join("refused"))
+            .args(args)
+            .args(["--", "true"]));
+        assert!(!res.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&res.stderr);
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
+
 /// A descriptor strata never saw made (tests/workloads/pty_peer.c: a pseudo-terminal's peer
 /// from the TIOCGPTPEER ioctl, which the ioctl probe does not record, as mpirun makes each
 /// rank's stdout) is named through its copy: the dup2 row and the new fd's handle are on the
