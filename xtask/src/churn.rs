@@ -20,7 +20,8 @@ const PAIRS: usize = 3;
 /// untraced beside a `strata record` of another command: a process strata does not trace
 /// still has a breakpoint written into its copy of each probed page of the libraries it
 /// maps, and traps at each call of a probed function (cat's libc reads the locale aliases
-/// with `fgets`, 83 calls).
+/// with `fgets`, 83 calls); and beside one with `--skip-layers stdio`, which writes none
+/// into libc.
 pub fn measure(strata: &Path, dir: &Path) -> anyhow::Result<Value> {
     let file = dir.join("churn-input");
     std::fs::write(&file, b"strata\n")?;
@@ -48,40 +49,47 @@ pub fn measure(strata: &Path, dir: &Path) -> anyhow::Result<Value> {
         Ok((wall, cpu))
     };
     let per = (LONG - SHORT) as f64;
-    let (mut untraced, mut traced, mut cpu, mut beside) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut untraced, mut traced, mut cpu, mut beside, mut beside_no_stdio) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..PAIRS {
         let (u_short, _) = run(SHORT, false)?;
         let (u_long, _) = run(LONG, false)?;
         let (t_short, c_short) = run(SHORT, true)?;
         let (t_long, c_long) = run(LONG, true)?;
-        let (b_short, b_long) =
-            crate::bench::beside_strata(strata, &dir.join("out-churn-beside"), &[], || {
+        let beside_run = |args: &[&str]| {
+            crate::bench::beside_strata(strata, &dir.join("out-churn-beside"), args, || {
                 Ok((run(SHORT, false)?.0, run(LONG, false)?.0))
-            })?;
+            })
+        };
+        let (b_short, b_long) = beside_run(&[])?;
+        let (n_short, n_long) = beside_run(&["--skip-layers", "stdio"])?;
         untraced.push((u_long - u_short) / per);
         traced.push((t_long - t_short) / per);
         cpu.push(c_long.saturating_sub(c_short) as f64 / per);
         beside.push((b_long - b_short) / per);
+        beside_no_stdio.push((n_long - n_short) / per);
     }
     let median = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
-    let (untraced, traced, cpu, beside) = (
+    let (untraced, traced, cpu, beside, beside_no_stdio) = (
         median(&mut untraced),
         median(&mut traced),
         median(&mut cpu),
         median(&mut beside),
+        median(&mut beside_no_stdio),
     );
     println!(
-        "short processes (a shell loop running cat, median of {PAIRS}): {:.0} µs each untraced, {:.0} µs traced ({:.2}x); strata's CPU {:.0} µs per process; untraced beside a strata record of another command {:.0} µs ({:.2}x)",
+        "short processes (a shell loop running cat, median of {PAIRS}): {:.0} µs each untraced, {:.0} µs traced ({:.2}x); strata's CPU {:.0} µs per process; untraced beside a strata record of another command {:.0} µs ({:.2}x), beside one with --skip-layers stdio {:.0} µs ({:.2}x)",
         untraced / 1e3,
         traced / 1e3,
         traced / untraced,
         cpu / 1e3,
         beside / 1e3,
         beside / untraced,
+        beside_no_stdio / 1e3,
+        beside_no_stdio / untraced,
     );
     Ok(json!({
         "workload": "short processes (shell loop running cat)",
@@ -91,6 +99,8 @@ pub fn measure(strata: &Path, dir: &Path) -> anyhow::Result<Value> {
         "strata_cpu_us_per_process": cpu / 1e3,
         "untraced_beside_us_per_process": beside / 1e3,
         "beside_ratio": beside / untraced,
+        "untraced_beside_no_stdio_us_per_process": beside_no_stdio / 1e3,
+        "beside_no_stdio_ratio": beside_no_stdio / untraced,
         "pairs": PAIRS,
     }))
 }
