@@ -1102,7 +1102,24 @@ impl Correlator {
                         _ => {}
                     }
                 } else if is_dup {
-                    let src = handle;
+                    // The original of a copy strata never saw made (a pseudo-terminal's peer
+                    // from the TIOCGPTPEER ioctl, which mpirun makes each rank's stdout of)
+                    // is named as the kernel side read the copy, the same open file: a
+                    // handle of its own, so that its own calls and its close are on it.
+                    let src = match (handle, fd_arg) {
+                        (None, Some(old)) if p.fd_inode => {
+                            let (path, file_id) = self.made_fd_file(&p, rec, ret as i32, None);
+                            Some(self.handles.create(NewHandle::unopened(
+                                pid,
+                                Raw::Fd(old),
+                                p.layer.as_str(),
+                                "fd",
+                                file_id,
+                                path,
+                            )))
+                        }
+                        _ => handle,
+                    };
                     if let Some(newfd) = arg(ArgKind::Newfd).map(|v| v as i32) {
                         if Some(newfd) != fd_arg {
                             if let Some(old) = self.handles.lookup(pid, Raw::Fd(newfd)) {
@@ -1110,16 +1127,10 @@ impl Correlator {
                             }
                         }
                     }
-                    let (mut file_id, mut path, flags) = src
+                    let (file_id, path, flags) = src
                         .and_then(|s| self.handles.get(s))
                         .map(|s| (s.row.file_id, s.row.path.clone(), s.row.flags))
                         .unwrap_or_default();
-                    // A copy of a descriptor strata never saw made (a pseudo-terminal's peer
-                    // from the TIOCGPTPEER ioctl, which mpirun makes each rank's stdout of)
-                    // is named as the kernel side read it.
-                    if src.is_none() && p.fd_inode {
-                        (path, file_id) = self.made_fd_file(&p, rec, ret as i32, None);
-                    }
                     explicit_parent = src.is_some();
                     created = Some(self.handles.create(NewHandle {
                         pid,

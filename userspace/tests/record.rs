@@ -3489,7 +3489,8 @@ fn skipped_stdio_writes_no_breakpoints_into_libc() {
 /// from the TIOCGPTPEER ioctl, which the ioctl probe does not record, as mpirun makes each
 /// rank's stdout) is named through its copy: the dup2 row and the new fd's handle are on the
 /// peer's file, `/dev/pts/N` with the inode the workload logged, and so is the write through
-/// the copy, and its close.
+/// the copy, and its close. The original is a handle of its own on that file, not seen made,
+/// the copy's parent, and its close names it.
 #[test]
 fn a_copy_of_a_descriptor_never_seen_made_is_on_its_file() {
     require_root();
@@ -3530,13 +3531,44 @@ fn a_copy_of_a_descriptor_never_seen_made_is_on_its_file() {
         .find(|f| f.i("file_id") == Some(file))
         .expect("the peer's file row");
     assert_eq!((f.s("path"), f.i("ino")), (Some(name), Some(ino)), "{f:?}");
-    let handle = rows(&out, "handles")
-        .into_iter()
+    let handles = rows(&out, "handles");
+    let handle = handles
+        .iter()
         .find(|h| h.i("handle_id") == dup.i("handle_id"))
         .expect("the copy's handle");
     assert_eq!(
         (handle.i("raw_handle"), handle.i("file_id")),
         (Some(10), Some(file)),
+        "{handle:?}"
+    );
+    // The peer's own fd: its close, the first close of its number after the dup2 (the log
+    // file the workload opens later takes the number again), and its handle.
+    let peer = dup.list_i("args")[0];
+    assert_ne!(peer, 10, "{dup:?}");
+    let peer_close = calls
+        .iter()
+        .filter(|c| c.s("function") == Some("close") && c.list_i("args").first() == Some(&peer))
+        .filter(|c| c.i("ts_begin_ns") > dup.i("ts_end_ns"))
+        .min_by_key(|c| c.i("ts_begin_ns"))
+        .expect("the close of the peer's fd");
+    assert_eq!(peer_close.i("file_id"), Some(file), "{peer_close:?}");
+    let original = handles
+        .iter()
+        .find(|h| h.i("handle_id").is_some() && h.i("handle_id") == peer_close.i("handle_id"))
+        .expect("the peer's close names a handle");
+    assert_eq!(
+        (
+            original.i("raw_handle"),
+            original.i("file_id"),
+            original.i("created_by_call_id"),
+            original.i("destroyed_by_call_id"),
+        ),
+        (Some(peer), Some(file), None, peer_close.i("call_id")),
+        "{original:?}"
+    );
+    assert_eq!(
+        handle.i("parent_handle_id"),
+        original.i("handle_id"),
         "{handle:?}"
     );
     let (writes, closes) = (on_10("write"), on_10("close"));
