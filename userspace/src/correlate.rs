@@ -1639,6 +1639,13 @@ impl Correlator {
                 };
                 (Some(abs), Some(id))
             }
+            // An fd of a kind probes.toml names (eventfd2: `anon_inode:[eventfd]`): one file
+            // for all, as the inode they share would make them.
+            None if p.fd_name.is_some() && fd.is_some_and(|fd| fd >= 0) => {
+                let name = p.fd_name.clone().unwrap_or_default();
+                let id = self.files.resolve(pid, None, &name);
+                (Some(name), Some(id))
+            }
             // An fd opened by no path (open_by_handle_at, memfd_create).
             None => {
                 match fd.filter(|fd| *fd >= 0 && src.is_none() && (path.is_none() || p.fd_inode)) {
@@ -1749,7 +1756,7 @@ impl Correlator {
     /// The file (path, id) of descriptor `fd` that call `rec` made with no path: known by the
     /// inode the kernel side read (`fd_inode`), else while /proc has it. A file first known
     /// by that inode is named as /proc names it: `pipe:[INO]`, `/memfd:NAME (deleted)` for a
-    /// call with a `name`, else `inode INO`.
+    /// call with a `name`, `socket:[INO]`, else `inode INO`.
     fn made_fd_file(
         &mut self,
         p: &Probe,
@@ -1783,6 +1790,7 @@ impl Correlator {
         let named = match (p.op, name) {
             (Op::Pipe, _) => format!("pipe:[{}]", k.ino),
             (_, Some(n)) => format!("/memfd:{n} (deleted)"),
+            (_, None) if k.kind() == "socket" => format!("socket:[{}]", k.ino),
             (_, None) => format!("inode {}", k.ino),
         };
         let id = self.files.by_kernel_inode(k, &named);

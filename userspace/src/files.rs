@@ -152,7 +152,7 @@ impl KernelFile {
         })
     }
 
-    fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> &'static str {
         kind_of(self.mode)
     }
 }

@@ -479,6 +479,10 @@ pub struct Probe {
     /// From `fd_inode`: the kernel side reads the inode and device of the descriptor the call
     /// returns or fills (`fd_pair`) into the two slots after the arguments.
     pub fd_inode: bool,
+    /// From `fd_name`: the file the descriptor the call returns is on, named as /proc names
+    /// it, for descriptors of a kind that all share the kernel's one anonymous inode
+    /// (`anon_inode:[eventfd]`).
+    pub fd_name: Option<String>,
     /// From `since`: the library version that added the symbol. An older build without it
     /// leaves the probe `absent`, not `failed`.
     pub since: Option<String>,
@@ -729,6 +733,7 @@ struct ProbeRaw {
     only_files: bool,
     #[serde(default)]
     fd_inode: bool,
+    fd_name: Option<String>,
     since: Option<String>,
     only_in: Option<String>,
 }
@@ -1084,6 +1089,23 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
                 MAX_ARGS - 2
             )));
         }
+        // A name for the descriptor's file: its inode says nothing (the one anonymous inode),
+        // and a path or a name argument would name it otherwise.
+        if p.fd_name.is_some()
+            && (op != Op::Open
+                || ret != RetKind::Fd
+                || p.fd_inode
+                || args.contains(&ArgKind::Path)
+                || args.contains(&ArgKind::Name)
+                || p.fd_name.as_deref().is_some_and(str::is_empty))
+        {
+            return Err(bad(
+                "`fd_name` names the file of the descriptor an open returns (op = \"open\", \
+                 ret = \"fd\") with no `path` or `name` argument and no `fd_inode`, and is \
+                 not empty"
+                    .into(),
+            ));
+        }
         if (op == Op::Pipe) != (args.iter().filter(|k| **k == ArgKind::FdPair).count() == 1)
             || args.iter().filter(|k| **k == ArgKind::FdPair).count() > 1
         {
@@ -1193,6 +1215,7 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
             only,
             only_files: p.only_files,
             fd_inode: p.fd_inode,
+            fd_name: p.fd_name.clone(),
             since: p.since.clone(),
             only_in: p.only_in.clone(),
             first_arg,
@@ -1718,6 +1741,58 @@ mod tests {
         ] {
             let e = with(target, op, args, ret, extra).unwrap_err().to_string();
             assert!(e.contains(says), "{op} {args} {extra}: {e}");
+        }
+    }
+
+    /// `fd_name`: the built-in event descriptors are named so; refused on what is not an open
+    /// returning a descriptor, beside a path or a name, beside `fd_inode`, and empty.
+    #[test]
+    fn fd_name_is_for_opens_of_no_file() {
+        let builtin = parse(BUILTIN, "probes.toml").unwrap();
+        let name = |f: &str| {
+            builtin
+                .iter()
+                .find(|p| p.function() == f)
+                .unwrap()
+                .fd_name
+                .clone()
+        };
+        assert_eq!(name("eventfd2").as_deref(), Some("anon_inode:[eventfd]"));
+        assert_eq!(
+            name("epoll_create1").as_deref(),
+            Some("anon_inode:[eventpoll]")
+        );
+        assert_eq!(name("socket"), None, "a socket has an inode of its own");
+        let with = |op: &str, args: &str, ret: &str, extra: &str| {
+            parse(
+                &format!(
+                    "[[probe]]\nlayer = \"posix\"\nsyscall = \"eventfd2\"\nop = \"{op}\"\nargs = {args}\nret = \"{ret}\"\n{extra}"
+                ),
+                "t.toml",
+            )
+        };
+        let named = "fd_name = \"anon_inode:[eventfd]\"\n";
+        assert!(with("open", "[\"int\", \"int\"]", "fd", named).is_ok());
+        for (op, args, ret, extra) in [
+            ("meta", "[\"int\", \"int\"]", "fd", named.to_string()),
+            ("open", "[\"int\", \"int\"]", "status", named.to_string()),
+            ("open", "[\"path\", \"int\"]", "fd", named.to_string()),
+            ("open", "[\"name\", \"int\"]", "fd", named.to_string()),
+            (
+                "open",
+                "[\"int\", \"int\"]",
+                "fd",
+                format!("{named}fd_inode = true\n"),
+            ),
+            (
+                "open",
+                "[\"int\", \"int\"]",
+                "fd",
+                "fd_name = \"\"\n".to_string(),
+            ),
+        ] {
+            let e = with(op, args, ret, &extra).unwrap_err().to_string();
+            assert!(e.contains("`fd_name`"), "{op} {args} {ret} {extra}: {e}");
         }
     }
 

@@ -3587,6 +3587,135 @@ fn a_copy_of_a_descriptor_never_seen_made_is_on_its_file() {
     }
 }
 
+/// Sockets (tests/workloads/sockets.c), each closed before strata could find it in /proc: the
+/// socket, accept and accept4 rows make handles on files `socket:[INO]` of kind `socket` with
+/// the inodes the workload logged, one file each, in the order it made them; each socket's
+/// close names its handle, and the 6 bytes go out through the client's file and in through
+/// the accepted socket's. The two eventfds are handles on one file `anon_inode:[eventfd]`,
+/// the epoll fd on `anon_inode:[eventpoll]`, and their closes and the eventfd's 8-byte write
+/// and read name them.
+#[test]
+fn sockets_and_event_fds_are_files() {
+    require_root();
+    let dir = std::fs::canonicalize(scratch("sockets")).unwrap();
+    let exe = build_c("cc", "sockets.c", &dir.join("sockets"), &["-O0"]);
+    let log = dir.join("sockets.txt");
+    let out = dir.join("out");
+    let res = run(strata()
+        .args(["record", "-q", "--layers", "posix", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(&exe)
+        .arg(&log));
+    assert!(res.status.success(), "{:?}", res.status);
+    let logged: Vec<(String, i64)> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (f, ino) = l.split_once(' ').unwrap();
+            (f.to_string(), ino.parse().unwrap())
+        })
+        .collect();
+    assert_eq!(logged.len(), 6, "{logged:?}");
+    let pid = workload_pid(&out, &exe);
+    let mut calls: Vec<Row> = rows(&out, "calls")
+        .into_iter()
+        .filter(|c| c.i("pid") == Some(pid))
+        .collect();
+    calls.sort_by_key(|c| c.i("ts_begin_ns"));
+    let files = rows(&out, "files");
+    let file = |id: Option<i64>| files.iter().find(|f| f.i("file_id") == id);
+    let made: Vec<&Row> = calls
+        .iter()
+        .filter(|c| matches!(c.s("function"), Some("socket" | "accept" | "accept4")))
+        .collect();
+    assert_eq!(made.len(), logged.len(), "{made:?}");
+    let mut ids = std::collections::HashSet::new();
+    for (m, (function, ino)) in made.iter().zip(&logged) {
+        assert_eq!(m.s("function"), Some(function.as_str()), "{m:?}");
+        let f = file(m.i("file_id")).unwrap_or_else(|| panic!("{function} names a file: {m:?}"));
+        let name = format!("socket:[{ino}]");
+        assert_eq!(
+            (f.s("path"), f.i("ino"), f.s("kind")),
+            (Some(name.as_str()), Some(*ino), Some("socket")),
+            "{f:?}"
+        );
+        assert!(ids.insert(m.i("file_id")), "one file per socket: {f:?}");
+        let fd = m.i("ret").unwrap();
+        let close = calls
+            .iter()
+            .filter(|c| c.s("function") == Some("close") && c.list_i("args").first() == Some(&fd))
+            .find(|c| c.i("ts_begin_ns") > m.i("ts_end_ns"))
+            .unwrap_or_else(|| panic!("the close of {function}'s fd {fd}"));
+        assert!(m.i("handle_id").is_some(), "{m:?}");
+        assert_eq!(
+            (close.i("handle_id"), close.i("file_id")),
+            (m.i("handle_id"), m.i("file_id")),
+            "{close:?}"
+        );
+    }
+    // The client is the third socket made, the accepted one the fourth.
+    for (function, k) in [("write", 2), ("read", 3)] {
+        let c = calls
+            .iter()
+            .find(|c| c.s("function") == Some(function) && c.i("bytes_result") == Some(6))
+            .unwrap_or_else(|| panic!("the 6-byte {function}"));
+        assert_eq!(c.i("file_id"), made[k].i("file_id"), "{c:?}");
+    }
+    let events: Vec<&Row> = calls
+        .iter()
+        .filter(|c| matches!(c.s("function"), Some("eventfd2" | "epoll_create1")))
+        .collect();
+    let named: Vec<(&str, Option<&str>)> = events
+        .iter()
+        .map(|c| {
+            (
+                c.s("function").unwrap(),
+                file(c.i("file_id")).and_then(|f| f.s("path")),
+            )
+        })
+        .collect();
+    assert_eq!(
+        named,
+        [
+            ("eventfd2", Some("anon_inode:[eventfd]")),
+            ("epoll_create1", Some("anon_inode:[eventpoll]")),
+            ("eventfd2", Some("anon_inode:[eventfd]")),
+        ],
+        "{events:?}"
+    );
+    assert_eq!(events[0].i("file_id"), events[2].i("file_id"));
+    for m in &events {
+        let fd = m.i("ret").unwrap();
+        let on_fd: Vec<&Row> = calls
+            .iter()
+            .filter(|c| c.list_i("args").first() == Some(&fd))
+            .filter(|c| c.i("ts_begin_ns") > m.i("ts_end_ns"))
+            .take_while(|c| c.s("function") != Some("close"))
+            .collect();
+        let close = calls
+            .iter()
+            .filter(|c| c.s("function") == Some("close") && c.list_i("args").first() == Some(&fd))
+            .find(|c| c.i("ts_begin_ns") > m.i("ts_end_ns"))
+            .expect("the close");
+        for c in on_fd.iter().chain([&close]) {
+            assert!(m.i("handle_id").is_some(), "{m:?}");
+            assert_eq!(
+                (c.i("handle_id"), c.i("file_id")),
+                (m.i("handle_id"), m.i("file_id")),
+                "{c:?}"
+            );
+        }
+        if m.s("function") == Some("eventfd2") && std::ptr::eq(*m, events[0]) {
+            let moved: Vec<_> = on_fd
+                .iter()
+                .map(|c| (c.s("function"), c.i("bytes_result")))
+                .collect();
+            assert_eq!(moved, [(Some("write"), Some(8)), (Some("read"), Some(8))]);
+        }
+    }
+}
+
 /// Files with no path (tests/workloads/pipes.c): the pipe2 and pipe rows name the read end,
 /// then the write end, on a file `pipe:[INO]` whose inode the workload logged; the child's
 /// reads (another process, the fd inherited by fork) and the parent's writes are on that
