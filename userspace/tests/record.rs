@@ -3485,6 +3485,23 @@ fn skipped_stdio_writes_no_breakpoints_into_libc() {
     }
 }
 
+/// `strata record --layers posix` of tests/workloads/NAME.c, built, given the log it writes
+/// as its one argument: the executable, the log and the dataset.
+fn record_posix_logging(name: &str) -> (PathBuf, PathBuf, PathBuf) {
+    require_root();
+    let dir = std::fs::canonicalize(scratch(name)).unwrap();
+    let exe = build_c("cc", &format!("{name}.c"), &dir.join(name), &["-O0"]);
+    let (log, out) = (dir.join("log.txt"), dir.join("out"));
+    let res = run(strata()
+        .args(["record", "-q", "--layers", "posix", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(&exe)
+        .arg(&log));
+    assert!(res.status.success(), "{name}: {:?}", res.status);
+    (exe, log, out)
+}
+
 /// A descriptor strata never saw made (tests/workloads/pty_peer.c: a pseudo-terminal's peer
 /// from the TIOCGPTPEER ioctl, which the ioctl probe does not record, as mpirun makes each
 /// rank's stdout) is named through its copy: the dup2 row and the new fd's handle are on the
@@ -3493,18 +3510,7 @@ fn skipped_stdio_writes_no_breakpoints_into_libc() {
 /// the copy's parent, and its close names it.
 #[test]
 fn a_copy_of_a_descriptor_never_seen_made_is_on_its_file() {
-    require_root();
-    let dir = std::fs::canonicalize(scratch("pty_peer")).unwrap();
-    let exe = build_c("cc", "pty_peer.c", &dir.join("pty_peer"), &["-O0"]);
-    let log = dir.join("peer.txt");
-    let out = dir.join("out");
-    let res = run(strata()
-        .args(["record", "-q", "--layers", "posix", "-o"])
-        .arg(&out)
-        .arg("--")
-        .arg(&exe)
-        .arg(&log));
-    assert!(res.status.success(), "{:?}", res.status);
+    let (_, log, out) = record_posix_logging("pty_peer");
     let text = std::fs::read_to_string(&log).unwrap();
     let (name, ino) = text.trim().split_once(' ').unwrap();
     let ino: i64 = ino.parse().unwrap();
@@ -3596,18 +3602,7 @@ fn a_copy_of_a_descriptor_never_seen_made_is_on_its_file() {
 /// and read name them.
 #[test]
 fn sockets_and_event_fds_are_files() {
-    require_root();
-    let dir = std::fs::canonicalize(scratch("sockets")).unwrap();
-    let exe = build_c("cc", "sockets.c", &dir.join("sockets"), &["-O0"]);
-    let log = dir.join("sockets.txt");
-    let out = dir.join("out");
-    let res = run(strata()
-        .args(["record", "-q", "--layers", "posix", "-o"])
-        .arg(&out)
-        .arg("--")
-        .arg(&exe)
-        .arg(&log));
-    assert!(res.status.success(), "{:?}", res.status);
+    let (exe, log, out) = record_posix_logging("sockets");
     let logged: Vec<(String, i64)> = std::fs::read_to_string(&log)
         .unwrap()
         .lines()
