@@ -2358,7 +2358,7 @@ impl AsyncRun {
 }
 
 /// A process doing its I/O through io_uring: the ring's setup, registration and entry are
-/// calls on the ring's fd, the entry with the number of requests submitted and taken; the
+/// calls on the ring's fd (on `anon_inode:[io_uring]`), the entry with the number of requests submitted and taken; the
 /// request's write is no call of the process, and the page-cache layer sees its page.
 /// Ground truth: tests/workloads/uring.c.
 #[test]
@@ -2380,6 +2380,11 @@ fn io_uring_rings_are_recorded_and_their_io_seen_below() {
         .find(|h| h.i("handle_id") == Some(ring_handle))
         .unwrap();
     assert_eq!((h.s("kind"), h.i("raw_handle")), (Some("fd"), Some(ring)));
+    let ring_file = rows(&t.out, "files")
+        .into_iter()
+        .find(|f| f.i("file_id").is_some() && f.i("file_id") == setup.i("file_id"))
+        .expect("the ring's fd is on a file");
+    assert_eq!(ring_file.s("path"), Some("anon_inode:[io_uring]"));
     let register = t.one("io_uring_register");
     assert_eq!(register.i("handle_id"), Some(ring_handle));
     assert_eq!(
@@ -2404,6 +2409,7 @@ fn io_uring_rings_are_recorded_and_their_io_seen_below() {
         .find(|c| c.list_i("args")[0] == ring)
         .expect("the ring's close");
     assert_eq!(h.i("destroyed_by_call_id"), close.i("call_id"));
+    assert_eq!(close.i("file_id"), setup.i("file_id"));
     assert!(t.of("close").iter().any(|c| c.list_i("args")[0] == data));
     t.request_seen_below(enter);
 }
