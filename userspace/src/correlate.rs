@@ -647,25 +647,37 @@ impl Correlator {
         )))
     }
 
-    /// The standard fds (0, 1, 2) of a process strata started and holds before its exec: fd
-    /// handles named by their files now, which its descendants inherit. A short job is gone
-    /// before its first call on them is handled, and /proc with it. Where one is a regular
-    /// file (`job > out.txt`), its position and O_APPEND come from /proc too, so that the
-    /// job's writes to it have their offsets.
-    pub fn standard_fds(&mut self, pid: i32) {
-        for fd in 0..3 {
+    /// The fds a process strata started and holds before its exec will keep: the standard
+    /// ones (0, 1, 2) and any other its launcher left open without close-on-exec (a batch
+    /// script's `exec 3> log`, a parent's pipe), as fd handles named by their files now,
+    /// which its descendants inherit. A short job is gone before its first call on them is
+    /// handled, and /proc with it. Where one is a regular file (`job > out.txt`), its position
+    /// and O_APPEND come from /proc too, so that the job's writes to it have their offsets.
+    /// strata's own fds in the held child are all close-on-exec.
+    pub fn inherited_fds(&mut self, pid: i32) {
+        let mut fds: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+            .collect();
+        fds.sort_unstable();
+        for fd in fds {
+            let info = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}"));
+            let Some((pos, flags)) = info.ok().as_deref().and_then(fdinfo_pos_flags) else {
+                continue;
+            };
+            if fd > 2 && flags & libc::O_CLOEXEC as u64 != 0 {
+                continue;
+            }
             let Some(h) = self.fd_handle(pid, fd) else {
                 continue;
             };
             let regular = std::fs::metadata(format!("/proc/{pid}/fd/{fd}"))
                 .is_ok_and(|m| m.file_type().is_file());
-            let info = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}"));
-            if let (true, Ok(info)) = (regular, info) {
-                if let Some((pos, flags)) = fdinfo_pos_flags(&info) {
-                    self.handles.set_pos(h, Some(pos));
-                    self.handles
-                        .set_append(h, flags & libc::O_APPEND as u64 != 0);
-                }
+            if regular {
+                self.handles.set_pos(h, Some(pos));
+                self.handles
+                    .set_append(h, flags & libc::O_APPEND as u64 != 0);
             }
         }
     }

@@ -327,7 +327,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
             args.command.join(" "),
             now,
         );
-        corr.standard_fds(sp.pid.as_raw());
+        corr.inherited_fds(sp.pid.as_raw());
         sp.release()?;
     }
 

@@ -3165,6 +3165,56 @@ fn calls_on_an_assigned_stdout_name_the_stream_it_points_to() {
     }
 }
 
+/// An fd other than 0, 1 and 2 that the command inherits from whoever ran strata (a batch
+/// script's `exec 7> log`) is named before the command runs, with its position: the command's
+/// write through it is on the log's file at the offset the launcher left (10), and the close
+/// names the same handle, which strata did not see opened. A shell that has long exited by
+/// the time its calls are handled leaves nothing in /proc to name it by.
+#[test]
+fn an_inherited_fd_of_the_command_is_named_with_its_position() {
+    require_root();
+    let dir = std::fs::canonicalize(scratch("inherited_fd")).unwrap();
+    let (log, out) = (dir.join("log.txt"), dir.join("out"));
+    let res = run(Command::new("sh")
+        .arg("-c")
+        .arg(r#"exec 7>"$1"; printf 0123456789 >&7; exec "$2" record -q --layers posix -o "$3" -- sh -c 'printf abcd >&7; exec 7>&-'"#)
+        .arg("sh")
+        .arg(&log)
+        .arg(env!("CARGO_BIN_EXE_strata"))
+        .arg(&out));
+    assert!(res.status.success(), "{:?}", res.status);
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "0123456789abcd");
+    let file = common::file_id_of(&out, &log);
+    let calls = rows(&out, "calls");
+    let write = calls
+        .iter()
+        .find(|c| c.s("function") == Some("write") && c.i("bytes_result") == Some(4))
+        .expect("the command's write");
+    assert_eq!(
+        (write.i("file_id"), write.i("offset")),
+        (Some(file), Some(10)),
+        "{write:?}"
+    );
+    let close = calls
+        .iter()
+        .find(|c| c.s("function") == Some("close") && c.list_i("args").first() == Some(&7))
+        .expect("the close of fd 7");
+    assert_eq!(close.i("file_id"), Some(file), "{close:?}");
+    let handle = rows(&out, "handles")
+        .into_iter()
+        .find(|h| h.i("handle_id").is_some() && h.i("handle_id") == close.i("handle_id"))
+        .expect("the close names a handle");
+    assert_eq!(
+        (
+            handle.i("raw_handle"),
+            handle.i("created_by_call_id"),
+            handle.i("destroyed_by_call_id")
+        ),
+        (Some(7), None, close.i("call_id")),
+        "{handle:?}"
+    );
+}
+
 /// fscanf says how many fields it matched, not how many bytes it read. strata's bytes are
 /// what the stream had buffered when the call began, plus the read(2)s beneath it, less what
 /// it has buffered when it returns: exact across refills of the buffer, so that a stream's
