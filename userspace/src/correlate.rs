@@ -94,6 +94,10 @@ struct Adoption {
     /// Fds opened before tracing that a call beneath closed, with their handles, kept for
     /// the stream this call may make of one (`fclose(stdout)`, see `unseen_stream`).
     closed: Vec<(i32, HandleId)>,
+    /// Rows of calls on such handles that have no file yet (a dataset opened from the group
+    /// id an HDF5 iteration made for its callback), written once an enclosing call gives
+    /// their handle one, or as they are when none does.
+    rows: Vec<CallRow>,
     age: u32,
 }
 
@@ -118,6 +122,8 @@ pub struct Correlator {
     /// Whether processes that exec strata join `peers` (`--all`).
     peers_left_out: bool,
     adoptions: HashMap<u64, Adoption>,
+    /// Rows held in adoptions, let go: written after the record at hand.
+    released: Vec<CallRow>,
     pub procs: Procs,
     pub handles: Handles,
     /// Names of the libraries probes.toml probes, with their other base names (for
@@ -226,6 +232,7 @@ impl Correlator {
             peers: Vec::new(),
             peers_left_out: false,
             adoptions: HashMap::default(),
+            released: Vec::new(),
             procs: Procs::default(),
             handles: Handles::default(),
             xfer_modes: HashMap::default(),
@@ -316,12 +323,19 @@ impl Correlator {
                 self.summary.add_call(p.layer, p.op, &row);
                 self.kernel.call_done(&row);
                 let transfer = self.queues_transfers && matches!(p.op, Op::Read | Op::Write);
-                if transfer && p.arg(ArgKind::OutRequest).is_some() {
+                let queues = transfer && p.arg(ArgKind::OutRequest).is_some();
+                let may_be_queued =
+                    transfer && p.layer == Layer::Posix && p.arg(ArgKind::Offset).is_some();
+                self.write_released(out);
+                if row.file_id.is_none() && self.held_for_file(&rec, &row) {
+                    self.adoption(rec.parent_id, rec.pid as i32).rows.push(row);
+                    self.bound_adoptions(rec.parent_id);
+                } else if queues {
                     for t in self.helpers.request(&row) {
                         self.push_call(out, &t);
                     }
                     self.push_call(out, &row);
-                } else if transfer && p.layer == Layer::Posix && p.arg(ArgKind::Offset).is_some() {
+                } else if may_be_queued {
                     if let Some(row) = self.helpers.transfer(row) {
                         self.push_call(out, &row);
                     }
@@ -329,7 +343,10 @@ impl Correlator {
                     self.push_call(out, &row);
                 }
             }
-            Event::Proc { event, rec } => self.proc_event(event, &rec),
+            Event::Proc { event, rec } => {
+                self.proc_event(event, &rec);
+                self.write_released(out);
+            }
             Event::TypeIds { pid, types } => self.dataspaces.types(pid as i32, types),
             Event::Image {
                 pid,
@@ -481,6 +498,7 @@ impl Correlator {
             a.age += 1;
             a.age >= ADOPTION_MAX_AGE
         });
+        self.write_released(out);
         self.kernel.tick(&self.files);
         for row in self.helpers.tick() {
             self.push_call(out, &row);
@@ -497,6 +515,7 @@ impl Correlator {
     /// End of the run: every open handle and live process is written as it stands.
     pub fn finish(&mut self, out: &mut Dataset) {
         self.give_up_adoptions(|_| true);
+        self.write_released(out);
         // Still in flight when recording stopped.
         self.requests_unfinished += self.uring_pending.len() as u64;
         self.uring_pending.clear();
@@ -573,6 +592,7 @@ impl Correlator {
                 {
                     self.handles.set_adoption_pending(h, false);
                 }
+                self.released.extend(a.rows);
             }
         }
     }
@@ -1168,7 +1188,9 @@ impl Correlator {
                     }
                 } else {
                     created = Some(self.open(&p, rec, path.as_deref(), modestr, handle, ts_begin));
-                    explicit_parent = handle.is_some();
+                    // Opened from an object that waits for its file (an attribute of a dataset
+                    // opened in an iteration's callback): waits with it.
+                    explicit_parent = handle.is_some_and(|h| !self.waits_for_file(h));
                 }
                 handle = created.or(handle);
             }
@@ -1441,7 +1463,7 @@ impl Correlator {
             });
         }
 
-        self.adopt(rec, created, explicit_parent, pid);
+        self.adopt(rec, created, explicit_parent, pid, handle);
 
         let file_id = created
             .and_then(|h| self.handles.get(h))
@@ -1562,7 +1584,7 @@ impl Correlator {
             None => (None, None, at),
         };
         if !self.adoptions.is_empty() {
-            self.adopt(rec, None, false, pid);
+            self.adopt(rec, None, false, pid, None);
         }
         let names = &self.names[rec.func_id as usize];
         let nargs = p.args.len().min(rec.args.len());
@@ -1810,11 +1832,20 @@ impl Correlator {
     }
 
     /// Links handles created beneath this call to the handle it created (see module docs).
-    fn adopt(&mut self, rec: &CallRecord, created: Option<HandleId>, explicit: bool, pid: i32) {
-        let (orphans, closed) = self
+    /// `about`: the handle the call is about, when it made none (a group an HDF5 iteration
+    /// goes over).
+    fn adopt(
+        &mut self,
+        rec: &CallRecord,
+        created: Option<HandleId>,
+        explicit: bool,
+        pid: i32,
+        about: Option<HandleId>,
+    ) {
+        let (orphans, closed, rows) = self
             .adoptions
             .remove(&rec.call_id)
-            .map(|a| (a.handles, a.closed))
+            .map(|a| (a.handles, a.closed, a.rows))
             .unwrap_or_default();
         let parent_call = rec.parent_id;
         self.hold_closed(parent_call, pid, closed);
@@ -1832,7 +1863,7 @@ impl Correlator {
                     // group HDF5 iterated, whose id strata never saw made) is part of what
                     // this call opened.
                     if let Some(c) = self.handles.get_mut(o) {
-                        c.row.parent_handle_id = Some(h);
+                        c.row.parent_handle_id.get_or_insert(h);
                         c.row.file_id = c.row.file_id.or(file);
                     }
                     self.handles.set_adoption_pending(o, false);
@@ -1841,8 +1872,12 @@ impl Correlator {
                     up.push(h);
                 }
             }
-            None => up = orphans,
+            None => {
+                self.on_file_of(about, &orphans, parent_call == 0);
+                up = orphans;
+            }
         }
+        self.held_rows(rows, parent_call, pid);
         if parent_call == 0 {
             for h in up {
                 self.handles.set_adoption_pending(h, false);
@@ -1880,13 +1915,79 @@ impl Correlator {
             pid,
             handles: Vec::new(),
             closed: Vec::new(),
+            rows: Vec::new(),
             age: 0,
         })
     }
 
+    /// Library objects without a file made beneath a call about handle `about` (H5Literate
+    /// over a group, H5Ovisit from an object) are in its file, when they are of its layer:
+    /// opened from the id the library made for the call's callback, which names the object
+    /// the call goes over. At the top of the stack (`top`) they are its children; beneath,
+    /// an enclosing call that made a handle takes them as its own (nc_open, the datasets it
+    /// found).
+    fn on_file_of(&mut self, about: Option<HandleId>, orphans: &[HandleId], top: bool) {
+        let Some((about, file, layer)) = about.and_then(|a| {
+            let row = &self.handles.get(a)?.row;
+            Some((a, row.file_id?, row.layer.clone()))
+        }) else {
+            return;
+        };
+        for o in orphans {
+            if let Some(c) = self.handles.get_mut(*o) {
+                if c.row.file_id.is_none() && c.row.kind != "fd" && c.row.layer == layer {
+                    c.row.file_id = Some(file);
+                    if top {
+                        c.row.parent_handle_id.get_or_insert(about);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whether handle `h` waits for adoption with no file.
+    fn waits_for_file(&self, h: HandleId) -> bool {
+        self.handles
+            .get(h)
+            .is_some_and(|h| h.adoption_pending && h.row.file_id.is_none())
+    }
+
+    /// Whether the row of a call beneath another (`rec`), with no file, is on a handle that
+    /// waits for adoption with no file either: held until its adopter gives it one.
+    fn held_for_file(&self, rec: &CallRecord, row: &CallRow) -> bool {
+        rec.parent_id != 0
+            && !self.adoptions.is_empty()
+            && row.handle_id.is_some_and(|h| self.waits_for_file(h))
+    }
+
+    /// Rows held beneath a call that returned: on their handle's file where it has one now,
+    /// else held on under `parent_call` while their handle waits there.
+    fn held_rows(&mut self, rows: Vec<CallRow>, parent_call: u64, pid: i32) {
+        for mut row in rows {
+            let h = row.handle_id.and_then(|h| self.handles.get(h));
+            row.file_id = row.file_id.or(h.and_then(|h| h.row.file_id));
+            if row.file_id.is_none() && parent_call != 0 && h.is_some_and(|h| h.adoption_pending) {
+                self.adoption(parent_call, pid).rows.push(row);
+            } else {
+                self.released.push(row);
+            }
+        }
+    }
+
+    /// Writes the rows let go from adoptions.
+    fn write_released(&mut self, out: &mut Dataset) {
+        if self.released.is_empty() {
+            return;
+        }
+        for row in std::mem::take(&mut self.released) {
+            self.push_call(out, &row);
+        }
+    }
+
     /// At most `ADOPTION_MAX_HANDLES` wait under one call.
     fn bound_adoptions(&mut self, call: u64) {
-        let over = |a: &Adoption| a.handles.len() + a.closed.len() > ADOPTION_MAX_HANDLES;
+        let over =
+            |a: &Adoption| a.handles.len() + a.closed.len() + a.rows.len() > ADOPTION_MAX_HANDLES;
         if self.adoptions.get(&call).is_some_and(over) {
             self.give_up_adoptions(|a| over(a));
         }

@@ -38,6 +38,13 @@ fn calls_of<'a>(calls: &'a [Row], f: &str) -> Vec<&'a Row> {
         .collect()
 }
 
+/// The one call of function `f` in `calls`.
+fn one_call<'a>(calls: &'a [Row], f: &str) -> &'a Row {
+    let v = calls_of(calls, f);
+    assert_eq!(v.len(), 1, "{f}: {v:?}");
+    v[0]
+}
+
 /// The row whose `col` is `id` (a handle's, a call's).
 fn by_id<'a>(rows: &'a [Row], col: &str, id: Option<i64>) -> &'a Row {
     rows.iter()
@@ -51,6 +58,29 @@ fn h5pcc_workload(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
     let dir = scratch(name);
     let exe = build_c("h5pcc", &format!("{name}.c"), &dir.join(name), &["-shlib"]);
     (dir, exe)
+}
+
+/// Workload `name` built by h5pcc, recorded at the hdf5 layer as it writes `file` with `n`
+/// elements: the calls in the order they began, the handles, the file's id, and the run's
+/// output.
+fn record_h5pcc(name: &str, file: &str, n: i64) -> (Vec<Row>, Vec<Row>, i64, std::process::Output) {
+    require_root();
+    let (dir, exe) = h5pcc_workload(name);
+    let out = dir.join("out");
+    let file = dir.join(file);
+    let res = run(common::recording("hdf5", &out)
+        .arg(&exe)
+        .arg(&file)
+        .arg(n.to_string()));
+    assert!(res.status.success(), "{:?}", res.status);
+    let mut calls = rows(&out, "calls");
+    calls.sort_by_key(|c| c.i("ts_begin_ns"));
+    (
+        calls,
+        rows(&out, "handles"),
+        common::file_id_of(&out, &file),
+        res,
+    )
 }
 
 /// The HDF5 workload built against the shared library that strata probes (`-shlib`), and the
@@ -1467,27 +1497,11 @@ const N_OBJECTS: i64 = 1000;
 /// Ground truth: tests/workloads/hdf5_objects.c.
 #[test]
 fn hdf5_objects_opened_every_way_are_handles_their_calls_name() {
-    require_root();
-    let (dir, exe) = h5pcc_workload("hdf5_objects");
-    let out = dir.join("out");
-    let file = dir.join("objects.h5");
-    let res = run(common::recording("hdf5", &out)
-        .arg(&exe)
-        .arg(&file)
-        .arg(N_OBJECTS.to_string()));
-    assert!(res.status.success(), "{:?}", res.status);
-    let mut calls = rows(&out, "calls");
-    calls.sort_by_key(|c| c.i("ts_begin_ns"));
-    let handles = rows(&out, "handles");
+    let (calls, handles, file_id, _) = record_h5pcc("hdf5_objects", "objects.h5", N_OBJECTS);
     let handle = |c: &Row| by_id(&handles, "handle_id", c.i("handle_id"));
-    let file_id = common::file_id_of(&out, &file);
     // The calls of a function, in the order the program made them.
     let of = |f: &str| calls_of(&calls, f);
-    let one = |f: &str| -> &Row {
-        let v = of(f);
-        assert_eq!(v.len(), 1, "{f}: {v:?}");
-        v[0]
-    };
+    let one = |f: &str| one_call(&calls, f);
     let made = |c: &Row| handle(c).i("handle_id");
 
     // (opener, the call that made the object it was opened from, its name, its close).
@@ -1576,11 +1590,84 @@ fn hdf5_objects_opened_every_way_are_handles_their_calls_name() {
     assert_eq!(bytes("H5Aread"), moved(&[8, 4, 8, 4]));
 }
 
+/// hdf5_iterate.c's N: ints in dataset "a" ("b" holds twice as many).
+const N_ITERATE: i64 = 1000;
+
+/// Datasets a callback opens from the id HDF5 made for an iteration (H5Literate over a group,
+/// H5Lvisit_by_name from the file), an id no probed call returned: each is a handle on the
+/// file, under the handle the iteration went over, and the calls on it (its open, read and
+/// close, all inside the iteration) name the handle and the file. Ground truth:
+/// tests/workloads/hdf5_iterate.c, which prints each id its callbacks were given.
+#[test]
+fn datasets_opened_in_an_iterations_callback_are_on_its_file() {
+    let (calls, handles, file_id, res) = record_h5pcc("hdf5_iterate", "iterate.h5", N_ITERATE);
+    let given: Vec<i64> = String::from_utf8_lossy(&res.stdout)
+        .lines()
+        .filter_map(|l| l.strip_prefix("loc ")?.parse().ok())
+        .collect();
+    assert_eq!(given.len(), 4, "{given:?}");
+    let handle = |c: &Row| by_id(&handles, "handle_id", c.i("handle_id"));
+    let of = |f: &str| calls_of(&calls, f);
+    let one = |f: &str| one_call(&calls, f);
+    // No probed call returned an id a callback was given.
+    for c in &calls {
+        assert!(!given.contains(&c.i("ret").unwrap_or(-1)), "{c:?}");
+    }
+    let reopen = of("H5Fopen");
+    assert_eq!(reopen.len(), 1);
+    let (literate, visit) = (one("H5Literate"), one("H5Lvisit_by_name"));
+    let group = one("H5Gopen2");
+    assert_eq!(literate.i("handle_id"), handle(group).i("handle_id"));
+    assert_eq!(visit.i("handle_id"), handle(reopen[0]).i("handle_id"));
+    assert_eq!(visit.s("path"), Some("/"));
+    let opens: Vec<&Row> = of("H5Dopen2")
+        .into_iter()
+        .filter(|c| c.i("ts_begin_ns") > reopen[0].i("ts_begin_ns"))
+        .collect();
+    let (reads, closes) = (of("H5Dread"), of("H5Dclose"));
+    assert_eq!((opens.len(), reads.len()), (4, 4), "{opens:?}");
+    let closes = &closes[closes.len() - 4..];
+    let expected = [
+        (literate, group, "a", 1),
+        (literate, group, "b", 2),
+        (visit, reopen[0], "g/a", 1),
+        (visit, reopen[0], "g/b", 2),
+    ];
+    for (i, (iteration, over, name, ints)) in expected.into_iter().enumerate() {
+        let (open, read, close) = (opens[i], reads[i], closes[i]);
+        assert_eq!(open.i("parent_id"), iteration.i("call_id"), "{name}");
+        assert_eq!(
+            open.list_i("args")[0],
+            given[i],
+            "{name}: from the id given"
+        );
+        assert_eq!(open.s("path"), Some(name));
+        let h = handle(open);
+        assert_eq!(h.s("kind"), Some("hid"), "{name}");
+        assert_eq!(h.i("created_by_call_id"), open.i("call_id"), "{name}");
+        assert_eq!(h.i("destroyed_by_call_id"), close.i("call_id"), "{name}");
+        assert_eq!(h.s("path"), Some(name), "{name}");
+        assert_eq!(h.i("file_id"), Some(file_id), "{name}");
+        assert_eq!(
+            h.i("parent_handle_id"),
+            handle(over).i("handle_id"),
+            "{name}: under what the iteration went over"
+        );
+        for c in [open, read, close] {
+            assert_eq!(c.i("parent_id"), iteration.i("call_id"), "{c:?}");
+            assert_eq!(c.i("handle_id"), h.i("handle_id"), "{c:?}");
+            assert_eq!(c.i("file_id"), Some(file_id), "{c:?}");
+        }
+        assert_eq!(read.i("bytes_result"), Some(ints * N_ITERATE * 4), "{name}");
+    }
+}
+
 /// netcdf_read.c's N: doubles in each variable.
 const N_READ: i64 = 1000;
 
-/// A NetCDF-4 file read back: nc_open finds its variables by iterating the file's group, opens
-/// each dataset by H5Oopen from an id HDF5 made for the iteration (strata never sees it made),
+/// A NetCDF-4 file read back: nc_open finds its variables by iterating the file's group
+/// (H5Literate), opens each dataset by H5Oopen from an id HDF5 made for the iteration (strata
+/// never sees it made),
 /// keeps it with H5Iinc_ref and closes it once with H5Oclose. Each nc_get_vara's H5Dread still
 /// names that dataset's handle, on the file, under the ncid nc_open made; the handle lives until
 /// nc_close's H5Dclose; and the POSIX reads beneath are on the same file. Ground truth:
@@ -1656,7 +1743,10 @@ fn netcdf_reads_name_the_datasets_nc_open_found() {
         );
         let made = call(dataset.i("created_by_call_id"));
         assert_eq!(made.s("function"), Some("H5Oopen"), "{var}");
-        assert_eq!(made.i("parent_id"), open[0].i("call_id"), "{var}");
+        // In the callback of nc_open's iteration over the group.
+        let iteration = call(made.i("parent_id"));
+        assert_eq!(iteration.s("function"), Some("H5Literate"), "{var}");
+        assert_eq!(iteration.i("parent_id"), open[0].i("call_id"), "{var}");
         let ended = call(dataset.i("destroyed_by_call_id"));
         assert_eq!(ended.s("function"), Some("H5Dclose"), "{var}");
         assert_eq!(
