@@ -160,6 +160,10 @@ pub fn run(args: DaemonArgs) -> anyhow::Result<()> {
         },
     )?;
     loaded.expedite = args.expedite;
+    // Kept with the rest: each job's probes table lists them, and they are linked again for
+    // each job.
+    let builds = loaded.attach_installed_builds(&probes);
+    loaded.statuses.extend(builds);
     let attached = loaded
         .statuses
         .iter()

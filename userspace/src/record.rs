@@ -257,6 +257,11 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
     for s in attach_opened_libraries(&mut loaded, &mut corr, &probes, &mut out, &run_id) {
         tally(&s, &mut attached, &mut failed);
     }
+    for s in loaded.attach_installed_builds(&probes) {
+        tally(&s, &mut attached, &mut failed);
+        out.probes
+            .push(probe_row(&run_id, &probes[s.probe_id as usize], &s));
+    }
     // Programs linked statically against probed libraries: the command, and executables
     // named among its arguments (`mpirun -np 64 ./app`), before anything runs.
     if let Some(exe) = &exe {

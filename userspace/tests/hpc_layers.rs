@@ -1662,6 +1662,74 @@ fn datasets_opened_in_an_iterations_callback_are_on_its_file() {
     }
 }
 
+/// A program linked against a build of HDF5 that probes.toml does not name (Debian's serial
+/// one, as h5ls and h5dump are), started by a shell, so that the start-up search for what the
+/// command loads does not see it: the build is in the loader's cache, probed from the start,
+/// and the program's calls are all rows from its first. Ground truth:
+/// tests/workloads/hdf5_iterate.c.
+#[test]
+fn a_build_of_hdf5_a_script_runs_is_probed_from_its_first_call() {
+    require_root();
+    let dir = scratch("hdf5_serial_script");
+    let serial = "/usr/lib/x86_64-linux-gnu/libhdf5_serial.so.103";
+    let exe = build_c(
+        "mpicc",
+        "hdf5_iterate.c",
+        &dir.join("hdf5_iterate_serial"),
+        &["-I/usr/include/hdf5/openmpi", serial],
+    );
+    let ldd = std::process::Command::new("ldd")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    let ldd = String::from_utf8_lossy(&ldd.stdout);
+    assert!(ldd.contains("libhdf5_serial.so.103"), "{ldd}");
+    assert!(!ldd.contains("libhdf5_openmpi"), "{ldd}");
+    let out = dir.join("out");
+    let file = dir.join("serial.h5");
+    let res = run(common::recording("hdf5", &out).args([
+        "sh",
+        "-c",
+        &format!("{} {} {N_ITERATE}", exe.display(), file.display()),
+    ]));
+    assert!(res.status.success(), "{:?}", res.status);
+    let mut calls = rows(&out, "calls");
+    calls.sort_by_key(|c| c.i("ts_begin_ns"));
+    assert_eq!(
+        calls.first().and_then(|c| c.s("function")),
+        Some("H5Fcreate"),
+        "the program's first HDF5 call is recorded"
+    );
+    let count = |f: &str| calls_of(&calls, f).len();
+    let counts: Vec<usize> = [
+        "H5Fcreate",
+        "H5Gcreate2",
+        "H5Dcreate2",
+        "H5Dwrite",
+        "H5Fopen",
+        "H5Gopen2",
+        "H5Literate",
+        "H5Lvisit_by_name",
+        "H5Dopen2",
+        "H5Dread",
+        "H5Dclose",
+        "H5Gclose",
+        "H5Fclose",
+    ]
+    .iter()
+    .map(|f| count(f))
+    .collect();
+    assert_eq!(counts, [1, 1, 2, 2, 1, 1, 1, 1, 4, 4, 6, 2, 2]);
+    let probes = rows(&out, "probes");
+    assert!(
+        probes.iter().any(|p| p.s("function") == Some("H5Fcreate")
+            && p.s("target")
+                .is_some_and(|t| t.ends_with("/libhdf5_serial.so.103"))
+            && p.s("status") == Some("attached")),
+        "probed in the serial build"
+    );
+}
+
 /// netcdf_read.c's N: doubles in each variable.
 const N_READ: i64 = 1000;
 
