@@ -422,6 +422,71 @@ fn an_idle_daemon_leaves_no_breakpoint_in_the_nodes_processes() {
     }
 }
 
+/// A job running a program linked against a build of HDF5 that probes.toml does not name
+/// (Debian's serial one, in the loader's cache), started by a shell: the daemon probed that
+/// build when it started and links it again for each job after releasing it while idle, so
+/// each job has every HDF5 call of the program from its first. Ground truth:
+/// tests/workloads/hdf5_iterate.c.
+#[test]
+fn each_job_has_the_calls_of_an_installed_hdf5_build_from_the_first() {
+    require_root();
+    let dir = scratch("daemon_serial_hdf5");
+    let exe = build_c(
+        "mpicc",
+        "hdf5_iterate.c",
+        &dir.join("hdf5_iterate_serial"),
+        &[
+            "-I/usr/include/hdf5/openmpi",
+            "/usr/lib/x86_64-linux-gnu/libhdf5_serial.so.103",
+        ],
+    );
+    let root = dir.join("root");
+    let socket = dir.join("ctl.sock");
+    let (mut daemon, _log) = start_daemon(&root, &socket, "hdf5", &[]);
+    let jobs = ["job-1", "job-2"];
+    for job in jobs {
+        let g = Group::new(job);
+        g.create();
+        ctl(&socket, &["start", job, "--cgroup", g.0.to_str().unwrap()]);
+        let file = dir.join(format!("{job}.h5"));
+        let mut w = inside(&g, &format!("{} {} 100", exe.display(), file.display()));
+        assert!(w.wait().unwrap().success(), "{job}");
+        std::thread::sleep(Duration::from_millis(500));
+        ctl(&socket, &["stop", job]);
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(daemon.0.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    assert!(daemon.0.wait().unwrap().success());
+    for job in jobs {
+        let mut calls = rows(&root.join(job), "calls");
+        calls.sort_by_key(|c| c.i("ts_begin_ns"));
+        let functions: Vec<&str> = calls.iter().filter_map(|c| c.s("function")).collect();
+        assert_eq!(
+            functions.first(),
+            Some(&"H5Fcreate"),
+            "{job}: {functions:?}"
+        );
+        let count = |f: &str| functions.iter().filter(|g| **g == f).count();
+        assert_eq!(
+            [
+                "H5Fcreate",
+                "H5Dwrite",
+                "H5Fopen",
+                "H5Dopen2",
+                "H5Dread",
+                "H5Dclose",
+                "H5Fclose"
+            ]
+            .map(count),
+            [1, 2, 1, 4, 4, 6, 2],
+            "{job}"
+        );
+    }
+}
+
 #[test]
 fn ctl_without_a_daemon_and_bad_requests_say_what_is_wrong() {
     let dir = scratch("daemon_ctl");
