@@ -3533,6 +3533,18 @@ fn skipped_stdio_writes_no_breakpoints_into_libc() {
     }
 }
 
+/// The `NAME INODE` lines a workload logged, in order.
+fn logged_inodes(log: &Path) -> Vec<(String, i64)> {
+    std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (name, ino) = l.split_once(' ').unwrap();
+            (name.to_string(), ino.parse().unwrap())
+        })
+        .collect()
+}
+
 /// `strata record --layers posix` of tests/workloads/NAME.c, built, given the log it writes
 /// as its one argument: the executable, the log and the dataset.
 fn record_posix_logging(name: &str) -> (PathBuf, PathBuf, PathBuf) {
@@ -3651,14 +3663,7 @@ fn a_copy_of_a_descriptor_never_seen_made_is_on_its_file() {
 #[test]
 fn sockets_and_event_fds_are_files() {
     let (exe, log, out) = record_posix_logging("sockets");
-    let logged: Vec<(String, i64)> = std::fs::read_to_string(&log)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let (f, ino) = l.split_once(' ').unwrap();
-            (f.to_string(), ino.parse().unwrap())
-        })
-        .collect();
+    let logged = logged_inodes(&log);
     assert_eq!(logged.len(), 6, "{logged:?}");
     let pid = workload_pid(&out, &exe);
     let mut calls: Vec<Row> = rows(&out, "calls")
@@ -3797,14 +3802,7 @@ fn pipes_and_memfds_in(mode: &str, dir: &Path, exe: &Path) {
         .arg(exe)
         .arg(&log));
     assert!(res.status.success(), "{mode}: {:?}", res.status);
-    let inodes: HashMap<String, i64> = std::fs::read_to_string(&log)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let (name, ino) = l.split_once(' ').unwrap();
-            (name.to_string(), ino.parse().unwrap())
-        })
-        .collect();
+    let inodes: HashMap<String, i64> = logged_inodes(&log).into_iter().collect();
     let files = rows(&out, "files");
     let file = |what: &str, path: String| -> i64 {
         let ino = inodes[what];
