@@ -1042,20 +1042,20 @@ fn inode(path: &Path) -> Option<(u64, u64)> {
 impl Loaded {
     /// Attaches the probes of the other builds of probed libraries that the loader's cache
     /// lists (Debian's serial and MPICH builds of HDF5 beside the Open MPI one probes.toml
-    /// names): a program linked against one, started by a script or a launcher, then runs
-    /// its first calls probed, where a build first seen mapped is probed only once strata
-    /// has seen it (the first milliseconds of h5ls, all of them).
+    /// names). A program linked against one and started by a script or a launcher has its
+    /// first calls probed; a build first seen mapped is probed only once strata has seen it,
+    /// after most of a short tool's calls (h5ls).
     pub fn attach_installed_builds(&mut self, probes: &[Probe]) -> Vec<ProbeStatus> {
-        let mut builds: Vec<(String, PathBuf)> = self
+        let mut builds: Vec<PathBuf> = self
             .ld_cache
             .iter()
             .filter(|(soname, _)| !libraries::named(probes, soname).is_empty())
-            .map(|(soname, path)| (soname.clone(), path.clone()))
+            .map(|(_, path)| path.clone())
             .collect();
         builds.sort();
         builds
             .into_iter()
-            .flat_map(|(_, path)| {
+            .flat_map(|path| {
                 let shown = path.display().to_string();
                 self.attach_library(probes, &path, &shown)
             })
