@@ -9,11 +9,13 @@
  *      and closes it.
  * Prints "loc ID" for each id a callback was given, so that a test can tell them from the
  * ids the program's own calls returned. Every call is checked; any failure exits 2.
- * Usage: hdf5_iterate FILE N */
+ * With DELAY_MS, the program sleeps that long before its first call.
+ * Usage: hdf5_iterate FILE N [DELAY_MS] */
 #include <hdf5.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define OK(x) do { if ((x) < 0) exit(2); } while (0)
 
@@ -57,8 +59,13 @@ static herr_t each_visited(hid_t group, const char *name, const H5L_info_t *info
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3) return 1;
+    if (argc != 3 && argc != 4) return 1;
     n = strtoull(argv[2], NULL, 10);
+    if (argc == 4) {
+        long ms = strtol(argv[3], NULL, 10);
+        struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+        nanosleep(&t, NULL);
+    }
     buf = calloc(2 * n, sizeof(int));
     for (hsize_t i = 0; i < 2 * n; i++) buf[i] = (int)i;
 

@@ -71,6 +71,8 @@ pub struct Loaded {
     lib_inodes: std::collections::HashSet<(u64, u64)>,
     /// The loader's cache as read at load (soname -> path).
     pub ld_cache: HashMap<String, PathBuf>,
+    /// What new images load at start, found at their exec.
+    pub start_libraries: crate::libraries::StartLibraries,
     /// Whether uprobes attached to a library and released at the end do so under expedited
     /// RCU grace periods ([`crate::grace`]).
     pub expedite: bool,
@@ -921,6 +923,7 @@ fn load_parsed(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
         uprobes,
         lib_inodes,
         ld_cache,
+        start_libraries: Default::default(),
         expedite: false,
     })
 }
@@ -1087,6 +1090,7 @@ impl Loaded {
         if !self.lib_inodes.insert(ino) {
             return Vec::new();
         }
+        let started = std::time::Instant::now();
         let table = match SymbolTable::read(file) {
             Ok(t) => t,
             Err(e) => {
@@ -1100,8 +1104,9 @@ impl Loaded {
         }
         let out = self.attach_to(probes, &wanted, file, shown, &table);
         log::info!(
-            "attached {} probes to {shown}",
-            out.iter().filter(|s| s.status == "attached").count()
+            "attached {} probes to {shown} in {:.1} ms",
+            out.iter().filter(|s| s.status == "attached").count(),
+            started.elapsed().as_secs_f64() * 1e3
         );
         out
     }
@@ -1772,9 +1777,7 @@ fn attach_uprobe(
     // load's displacement in the cookie, instead of at its single-stepped entry.
     let calls = match p.calls_in.is_empty() {
         true => None,
-        false => std::fs::read(path)
-            .ok()
-            .and_then(|data| crate::symbols::load_calls(&data, symbol, &p.calls_in)),
+        false => crate::symbols::load_calls(table, symbol, &p.calls_in),
     };
     if let Some((disp, sites)) = calls {
         let cookie = u64::from(spec.func_id)
@@ -1791,20 +1794,14 @@ fn attach_uprobe(
         // kernel single-steps (a second trap), is probed at its calls where `calls_in` finds
         // them, each an emulated `call` or `jmp`.
         let watched = watched_variable(p, table);
-        let data = (!p.calls_in.is_empty() || watched.is_some())
-            .then(|| std::fs::read(path).ok())
-            .flatten();
         let sites = match p.calls_in.is_empty() {
             true => None,
-            false => data
-                .as_deref()
-                .and_then(|data| crate::symbols::call_sites(data, symbol, &p.calls_in)),
+            false => crate::symbols::call_sites(table, symbol, &p.calls_in),
         };
         let at = sites.clone().unwrap_or_else(|| vec![offset]);
         for &site in &at {
             let cookie = watched
-                .zip(data.as_deref())
-                .and_then(|(var, data)| if_zero_cookie(p.id, data, var, site))
+                .and_then(|var| if_zero_cookie(p.id, table.bytes(), var, site))
                 .unwrap_or(u64::from(spec.func_id));
             uprobes.pending_calls.push((path.to_owned(), site, cookie));
             uprobes.at.insert((path.to_owned(), site), p.id);

@@ -301,9 +301,88 @@ fn expand(dirs: &[String], origin: &str) -> Vec<String> {
         .collect()
 }
 
+/// The libraries new images load at start, found at their exec from the program and the
+/// `LD_LIBRARY_PATH` the process was started with: a module tree's HDF5 that a job script
+/// put on its path is probed as the loader maps it, not once its report reaches strata (a
+/// short tool's calls are over by then). Kept per program and path, so that a script's
+/// thousand `sed`s cost one search.
+#[derive(Debug, Default)]
+pub struct StartLibraries {
+    known: HashMap<(u64, u64, Option<String>), Vec<String>>,
+    /// strata's own mount namespace: elsewhere (a container) the paths and the loader's cache
+    /// are another system's, and the loader's report is waited for.
+    own_ns: Option<Option<PathBuf>>,
+}
+
+/// Searches kept before the oldest are forgotten.
+const MAX_PROGRAMS: usize = 4_096;
+
+impl StartLibraries {
+    /// The shared objects process `pid`, which has just executed a new image, loads at start;
+    /// empty where it is gone, in another mount namespace, or not a dynamic program.
+    pub fn of(&mut self, pid: i32, cache: &HashMap<String, PathBuf>) -> Vec<String> {
+        use std::os::unix::fs::MetadataExt as _;
+        let own = self
+            .own_ns
+            .get_or_insert_with(|| fs::read_link("/proc/self/ns/mnt").ok());
+        if own.is_none() || fs::read_link(format!("/proc/{pid}/ns/mnt")).ok() != *own {
+            return Vec::new();
+        }
+        let exe = format!("/proc/{pid}/exe");
+        let (Ok(meta), Ok(path)) = (fs::metadata(&exe), fs::read_link(&exe)) else {
+            return Vec::new();
+        };
+        let env = crate::procs::read_small(&format!("/proc/{pid}/environ")).unwrap_or_default();
+        let key = (meta.dev(), meta.ino(), ld_library_path(&env));
+        if let Some(libs) = self.known.get(&key) {
+            return libs.clone();
+        }
+        let libs = Loader {
+            ld_library_path: key.2.as_deref(),
+            cache,
+        }
+        .closure(&path.to_string_lossy());
+        if self.known.len() >= MAX_PROGRAMS {
+            self.known.clear();
+        }
+        self.known.insert(key, libs.clone());
+        libs
+    }
+}
+
+/// `LD_LIBRARY_PATH` in an environment as /proc gives it (`name=value`, NUL after each).
+fn ld_library_path(env: &[u8]) -> Option<String> {
+    env.split(|b| *b == 0)
+        .find_map(|kv| kv.strip_prefix(b"LD_LIBRARY_PATH="))
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_library_path_is_read_from_an_environment() {
+        let env = b"PATH=/bin\0MY_LD_LIBRARY_PATH=/no\0LD_LIBRARY_PATH=/a/lib:/b\0X=1\0";
+        assert_eq!(ld_library_path(env).as_deref(), Some("/a/lib:/b"));
+        assert_eq!(ld_library_path(b"PATH=/bin\0"), None);
+        assert_eq!(ld_library_path(b"LD_LIBRARY_PATH=\0").as_deref(), Some(""));
+    }
+
+    /// This test program's own libraries, found from its /proc entries as a new image's are,
+    /// and searched once.
+    #[test]
+    fn a_running_programs_start_libraries_are_found_once() {
+        let cache = crate::symbols::ld_cache();
+        let mut start = StartLibraries::default();
+        let pid = std::process::id() as i32;
+        let libs = start.of(pid, &cache);
+        let names: Vec<&str> = libs.iter().filter_map(|l| l.rsplit('/').next()).collect();
+        assert!(names.contains(&"libc.so.6"), "{libs:?}");
+        assert_eq!(start.of(pid, &cache), libs);
+        assert_eq!(start.known.len(), 1);
+        assert!(start.of(i32::MAX, &cache).is_empty(), "no such process");
+    }
 
     #[test]
     fn other_builds_of_a_library_are_kin() {

@@ -556,10 +556,7 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
                         });
                         // Probed at its calls instead (`calls_in`), where it is one load.
                         let calls = lib.as_ref().filter(|_| !p.calls_in.is_empty()).and_then(
-                            |(path, _)| {
-                                let data = std::fs::read(path).ok()?;
-                                strata::symbols::load_calls(&data, symbol, &p.calls_in)
-                            },
+                            |(_, table)| strata::symbols::load_calls(table, symbol, &p.calls_in),
                         );
                         match calls {
                             Some((_, sites)) => format!("{} calls", sites.len()),

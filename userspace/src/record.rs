@@ -613,6 +613,12 @@ pub(crate) fn attach_opened_libraries(
             continue;
         };
         statuses.extend(loaded.attach_executable(probes, &file, &shown.display().to_string()));
+        // Before the loader has mapped them: its report comes once it has, and reaches strata
+        // as the program runs.
+        for lib in loaded.start_libraries.of(pid, &loaded.ld_cache) {
+            let path = std::path::Path::new(&lib);
+            statuses.extend(loaded.attach_library(probes, path, &lib));
+        }
     }
     let late_loaders = attach_queued(loaded, corr, probes, &mut statuses);
     // A loader probed only now (a container's own) reported what it loaded while its probe

@@ -70,6 +70,7 @@ impl std::ops::Deref for Bytes {
 struct Function {
     offset: u64,
     address: u64,
+    size: u64,
 }
 
 /// How many of a function's first bytes are decoded: the longest x86-64 instruction is 15.
@@ -163,6 +164,7 @@ impl SymbolTable {
                     functions.entry(name.to_string()).or_insert(Function {
                         offset,
                         address: sym.address(),
+                        size: sym.size(),
                     });
                 }
                 _ => {}
@@ -237,6 +239,19 @@ impl SymbolTable {
     pub fn variable(&self, name: &str) -> Option<Variable> {
         self.variables.get(name).copied()
     }
+
+    /// The file's bytes, as read.
+    pub fn bytes(&self) -> &[u8] {
+        &self.data
+    }
+
+    /// A defined function by plain name: (address, size, file offset). The first definition,
+    /// in `.dynsym` and then `.symtab`, as the kernel's symbol lookups and `nm -D` would find.
+    fn text(&self, name: &str) -> Option<(u64, u64, u64)> {
+        self.functions
+            .get(name)
+            .map(|f| (f.address, f.size, f.offset))
+    }
 }
 
 /// A symbol's name without its version (`H5Dwrite@@HDF5_MPI_1.8.7`: `H5Dwrite`).
@@ -285,12 +300,15 @@ fn slots<'a>(file: &'a object::File, r_type: u32) -> impl Iterator<Item = (u64, 
 /// [`one_load`]), is called in the functions `callers`: the displacement, and the file
 /// offsets of the instructions that reach it (see [`call_sites`]). None where the body is
 /// another, or no call was found.
-pub fn load_calls(data: &[u8], callee: &str, callers: &[String]) -> Option<(u32, Vec<u64>)> {
-    let file = object::File::parse(data).ok()?;
-    let (_, _, off) = text_symbol(&file, callee)?;
-    let body = data.get(usize::try_from(off).ok()?..)?;
+pub fn load_calls(
+    table: &SymbolTable,
+    callee: &str,
+    callers: &[String],
+) -> Option<(u32, Vec<u64>)> {
+    let (_, _, off) = table.text(callee)?;
+    let body = table.bytes().get(usize::try_from(off).ok()?..)?;
     let disp = one_load(body)?;
-    Some((disp, call_sites(data, callee, callers)?))
+    Some((disp, call_sites(table, callee, callers)?))
 }
 
 /// The virtual address of file offset `off` in the ELF file `data`: where the segment that
@@ -312,11 +330,13 @@ pub fn address_of_offset(data: &[u8], off: u64) -> Option<u64> {
 /// its PLT entry, instructions the kernel emulates at a probe. None where none was found, or
 /// where a 2-byte jump could reach it: its 8-bit displacement says too little to tell a jump
 /// from any two bytes, so such a call might go unprobed.
-pub fn call_sites(data: &[u8], callee: &str, callers: &[String]) -> Option<Vec<u64>> {
-    let file = object::File::parse(data).ok()?;
-    let targets = targets(&file, callee)?;
+pub fn call_sites(table: &SymbolTable, callee: &str, callers: &[String]) -> Option<Vec<u64>> {
+    let file = object::File::parse(table.bytes()).ok()?;
+    let (address, _, _) = table.text(callee)?;
+    let mut targets = vec![address];
+    targets.extend(plt_entries(&file, callee));
     let mut found = Vec::new();
-    for (start, code, off) in code_of(&file, data, callers) {
+    for (start, code, off) in code_of(&file, table, callers) {
         let to = |i: usize, len: usize, rel: i64| {
             targets.contains(
                 &start
@@ -344,32 +364,11 @@ pub fn call_sites(data: &[u8], callee: &str, callers: &[String]) -> Option<Vec<u
     (!found.is_empty()).then_some(found)
 }
 
-/// A defined function by plain name: (address, size, file offset).
-fn text_symbol(file: &object::File, name: &str) -> Option<(u64, u64, u64)> {
-    file.dynamic_symbols()
-        .chain(file.symbols())
-        .find_map(|sym| {
-            let name_here = plain(sym.name().ok()?);
-            if name_here != name || !sym.is_definition() || sym.kind() != object::SymbolKind::Text {
-                return None;
-            }
-            Some((sym.address(), sym.size(), file_offset(file, &sym)?))
-        })
-}
-
-/// The addresses a call of `callee` goes to: its own, and its PLT entries'.
-fn targets(file: &object::File, callee: &str) -> Option<Vec<u64>> {
-    let (address, _, _) = text_symbol(file, callee)?;
-    let mut targets = vec![address];
-    targets.extend(plt_entries(file, callee));
-    Some(targets)
-}
-
 /// The code of the functions `callers`, or of every code section but the PLT's for `["*"]`:
 /// (address, bytes, file offset) of each.
 fn code_of<'a>(
     file: &object::File,
-    data: &'a [u8],
+    table: &'a SymbolTable,
     callers: &[String],
 ) -> Vec<(u64, &'a [u8], u64)> {
     let ranges: Vec<(u64, u64, u64)> = if callers.iter().any(|c| c == "*") {
@@ -380,16 +379,15 @@ fn code_of<'a>(
             .filter_map(|s| Some((s.address(), s.size(), s.file_range()?.0)))
             .collect()
     } else {
-        callers
-            .iter()
-            .filter_map(|c| text_symbol(file, c))
-            .collect()
+        callers.iter().filter_map(|c| table.text(c)).collect()
     };
     ranges
         .into_iter()
         .filter_map(|(start, size, off)| {
             let o = usize::try_from(off).ok()?;
-            let code = data.get(o..o.checked_add(usize::try_from(size).ok()?)?)?;
+            let code = table
+                .bytes()
+                .get(o..o.checked_add(usize::try_from(size).ok()?)?)?;
             Some((start, code, off))
         })
         .collect()
@@ -735,7 +733,7 @@ mod tests {
                 off + plus
             };
             let callers = ["writer".to_string(), "reader".to_string()];
-            let (disp, sites) = load_calls(&data, "npoints", &callers).expect("calls found");
+            let (disp, sites) = load_calls(&t, "npoints", &callers).expect("calls found");
             assert_eq!(disp, 0x160);
             // push %rbx is 1 byte, a call 5; sub $8,%rsp 4.
             assert_eq!(
@@ -744,9 +742,9 @@ mod tests {
                 "{flags:?}"
             );
             // Not a one-load body; no caller that calls it.
-            assert_eq!(load_calls(&data, "writer", &callers), None);
+            assert_eq!(load_calls(&t, "writer", &callers), None);
             assert_eq!(
-                load_calls(&data, "npoints", &["no_such_function".to_string()]),
+                load_calls(&t, "npoints", &["no_such_function".to_string()]),
                 None
             );
         }
@@ -779,14 +777,14 @@ mod tests {
         let reader = t.offset("reader").unwrap() - t.probe_skip("reader").unwrap();
         let callers = ["reader".to_string()];
         assert_eq!(
-            load_calls(&data, "jumps_to", &callers),
+            load_calls(&t, "jumps_to", &callers),
             Some((0x30, vec![reader]))
         );
         assert_eq!(
-            load_calls(&data, "jumps_past", &callers),
+            load_calls(&t, "jumps_past", &callers),
             Some((0x130, vec![reader + 5]))
         );
-        assert_eq!(load_calls(&data, "busy", &callers), None);
+        assert_eq!(load_calls(&t, "busy", &callers), None);
     }
 
     /// Calls and tail calls of a function are found anywhere in a stripped library's code,
@@ -812,6 +810,7 @@ mod tests {
         };
         let want = vec![at("a") + 5, at("b") + 2, at("c"), at("c") + 7];
         let all = ["*".to_string()];
+        let named = SymbolTable::parse(&named).unwrap();
         assert_eq!(call_sites(&named, "hook", &all), Some(want.clone()));
         assert_eq!(
             call_sites(&named, "hook", &["b".to_string()]),
@@ -825,10 +824,12 @@ mod tests {
                 .next()
                 .is_none()
         );
+        let stripped = SymbolTable::parse(&stripped).unwrap();
         assert_eq!(call_sites(&stripped, "hook", &all), Some(want));
         assert_eq!(call_sites(&stripped, "b", &all), None);
         for near in ["jmp hook_here", "je hook_here"] {
-            let short = shared_object("anywhere-short", &asm(near), &["-s"]);
+            let short =
+                SymbolTable::parse(&shared_object("anywhere-short", &asm(near), &["-s"])).unwrap();
             assert_eq!(call_sites(&short, "hook", &all), None, "{near}");
         }
     }

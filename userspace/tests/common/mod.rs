@@ -87,6 +87,17 @@ pub fn file_id_of(out: &Path, path: &Path) -> i64 {
 }
 
 /// `strata record -q --layers LAYERS -o OUT --`: the traced command and its arguments follow.
+/// The built-in probes.toml without the probe of `symbol`.
+pub fn without_probe(symbol: &str) -> String {
+    let text = strata::probes::BUILTIN;
+    let at = text
+        .find(&format!("symbol = \"{symbol}\""))
+        .expect("probes.toml probes it");
+    let start = text[..at].rfind("[[probe]]").unwrap();
+    let end = at + text[at..].find("[[probe]]").unwrap();
+    format!("{}{}", &text[..start], &text[end..])
+}
+
 pub fn recording(layers: &str, out: &Path) -> Command {
     let mut cmd = strata();
     cmd.args(["record", "-q", "--layers", layers, "-o"])
