@@ -607,12 +607,19 @@ pub(crate) fn attach_opened_libraries(
     mapped.sort_unstable();
     mapped.dedup();
     queue_mapped(corr, mapped);
+    // None under `--layers posix`: then the search would find nothing to probe.
+    let library_probes = probes
+        .iter()
+        .any(|p| p.enabled && matches!(p.target, probes::Target::Uprobe { .. }));
     for pid in execs {
         let file = std::path::PathBuf::from(format!("/proc/{pid}/exe"));
         let Ok(shown) = std::fs::read_link(&file) else {
             continue;
         };
         statuses.extend(loaded.attach_executable(probes, &file, &shown.display().to_string()));
+        if !library_probes {
+            continue;
+        }
         // Before the loader has mapped them: its report comes once it has, and reaches strata
         // as the program runs.
         for lib in loaded.start_libraries.of(pid, &loaded.ld_cache) {
