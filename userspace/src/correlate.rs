@@ -1248,6 +1248,12 @@ impl Correlator {
                     self.handles.set_refs(h, ret);
                 }
             }
+            // H5Olink: an object made with no name is named by the link it is given.
+            Op::Meta if p.names_handle && !failed => {
+                if let (Some(h), Some(name)) = (handle, path.as_deref()) {
+                    self.handles.name_if_unnamed(h, name);
+                }
+            }
             Op::Read | Op::Write | Op::Copy => {
                 // Linux appends a pwrite to an O_APPEND fd, whatever its offset (a plain
                 // write's is found below, appending or not: no lookup for it here).

@@ -457,6 +457,9 @@ pub struct Probe {
     /// From `only_if_zero = "VARIABLE+OFFSET"`: the call is recorded only while the 32-bit
     /// integer at the library's variable plus the byte offset reads 0 (see `SPEC_IF_ZERO`).
     pub only_if_zero: Option<(String, u64)>,
+    /// From `names_handle`: the call's `name` argument names its handle, made with none
+    /// (HDF5's H5Olink of an object made by H5Dcreate_anon).
+    pub names_handle: bool,
     pub line: usize,
     /// From the file's `mpi_datatype_size_offset`: where an MPI datatype handle keeps its size.
     pub datatype_size_offset: Option<u64>,
@@ -726,6 +729,8 @@ struct ProbeRaw {
     #[serde(default)]
     calls_in: Vec<String>,
     only_if_zero: Option<String>,
+    #[serde(default)]
+    names_handle: bool,
     /// `only.<argument kind> = { NAME = value, ... }`
     #[serde(default)]
     only: std::collections::BTreeMap<String, toml::Table>,
@@ -1001,6 +1006,17 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
                 ))
             })?),
         };
+        if p.names_handle
+            && (op != Op::Meta
+                || !args.contains(&ArgKind::Handle)
+                || !args.contains(&ArgKind::Name))
+        {
+            return Err(bad(
+                "`names_handle` is for a call (op = \"meta\") whose `name` argument names its \
+                 `handle` argument"
+                    .into(),
+            ));
+        }
         if op == Op::Load && !p.internal {
             return Err(bad(
                 "op = \"load\" (the loader's report of loaded libraries) is not a row: \
@@ -1206,6 +1222,7 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
             internal: p.internal,
             calls_in: p.calls_in.clone(),
             only_if_zero,
+            names_handle: p.names_handle,
             line: lines.at(span.start),
             datatype_size_offset: raw.mpi_datatype_size_offset,
             stdio_fileno_offset: raw.stdio_fileno_offset.filter(|_| layer == Layer::Stdio),
@@ -1999,6 +2016,37 @@ mod tests {
             .collect();
         let e = parse_err(&format!("{IOCTL}[probe.only.cmd]\n{many}"));
         assert!(e.to_string().contains("at most 1024"), "{e}");
+    }
+
+    /// `names_handle` is for a meta call with the handle it names and the name; the built-in
+    /// H5Olink has it.
+    #[test]
+    fn names_handle_is_for_a_call_that_names_its_handle() {
+        let probe = |op: &str, args: &str| {
+            format!(
+                "[[probe]]\nlayer = \"hdf5\"\nlibrary = \"libhdf5.so\"\nsymbol = \"H5Olink\"\nop = \"{op}\"\nargs = [{args}]\nret = \"status\"\nnames_handle = true\n"
+            )
+        };
+        for (op, args) in [
+            ("open", r#""handle", "name""#),
+            ("meta", r#""handle", "int""#),
+            ("meta", r#""int", "name""#),
+        ] {
+            let e = parse_err(&probe(op, args));
+            assert!(
+                e.to_string().contains("`names_handle` is for a call"),
+                "{op} {args}: {e}"
+            );
+        }
+        let p = parse(&probe("meta", r#""handle", "int", "name""#), "t.toml").unwrap();
+        assert!(p[0].names_handle);
+        let builtin = parse(BUILTIN, "probes.toml").unwrap();
+        let named: Vec<&str> = builtin
+            .iter()
+            .filter(|p| p.names_handle)
+            .map(|p| p.function())
+            .collect();
+        assert_eq!(named, ["H5Olink"]);
     }
 
     /// `only_if_zero` names a variable, with or without a byte offset, of the loader's

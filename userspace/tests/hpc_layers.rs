@@ -1892,7 +1892,9 @@ const N_H5PY: i64 = 10_000;
 
 /// h5py as installed from its wheel, which brings its own HDF5 (another build, loaded when h5py
 /// is imported): its objects are handles through the reads of the file read back, opened by
-/// H5Oopen and closed by the H5Idec_ref h5py closes every id with. Ground truth:
+/// H5Oopen and closed by the H5Idec_ref h5py closes every id with; a dataset it makes with no
+/// name and links afterwards is a handle on the file from its H5Dcreate_anon, named by its
+/// H5Olink. Ground truth:
 /// tests/workloads/h5py_objects.py.
 #[test]
 fn h5py_objects_are_handles_on_the_hdf5_its_wheel_brings() {
@@ -1953,6 +1955,31 @@ fn h5py_objects_are_handles_on_the_hdf5_its_wheel_brings() {
         dataset.i("handle_id")
     );
     assert_eq!(calls_of(&calls, "H5Aread").len(), 1);
+
+    // `f["anon"] = array`: a dataset made with no name on the file being written, written
+    // whole, then linked into it by name.
+    let created = calls_of(&calls, "H5Fcreate");
+    assert_eq!(created.len(), 1, "{created:?}");
+    let anon = calls_of(&calls, "H5Dcreate_anon");
+    assert_eq!(anon.len(), 1, "{anon:?}");
+    let made = handle(anon[0].i("handle_id"));
+    assert_eq!(made.s("kind"), Some("hid"));
+    assert_eq!(made.s("path"), Some("anon"), "named by its link");
+    assert_eq!(made.i("parent_handle_id"), created[0].i("handle_id"));
+    assert_eq!(made.i("file_id"), Some(file_id));
+    assert_eq!(made.i("created_by_call_id"), anon[0].i("call_id"));
+    let written: Vec<&Row> = calls_of(&calls, "H5Dwrite")
+        .into_iter()
+        .filter(|c| c.i("handle_id") == made.i("handle_id"))
+        .collect();
+    assert_eq!(written.len(), 1, "{written:?}");
+    assert_eq!(written[0].i("file_id"), Some(file_id));
+    assert_eq!(written[0].i("bytes_result"), Some(N_H5PY * 4));
+    let linked = calls_of(&calls, "H5Olink");
+    assert_eq!(linked.len(), 1, "{linked:?}");
+    assert_eq!(linked[0].i("handle_id"), made.i("handle_id"));
+    assert_eq!(linked[0].s("path"), Some("anon"));
+    assert!(linked[0].i("ts_begin_ns") > written[0].i("ts_end_ns"));
 
     // Every HDF5 object of the job was closed by a call of its own; the dataset read back by
     // an H5Idec_ref on it.
