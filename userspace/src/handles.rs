@@ -409,7 +409,6 @@ impl Handles {
         }
     }
 
-    /// The library now counts `refs` references on the handle (H5Iinc_ref's return).
     /// Gives a live handle made with no name (an anonymous HDF5 object) the name it was
     /// linked by.
     pub fn name_if_unnamed(&mut self, id: HandleId, name: &str) {
@@ -418,6 +417,7 @@ impl Handles {
         }
     }
 
+    /// The library now counts `refs` references on the handle (H5Iinc_ref's return).
     pub fn set_refs(&mut self, id: HandleId, refs: i64) {
         if let Some(h) = self.live.get_mut(&id) {
             h.extra_refs = u32::try_from(refs.saturating_sub(1)).unwrap_or(0);

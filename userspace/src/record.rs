@@ -607,10 +607,12 @@ pub(crate) fn attach_opened_libraries(
     mapped.sort_unstable();
     mapped.dedup();
     queue_mapped(corr, mapped);
-    // None under `--layers posix`: then the search would find nothing to probe.
-    let library_probes = probes
-        .iter()
-        .any(|p| p.enabled && matches!(p.target, probes::Target::Uprobe { .. }));
+    // None under `--layers posix`: then the search would find nothing to probe. Looked for
+    // only where a program started: this runs at each pass of the event loop.
+    let library_probes = !execs.is_empty()
+        && probes
+            .iter()
+            .any(|p| p.enabled && matches!(p.target, probes::Target::Uprobe { .. }));
     for pid in execs {
         let file = std::path::PathBuf::from(format!("/proc/{pid}/exe"));
         let Ok(shown) = std::fs::read_link(&file) else {

@@ -245,8 +245,8 @@ impl SymbolTable {
         &self.data
     }
 
-    /// A defined function by plain name: (address, size, file offset). The first definition,
-    /// in `.dynsym` and then `.symtab`, as the kernel's symbol lookups and `nm -D` would find.
+    /// A defined function by plain name: (address, size, file offset); the first definition,
+    /// in `.dynsym` and then `.symtab`.
     fn text(&self, name: &str) -> Option<(u64, u64, u64)> {
         self.functions
             .get(name)
