@@ -1736,7 +1736,7 @@ fn assert_iterate_calls_all_recorded(out: &std::path::Path) {
 /// before its first call. The loader's report, which would find the build once it is mapped,
 /// is left out of probes.toml here, so that nothing else can; the program waits 300 ms
 /// before its first call, so that the test does not hang on how fast strata is (measured
-/// without the wait: every call in 8 of 8 runs, against 0 to 18 of 32 before).
+/// without the wait: every call in 8 of 8 runs, against 0 to 31 of 32 before).
 #[test]
 fn a_module_trees_hdf5_on_a_scripts_library_path_is_probed_at_exec() {
     require_root();

@@ -86,7 +86,6 @@ pub fn file_id_of(out: &Path, path: &Path) -> i64 {
         .unwrap_or_else(|| panic!("no file row for {}", path.display()))
 }
 
-/// `strata record -q --layers LAYERS -o OUT --`: the traced command and its arguments follow.
 /// The built-in probes.toml without the probe of `symbol`.
 pub fn without_probe(symbol: &str) -> String {
     let text = strata::probes::BUILTIN;
@@ -98,6 +97,7 @@ pub fn without_probe(symbol: &str) -> String {
     format!("{}{}", &text[..start], &text[end..])
 }
 
+/// `strata record -q --layers LAYERS -o OUT --`: the traced command and its arguments follow.
 pub fn recording(layers: &str, out: &Path) -> Command {
     let mut cmd = strata();
     cmd.args(["record", "-q", "--layers", layers, "-o"])
