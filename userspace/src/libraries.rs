@@ -196,11 +196,15 @@ fn dynamic_of<'data, R: ReadRef<'data>>(data: R) -> Option<Dynamic> {
     Some(out)
 }
 
-/// What a program is started with: the `LD_LIBRARY_PATH` it inherits, and the loader's cache.
+/// What a program is started with: the `LD_LIBRARY_PATH` it inherits, the loader's cache, and
+/// the root its paths are under.
 pub struct Loader<'a> {
     pub ld_library_path: Option<&'a str>,
     /// ld.so.cache: soname -> path.
     pub cache: &'a HashMap<String, PathBuf>,
+    /// Where strata finds the program's `/` (`/proc/<pid>/root` for a process in a
+    /// container); None: strata's own. Paths in and out are the program's.
+    pub root: Option<&'a Path>,
 }
 
 /// At most this many objects are followed: a loader chain beyond it is not a program's.
@@ -219,9 +223,14 @@ impl Loader<'_> {
         let Some(top) = self.dynamic(exe) else {
             return out;
         };
-        // The program's `$ORIGIN` is the directory of its real path.
-        let exe_origin =
-            fs::canonicalize(exe).map_or_else(|_| origin_of(Path::new(exe)), |p| origin_of(&p));
+        // The program's `$ORIGIN` is the directory of its real path (under another root, the
+        // caller gives that: /proc resolves it).
+        let exe_origin = match self.root {
+            None => {
+                fs::canonicalize(exe).map_or_else(|_| origin_of(Path::new(exe)), |p| origin_of(&p))
+            }
+            Some(_) => origin_of(Path::new(exe)),
+        };
         let exe_rpath: Vec<String> = if top.runpath.is_empty() {
             expand(&top.rpath, &exe_origin)
         } else {
@@ -283,7 +292,11 @@ impl Loader<'_> {
     }
 
     fn dynamic(&self, path: &str) -> Option<Dynamic> {
-        dynamic_of(&ReadCache::new(fs::File::open(path).ok()?))
+        let file = match self.root {
+            Some(root) => fs::File::open(root.join(path.trim_start_matches('/'))),
+            None => fs::File::open(path),
+        };
+        dynamic_of(&ReadCache::new(file.ok()?))
     }
 }
 
@@ -302,52 +315,140 @@ fn expand(dirs: &[String], origin: &str) -> Vec<String> {
 }
 
 /// The libraries new images load at start, found at their exec from the program and the
-/// `LD_LIBRARY_PATH` the process was started with: a module tree's HDF5 that a job script
-/// put on its path is probed as the loader maps it, not once its report reaches strata (a
-/// short tool's calls are over by then). Kept per program and path, so that a script's
-/// thousand `sed`s cost one search.
+/// `LD_LIBRARY_PATH` the process was started with, in the process's own view of the files (a
+/// container's root and loader's cache): a module tree's HDF5 that a job script put on its
+/// path, or the HDF5 of a container's image, is probed as the loader maps it, not once its
+/// report reaches strata (a short tool's calls are over by then). Kept per program, view and
+/// path, so that a script's thousand `sed`s cost one search.
 #[derive(Debug, Default)]
 pub struct StartLibraries {
-    known: HashMap<(u64, u64, Option<String>), Vec<String>>,
-    /// strata's own mount namespace: elsewhere (a container) the paths and the loader's cache
-    /// are another system's, and the loader's report is waited for.
+    known: HashMap<ProgramKey, Vec<String>>,
+    /// The loader's caches of other roots (containers), by their file's identity.
+    caches: HashMap<FileId, HashMap<String, PathBuf>>,
+    /// strata's own mount namespace: there, under `/`, the paths and the loader's cache are
+    /// strata's own.
     own_ns: Option<Option<PathBuf>>,
 }
 
-/// Searches kept before the oldest are forgotten.
+/// What [`StartLibraries::of`] found.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Start {
+    /// The process sees the files as strata does (its mount namespace, under `/`): the
+    /// paths are strata's too. Else they are under `/proc/<pid>/root`.
+    pub own_view: bool,
+    pub libraries: Vec<String>,
+}
+
+/// What a search depends on: the process's mount namespace and root, its program's file, the
+/// loader's cache it sees and its `LD_LIBRARY_PATH`.
+type ProgramKey = (Option<PathBuf>, PathBuf, FileId, CacheId, Option<String>);
+
+/// A file's device, inode and modification time.
+type FileId = (u64, u64, i64, i64);
+
+/// The loader's cache a process sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum CacheId {
+    /// strata's own: the process is in strata's mount namespace, under `/`.
+    Own,
+    /// None under the process's root (musl, a static image): the default directories alone.
+    Missing,
+    /// Another root's, read and kept in `StartLibraries::caches`.
+    Other(FileId),
+}
+
+/// Searches, and other roots' caches, kept before the oldest are forgotten.
 const MAX_PROGRAMS: usize = 4_096;
+const MAX_CACHES: usize = 64;
 
 impl StartLibraries {
-    /// The shared objects process `pid`, which has just executed a new image, loads at start;
-    /// empty where it is gone, in another mount namespace, or not a dynamic program.
-    pub fn of(&mut self, pid: i32, cache: &HashMap<String, PathBuf>) -> Vec<String> {
-        use std::os::unix::fs::MetadataExt as _;
-        let own = self
+    /// The shared objects process `pid`, which has just executed a new image, loads at start,
+    /// as paths in its view; none where it is gone or not a dynamic program. `own_cache`:
+    /// strata's loader cache.
+    pub fn of(&mut self, pid: i32, own_cache: &HashMap<String, PathBuf>) -> Start {
+        let own_ns = self
             .own_ns
-            .get_or_insert_with(|| fs::read_link("/proc/self/ns/mnt").ok());
-        if own.is_none() || fs::read_link(format!("/proc/{pid}/ns/mnt")).ok() != *own {
-            return Vec::new();
-        }
+            .get_or_insert_with(|| fs::read_link("/proc/self/ns/mnt").ok())
+            .clone();
+        let ns = fs::read_link(format!("/proc/{pid}/ns/mnt")).ok();
         let exe = format!("/proc/{pid}/exe");
-        let (Ok(meta), Ok(path)) = (fs::metadata(&exe), fs::read_link(&exe)) else {
-            return Vec::new();
+        let (Ok(root_link), Ok(meta), Ok(link)) = (
+            fs::read_link(format!("/proc/{pid}/root")),
+            fs::metadata(&exe),
+            fs::read_link(&exe),
+        ) else {
+            return Start::default();
+        };
+        let own = own_ns.is_some() && ns == own_ns && root_link == Path::new("/");
+        // The program's path in its own view: /proc gives it from strata's root, through a
+        // chroot's directory where strata sees one.
+        let path = link
+            .strip_prefix(&root_link)
+            .map_or_else(|_| link.clone(), |p| Path::new("/").join(p));
+        let root = PathBuf::from(format!("/proc/{pid}/root"));
+        let cache_id = if own {
+            CacheId::Own
+        } else {
+            self.cache_of(&root)
+                .map_or(CacheId::Missing, CacheId::Other)
         };
         let env = crate::procs::read_small(&format!("/proc/{pid}/environ")).unwrap_or_default();
-        let key = (meta.dev(), meta.ino(), ld_library_path(&env));
+        let key = (
+            ns,
+            root_link,
+            file_id(&meta),
+            cache_id,
+            ld_library_path(&env),
+        );
         if let Some(libs) = self.known.get(&key) {
-            return libs.clone();
+            return Start {
+                own_view: own,
+                libraries: libs.clone(),
+            };
         }
+        let none = HashMap::new();
+        let cache = match cache_id {
+            CacheId::Own => own_cache,
+            CacheId::Other(id) => self.caches.get(&id).unwrap_or(&none),
+            CacheId::Missing => &none,
+        };
         let libs = Loader {
-            ld_library_path: key.2.as_deref(),
+            ld_library_path: key.4.as_deref(),
             cache,
+            root: (!own).then_some(root.as_path()),
         }
         .closure(&path.to_string_lossy());
         if self.known.len() >= MAX_PROGRAMS {
             self.known.clear();
         }
         self.known.insert(key, libs.clone());
-        libs
+        Start {
+            own_view: own,
+            libraries: libs,
+        }
     }
+
+    /// The identity of the loader's cache under `root`, read and kept the first time; None
+    /// where there is none or it cannot be read.
+    fn cache_of(&mut self, root: &Path) -> Option<FileId> {
+        let file = root.join(crate::ldcache::PATH.trim_start_matches('/'));
+        let id = file_id(&fs::metadata(&file).ok()?);
+        if !self.caches.contains_key(&id) {
+            let entries = fs::read(&file)
+                .ok()
+                .and_then(|data| crate::ldcache::entries(&data))?;
+            if self.caches.len() >= MAX_CACHES {
+                self.caches.clear();
+            }
+            self.caches.insert(id, crate::ldcache::resolve(entries));
+        }
+        Some(id)
+    }
+}
+
+fn file_id(meta: &fs::Metadata) -> FileId {
+    use std::os::unix::fs::MetadataExt as _;
+    (meta.dev(), meta.ino(), meta.mtime(), meta.mtime_nsec())
 }
 
 /// `LD_LIBRARY_PATH` in an environment as /proc gives it (`name=value`, NUL after each).
@@ -376,12 +477,18 @@ mod tests {
         let cache = crate::symbols::ld_cache();
         let mut start = StartLibraries::default();
         let pid = std::process::id() as i32;
-        let libs = start.of(pid, &cache);
+        let found = start.of(pid, &cache);
+        assert!(found.own_view);
+        let libs = &found.libraries;
         let names: Vec<&str> = libs.iter().filter_map(|l| l.rsplit('/').next()).collect();
         assert!(names.contains(&"libc.so.6"), "{libs:?}");
-        assert_eq!(start.of(pid, &cache), libs);
+        assert_eq!(start.of(pid, &cache), found);
         assert_eq!(start.known.len(), 1);
-        assert!(start.of(i32::MAX, &cache).is_empty(), "no such process");
+        assert_eq!(
+            start.of(i32::MAX, &cache),
+            Start::default(),
+            "no such process"
+        );
     }
 
     #[test]
@@ -466,6 +573,7 @@ mod tests {
         let loader = Loader {
             ld_library_path: None,
             cache: &cache,
+            root: None,
         };
         let mut compared = 0;
         for exe in ["/usr/bin/python3", "/usr/bin/ssh", "/usr/bin/mpirun"] {
@@ -503,6 +611,34 @@ mod tests {
             compared > 0,
             "no program to compare (run `cargo xtask setup`)"
         );
+    }
+
+    /// Under another root (a container's), files are looked for there, with that root's
+    /// cache, and named as the program sees them.
+    #[test]
+    fn a_programs_libraries_under_another_root_are_its_own() {
+        let root = std::env::temp_dir().join(format!("strata-root-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        fs::create_dir_all(root.join("usr/lib")).unwrap();
+        fs::create_dir_all(root.join("opt/app")).unwrap();
+        let cache = crate::symbols::ld_cache();
+        let libc = cache.get("libc.so.6").expect("libc in the loader's cache");
+        fs::copy(libc, root.join("usr/lib/libc.so.6")).unwrap();
+        fs::copy("/bin/true", root.join("opt/app/true")).unwrap();
+        let with = |cache: &HashMap<String, PathBuf>| {
+            Loader {
+                ld_library_path: None,
+                cache,
+                root: Some(&root),
+            }
+            .closure("/opt/app/true")
+        };
+        // Not the node's cache: the container has none, so its default directories.
+        assert_eq!(with(&HashMap::new()), ["/usr/lib/libc.so.6"]);
+        // A cache naming a file the root lacks: passed over, as the loader would.
+        let elsewhere = HashMap::from([("libc.so.6".to_string(), PathBuf::from("/no/libc.so.6"))]);
+        assert_eq!(with(&elsewhere), ["/usr/lib/libc.so.6"]);
+        fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]

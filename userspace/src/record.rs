@@ -285,6 +285,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
         let loader = crate::libraries::Loader {
             ld_library_path: ld_library_path.as_deref(),
             cache: &cache,
+            root: None,
         };
         for file in &programs {
             for lib in loader.closure(&file.display().to_string()) {
@@ -624,9 +625,16 @@ pub(crate) fn attach_opened_libraries(
         }
         // Before the loader has mapped them: its report comes once it has, and reaches strata
         // as the program runs.
-        for lib in loaded.start_libraries.of(pid, &loaded.ld_cache) {
-            let path = std::path::Path::new(&lib);
-            statuses.extend(loaded.attach_library(probes, path, &lib));
+        let start = loaded.start_libraries.of(pid, &loaded.ld_cache);
+        for lib in start.libraries {
+            if start.own_view {
+                statuses.extend(loaded.attach_library(probes, std::path::Path::new(&lib), &lib));
+            } else if !crate::libraries::named(probes, lib.rsplit('/').next().unwrap_or_default())
+                .is_empty()
+            {
+                // A container's: through its root, opened only if a probe names it.
+                statuses.extend(attach_seen_by(loaded, probes, pid, &lib));
+            }
         }
     }
     let late_loaders = attach_queued(loaded, corr, probes, &mut statuses);
@@ -659,7 +667,6 @@ fn attach_queued(
     probes: &[probes::Probe],
     statuses: &mut Vec<attach::ProbeStatus>,
 ) -> Vec<i32> {
-    use std::os::fd::AsRawFd as _;
     let mut loaders = Vec::new();
     // A path names one file in one mount namespace: looked at once per namespace.
     let mut seen = std::collections::HashSet::new();
@@ -677,16 +684,7 @@ fn attach_queued(
         if !seen.insert((ns, path.clone())) {
             continue;
         }
-        // Through the process's root: the library may live in its container. Held open
-        // while its probes attach, and named by strata's own descriptor: that path goes when
-        // the process does (a container's short-lived `sleep` may be the first to map it),
-        // and the library, already marked as probed, would then stay unprobed for the rest.
-        let held = std::fs::File::open(format!("/proc/{pid}/root{path}")).ok();
-        let file = match &held {
-            Some(f) => format!("/proc/self/fd/{}", f.as_raw_fd()).into(),
-            None => std::path::PathBuf::from(&path),
-        };
-        let done = loaded.attach_library(probes, &file, &path);
+        let done = attach_seen_by(loaded, probes, pid, &path);
         let loader = done
             .iter()
             .any(|s| s.status == "attached" && probes[s.probe_id as usize].op == probes::Op::Load);
@@ -696,6 +694,26 @@ fn attach_queued(
         statuses.extend(done);
     }
     loaders
+}
+
+/// Attaches the probes of library `path`, as process `pid` sees it, through the process's
+/// root: the library may live in its container. Held open while its probes attach, and named
+/// by strata's own descriptor: that path goes when the process does (a container's
+/// short-lived `sleep` may be the first to map it), and the library, already marked as
+/// probed, would then stay unprobed for the rest.
+fn attach_seen_by(
+    loaded: &mut attach::Loaded,
+    probes: &[probes::Probe],
+    pid: i32,
+    path: &str,
+) -> Vec<attach::ProbeStatus> {
+    use std::os::fd::AsRawFd as _;
+    let held = std::fs::File::open(format!("/proc/{pid}/root{path}")).ok();
+    let file = match &held {
+        Some(f) => format!("/proc/self/fd/{}", f.as_raw_fd()).into(),
+        None => std::path::PathBuf::from(path),
+    };
+    loaded.attach_library(probes, &file, path)
 }
 
 /// Queues the shared objects `pids` map for [`attach_opened_libraries`].
