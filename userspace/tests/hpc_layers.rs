@@ -64,11 +64,21 @@ fn h5pcc_workload(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
 /// elements: the calls in the order they began, the handles, the file's id, and the run's
 /// output.
 fn record_h5pcc(name: &str, file: &str, n: i64) -> (Vec<Row>, Vec<Row>, i64, std::process::Output) {
+    record_h5pcc_at("hdf5", name, file, n)
+}
+
+/// [`record_h5pcc`] at `layers`.
+fn record_h5pcc_at(
+    layers: &str,
+    name: &str,
+    file: &str,
+    n: i64,
+) -> (Vec<Row>, Vec<Row>, i64, std::process::Output) {
     require_root();
     let (dir, exe) = h5pcc_workload(name);
     let out = dir.join("out");
     let file = dir.join(file);
-    let res = run(common::recording("hdf5", &out)
+    let res = run(common::recording(layers, &out)
         .arg(&exe)
         .arg(&file)
         .arg(n.to_string()));
@@ -1475,6 +1485,105 @@ fn a_serial_hdf5_is_probed_without_warnings_for_what_only_parallel_builds_have()
             "{f}: {reason:?}"
         );
     }
+}
+
+/// hdf5_links.c's N: doubles in its dataset.
+const N_LINKS: i64 = 1000;
+
+/// Links and copies made inside a file, by the 1.8 API and the 1.6 one h5py calls: each call
+/// is one row on the file's handle, named by the name it acts on at that location (the new
+/// link's for H5Lcreate_* and H5Glink2), its other names in `strs`. H5Ocopy reads the dataset's data back from where its write put it and writes it
+/// again elsewhere in the file, beneath the H5Ocopy (h5py's `group.copy` did that with no
+/// HDF5 call above it). Ground truth: tests/workloads/hdf5_links.c.
+#[test]
+fn hdf5_links_and_copies_are_calls_on_their_file() {
+    let (calls, _, file_id, _) = record_h5pcc_at("posix,hdf5", "hdf5_links", "links.h5", N_LINKS);
+    let hdf5: Vec<&str> = calls
+        .iter()
+        .filter(|c| c.s("layer") == Some("hdf5"))
+        .filter_map(|c| c.s("function"))
+        .collect();
+    assert_eq!(
+        hdf5,
+        [
+            "H5Fcreate",
+            "H5Screate_simple",
+            "H5Dcreate2",
+            "H5Dwrite",
+            "H5Dclose",
+            "H5Sclose",
+            "H5Ocopy",
+            "H5Lcreate_soft",
+            "H5Lcreate_hard",
+            "H5Lcreate_external",
+            "H5Lmove",
+            "H5Lcopy",
+            "H5Ldelete",
+            "H5Glink2",
+            "H5Gmove2",
+            "H5Gunlink",
+            "H5Ldelete_by_idx",
+            "H5Fclose",
+        ]
+    );
+    let file_handle = one_call(&calls, "H5Fcreate").i("handle_id");
+    for (f, path, strs) in [
+        ("H5Ocopy", "d", &["copy"][..]),
+        ("H5Lcreate_soft", "soft", &["/d"]),
+        ("H5Lcreate_hard", "hard", &["d"]),
+        ("H5Lcreate_external", "ext", &["other.h5", "/x"]),
+        ("H5Lmove", "copy", &["moved"]),
+        ("H5Lcopy", "moved", &["copied"]),
+        ("H5Ldelete", "hard", &[]),
+        ("H5Glink2", "hard2", &["d"]),
+        ("H5Gmove2", "hard2", &["hard3"]),
+        ("H5Gunlink", "hard3", &[]),
+        ("H5Ldelete_by_idx", ".", &[]),
+    ] {
+        let c = one_call(&calls, f);
+        assert_eq!(
+            (
+                c.i("handle_id"),
+                c.i("file_id"),
+                c.s("path"),
+                c.list_s("strs"),
+                c.i("ret"),
+                c.i("depth")
+            ),
+            (
+                file_handle,
+                Some(file_id),
+                Some(path),
+                strs.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+                Some(0),
+                Some(0)
+            ),
+            "{f}"
+        );
+    }
+    // The first call of `f` beneath `parent` moving the dataset's bytes on the file.
+    let moving = |f: &str, parent: Option<i64>| {
+        calls
+            .iter()
+            .find(|c| {
+                c.s("function") == Some(f)
+                    && c.i("parent_id") == parent
+                    && c.i("file_id") == Some(file_id)
+                    && c.i("bytes_result") == Some(N_LINKS * 8)
+            })
+            .unwrap_or_else(|| panic!("{f} of the data beneath {parent:?}"))
+    };
+    // The data's write: beneath the H5Dclose that flushed it.
+    let data = moving("pwrite64", one_call(&calls, "H5Dclose").i("call_id"));
+    let copy = one_call(&calls, "H5Ocopy").i("call_id");
+    let read = moving("pread64", copy);
+    assert_eq!(
+        read.i("offset"),
+        data.i("offset"),
+        "read where it was written"
+    );
+    let again = moving("pwrite64", copy);
+    assert_ne!(again.i("offset"), data.i("offset"), "written elsewhere");
 }
 
 /// hdf5_objects.c's N: ints in its dataset.
