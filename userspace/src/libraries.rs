@@ -202,9 +202,9 @@ pub struct Loader<'a> {
     pub ld_library_path: Option<&'a str>,
     /// ld.so.cache: soname -> path.
     pub cache: &'a HashMap<String, PathBuf>,
-    /// Where strata finds the program's `/` (`/proc/<pid>/root` for a process in a
-    /// container); None: strata's own. Paths in and out are the program's.
-    pub root: Option<&'a Path>,
+    /// The program's `/` where it is not strata's (a process in a container); paths in and
+    /// out are the program's.
+    pub root: Option<&'a Root>,
 }
 
 /// At most this many objects are followed: a loader chain beyond it is not a program's.
@@ -293,10 +293,45 @@ impl Loader<'_> {
 
     fn dynamic(&self, path: &str) -> Option<Dynamic> {
         let file = match self.root {
-            Some(root) => fs::File::open(root.join(path.trim_start_matches('/'))),
+            Some(root) => root.open(path),
             None => fs::File::open(path),
         };
         dynamic_of(&ReadCache::new(file.ok()?))
+    }
+}
+
+/// A process's root directory (`/proc/<pid>/root`), held open: files under it are opened as
+/// the process resolves their paths. An absolute symbolic link inside (a Spack view's links
+/// into its install tree) leads to the process's file, where a plain open through /proc
+/// would follow it from strata's root.
+pub struct Root(fs::File);
+
+impl Root {
+    pub fn open_dir(dir: &Path) -> std::io::Result<Root> {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_PATH | libc::O_DIRECTORY)
+            .open(dir)
+            .map(Root)
+    }
+
+    /// The root of process `pid`.
+    pub fn of(pid: i32) -> std::io::Result<Root> {
+        Root::open_dir(Path::new(&format!("/proc/{pid}/root")))
+    }
+
+    /// `path`, as the process sees it, opened for reading.
+    pub fn open(&self, path: &str) -> std::io::Result<fs::File> {
+        use std::os::fd::{AsRawFd as _, FromRawFd as _};
+
+        use nix::fcntl::{OFlag, OpenHow, ResolveFlag, openat2};
+        let how = OpenHow::new()
+            .flags(OFlag::O_RDONLY | OFlag::O_CLOEXEC)
+            .resolve(ResolveFlag::RESOLVE_IN_ROOT);
+        let fd = openat2(self.0.as_raw_fd(), path.trim_start_matches('/'), how)?;
+        // SAFETY: a descriptor just opened, owned by nothing else.
+        Ok(unsafe { fs::File::from_raw_fd(fd) })
     }
 }
 
@@ -385,12 +420,17 @@ impl StartLibraries {
         let path = link
             .strip_prefix(&root_link)
             .map_or_else(|_| link.clone(), |p| Path::new("/").join(p));
-        let root = PathBuf::from(format!("/proc/{pid}/root"));
-        let cache_id = if own {
-            CacheId::Own
+        let root = if own {
+            None
         } else {
-            self.cache_of(&root)
-                .map_or(CacheId::Missing, CacheId::Other)
+            match Root::of(pid) {
+                Ok(root) => Some(root),
+                Err(_) => return Start::default(),
+            }
+        };
+        let cache_id = match &root {
+            None => CacheId::Own,
+            Some(root) => self.cache_of(root).map_or(CacheId::Missing, CacheId::Other),
         };
         let env = crate::procs::read_small(&format!("/proc/{pid}/environ")).unwrap_or_default();
         let key = (
@@ -415,7 +455,7 @@ impl StartLibraries {
         let libs = Loader {
             ld_library_path: key.4.as_deref(),
             cache,
-            root: (!own).then_some(root.as_path()),
+            root: root.as_ref(),
         }
         .closure(&path.to_string_lossy());
         if self.known.len() >= MAX_PROGRAMS {
@@ -430,13 +470,14 @@ impl StartLibraries {
 
     /// The identity of the loader's cache under `root`, read and kept the first time; None
     /// where there is none or it cannot be read.
-    fn cache_of(&mut self, root: &Path) -> Option<FileId> {
-        let file = root.join(crate::ldcache::PATH.trim_start_matches('/'));
-        let id = file_id(&fs::metadata(&file).ok()?);
+    fn cache_of(&mut self, root: &Root) -> Option<FileId> {
+        use std::io::Read as _;
+        let mut file = root.open(crate::ldcache::PATH).ok()?;
+        let id = file_id(&file.metadata().ok()?);
         if !self.caches.contains_key(&id) {
-            let entries = fs::read(&file)
-                .ok()
-                .and_then(|data| crate::ldcache::entries(&data))?;
+            let mut data = Vec::new();
+            file.read_to_end(&mut data).ok()?;
+            let entries = crate::ldcache::entries(&data)?;
             if self.caches.len() >= MAX_CACHES {
                 self.caches.clear();
             }
@@ -614,7 +655,8 @@ mod tests {
     }
 
     /// Under another root (a container's), files are looked for there, with that root's
-    /// cache, and named as the program sees them.
+    /// cache, through its absolute links as the program follows them, and named as the
+    /// program sees them.
     #[test]
     fn a_programs_libraries_under_another_root_are_its_own() {
         let root = std::env::temp_dir().join(format!("strata-root-{}", std::process::id()));
@@ -625,19 +667,34 @@ mod tests {
         let libc = cache.get("libc.so.6").expect("libc in the loader's cache");
         fs::copy(libc, root.join("usr/lib/libc.so.6")).unwrap();
         fs::copy("/bin/true", root.join("opt/app/true")).unwrap();
-        let with = |cache: &HashMap<String, PathBuf>| {
+        // A Spack view's absolute link, which leads to the copy only inside the root.
+        fs::create_dir_all(root.join("opt/view/lib")).unwrap();
+        std::os::unix::fs::symlink("/usr/lib/libc.so.6", root.join("opt/view/lib/libc.so.6"))
+            .unwrap();
+        let dir = Root::open_dir(&root).unwrap();
+        let with = |cache: &[(&str, &str)]| {
+            let cache = cache
+                .iter()
+                .map(|(k, v)| (k.to_string(), PathBuf::from(v)))
+                .collect();
             Loader {
                 ld_library_path: None,
-                cache,
-                root: Some(&root),
+                cache: &cache,
+                root: Some(&dir),
             }
             .closure("/opt/app/true")
         };
         // Not the node's cache: the container has none, so its default directories.
-        assert_eq!(with(&HashMap::new()), ["/usr/lib/libc.so.6"]);
+        assert_eq!(with(&[]), ["/usr/lib/libc.so.6"]);
         // A cache naming a file the root lacks: passed over, as the loader would.
-        let elsewhere = HashMap::from([("libc.so.6".to_string(), PathBuf::from("/no/libc.so.6"))]);
-        assert_eq!(with(&elsewhere), ["/usr/lib/libc.so.6"]);
+        assert_eq!(
+            with(&[("libc.so.6", "/no/libc.so.6")]),
+            ["/usr/lib/libc.so.6"]
+        );
+        assert_eq!(
+            with(&[("libc.so.6", "/opt/view/lib/libc.so.6")]),
+            ["/opt/view/lib/libc.so.6"]
+        );
         fs::remove_dir_all(&root).unwrap();
     }
 

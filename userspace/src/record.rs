@@ -708,7 +708,9 @@ fn attach_seen_by(
     path: &str,
 ) -> Vec<attach::ProbeStatus> {
     use std::os::fd::AsRawFd as _;
-    let held = std::fs::File::open(format!("/proc/{pid}/root{path}")).ok();
+    let held = crate::libraries::Root::of(pid)
+        .and_then(|root| root.open(path))
+        .ok();
     let file = match &held {
         Some(f) => format!("/proc/self/fd/{}", f.as_raw_fd()).into(),
         None => std::path::PathBuf::from(path),

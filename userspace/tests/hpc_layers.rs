@@ -1904,9 +1904,10 @@ fn a_module_trees_hdf5_on_a_scripts_library_path_is_probed_at_exec() {
 
 /// A job in a container started during the run, with the container's own HDF5: a chroot in a
 /// private mount namespace (as Apptainer gives a job) whose loader cache, made by `ldconfig
-/// -r`, names a copy of the serial HDF5 at /opt/hdf5/lib, a path the node does not have. Found
-/// at the program's exec through /proc/<pid>/root, with the container's cache, and probed
-/// before its first call. As in the module tree's test, the loader's report is left out of
+/// -r`, names a copy of the serial HDF5 in a Spack view, /opt/view/lib, an absolute link to
+/// /opt/hdf5/lib: paths the node does not have. Found at the program's exec through
+/// /proc/<pid>/root, with the container's cache and the link followed inside the container,
+/// and probed before its first call. As in the module tree's test, the loader's report is left out of
 /// probes.toml and the program waits 300 ms before its first call (measured without the wait
 /// and with the report: every call in 8 of 8 runs, against 17 to 32 of 32 before).
 #[test]
@@ -1914,7 +1915,7 @@ fn a_containers_own_hdf5_is_probed_at_exec() {
     require_root();
     let dir = scratch("hdf5_container");
     let root = dir.join("root");
-    for d in ["etc", "opt/hdf5/lib", "job", "usr", "data"] {
+    for d in ["etc", "opt/hdf5/lib", "opt/view/lib", "job", "usr", "data"] {
         std::fs::create_dir_all(root.join(d)).unwrap();
     }
     // The node's /usr is bind-mounted into the container below; its merged-/usr links.
@@ -1927,6 +1928,11 @@ fn a_containers_own_hdf5_is_probed_at_exec() {
     }
     let serial = "/usr/lib/x86_64-linux-gnu/libhdf5_serial.so.103";
     std::fs::copy(serial, root.join("opt/hdf5/lib/libhdf5_serial.so.103")).unwrap();
+    std::os::unix::fs::symlink(
+        "/opt/hdf5/lib/libhdf5_serial.so.103",
+        root.join("opt/view/lib/libhdf5_serial.so.103"),
+    )
+    .unwrap();
     build_c(
         "mpicc",
         "hdf5_iterate.c",
@@ -1935,7 +1941,7 @@ fn a_containers_own_hdf5_is_probed_at_exec() {
     );
     std::fs::write(
         root.join("etc/ld.so.conf"),
-        "/opt/hdf5/lib\n/usr/lib/x86_64-linux-gnu\n",
+        "/opt/view/lib\n/usr/lib/x86_64-linux-gnu\n",
     )
     .unwrap();
     let mount_usr = format!("mount --rbind /usr {}/usr", root.display());
@@ -1969,7 +1975,7 @@ fn a_containers_own_hdf5_is_probed_at_exec() {
     let probes = rows(&out, "probes");
     assert!(
         probes.iter().any(|p| p.s("function") == Some("H5Fcreate")
-            && p.s("target") == Some("/opt/hdf5/lib/libhdf5_serial.so.103")
+            && p.s("target") == Some("/opt/view/lib/libhdf5_serial.so.103")
             && p.s("status") == Some("attached")),
         "probed in the container's build, named as the job sees it"
     );
