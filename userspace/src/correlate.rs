@@ -540,6 +540,7 @@ impl Correlator {
                 self.peers.retain(|&p| p != child);
                 self.ensure_process(parent);
                 self.procs.fork(parent, child, ts, comm(rec));
+                self.files.views.fork(parent, child);
                 self.handles.fork(parent, child, Some(ts));
             }
             ProcEvent::Exec => {
@@ -547,6 +548,13 @@ impl Correlator {
                 self.ensure_process(pid);
                 self.procs
                     .exec(pid, comm(rec), crate::events::filename(rec));
+                // A chroot or a new mount namespace taken before the exec: the working
+                // directory is named from the new root.
+                if self.files.views.see(pid)
+                    && let Some(dir) = crate::views::cwd(pid)
+                {
+                    self.procs.set_cwd(pid, Some(dir));
+                }
                 self.handles.exec(pid, Some(ts));
                 // HDF5 ids of the old image mean nothing in the new one.
                 self.dataspaces.forget(pid);
@@ -629,7 +637,7 @@ impl Correlator {
         // Not known (a name strata could not read): /proc is asked at the next use.
         let dir = dir
             .filter(|d| d.starts_with('/'))
-            .map(|d| files::canonical(pid, &d).unwrap_or(d));
+            .map(|d| self.files.resolved(pid, &d).unwrap_or(d));
         self.procs.set_cwd(pid, dir);
     }
 
@@ -640,6 +648,7 @@ impl Correlator {
     pub fn ensure_process(&mut self, pid: i32) {
         let clock = self.clock;
         if self.procs.ensure(pid, |t| clock.epoch(t)) {
+            self.files.views.see(pid);
             for fd in 0..3 {
                 self.fd_handle(pid, fd);
             }

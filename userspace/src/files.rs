@@ -3,16 +3,19 @@
 use std::{
     ffi::{OsStr, OsString},
     fs,
-    os::unix::{
-        ffi::{OsStrExt as _, OsStringExt as _},
-        fs::MetadataExt as _,
+    os::{
+        fd::AsRawFd as _,
+        unix::{
+            ffi::{OsStrExt as _, OsStringExt as _},
+            fs::MetadataExt as _,
+        },
     },
     path::{Component, Path, PathBuf},
 };
 
 use procfs::process::{MountInfo, Process};
 
-use crate::{fast::HashMap, schema::FileRow};
+use crate::{fast::HashMap, schema::FileRow, views::Views};
 
 /// The bytes of a name (a path, an object name) as text: UTF-8 as it is, and each byte that is
 /// not part of valid UTF-8 as `\xNN`. Parquet strings are UTF-8; a replacement character
@@ -119,6 +122,8 @@ pub struct Files {
     recent_len: usize,
     /// Paths opened before by any process, for the first opens of new ones.
     shared: HashMap<String, RecentOpen>,
+    /// Roots of processes in containers, in which their names are resolved.
+    pub views: Views,
 }
 
 /// What an open of a path led to.
@@ -127,6 +132,16 @@ struct RecentOpen {
     dev: u64,
     ino: u64,
     id: i64,
+}
+
+/// A file found by its name.
+struct Found {
+    meta: fs::Metadata,
+    /// strata's name of it, links resolved.
+    canonical: String,
+    /// Where strata can read it (its Lustre layout) while `_held` is.
+    at: Option<String>,
+    _held: Option<fs::File>,
 }
 
 /// What the kernel side read of the file behind a descriptor as the call that made it
@@ -198,14 +213,8 @@ impl Files {
         path: &str,
         kernel: Option<KernelFile>,
     ) -> (i64, Option<(u64, u64)>) {
-        let proc_root = format!("/proc/{pid}/root");
-        let in_root = in_root(pid, path);
         // A name whose directory is unknown is not looked up (it would be strata's own).
-        let by_path = || {
-            in_root
-                .as_deref()
-                .and_then(|p| look_up(p, |p| fs::canonicalize(p)).ok())
-        };
+        let by_path = || self.find(pid, path);
         // Through the process's fd the inode is found even if the name was since unlinked,
         // but events are read a little after they happen, and the process runs on while its
         // fd is looked at: the fd may have been closed and its number reused. It is trusted
@@ -220,7 +229,7 @@ impl Files {
             // left (the suffix is /proc's, not the file's).
             let name = if target.strip_suffix(" (deleted)") == Some(path) {
                 path.to_string()
-            } else if target == path || by_path().is_some_and(|c| os_text(c) == target) {
+            } else if target == path || by_path().is_some_and(|f| f.canonical == target) {
                 target
             } else {
                 return None;
@@ -229,33 +238,18 @@ impl Files {
             ((again.dev(), again.ino()) == (meta.dev(), meta.ino())).then_some((meta, name))
         });
         // Where the file was found: its Lustre layout is read there.
-        let (meta, canonical, found_at) = match by_fd {
-            Some((m, t)) => (Some(m), t, fd.map(|fd| format!("/proc/{pid}/fd/{fd}"))),
-            None => {
-                let canonical_at = |at: Option<&str>| {
-                    at.and_then(|p| look_up(p, |p| fs::canonicalize(p)).ok())
-                        .map(os_text)
-                };
-                // The name first: a process that ends after it fails the stat below, and
-                // both are then taken again from the host's view (the other way round, its
-                // end between the two left a file with an inode but an unresolved name).
-                let mut at = in_root.clone();
-                let mut canonical = canonical_at(at.as_deref());
-                let mut meta = at
-                    .as_deref()
-                    .and_then(|p| look_up(p, |p| fs::metadata(p)).ok());
-                // A process that ended between the look at its root and the lookup through
-                // it: the host's view, as for a process already gone.
-                if meta.is_none()
-                    && at.as_deref().is_some_and(|p| p.starts_with(&proc_root))
-                    && !Path::new(&proc_root).exists()
-                {
-                    at = Some(path.to_string());
-                    meta = look_up(path, |p| fs::metadata(p)).ok();
-                    canonical = canonical_at(Some(path));
-                }
-                (meta, canonical.unwrap_or_else(|| path.to_string()), at)
-            }
+        let found = match by_fd {
+            Some((meta, canonical)) => Some(Found {
+                meta,
+                canonical,
+                at: fd.map(|fd| format!("/proc/{pid}/fd/{fd}")),
+                _held: None,
+            }),
+            None => by_path(),
+        };
+        let (meta, canonical, found_at) = match &found {
+            Some(f) => (Some(f.meta.clone()), f.canonical.clone(), f.at.clone()),
+            None => (None, path.to_string(), None),
         };
         // Gone before it could be stat'ed: what the kernel side read, if it did.
         let kernel = kernel.filter(|_| meta.is_none());
@@ -357,13 +351,71 @@ impl Files {
         let same = |m: fs::Metadata| (m.dev(), m.ino()) == (dev, ino);
         let confirmed = kernel.is_some_and(|k| (k.dev, k.ino) == (dev, ino))
             || fs::metadata(format!("/proc/{pid}/fd/{fd}")).is_ok_and(same)
-            || look_up(&format!("/proc/{pid}/root{abs}"), |p| fs::metadata(p)).is_ok_and(same)
+            || self.find(pid, abs).is_some_and(|f| same(f.meta))
             || !Path::new(&format!("/proc/{pid}")).exists();
         if !confirmed {
             return None;
         }
         // A forgotten file (two generations ago) is resolved again and gets a new id.
         (self.known_id(&Key::Inode(dev, ino)) == Some(id)).then_some(id)
+    }
+
+    /// The file `pid` names `path` (absolute): in its container's root where strata holds
+    /// it (whether or not the process still lives), else through `/proc/<pid>/root`, else,
+    /// once a process that saw the files as strata does is gone, as strata names it.
+    fn find(&self, pid: i32, path: &str) -> Option<Found> {
+        if !path.starts_with('/') {
+            return None;
+        }
+        let view = self.views.get(pid);
+        if let Some(root) = view.and_then(|v| v.root.as_ref()) {
+            let held = look_up(path, |p| root.find(p)).ok()?;
+            let at = format!("/proc/self/fd/{}", held.as_raw_fd());
+            return Some(Found {
+                meta: held.metadata().ok()?,
+                canonical: os_text(fs::read_link(&at).ok()?),
+                at: Some(at),
+                _held: Some(held),
+            });
+        }
+        let found = |at: String| {
+            // The name first: a process that ends after it fails the stat, and both are
+            // then taken again from strata's view (the other way round, its end between the
+            // two left a file with an inode but an unresolved name).
+            let canonical = os_text(look_up(&at, |p| fs::canonicalize(p)).ok()?);
+            let meta = look_up(&at, |p| fs::metadata(p)).ok()?;
+            Some(Found {
+                meta,
+                canonical,
+                at: Some(at),
+                _held: None,
+            })
+        };
+        let proc_root = format!("/proc/{pid}/root");
+        if view.is_some() {
+            // In a container whose root strata does not hold: never strata's own file.
+            found(format!("{proc_root}{path}"))
+        } else if Path::new(&proc_root).exists() {
+            // A process that ended between the look at its root and the lookup through it:
+            // strata's view, as for a process already gone.
+            found(format!("{proc_root}{path}")).or_else(|| {
+                (!Path::new(&proc_root).exists())
+                    .then(|| found(path.to_string()))
+                    .flatten()
+            })
+        } else {
+            found(path.to_string())
+        }
+    }
+
+    /// `path` (absolute, as `pid` names it) with symbolic links resolved as the process
+    /// resolves them, named as it names it; None if it is not found.
+    pub fn resolved(&self, pid: i32, path: &str) -> Option<String> {
+        let canonical = self.find(pid, path)?.canonical;
+        Some(match self.views.get(pid) {
+            Some(view) => view.inside(&canonical),
+            None => canonical,
+        })
     }
 
     fn remember_open(&mut self, pid: i32, abs: &str, r: RecentOpen) {
@@ -381,8 +433,9 @@ impl Files {
         }
     }
 
-    /// Forgets the names a process opened (it exited; its pid may be reused).
+    /// Forgets the names a process opened, and its root (it exited; its pid may be reused).
     pub fn forget_process(&mut self, pid: i32) {
+        self.views.forget(pid);
         if let Some(m) = self.recent.remove(&pid) {
             self.recent_len -= m.len();
         }
@@ -567,31 +620,6 @@ pub fn absolute(base: Option<&str>, path: &str) -> String {
     out.to_string_lossy().into_owned()
 }
 
-/// `path` (absolute) as strata can open it: through the process's root (its container), or
-/// the host's once the process is gone; None for a relative name.
-fn in_root(pid: i32, path: &str) -> Option<String> {
-    if !path.starts_with('/') {
-        return None;
-    }
-    let proc_root = format!("/proc/{pid}/root");
-    Some(if Path::new(&proc_root).exists() {
-        format!("{proc_root}{path}")
-    } else {
-        path.to_string()
-    })
-}
-
-/// `path` (absolute) with symbolic links resolved, if it exists.
-pub fn canonical(pid: i32, path: &str) -> Option<String> {
-    let c = look_up(&in_root(pid, path)?, |p| fs::canonicalize(p)).ok()?;
-    Some(os_text(c))
-}
-
-/// The current directory of a process, read now (see `Procs::cwd` for the one at a call).
-pub fn cwd(pid: i32) -> Option<String> {
-    fs::read_link(format!("/proc/{pid}/cwd")).ok().map(os_text)
-}
-
 #[cfg(test)]
 mod tests {
     use procfs::FromRead as _;
@@ -701,6 +729,47 @@ mod tests {
         files.forget_process(me);
         assert_eq!(files.recent_len, 0);
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A process in a container, handled after it is gone: the names it gave are files under
+    /// the root strata held for it, found as it found them (an absolute link inside leads
+    /// to its file, not strata's), and named as strata sees them. A chdir it made names its
+    /// directory as it does.
+    #[test]
+    fn a_gone_containers_names_are_resolved_in_its_held_root() {
+        use std::os::unix::fs::MetadataExt as _;
+        let me = std::process::id();
+        let root = std::env::temp_dir().join(format!("strata-view-{me}"));
+        let _ = fs::remove_dir_all(&root);
+        fs::create_dir_all(root.join("scratch/run")).unwrap();
+        fs::write(root.join("scratch/run/out.h5"), b"x").unwrap();
+        std::os::unix::fs::symlink("/scratch/run", root.join("data")).unwrap();
+        // A pid that does not exist: nothing of it can be looked at through /proc.
+        let pid = i32::MAX - 2;
+        let mut files = Files::default();
+        files.views.set(pid, &root);
+        let id = files.resolve(pid, None, "/data/out.h5");
+        let row = files.new_rows.last().unwrap();
+        let inside = root.join("scratch/run/out.h5");
+        assert_eq!(row.path, inside.to_str().unwrap());
+        assert_eq!(row.ino, Some(fs::metadata(&inside).unwrap().ino() as i64));
+        assert_eq!(files.path(id).as_deref(), inside.to_str());
+        assert_eq!(
+            files.resolved(pid, "/data").as_deref(),
+            Some("/scratch/run")
+        );
+        // Not under its root: not found, and not taken for strata's file of that name.
+        let own = std::env::temp_dir().join(format!("strata-view-own-{me}"));
+        fs::write(&own, b"y").unwrap();
+        let before = files.new_rows.len();
+        files.resolve(pid, None, own.to_str().unwrap());
+        let row = &files.new_rows[before];
+        assert_eq!((row.path.as_str(), row.ino), (own.to_str().unwrap(), None));
+        // Its exit handled: its root is let go.
+        files.forget_process(pid);
+        assert!(files.views.get(pid).is_none());
+        fs::remove_file(&own).unwrap();
+        fs::remove_dir_all(&root).unwrap();
     }
 
     /// A file removed before user space looks (a temporary file, a FIFO): what the kernel

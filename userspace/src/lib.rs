@@ -46,3 +46,4 @@ pub mod tracefs;
 pub mod uprobe_multi;
 pub mod uring;
 pub mod verifier;
+pub mod views;

@@ -21,6 +21,7 @@ use object::{
 use crate::{
     probes::{Probe, Target},
     symbols::SymbolTable,
+    views::Root,
 };
 
 /// How a shared object's file name relates to the library a probe names.
@@ -297,41 +298,6 @@ impl Loader<'_> {
             None => fs::File::open(path),
         };
         dynamic_of(&ReadCache::new(file.ok()?))
-    }
-}
-
-/// A process's root directory (`/proc/<pid>/root`), held open: files under it are opened as
-/// the process resolves their paths. An absolute symbolic link inside (a Spack view's links
-/// into its install tree) leads to the process's file, where a plain open through /proc
-/// would follow it from strata's root.
-pub struct Root(fs::File);
-
-impl Root {
-    pub fn open_dir(dir: &Path) -> std::io::Result<Root> {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_PATH | libc::O_DIRECTORY)
-            .open(dir)
-            .map(Root)
-    }
-
-    /// The root of process `pid`.
-    pub fn of(pid: i32) -> std::io::Result<Root> {
-        Root::open_dir(Path::new(&format!("/proc/{pid}/root")))
-    }
-
-    /// `path`, as the process sees it, opened for reading.
-    pub fn open(&self, path: &str) -> std::io::Result<fs::File> {
-        use std::os::fd::{AsRawFd as _, FromRawFd as _};
-
-        use nix::fcntl::{OFlag, OpenHow, ResolveFlag, openat2};
-        let how = OpenHow::new()
-            .flags(OFlag::O_RDONLY | OFlag::O_CLOEXEC)
-            .resolve(ResolveFlag::RESOLVE_IN_ROOT);
-        let fd = openat2(self.0.as_raw_fd(), path.trim_start_matches('/'), how)?;
-        // SAFETY: a descriptor just opened, owned by nothing else.
-        Ok(unsafe { fs::File::from_raw_fd(fd) })
     }
 }
 

@@ -117,7 +117,7 @@ impl Procs {
     pub fn cwd(&mut self, pid: i32) -> Option<&str> {
         match self.cwds.entry(pid) {
             Entry::Occupied(e) => Some(e.into_mut().as_str()),
-            Entry::Vacant(e) => Some(e.insert(crate::files::cwd(pid)?).as_str()),
+            Entry::Vacant(e) => Some(e.insert(crate::views::cwd(pid)?).as_str()),
         }
     }
 

@@ -708,7 +708,7 @@ fn attach_seen_by(
     path: &str,
 ) -> Vec<attach::ProbeStatus> {
     use std::os::fd::AsRawFd as _;
-    let held = crate::libraries::Root::of(pid)
+    let held = crate::views::Root::of(pid)
         .and_then(|root| root.open(path))
         .ok();
     let file = match &held {

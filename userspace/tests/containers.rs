@@ -1,6 +1,7 @@
 //! A job in a container: its own mount namespace with its own copy of the libraries, as
 //! Apptainer, Podman or Charliecloud give it. Its library probes must go on the container's
-//! files (other inodes than the node's), found through /proc/<pid>/root.
+//! files (other inodes than the node's), found through /proc/<pid>/root, and the names it
+//! gives are its own files, resolved in its root.
 mod common;
 
 use std::{
@@ -307,4 +308,99 @@ fn the_daemon_traces_a_running_job_in_a_container() {
     finished(daemon, 0);
     eprintln!("{}", fs::read_to_string(&log).unwrap());
     job.check(&dir.join("root/job"));
+}
+
+/// A job in a chroot in a private mount namespace, whose calls strata handles only after it is
+/// gone (it stops strata for as long as its programs run): the names it gave, absolute or
+/// relative to the directory it had, through an absolute link inside the chroot (/data ->
+/// /scratch), are files named as the node sees them, found in the root strata held from the
+/// job's exec. Ground truth: tests/workloads/chdir.c and short_lived.c.
+#[test]
+fn a_gone_jobs_names_in_a_chroot_are_its_files() {
+    require_root();
+    let dir = fs::canonicalize(scratch("container_names")).unwrap();
+    let root = dir.join("root");
+    for d in ["usr", "job", "home", "scratch"] {
+        fs::create_dir_all(root.join(d)).unwrap();
+    }
+    for (link, to) in [
+        ("lib", "usr/lib"),
+        ("lib64", "usr/lib64"),
+        ("bin", "usr/bin"),
+    ] {
+        std::os::unix::fs::symlink(to, root.join(link)).unwrap();
+    }
+    std::os::unix::fs::symlink("/scratch", root.join("data")).unwrap();
+    build_c("cc", "chdir.c", &root.join("job/chdir"), &["-pthread"]);
+    build_c("cc", "short_lived.c", &root.join("job/short_lived"), &[]);
+    // The outer shell, in the new namespace, checks that its parent is strata; the shell in
+    // the chroot (the same process, exec'd) lets strata see its exec, then stops it until
+    // its programs have ended.
+    let inner = "cd /home && sleep 1 && kill -STOP $PPID || exit 98; \
+                 /job/chdir /data/top; s=$?; \
+                 for i in 1 2 3; do /job/short_lived /data/s$i || s=1; done; \
+                 kill -CONT $PPID; exit $s";
+    let outer = format!(
+        "read -r c < /proc/$PPID/comm; [ \"$c\" = strata ] || exit 97; \
+         mount --rbind /usr {r}/usr && exec chroot {r} sh -c '{inner}'",
+        r = root.display()
+    );
+    let out = dir.join("out");
+    let res = common::run(
+        strata()
+            .args(["record", "-q", "--layers", "posix", "-o"])
+            .arg(&out)
+            .args(["--", "unshare", "--mount", "--propagation", "private"])
+            .args(["sh", "-c", &outer]),
+    );
+    assert!(res.status.success(), "{:?}", res.status);
+
+    let calls = rows(&out, "calls");
+    let files = rows(&out, "files");
+    let file_of = |id: Option<i64>, what: &str| {
+        files
+            .iter()
+            .find(|f| f.i("file_id") == id)
+            .unwrap_or_else(|| panic!("no file of {what}"))
+    };
+    let assert_is = |file: &common::Row, path: &Path, what: &str| {
+        assert_eq!(file.s("path"), path.to_str(), "{what}");
+        let ino = fs::metadata(path).unwrap().ino() as i64;
+        assert_eq!(file.i("ino"), Some(ino), "{what}");
+    };
+    // The short programs' opens, by the names they gave: each its own file.
+    let scratch = root.join("scratch");
+    let mut short_lived = Vec::new();
+    for i in 1..=3 {
+        let name = format!("/data/s{i}");
+        let open = calls
+            .iter()
+            .find(|c| c.s("function") == Some("openat") && c.s("path") == Some(&name))
+            .unwrap_or_else(|| panic!("the open of {name}"));
+        short_lived.push(open.i("pid"));
+        let file = file_of(open.i("file_id"), &name);
+        assert_is(file, &scratch.join(format!("s{i}")), &name);
+    }
+    let top = scratch.join("top");
+    let expected = [
+        (1, root.join("home/start")),
+        (2, top.join("a/f")),
+        (3, top.join("b/f")),
+        (4, top.join("b/g")),
+        (5, top.join("a/g")),
+        (6, top.join("b/h")),
+        (7, top.join("a/h")),
+        (8, top.join("i")),
+        (9, top.join("b/k")),
+    ];
+    for (n, path) in &expected {
+        let w: Vec<_> = calls
+            .iter()
+            .filter(|c| c.s("function") == Some("write") && c.i("bytes_result") == Some(*n))
+            .filter(|c| !short_lived.contains(&c.i("pid")))
+            .collect();
+        assert_eq!(w.len(), 1, "one write of {n} bytes");
+        let what = format!("the write of {n} bytes");
+        assert_is(file_of(w[0].i("file_id"), &what), path, &what);
+    }
 }
