@@ -1586,6 +1586,115 @@ fn hdf5_links_and_copies_are_calls_on_their_file() {
     assert_ne!(again.i("offset"), data.i("offset"), "written elsewhere");
 }
 
+/// hdf5_queries.c's N: datasets in its group (past 8, its links are kept in dense storage,
+/// which a question about one of them reads).
+const N_QUERIES: i64 = 60;
+
+/// Questions asked of a file (h5py's `in`, `len`, the type of what it opens), named datatypes
+/// and the start of SWMR writing: each a row on the handle it was asked of, named by the name
+/// it asks about, with its answer (1 or 0 for the existence tests). What HDF5 reads, writes
+/// and locks to answer them is beneath them: no read, write or lock of the file is outside an
+/// HDF5 call. Ground truth: tests/workloads/hdf5_queries.c.
+#[test]
+fn hdf5_questions_named_types_and_swmr_are_calls_on_their_file() {
+    let (calls, _, file_id, _) =
+        record_h5pcc_at("posix,hdf5", "hdf5_queries", "queries.h5", N_QUERIES);
+    let opens = calls_of(&calls, "H5Fopen");
+    assert_eq!(opens.len(), 2, "read-only, then for SWMR writing");
+    let (asked_of, swmr) = (opens[0].i("handle_id"), opens[1].i("handle_id"));
+    // The calls on the file read-only: the questions, in the program's order, then its close.
+    let asked: Vec<&Row> = calls
+        .iter()
+        .filter(|c| c.s("layer") == Some("hdf5") && c.i("handle_id") == asked_of)
+        .skip(1)
+        .collect();
+    let expected: [(&str, Option<&str>, &[&str], i64); 13] = [
+        ("H5Lexists", Some("g/d3"), &[], 1),
+        ("H5Lexists", Some("g/none"), &[], 0),
+        ("H5Oexists_by_name", Some("g/d3"), &[], 1),
+        ("H5Aexists", Some("a"), &[], 1),
+        ("H5Aexists_by_name", Some("a"), &["g"], 0),
+        ("H5Gget_info", None, &[], 0),
+        ("H5Gget_info_by_name", Some("g"), &[], 0),
+        ("H5Oget_info1", None, &[], 0),
+        ("H5Oget_info2", None, &[], 0),
+        ("H5Oget_info_by_name1", Some("t"), &[], 0),
+        ("H5Oget_info_by_name2", Some("g/d1"), &[], 0),
+        ("H5Oget_info_by_idx2", Some("g"), &[], 0),
+        ("H5Fclose", None, &[], 0),
+    ];
+    let row = |c: &Row| {
+        (
+            c.s("function").map(str::to_string),
+            c.s("path").map(str::to_string),
+            c.list_s("strs"),
+            c.i("ret"),
+            c.i("file_id"),
+            c.i("depth"),
+        )
+    };
+    let want = |(f, path, strs, ret): (&str, Option<&str>, &[&str], i64)| {
+        (
+            Some(f.to_string()),
+            path.map(str::to_string),
+            strs.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+            Some(ret),
+            Some(file_id),
+            Some(0),
+        )
+    };
+    assert_eq!(
+        asked.iter().map(|c| row(c)).collect::<Vec<_>>(),
+        expected.map(want).to_vec()
+    );
+    // Nothing of the file cached at the first question: it reads the group's links.
+    let reads_beneath = |c: &Row| {
+        calls
+            .iter()
+            .filter(|p| p.i("parent_id") == c.i("call_id") && p.s("function") == Some("pread64"))
+            .filter(|p| p.i("file_id") == Some(file_id) && p.i("bytes_result") > Some(0))
+            .count()
+    };
+    assert!(
+        reads_beneath(asked[0]) > 0,
+        "the first H5Lexists reads the file"
+    );
+
+    let made_on = one_call(&calls, "H5Fcreate").i("handle_id");
+    for (f, path) in [
+        ("H5Tcommit2", Some("t")),
+        ("H5Tcommit1", Some("t1")),
+        ("H5Tcommit_anon", None),
+    ] {
+        let c = one_call(&calls, f);
+        assert_eq!(c.i("handle_id"), made_on, "{f}");
+        assert_eq!(row(c), want((f, path, &[], 0)), "{f}");
+    }
+    // SWMR writing marks the superblock (at 0) and takes the file's lock again.
+    let start = one_call(&calls, "H5Fstart_swmr_write");
+    assert_eq!(start.i("handle_id"), swmr);
+    assert_eq!(row(start), want(("H5Fstart_swmr_write", None, &[], 0)));
+    let beneath: Vec<(&str, Option<i64>)> = calls
+        .iter()
+        .filter(|c| c.i("parent_id") == start.i("call_id") && c.i("file_id") == Some(file_id))
+        .filter_map(|c| Some((c.s("function")?, c.i("offset"))))
+        .collect();
+    assert!(beneath.contains(&("pwrite64", Some(0))), "{beneath:?}");
+    assert!(beneath.iter().any(|(f, _)| *f == "flock"), "{beneath:?}");
+
+    let outside: Vec<&str> = calls
+        .iter()
+        .filter(|c| c.s("layer") == Some("posix") && c.i("file_id") == Some(file_id))
+        .filter(|c| c.i("depth") == Some(0))
+        .filter_map(|c| c.s("function"))
+        .collect();
+    assert_eq!(
+        outside,
+        Vec::<&str>::new(),
+        "the file's calls outside HDF5's"
+    );
+}
+
 /// hdf5_objects.c's N: ints in its dataset.
 const N_OBJECTS: i64 = 1000;
 
