@@ -383,9 +383,7 @@ impl StartLibraries {
         let own = own_ns.is_some() && ns == own_ns && root_link == Path::new("/");
         // The program's path in its own view: /proc gives it from strata's root, through a
         // chroot's directory where strata sees one.
-        let path = link
-            .strip_prefix(&root_link)
-            .map_or_else(|_| link.clone(), |p| Path::new("/").join(p));
+        let path = crate::views::inside(&root_link, &link);
         let root = if own {
             None
         } else {

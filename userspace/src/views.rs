@@ -83,15 +83,19 @@ type RootKey = (Option<PathBuf>, u64, u64);
 const MAX_ROOTS: usize = 256;
 
 impl View {
-    /// `path` (strata's name of a file, as /proc gives it) as the process names it: a
-    /// chroot's directory taken off; unchanged where it is not under it.
+    /// `path` (strata's name of a file, as /proc gives it) as the process names it.
     pub fn inside(&self, path: &str) -> String {
-        match Path::new(path).strip_prefix(&self.link) {
-            Ok(rest) if self.link != Path::new("/") => {
-                crate::files::os_text(Path::new("/").join(rest))
-            }
-            _ => path.to_string(),
-        }
+        crate::files::os_text(inside(&self.link, Path::new(path)))
+    }
+}
+
+/// `path`, as /proc gives it to strata, as a process whose root /proc gives as `root` names
+/// it: a chroot's directory taken off; unchanged where it is not under it (a working
+/// directory outside the chroot, left there without a chdir: only strata's name is known).
+pub fn inside(root: &Path, path: &Path) -> PathBuf {
+    match path.strip_prefix(root) {
+        Ok(rest) => Path::new("/").join(rest),
+        Err(_) => path.to_path_buf(),
     }
 }
 
@@ -187,14 +191,7 @@ impl Views {
 /// The working directory of `pid` as it names it, read now: /proc gives it from strata's root,
 /// through a chroot's directory.
 pub fn cwd(pid: i32) -> Option<String> {
-    let dir = crate::files::os_text(fs::read_link(format!("/proc/{pid}/cwd")).ok()?);
+    let dir = fs::read_link(format!("/proc/{pid}/cwd")).ok()?;
     let root = fs::read_link(format!("/proc/{pid}/root")).ok()?;
-    if root == Path::new("/") {
-        return Some(dir);
-    }
-    Some(match Path::new(&dir).strip_prefix(&root) {
-        Ok(rest) => crate::files::os_text(Path::new("/").join(rest)),
-        // Outside its root (a chroot without a chdir): only strata's name is known.
-        Err(_) => dir,
-    })
+    Some(crate::files::os_text(inside(&root, &dir)))
 }
