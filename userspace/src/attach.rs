@@ -710,6 +710,26 @@ fn load_parsed(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
         }
         Err(e) => log::info!("files opened are known from /proc and their paths only: {e}"),
     }
+    // The root a process sees its files from is read with a file's inode fields.
+    let root_offsets = file_offsets
+        .as_ref()
+        .map_err(Clone::clone)
+        .and_then(|_| crate::btf::offsets(&kernel_btf, crate::btf::root_offsets));
+    match root_offsets {
+        Ok([fs, dentry, d_inode, d_sb, nsproxy, mnt_ns, inum]) => {
+            config.task_fs_off = fs;
+            config.fs_root_dentry_off = dentry;
+            config.dentry_inode_off = d_inode;
+            config.dentry_sb_off = d_sb;
+            config.task_nsproxy_off = nsproxy;
+            config.nsproxy_mnt_ns_off = mnt_ns;
+            config.mnt_ns_inum_off = inum;
+        }
+        Err(e) => log::info!(
+            "a process's root is known only from /proc while it lives (a chroot just before \
+             the exec of a program gone when strata gets to it is not seen): {e}"
+        ),
+    }
     let lifecycle_fields = crate::btf::offsets(&kernel_btf, crate::btf::lifecycle_offsets);
     if let Ok([pid, filename]) = lifecycle_fields {
         config.task_pid_off = pid;

@@ -90,10 +90,12 @@ pub const TYPES_READ: &[&str] = &[
     "bio",
     "block_device",
     "bvec_iter",
+    "dentry",
     "fdtable",
     "file",
     "files_struct",
     "folio",
+    "fs_struct",
     "gendisk",
     "inode",
     "io_cmd_data",
@@ -102,7 +104,11 @@ pub const TYPES_READ: &[&str] = &[
     "io_uring_op",
     "linux_binprm",
     "mm_struct",
+    "mnt_namespace",
+    "ns_common",
+    "nsproxy",
     "pageflags",
+    "path",
     "req_flag_bits",
     "request",
     "request_queue",
@@ -494,6 +500,22 @@ pub fn lifecycle_offsets(btf: &KernelBtf) -> Result<[u32; 2], BtfError> {
     ])
 }
 
+/// Where the lifecycle programs read the root a process sees its files from
+/// ([`strata_common::RootId`]): task_struct.fs, fs_struct.root's dentry, dentry.d_inode,
+/// dentry.d_sb, task_struct.nsproxy, nsproxy.mnt_ns, mnt_namespace.ns's inum.
+pub fn root_offsets(btf: &KernelBtf) -> Result<[u32; 7], BtfError> {
+    let m = |s: &str, f: &str| member_offset(btf, s, f);
+    Ok([
+        m("task_struct", "fs")?,
+        m("fs_struct", "root")? + m("path", "dentry")?,
+        m("dentry", "d_inode")?,
+        m("dentry", "d_sb")?,
+        m("task_struct", "nsproxy")?,
+        m("nsproxy", "mnt_ns")?,
+        m("mnt_namespace", "ns")? + m("ns_common", "inum")?,
+    ])
+}
+
 /// The typedef of tracepoint `name`'s BTF raw tracepoint prototype.
 pub fn trace_typedef(name: &str) -> String {
     format!("btf_trace_{name}")
@@ -586,6 +608,7 @@ mod tests {
                     uring_offsets(b).unwrap(),
                     fd_offsets(b).unwrap(),
                     lifecycle_offsets(b).unwrap(),
+                    root_offsets(b).unwrap(),
                     task_offsets(b).unwrap(),
                     enumerator(b, "io_uring_op", "IORING_OP_READ").unwrap(),
                     cmd,

@@ -23,6 +23,7 @@ use crate::{
     procs::Procs,
     schema::CallRow,
     summary::Summary,
+    views::Seen,
 };
 
 const AT_FDCWD: i32 = -100;
@@ -539,8 +540,12 @@ impl Correlator {
                 // A pid taken again, by a traced process (a peer's exit record was lost).
                 self.peers.retain(|&p| p != child);
                 self.ensure_process(parent);
+                // A parent that changed its root since strata last knew (a chroot without
+                // an exec): its working directory is named from the new root.
+                if self.files.views.fork(parent, child, rec.root) == Seen::Changed {
+                    self.procs.set_cwd(parent, crate::views::cwd(parent));
+                }
                 self.procs.fork(parent, child, ts, comm(rec));
-                self.files.views.fork(parent, child);
                 self.handles.fork(parent, child, Some(ts));
             }
             ProcEvent::Exec => {
@@ -549,11 +554,9 @@ impl Correlator {
                 self.procs
                     .exec(pid, comm(rec), crate::events::filename(rec));
                 // A chroot or a new mount namespace taken before the exec: the working
-                // directory is named from the new root.
-                if self.files.views.see(pid)
-                    && let Some(dir) = crate::views::cwd(pid)
-                {
-                    self.procs.set_cwd(pid, Some(dir));
+                // directory is named from the new root (not known once the process is gone).
+                if self.files.views.exec(pid, rec.root) == Seen::Changed {
+                    self.procs.set_cwd(pid, crate::views::cwd(pid));
                 }
                 self.handles.exec(pid, Some(ts));
                 // HDF5 ids of the old image mean nothing in the new one.

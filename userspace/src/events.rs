@@ -251,6 +251,7 @@ mod tests {
             flags: 0,
             comm: *b"bash\0\0\0\0\0\0\0\0\0\0\0\0",
             filename: [0; strata_common::FILENAME_CAP],
+            root: Default::default(),
         };
         assert_eq!(decode(&bytes(&p)).unwrap_err(), DecodeError::ProcEvent(9));
         assert_eq!(comm(&p), "bash");

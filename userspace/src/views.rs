@@ -13,6 +13,8 @@ use std::{
     rc::{Rc, Weak},
 };
 
+use strata_common::RootId;
+
 use crate::fast::HashMap;
 
 /// A directory held open as a root: files under it are opened as a process with that root
@@ -74,8 +76,22 @@ pub struct View {
     key: RootKey,
 }
 
-/// A root: the mount namespace it is seen in, and its directory's device and inode.
-type RootKey = (Option<PathBuf>, u64, u64);
+/// A root: the mount namespace it is seen in (its inode number), and its directory's device
+/// and inode.
+type RootKey = (u64, u64, u64);
+
+/// A root as the kernel programs read it.
+fn key_of(id: &RootId) -> RootKey {
+    let dev = libc::makedev(id.dev >> 20, id.dev & 0xf_ffff);
+    (u64::from(id.mnt_ns), dev, id.ino)
+}
+
+/// The inode number of a mount namespace, from its `/proc/<pid>/ns/mnt` link (`mnt:[N]`).
+fn mnt_ns(pid: &str) -> Option<u64> {
+    let link = fs::read_link(format!("/proc/{pid}/ns/mnt")).ok()?;
+    let text = link.to_str()?;
+    text.strip_prefix("mnt:[")?.strip_suffix(']')?.parse().ok()
+}
 
 /// Roots held at most: one descriptor each. Past it (a node of many containers), a new
 /// container's names are resolved through /proc while its processes live, and not at all
@@ -106,29 +122,43 @@ pub struct Views {
     by_pid: HashMap<i32, Rc<View>>,
     /// The roots held, by key: the processes of one container share one descriptor.
     roots: HashMap<RootKey, Weak<View>>,
-    /// strata's own mount namespace, read once.
-    own_ns: Option<Option<PathBuf>>,
+    /// strata's own root, read once.
+    own: Option<Option<RootKey>>,
+    /// The root the kernel last said each process had (at its fork, at its exec).
+    ids: HashMap<i32, RootId>,
+}
+
+/// What [`Views::see`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Seen {
+    /// The process sees the files otherwise than strata knew.
+    Changed,
+    Same,
+    /// The process is gone: it keeps the view it had.
+    Gone,
 }
 
 impl Views {
     /// Reads how `pid` sees the files now: when strata first sees it, and after each exec (a
     /// `chroot` or `unshare` before it). A process already gone keeps the view it had (its
-    /// parent's, from the fork). True when the view changed.
-    pub fn see(&mut self, pid: i32) -> bool {
-        let own_ns = self
-            .own_ns
-            .get_or_insert_with(|| fs::read_link("/proc/self/ns/mnt").ok());
+    /// parent's, from the fork); see [`Views::exec`] for what the kernel said of it.
+    pub fn see(&mut self, pid: i32) -> Seen {
         let at = format!("/proc/{pid}/root");
         let (Ok(link), Ok(dir)) = (fs::read_link(&at), fs::metadata(&at)) else {
-            return false;
+            return Seen::Gone;
         };
-        let ns = fs::read_link(format!("/proc/{pid}/ns/mnt")).ok();
-        if link == Path::new("/") && ns.is_some() && ns == *own_ns {
-            return self.by_pid.remove(&pid).is_some();
-        }
+        let Some(ns) = mnt_ns(&pid.to_string()) else {
+            return Seen::Gone;
+        };
         let key = (ns, dir.dev(), dir.ino());
+        if Some(key) == self.own() {
+            return match self.by_pid.remove(&pid) {
+                Some(_) => Seen::Changed,
+                None => Seen::Same,
+            };
+        }
         if self.by_pid.get(&pid).is_some_and(|v| v.key == key) {
-            return false;
+            return Seen::Same;
         }
         let view = match self.roots.get(&key).and_then(Weak::upgrade) {
             Some(view) => view,
@@ -138,18 +168,14 @@ impl Views {
                 }
                 let root = if self.roots.len() < MAX_ROOTS {
                     let Ok(root) = Root::open_dir(Path::new(&at)) else {
-                        return false;
+                        return Seen::Gone;
                     };
                     Some(root)
                 } else {
                     None
                 };
                 let held = root.is_some();
-                let view = Rc::new(View {
-                    root,
-                    link,
-                    key: key.clone(),
-                });
+                let view = Rc::new(View { root, link, key });
                 if held {
                     self.roots.insert(key, Rc::downgrade(&view));
                 }
@@ -157,20 +183,88 @@ impl Views {
             }
         };
         self.by_pid.insert(pid, view);
-        true
+        Seen::Changed
     }
 
-    /// A new process sees the files as its parent did.
-    pub fn fork(&mut self, parent: i32, child: i32) {
+    /// strata's own root: its mount namespace and root directory.
+    fn own(&mut self) -> Option<RootKey> {
+        *self.own.get_or_insert_with(|| {
+            let dir = fs::metadata("/proc/self/root").ok()?;
+            Some((mnt_ns("self")?, dir.dev(), dir.ino()))
+        })
+    }
+
+    /// Records that the kernel saw `pid` with root `id`; true when it had said another before
+    /// (`id` all 0: the kernel's fields are not known, nothing is compared).
+    fn moved(&mut self, pid: i32, id: RootId) -> bool {
+        if id == RootId::default() {
+            return false;
+        }
+        self.ids.insert(pid, id).is_some_and(|was| was != id)
+    }
+
+    /// `pid`, gone, had root `id` where strata knew another: it takes the held view of that
+    /// root, or strata's own; where neither is it, a view strata holds no root of (its names
+    /// are not resolved, rather than in the root it had before).
+    fn settle(&mut self, pid: i32, id: &RootId) {
+        let key = key_of(id);
+        if Some(key) == self.own() {
+            self.by_pid.remove(&pid);
+            return;
+        }
+        let view = self.roots.get(&key).and_then(Weak::upgrade);
+        let view = view.unwrap_or_else(|| {
+            Rc::new(View {
+                root: None,
+                link: PathBuf::from("/"),
+                key,
+            })
+        });
+        self.by_pid.insert(pid, view);
+    }
+
+    /// `pid` executed a program, the kernel read its root `id` then: [`Views::see`], or for a
+    /// process already gone, whether a `chroot` or `unshare` before the exec changed its root
+    /// since its fork.
+    pub fn exec(&mut self, pid: i32, id: RootId) -> Seen {
+        let moved = self.moved(pid, id);
+        match self.see(pid) {
+            Seen::Gone if moved => {
+                self.settle(pid, &id);
+                Seen::Changed
+            }
+            seen => seen,
+        }
+    }
+
+    /// A new process sees the files as its parent did at the fork, with root `id` as the
+    /// kernel read it then. The parent may have changed it since strata last knew: what
+    /// [`Views::exec`] would say of the parent then.
+    pub fn fork(&mut self, parent: i32, child: i32, id: RootId) -> Seen {
+        let parent_seen = if self.moved(parent, id) {
+            match self.see(parent) {
+                Seen::Gone => {
+                    self.settle(parent, &id);
+                    Seen::Changed
+                }
+                seen => seen,
+            }
+        } else {
+            Seen::Same
+        };
         match self.by_pid.get(&parent).cloned() {
             Some(v) => self.by_pid.insert(child, v),
             None => self.by_pid.remove(&child),
         };
+        self.ids.remove(&child);
+        self.moved(child, id);
+        parent_seen
     }
 
     /// `pid` exited: its root is let go (a container's file systems are not held past it).
     pub fn forget(&mut self, pid: i32) {
         self.by_pid.remove(&pid);
+        self.ids.remove(&pid);
     }
 
     pub fn get(&self, pid: i32) -> Option<&View> {
@@ -178,13 +272,17 @@ impl Views {
     }
 
     /// Sets `pid`'s view to `dir`, named `link` by strata.
+    /// Sets `pid`'s view to `dir` (in strata's mount namespace), named `link` by strata, its
+    /// root held as a chroot's would be.
     #[cfg(test)]
     pub fn set(&mut self, pid: i32, dir: &Path) {
-        let root = Root::open_dir(dir).unwrap();
+        let root = Some(Root::open_dir(dir).unwrap());
         let link = dir.to_path_buf();
-        let key = (None, 0, 0);
-        let root = Some(root);
-        self.by_pid.insert(pid, Rc::new(View { root, link, key }));
+        let meta = fs::metadata(dir).unwrap();
+        let key = (mnt_ns("self").unwrap(), meta.dev(), meta.ino());
+        let view = Rc::new(View { root, link, key });
+        self.roots.insert(key, Rc::downgrade(&view));
+        self.by_pid.insert(pid, view);
     }
 }
 
@@ -194,4 +292,69 @@ pub fn cwd(pid: i32) -> Option<String> {
     let dir = fs::read_link(format!("/proc/{pid}/cwd")).ok()?;
     let root = fs::read_link(format!("/proc/{pid}/root")).ok()?;
     Some(crate::files::os_text(inside(&root, &dir)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A root as the kernel programs give it: the kernel's `dev_t` (major << 20 | minor).
+    fn id_of(key: RootKey) -> RootId {
+        let (major, minor) = (libc::major(key.1), libc::minor(key.1));
+        RootId {
+            ino: key.2,
+            dev: major << 20 | minor,
+            mnt_ns: key.0 as u32,
+        }
+    }
+
+    /// Processes strata gets to only after they are gone: what the kernel read of their root
+    /// at the fork and the exec decides their view. An unchanged root keeps the view forked;
+    /// a changed one takes the held view of that root, or strata's own, or else one with no
+    /// root (its names are not resolved in the one it had).
+    #[test]
+    fn a_gone_process_has_the_root_the_kernel_read_at_its_exec() {
+        let dir = std::env::temp_dir().join(format!("strata-views-{}", std::process::id()));
+        fs::create_dir_all(dir.join("other")).unwrap();
+        let mut views = Views::default();
+        let own = views.own().expect("strata's own root");
+        let held_pid = i32::MAX - 10;
+        views.set(held_pid, &dir);
+        let held = views.get(held_pid).unwrap().key;
+        let meta = fs::metadata(dir.join("other")).unwrap();
+        let other = (own.0, meta.dev(), meta.ino());
+        let (parent, pid) = (i32::MAX - 11, i32::MAX - 12);
+        let root_of = |v: &Views, pid| v.get(pid).map(|v| (v.key, v.root.is_some()));
+
+        // Forked in strata's view, an exec with the same root: strata's view.
+        views.fork(parent, pid, id_of(own));
+        assert_eq!(views.exec(pid, id_of(own)), Seen::Gone);
+        assert_eq!(root_of(&views, pid), None);
+        // A chroot into the held root before the exec: its view.
+        assert_eq!(views.exec(pid, id_of(held)), Seen::Changed);
+        assert_eq!(root_of(&views, pid), Some((held, true)));
+        assert_eq!(views.get(pid).unwrap().link, dir);
+        // Into a root strata holds nothing of: a view without one.
+        assert_eq!(views.exec(pid, id_of(other)), Seen::Changed);
+        assert_eq!(root_of(&views, pid), Some((other, false)));
+        // Back into strata's own.
+        assert_eq!(views.exec(pid, id_of(own)), Seen::Changed);
+        assert_eq!(root_of(&views, pid), None);
+        // The kernel's fields not known: nothing compared, the view forked is kept.
+        views.fork(held_pid, pid, RootId::default());
+        assert_eq!(views.exec(pid, RootId::default()), Seen::Gone);
+        assert_eq!(root_of(&views, pid), Some((held, true)));
+
+        // A parent that chrooted since strata last knew, seen at a fork: the child has the
+        // new root, and so has the parent.
+        views.forget(pid);
+        views.fork(i32::MAX - 13, parent, id_of(own));
+        assert_eq!(views.fork(parent, pid, id_of(held)), Seen::Changed);
+        assert_eq!(root_of(&views, parent), Some((held, true)));
+        assert_eq!(root_of(&views, pid), Some((held, true)));
+        // ... and the child's own exec in that root changes nothing.
+        assert_eq!(views.exec(pid, id_of(held)), Seen::Gone);
+        assert_eq!(root_of(&views, pid), Some((held, true)));
+        fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -310,6 +310,42 @@ fn the_daemon_traces_a_running_job_in_a_container() {
     job.check(&dir.join("root/job"));
 }
 
+/// A chroot's tree: `usr` (the job's shell bind-mounts the node's there), `job`, `dirs`, and
+/// the node's links into `usr`.
+fn chroot_tree(root: &Path, dirs: &[&Path]) {
+    for d in [Path::new("usr"), Path::new("job")].iter().chain(dirs) {
+        fs::create_dir_all(root.join(d)).unwrap();
+    }
+    for (link, to) in [
+        ("lib", "usr/lib"),
+        ("lib64", "usr/lib64"),
+        ("bin", "usr/bin"),
+    ] {
+        std::os::unix::fs::symlink(to, root.join(link)).unwrap();
+    }
+}
+
+/// Records the POSIX calls of `sh -c SCRIPT ARGS...` (`script` its first) run in a private
+/// mount namespace, into `out`; the script must succeed.
+fn record_in_namespace(out: &Path, script: &[&str]) {
+    let res = common::run(
+        strata()
+            .args(["record", "-q", "--layers", "posix", "-o"])
+            .arg(out)
+            .args([
+                "--",
+                "unshare",
+                "--mount",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+            ])
+            .args(script),
+    );
+    assert!(res.status.success(), "{:?}", res.status);
+}
+
 /// A job in a chroot in a private mount namespace, whose calls strata handles only after it is
 /// gone (it stops strata for as long as its programs run): the names it gave, absolute or
 /// relative to the directory it had, through an absolute link inside the chroot (/data ->
@@ -320,16 +356,7 @@ fn a_gone_jobs_names_in_a_chroot_are_its_files() {
     require_root();
     let dir = fs::canonicalize(scratch("container_names")).unwrap();
     let root = dir.join("root");
-    for d in ["usr", "job", "home", "scratch"] {
-        fs::create_dir_all(root.join(d)).unwrap();
-    }
-    for (link, to) in [
-        ("lib", "usr/lib"),
-        ("lib64", "usr/lib64"),
-        ("bin", "usr/bin"),
-    ] {
-        std::os::unix::fs::symlink(to, root.join(link)).unwrap();
-    }
+    chroot_tree(&root, &[Path::new("home"), Path::new("scratch")]);
     std::os::unix::fs::symlink("/scratch", root.join("data")).unwrap();
     build_c("cc", "chdir.c", &root.join("job/chdir"), &["-pthread"]);
     build_c("cc", "short_lived.c", &root.join("job/short_lived"), &[]);
@@ -346,14 +373,7 @@ fn a_gone_jobs_names_in_a_chroot_are_its_files() {
         r = root.display()
     );
     let out = dir.join("out");
-    let res = common::run(
-        strata()
-            .args(["record", "-q", "--layers", "posix", "-o"])
-            .arg(&out)
-            .args(["--", "unshare", "--mount", "--propagation", "private"])
-            .args(["sh", "-c", &outer]),
-    );
-    assert!(res.status.success(), "{:?}", res.status);
+    record_in_namespace(&out, &[&outer]);
 
     let calls = rows(&out, "calls");
     let files = rows(&out, "files");
@@ -403,4 +423,89 @@ fn a_gone_jobs_names_in_a_chroot_are_its_files() {
         let what = format!("the write of {n} bytes");
         assert_is(file_of(w[0].i("file_id"), &what), path, &what);
     }
+}
+
+/// A chroot taken just before the exec of a program that is gone when strata gets to it
+/// (strata is stopped while it runs): the program's names are not resolved in the root it
+/// was forked with (the node's, where a decoy lies under the same name). The kernel reads
+/// the root at the exec; where another process of that chroot has its root held, the names
+/// are resolved there, and where none has, the file is the one the kernel opened (its
+/// inode), named as the program named it. The same for a chroot without an exec, seen at
+/// the fork of a child that opens a file. Ground truth: tests/workloads/short_lived.c, and a
+/// Python process that chroots, forks, and has its child create a file.
+#[test]
+fn a_chroot_just_before_a_gone_programs_exec_is_its_root() {
+    require_root();
+    let dir = fs::canonicalize(scratch("container_chroot_exec")).unwrap();
+    // Two chroots; the job's names, under `dir`, are decoys on the node.
+    let (held, bare) = (dir.join("held"), dir.join("bare"));
+    let inside = dir.strip_prefix("/").unwrap();
+    for root in [&held, &bare] {
+        chroot_tree(root, &[inside]);
+        build_c("cc", "short_lived.c", &root.join("job/short_lived"), &[]);
+    }
+    let (x, y, z) = (dir.join("x"), dir.join("y"), dir.join("z"));
+    for decoy in [&x, &y, &z] {
+        fs::write(decoy, "decoy").unwrap();
+    }
+    // The shell, in a private mount namespace, checks that its parent is strata, starts a
+    // process in one chroot and lets strata see its exec; then it stops strata until a
+    // program in each chroot has run, and a process has chrooted and forked.
+    let fork = "import os, sys\n\
+                os.chroot(sys.argv[1])\n\
+                pid = os.fork()\n\
+                if pid == 0:\n\
+                \x20   fd = os.open(sys.argv[2], os.O_CREAT | os.O_WRONLY)\n\
+                \x20   os._exit(0 if os.write(fd, b'z') == 1 else 1)\n\
+                sys.exit(os.waitpid(pid, 0)[1])";
+    let job = format!(
+        "read -r c < /proc/$PPID/comm; [ \"$c\" = strata ] || exit 97; \
+         mount --rbind /usr {h}/usr && mount --rbind /usr {b}/usr || exit 96; \
+         chroot {h} sleep 60 & sib=$!; sleep 1; kill -STOP $PPID || exit 98; \
+         chroot {h} /job/short_lived {x}; s=$?; \
+         chroot {b} /job/short_lived {y} || s=1; \
+         python3 -c \"$0\" {h} {z} || s=1; \
+         kill $sib; kill -CONT $PPID; exit $s",
+        h = held.display(),
+        b = bare.display(),
+        x = x.display(),
+        y = y.display(),
+        z = z.display(),
+    );
+    let out = dir.join("out");
+    record_in_namespace(&out, &[&job, fork]);
+
+    let calls = rows(&out, "calls");
+    let files = rows(&out, "files");
+    let file_of_open = |name: &Path| {
+        let open = calls
+            .iter()
+            .find(|c| c.s("function") == Some("openat") && c.s("path") == name.to_str())
+            .unwrap_or_else(|| panic!("the open of {}", name.display()));
+        files
+            .iter()
+            .find(|f| f.i("file_id") == open.i("file_id"))
+            .unwrap_or_else(|| panic!("no file of the open of {}", name.display()))
+    };
+    let ino = |p: &Path| fs::metadata(p).unwrap().ino() as i64;
+    let decoy_inos = [ino(&x), ino(&y), ino(&z)];
+    // In the chroot whose root strata held: named as the node sees it.
+    for (name, what) in [
+        (&x, "the chroot's program"),
+        (&z, "the chrooted parent's child"),
+    ] {
+        let in_held = held.join(inside).join(name.file_name().unwrap());
+        let f = file_of_open(name);
+        assert_eq!(f.s("path"), in_held.to_str(), "the file {what} opened");
+        assert_eq!(f.i("ino"), Some(ino(&in_held)), "the file {what} opened");
+    }
+    // In the chroot nothing held: the file the kernel opened, not the node's of that name.
+    let in_bare = bare.join(inside).join("y");
+    let f = file_of_open(&y);
+    assert_eq!(
+        f.i("ino"),
+        Some(ino(&in_bare)),
+        "the file the bare chroot's program opened"
+    );
+    assert!(!decoy_inos.contains(&f.i("ino").unwrap()));
 }

@@ -517,6 +517,17 @@ pub struct Config {
     pub uring_ctx_off: u32,
     pub uring_flags_off: u32,
     pub cqe_res_off: u32,
+    /// From the kernel's BTF, for the root a process sees its files from ([`ProcRecord::root`]):
+    /// `struct task_struct.fs`, where `struct fs_struct.root` keeps its dentry, `struct
+    /// dentry.d_inode` and `.d_sb`, `struct task_struct.nsproxy`, `struct nsproxy.mnt_ns`,
+    /// where `struct mnt_namespace` keeps its inode number; `task_fs_off` 0 when unknown.
+    pub task_fs_off: u32,
+    pub fs_root_dentry_off: u32,
+    pub dentry_inode_off: u32,
+    pub dentry_sb_off: u32,
+    pub task_nsproxy_off: u32,
+    pub nsproxy_mnt_ns_off: u32,
+    pub mnt_ns_inum_off: u32,
 }
 
 /// Where the page-cache and writeback programs on BTF raw tracepoints find what they read
@@ -1183,6 +1194,19 @@ pub struct ProcRecord {
     pub comm: [u8; 16],
     /// `Exec`: the executed file as passed to execve (NUL-terminated, maybe truncated).
     pub filename: [u8; FILENAME_CAP],
+    /// `NewTask` and `Exec`: the root the process sees its files from, as the creator had it
+    /// at the fork and as the new image has it at the exec; all 0 when unknown.
+    pub root: RootId,
+}
+
+/// A root directory as a process sees it: its mount namespace, the device (the kernel's
+/// `dev_t`: major << 20 | minor) and inode of its directory.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct RootId {
+    pub ino: u64,
+    pub dev: u32,
+    pub mnt_ns: u32,
 }
 
 pub const FILENAME_CAP: usize = 256;
@@ -1212,7 +1236,7 @@ mod pod {
 }
 
 const _: () = {
-    assert!(core::mem::size_of::<Config>() == 136);
+    assert!(core::mem::size_of::<Config>() == 164);
     assert!(core::mem::size_of::<BlockOffsets>() == 56);
     assert!(core::mem::size_of::<TaskOffsets>() == 16);
     assert!(core::mem::size_of::<ImageHeader>() == 24);
@@ -1224,7 +1248,7 @@ const _: () = {
     assert!(core::mem::size_of::<CallRecord>() == 120);
     assert!(core::mem::size_of::<StrHeader>() == 24);
     assert!(core::mem::size_of::<StrRecord>() == 24 + STR_CAP);
-    assert!(core::mem::size_of::<ProcRecord>() == 48 + FILENAME_CAP);
+    assert!(core::mem::size_of::<ProcRecord>() == 48 + FILENAME_CAP + 16);
     assert!(core::mem::size_of::<KernelFields>() == 72);
     assert!(core::mem::size_of::<BioKey>() == 16);
     assert!(core::mem::size_of::<KernelRecord>() == 88);

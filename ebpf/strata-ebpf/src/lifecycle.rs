@@ -15,7 +15,7 @@ use aya_ebpf::{
 };
 use strata_common::{
     CLONE_THREAD, Config, Counter, IMAGE_ARGS, IMAGE_ARGS_PARTS, IMAGE_ENV, IMAGE_ENV_PARTS,
-    IMAGE_PART, ImageHeader, ImageRecord, ProcEvent, ProcRecord, RecordKind,
+    IMAGE_PART, ImageHeader, ImageRecord, ProcEvent, ProcRecord, RecordKind, RootId,
 };
 
 use crate::{
@@ -27,6 +27,32 @@ use crate::{
 #[map]
 static STRATA_IMAGE_SCRATCH: PerCpuArray<ImageRecord> = PerCpuArray::with_max_entries(1, 0);
 
+/// The root the current task sees its files from: a `chroot`, `pivot_root`, `unshare` or
+/// `setns` changes it. User space compares it at each fork and exec, so that a process it
+/// only gets to after its end is not taken to see its parent's files.
+#[inline(always)]
+fn root_id(cfg: &Config) -> RootId {
+    if cfg.task_fs_off == 0 {
+        return RootId::default();
+    }
+    let read = || -> Res<RootId> {
+        // SAFETY: the current task, always valid.
+        let task = unsafe { bpf_get_current_task() };
+        let fs: u64 = kread(task, cfg.task_fs_off)?;
+        let dentry: u64 = kread(fs, cfg.fs_root_dentry_off)?;
+        let inode: u64 = kread(dentry, cfg.dentry_inode_off)?;
+        let sb: u64 = kread(dentry, cfg.dentry_sb_off)?;
+        let ns: u64 = kread(task, cfg.task_nsproxy_off)?;
+        let mnt_ns: u64 = kread(ns, cfg.nsproxy_mnt_ns_off)?;
+        Ok(RootId {
+            ino: kread(inode, cfg.inode_ino_off)?,
+            dev: kread(sb, cfg.sb_dev_off)?,
+            mnt_ns: kread(mnt_ns, cfg.mnt_ns_inum_off)?,
+        })
+    };
+    read().unwrap_or_default()
+}
+
 /// Sends a lifecycle record; `filename` points to a kernel string (exec's path).
 #[inline(always)]
 fn emit_proc(
@@ -36,6 +62,7 @@ fn emit_proc(
     other: u32,
     flags: u32,
     filename: Option<*const u8>,
+    root: RootId,
 ) {
     let Some(mut entry) = STRATA_EVENTS.reserve::<ProcRecord>(0) else {
         count(Counter::RingbufFull);
@@ -52,6 +79,7 @@ fn emit_proc(
         (*rec).other = other;
         (*rec).flags = flags;
         (*rec).comm = bpf_get_current_comm().unwrap_or([0; 16]);
+        (*rec).root = root;
         (*rec).filename[0] = 0;
         if let Some(src) = filename {
             let _ = bpf_probe_read_kernel_str_bytes(src, &mut (*rec).filename);
@@ -117,6 +145,12 @@ fn on_newtask(cfg: &Config, child: i32, clone_flags: u64) -> Res<()> {
         child as u32,
         clone_flags as u32,
         None,
+        // A thread shares its process's root: user space looks only at new processes'.
+        if clone_flags & CLONE_THREAD == 0 {
+            root_id(cfg)
+        } else {
+            RootId::default()
+        },
     );
     Ok(())
 }
@@ -167,7 +201,16 @@ fn on_exec(cfg: &Config, old: i32, filename: Option<*const u8>) -> Res<()> {
             (*st).stream_slot = 0;
         }
     }
-    emit_proc(ProcEvent::Exec, tgid, me.tid(), old as u32, 0, filename);
+    let root = root_id(cfg);
+    emit_proc(
+        ProcEvent::Exec,
+        tgid,
+        me.tid(),
+        old as u32,
+        0,
+        filename,
+        root,
+    );
     if cfg.task_mm_off != 0 {
         send_image(cfg, tgid);
     }
@@ -286,7 +329,7 @@ fn on_exit(group_dead: Option<bool>) -> Res<()> {
         if !user_traced(cfg) {
             return Ok(());
         }
-        emit_proc(ProcEvent::Exit, tgid, tid, tid, 1, None);
+        emit_proc(ProcEvent::Exit, tgid, tid, tid, 1, None, RootId::default());
     }
     Ok(())
 }
