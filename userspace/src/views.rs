@@ -43,6 +43,25 @@ impl Root {
         self.open_with(path.as_ref(), nix::fcntl::OFlag::O_RDONLY)
     }
 
+    /// The inode number of the directory as the kernel has it (fdinfo's `ino`, Linux 5.14 on):
+    /// `stat` gives what the file system reports, which overlayfs maps from its layers.
+    fn inode(&self) -> Option<u64> {
+        let info = fs::read_to_string(format!("/proc/self/fdinfo/{}", self.0.as_raw_fd())).ok()?;
+        let ino = info.lines().find_map(|l| l.strip_prefix("ino:"))?;
+        ino.trim().parse().ok()
+    }
+
+    /// The root as the kernel programs read it ([`RootId`]), seen in mount namespace `ns`, its
+    /// directory `stat`ed as `meta`.
+    fn id(&self, ns: u64, meta: &fs::Metadata) -> RootId {
+        let dev = meta.dev();
+        RootId {
+            ino: self.inode().unwrap_or(meta.ino()),
+            dev: libc::major(dev) << 20 | libc::minor(dev),
+            mnt_ns: ns as u32,
+        }
+    }
+
     /// `path` held without being opened for I/O (`O_PATH`): any file, even one strata may
     /// not read, a FIFO or a device, to stat and to name.
     pub fn find(&self, path: impl AsRef<Path>) -> std::io::Result<fs::File> {
@@ -74,17 +93,13 @@ pub struct View {
     /// of a container's own mount namespace.
     link: PathBuf,
     key: RootKey,
+    /// The root as the kernel programs read it; all 0 where no root is held.
+    id: RootId,
 }
 
 /// A root: the mount namespace it is seen in (its inode number), and its directory's device
 /// and inode.
 type RootKey = (u64, u64, u64);
-
-/// A root as the kernel programs read it.
-fn key_of(id: &RootId) -> RootKey {
-    let dev = libc::makedev(id.dev >> 20, id.dev & 0xf_ffff);
-    (u64::from(id.mnt_ns), dev, id.ino)
-}
 
 /// The inode number of a mount namespace, from its `/proc/<pid>/ns/mnt` link (`mnt:[N]`).
 fn mnt_ns(pid: &str) -> Option<u64> {
@@ -122,8 +137,8 @@ pub struct Views {
     by_pid: HashMap<i32, Rc<View>>,
     /// The roots held, by key: the processes of one container share one descriptor.
     roots: HashMap<RootKey, Weak<View>>,
-    /// strata's own root, read once.
-    own: Option<Option<RootKey>>,
+    /// strata's own root, read once, and as the kernel programs read it.
+    own: Option<Option<(RootKey, RootId)>>,
     /// The root the kernel last said each process had (at its fork, at its exec).
     ids: HashMap<i32, RootId>,
 }
@@ -151,7 +166,7 @@ impl Views {
             return Seen::Gone;
         };
         let key = (ns, dir.dev(), dir.ino());
-        if Some(key) == self.own() {
+        if self.own().is_some_and(|own| own.0 == key) {
             return match self.by_pid.remove(&pid) {
                 Some(_) => Seen::Changed,
                 None => Seen::Same,
@@ -175,7 +190,13 @@ impl Views {
                     None
                 };
                 let held = root.is_some();
-                let view = Rc::new(View { root, link, key });
+                let id = root.as_ref().map(|r| r.id(ns, &dir)).unwrap_or_default();
+                let view = Rc::new(View {
+                    root,
+                    link,
+                    key,
+                    id,
+                });
                 if held {
                     self.roots.insert(key, Rc::downgrade(&view));
                 }
@@ -186,11 +207,14 @@ impl Views {
         Seen::Changed
     }
 
-    /// strata's own root: its mount namespace and root directory.
-    fn own(&mut self) -> Option<RootKey> {
+    /// strata's own root: its mount namespace and root directory, and as the kernel programs
+    /// read it.
+    fn own(&mut self) -> Option<(RootKey, RootId)> {
         *self.own.get_or_insert_with(|| {
             let dir = fs::metadata("/proc/self/root").ok()?;
-            Some((mnt_ns("self")?, dir.dev(), dir.ino()))
+            let ns = mnt_ns("self")?;
+            let id = Root::of(std::process::id() as i32).ok()?.id(ns, &dir);
+            Some(((ns, dir.dev(), dir.ino()), id))
         })
     }
 
@@ -207,17 +231,19 @@ impl Views {
     /// root, or strata's own; where neither is it, a view strata holds no root of (its names
     /// are not resolved, rather than in the root it had before).
     fn settle(&mut self, pid: i32, id: &RootId) {
-        let key = key_of(id);
-        if Some(key) == self.own() {
+        if self.own().is_some_and(|own| own.1 == *id) {
             self.by_pid.remove(&pid);
             return;
         }
-        let view = self.roots.get(&key).and_then(Weak::upgrade);
+        // At most MAX_ROOTS, and only for a process gone with a root strata did not know.
+        let held = self.roots.values().filter_map(Weak::upgrade);
+        let view = held.into_iter().find(|v| v.id == *id);
         let view = view.unwrap_or_else(|| {
             Rc::new(View {
                 root: None,
                 link: PathBuf::from("/"),
-                key,
+                key: (u64::from(id.mnt_ns), 0, id.ino),
+                id: RootId::default(),
             })
         });
         self.by_pid.insert(pid, view);
@@ -276,11 +302,19 @@ impl Views {
     /// root held as a chroot's would be.
     #[cfg(test)]
     pub fn set(&mut self, pid: i32, dir: &Path) {
-        let root = Some(Root::open_dir(dir).unwrap());
+        let root = Root::open_dir(dir).unwrap();
         let link = dir.to_path_buf();
         let meta = fs::metadata(dir).unwrap();
-        let key = (mnt_ns("self").unwrap(), meta.dev(), meta.ino());
-        let view = Rc::new(View { root, link, key });
+        let ns = mnt_ns("self").unwrap();
+        let key = (ns, meta.dev(), meta.ino());
+        let id = root.id(ns, &meta);
+        let root = Some(root);
+        let view = Rc::new(View {
+            root,
+            link,
+            key,
+            id,
+        });
         self.roots.insert(key, Rc::downgrade(&view));
         self.by_pid.insert(pid, view);
     }
@@ -298,16 +332,6 @@ pub fn cwd(pid: i32) -> Option<String> {
 mod tests {
     use super::*;
 
-    /// A root as the kernel programs give it: the kernel's `dev_t` (major << 20 | minor).
-    fn id_of(key: RootKey) -> RootId {
-        let (major, minor) = (libc::major(key.1), libc::minor(key.1));
-        RootId {
-            ino: key.2,
-            dev: major << 20 | minor,
-            mnt_ns: key.0 as u32,
-        }
-    }
-
     /// Processes strata gets to only after they are gone: what the kernel read of their root
     /// at the fork and the exec decides their view. An unchanged root keeps the view forked;
     /// a changed one takes the held view of that root, or strata's own, or else one with no
@@ -317,28 +341,30 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("strata-views-{}", std::process::id()));
         fs::create_dir_all(dir.join("other")).unwrap();
         let mut views = Views::default();
-        let own = views.own().expect("strata's own root");
+        let own = views.own().expect("strata's own root").1;
         let held_pid = i32::MAX - 10;
         views.set(held_pid, &dir);
-        let held = views.get(held_pid).unwrap().key;
-        let meta = fs::metadata(dir.join("other")).unwrap();
-        let other = (own.0, meta.dev(), meta.ino());
+        let held = views.get(held_pid).unwrap().id;
+        let other = RootId {
+            ino: fs::metadata(dir.join("other")).unwrap().ino(),
+            ..held
+        };
         let (parent, pid) = (i32::MAX - 11, i32::MAX - 12);
-        let root_of = |v: &Views, pid| v.get(pid).map(|v| (v.key, v.root.is_some()));
+        let root_of = |v: &Views, pid| v.get(pid).map(|v| (v.id, v.root.is_some()));
 
         // Forked in strata's view, an exec with the same root: strata's view.
-        views.fork(parent, pid, id_of(own));
-        assert_eq!(views.exec(pid, id_of(own)), Seen::Gone);
+        views.fork(parent, pid, own);
+        assert_eq!(views.exec(pid, own), Seen::Gone);
         assert_eq!(root_of(&views, pid), None);
         // A chroot into the held root before the exec: its view.
-        assert_eq!(views.exec(pid, id_of(held)), Seen::Changed);
+        assert_eq!(views.exec(pid, held), Seen::Changed);
         assert_eq!(root_of(&views, pid), Some((held, true)));
         assert_eq!(views.get(pid).unwrap().link, dir);
         // Into a root strata holds nothing of: a view without one.
-        assert_eq!(views.exec(pid, id_of(other)), Seen::Changed);
-        assert_eq!(root_of(&views, pid), Some((other, false)));
+        assert_eq!(views.exec(pid, other), Seen::Changed);
+        assert_eq!(root_of(&views, pid), Some((RootId::default(), false)));
         // Back into strata's own.
-        assert_eq!(views.exec(pid, id_of(own)), Seen::Changed);
+        assert_eq!(views.exec(pid, own), Seen::Changed);
         assert_eq!(root_of(&views, pid), None);
         // The kernel's fields not known: nothing compared, the view forked is kept.
         views.fork(held_pid, pid, RootId::default());
@@ -348,13 +374,24 @@ mod tests {
         // A parent that chrooted since strata last knew, seen at a fork: the child has the
         // new root, and so has the parent.
         views.forget(pid);
-        views.fork(i32::MAX - 13, parent, id_of(own));
-        assert_eq!(views.fork(parent, pid, id_of(held)), Seen::Changed);
+        views.fork(i32::MAX - 13, parent, own);
+        assert_eq!(views.fork(parent, pid, held), Seen::Changed);
         assert_eq!(root_of(&views, parent), Some((held, true)));
         assert_eq!(root_of(&views, pid), Some((held, true)));
         // ... and the child's own exec in that root changes nothing.
-        assert_eq!(views.exec(pid, id_of(held)), Seen::Gone);
+        assert_eq!(views.exec(pid, held), Seen::Gone);
         assert_eq!(root_of(&views, pid), Some((held, true)));
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A root as the kernel programs read it: the inode fdinfo gives (an overlay's own, where
+    /// `stat` gives the directory under it), the kernel's `dev_t` (major << 20 | minor).
+    #[test]
+    fn a_root_is_identified_as_the_kernel_reads_it() {
+        let meta = fs::metadata("/").unwrap();
+        let id = Root::open_dir(Path::new("/")).unwrap().id(7, &meta);
+        let (major, minor) = (libc::major(meta.dev()), libc::minor(meta.dev()));
+        assert_eq!((id.dev >> 20, id.dev & 0xf_ffff), (major, minor));
+        assert_eq!((id.ino, id.mnt_ns), (meta.ino(), 7));
     }
 }

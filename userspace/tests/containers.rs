@@ -431,26 +431,35 @@ fn a_gone_jobs_names_in_a_chroot_are_its_files() {
 /// the root at the exec; where another process of that chroot has its root held, the names
 /// are resolved there, and where none has, the file is the one the kernel opened (its
 /// inode), named as the program named it. The same for a chroot without an exec, seen at
-/// the fork of a child that opens a file. Ground truth: tests/workloads/short_lived.c, and a
-/// Python process that chroots, forks, and has its child create a file.
+/// the fork of a child that opens a file, and for a chroot into an overlay mount (a
+/// container's image and its writable layer) still mounted when strata gets to the program.
+/// Ground truth: tests/workloads/short_lived.c, and a Python process that chroots,
+/// forks, and has its child create a file.
 #[test]
 fn a_chroot_just_before_a_gone_programs_exec_is_its_root() {
     require_root();
     let dir = fs::canonicalize(scratch("container_chroot_exec")).unwrap();
-    // Two chroots; the job's names, under `dir`, are decoys on the node.
-    let (held, bare) = (dir.join("held"), dir.join("bare"));
+    // Three chroots, one an overlay the job mounts (`image` under `layer`, in `merged`); the
+    // job's names, under `dir`, are decoys on the node.
+    let (held, bare, image) = (dir.join("held"), dir.join("bare"), dir.join("image"));
+    let (layer, work, merged) = (dir.join("layer"), dir.join("work"), dir.join("merged"));
     let inside = dir.strip_prefix("/").unwrap();
-    for root in [&held, &bare] {
+    for root in [&held, &bare, &image] {
         chroot_tree(root, &[inside]);
         build_c("cc", "short_lived.c", &root.join("job/short_lived"), &[]);
     }
-    let (x, y, z) = (dir.join("x"), dir.join("y"), dir.join("z"));
-    for decoy in [&x, &y, &z] {
+    for d in [&layer, &work, &merged] {
+        fs::create_dir_all(d).unwrap();
+    }
+    let (x, y, z, w) = (dir.join("x"), dir.join("y"), dir.join("z"), dir.join("w"));
+    for decoy in [&x, &y, &z, &w] {
         fs::write(decoy, "decoy").unwrap();
     }
     // The shell, in a private mount namespace, checks that its parent is strata, starts a
-    // process in one chroot and lets strata see its exec; then it stops strata until a
-    // program in each chroot has run, and a process has chrooted and forked.
+    // process in the first chroot and one in the overlay, and lets strata see their execs;
+    // then it stops strata until a program in each chroot has run, and a process has
+    // chrooted and forked. The overlay stays mounted (its namespace alive) for 3 s after, as
+    // a container runs on while strata handles its short program.
     let fork = "import os, sys\n\
                 os.chroot(sys.argv[1])\n\
                 pid = os.fork()\n\
@@ -461,13 +470,22 @@ fn a_chroot_just_before_a_gone_programs_exec_is_its_root() {
     let job = format!(
         "read -r c < /proc/$PPID/comm; [ \"$c\" = strata ] || exit 97; \
          mount --rbind /usr {h}/usr && mount --rbind /usr {b}/usr || exit 96; \
-         chroot {h} sleep 60 & sib=$!; sleep 1; kill -STOP $PPID || exit 98; \
+         mount -t overlay overlay -o lowerdir={i},upperdir={l},workdir={wd} {m} || exit 95; \
+         mount --rbind /usr {m}/usr || exit 96; \
+         chroot {h} sleep 60 & sib=$!; chroot {m} sleep 60 & sib2=$!; \
+         sleep 1; kill -STOP $PPID || exit 98; \
          chroot {h} /job/short_lived {x}; s=$?; \
          chroot {b} /job/short_lived {y} || s=1; \
          python3 -c \"$0\" {h} {z} || s=1; \
-         kill $sib; kill -CONT $PPID; exit $s",
+         chroot {m} /job/short_lived {w} || s=1; \
+         kill $sib; kill -CONT $PPID; sleep 3; kill $sib2; exit $s",
         h = held.display(),
         b = bare.display(),
+        i = image.display(),
+        l = layer.display(),
+        wd = work.display(),
+        m = merged.display(),
+        w = w.display(),
         x = x.display(),
         y = y.display(),
         z = z.display(),
@@ -488,7 +506,7 @@ fn a_chroot_just_before_a_gone_programs_exec_is_its_root() {
             .unwrap_or_else(|| panic!("no file of the open of {}", name.display()))
     };
     let ino = |p: &Path| fs::metadata(p).unwrap().ino() as i64;
-    let decoy_inos = [ino(&x), ino(&y), ino(&z)];
+    let decoy_inos = [ino(&x), ino(&y), ino(&z), ino(&w)];
     // In the chroot whose root strata held: named as the node sees it.
     for (name, what) in [
         (&x, "the chroot's program"),
@@ -508,4 +526,20 @@ fn a_chroot_just_before_a_gone_programs_exec_is_its_root() {
         "the file the bare chroot's program opened"
     );
     assert!(!decoy_inos.contains(&f.i("ino").unwrap()));
+    // In the overlay, held: named as the node sees it while mounted in the job's namespace
+    // (a container strata holds no root of: the job's name); the file itself is in the
+    // writable layer (overlayfs gives its inode).
+    let f = file_of_open(&w);
+    let name = merged.join(inside).join("w");
+    assert_eq!(
+        f.s("path"),
+        name.to_str(),
+        "the file the overlay's program opened"
+    );
+    let in_layer = layer.join(inside).join("w");
+    assert_eq!(
+        f.i("ino"),
+        Some(ino(&in_layer)),
+        "the file the overlay's program opened"
+    );
 }
