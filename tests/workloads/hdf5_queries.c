@@ -13,6 +13,8 @@
  *   H5Oget_info2(f, basic): a group, H5Oget_info_by_name1(f, "t"): a named datatype,
  *   H5Oget_info_by_name2(f, "g/d1", basic): a dataset,
  *   H5Oget_info_by_idx2(f, "g", by name, increasing, 0, basic): a dataset (d0).
+ * Then opens the named datatypes, H5Topen2(f, "t") (8 bytes) and H5Topen1(f, "t1") (4 bytes),
+ * each closed by H5Tclose.
  * Closes it, opens it for writing and calls H5Fstart_swmr_write, then closes it.
  * Every call and answer is checked; any failure exits 2.
  * Usage: hdf5_queries FILE N */
@@ -95,6 +97,12 @@ int main(int argc, char **argv) {
     OK(H5Oget_info_by_idx2(f, "g", H5_INDEX_NAME, H5_ITER_INC, 0, &info, H5O_INFO_BASIC,
                            H5P_DEFAULT));
     IS(info.type, H5O_TYPE_DATASET);
+    hid_t named = must(H5Topen2(f, "t", H5P_DEFAULT));
+    IS(H5Tget_size(named), 8);
+    OK(H5Tclose(named));
+    named = must(H5Topen1(f, "t1"));
+    IS(H5Tget_size(named), 4);
+    OK(H5Tclose(named));
     OK(H5Fclose(f));
 
     f = must(H5Fopen(argv[1], H5F_ACC_RDWR, fapl));

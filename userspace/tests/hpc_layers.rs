@@ -1597,7 +1597,7 @@ const N_QUERIES: i64 = 60;
 /// HDF5 call. Ground truth: tests/workloads/hdf5_queries.c.
 #[test]
 fn hdf5_questions_named_types_and_swmr_are_calls_on_their_file() {
-    let (calls, _, file_id, _) =
+    let (calls, handles, file_id, _) =
         record_h5pcc_at("posix,hdf5", "hdf5_queries", "queries.h5", N_QUERIES);
     let opens = calls_of(&calls, "H5Fopen");
     assert_eq!(opens.len(), 2, "read-only, then for SWMR writing");
@@ -1670,6 +1670,38 @@ fn hdf5_questions_named_types_and_swmr_are_calls_on_their_file() {
         assert_eq!(c.i("handle_id"), made_on, "{f}");
         assert_eq!(row(c), want((f, path, &[], 0)), "{f}");
     }
+    // Named datatypes opened from the read-only file: handles on it, closed by H5Tclose
+    // (every other H5Tclose, of a transient type, closes no handle).
+    let tcloses = calls_of(&calls, "H5Tclose");
+    let closes_of: Vec<&Row> = tcloses
+        .iter()
+        .copied()
+        .filter(|c| c.i("handle_id").is_some())
+        .collect();
+    assert_eq!(closes_of.len(), 2, "{tcloses:?}");
+    for ((f, name), close) in [("H5Topen2", "t"), ("H5Topen1", "t1")]
+        .iter()
+        .zip(closes_of)
+    {
+        let open = one_call(&calls, f);
+        let h = by_id(&handles, "handle_id", open.i("handle_id"));
+        assert_eq!(h.s("kind"), Some("hid"), "{f}");
+        assert_eq!(h.i("created_by_call_id"), open.i("call_id"), "{f}");
+        assert_eq!(
+            h.i("parent_handle_id"),
+            asked_of,
+            "{f}: opened from the file"
+        );
+        assert_eq!(
+            (h.s("path"), open.s("path")),
+            (Some(*name), Some(*name)),
+            "{f}"
+        );
+        assert_eq!(h.i("file_id"), Some(file_id), "{f}");
+        assert_eq!(close.i("handle_id"), h.i("handle_id"), "{f}: closed");
+        assert_eq!(h.i("destroyed_by_call_id"), close.i("call_id"), "{f}");
+    }
+
     // SWMR writing marks the superblock (at 0) and takes the file's lock again.
     let start = one_call(&calls, "H5Fstart_swmr_write");
     assert_eq!(start.i("handle_id"), swmr);
