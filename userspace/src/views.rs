@@ -213,7 +213,9 @@ impl Views {
         *self.own.get_or_insert_with(|| {
             let dir = fs::metadata("/proc/self/root").ok()?;
             let ns = mnt_ns("self")?;
-            let id = Root::of(std::process::id() as i32).ok()?.id(ns, &dir);
+            let id = Root::open_dir(Path::new("/proc/self/root"))
+                .ok()?
+                .id(ns, &dir);
             Some(((ns, dir.dev(), dir.ino()), id))
         })
     }
@@ -236,9 +238,8 @@ impl Views {
             return;
         }
         // At most MAX_ROOTS, and only for a process gone with a root strata did not know.
-        let held = self.roots.values().filter_map(Weak::upgrade);
-        let view = held.into_iter().find(|v| v.id == *id);
-        let view = view.unwrap_or_else(|| {
+        let mut held = self.roots.values().filter_map(Weak::upgrade);
+        let view = held.find(|v| v.id == *id).unwrap_or_else(|| {
             Rc::new(View {
                 root: None,
                 link: PathBuf::from("/"),
@@ -297,7 +298,6 @@ impl Views {
         self.by_pid.get(&pid).map(|v| &**v)
     }
 
-    /// Sets `pid`'s view to `dir`, named `link` by strata.
     /// Sets `pid`'s view to `dir` (in strata's mount namespace), named `link` by strata, its
     /// root held as a chroot's would be.
     #[cfg(test)]
@@ -384,8 +384,8 @@ mod tests {
         fs::remove_dir_all(&dir).unwrap();
     }
 
-    /// A root as the kernel programs read it: the inode fdinfo gives (an overlay's own, where
-    /// `stat` gives the directory under it), the kernel's `dev_t` (major << 20 | minor).
+    /// A root as the kernel programs read it: the inode number the kernel has (fdinfo's), the
+    /// kernel's `dev_t` (major << 20 | minor).
     #[test]
     fn a_root_is_identified_as_the_kernel_reads_it() {
         let meta = fs::metadata("/").unwrap();
