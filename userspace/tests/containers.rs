@@ -527,8 +527,8 @@ fn a_chroot_just_before_a_gone_programs_exec_is_its_root() {
     );
     assert!(!decoy_inos.contains(&f.i("ino").unwrap()));
     // In the overlay, held: named as the node sees it while mounted in the job's namespace
-    // (a container strata holds no root of: the job's name); the file itself is in the
-    // writable layer (overlayfs gives its inode).
+    // (with no root held it would be the job's own name); the file itself is in the writable
+    // layer (overlayfs gives its inode).
     let f = file_of_open(&w);
     let name = merged.join(inside).join("w");
     assert_eq!(
