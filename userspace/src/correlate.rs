@@ -149,6 +149,8 @@ pub struct Correlator {
     /// Where the calls beneath library calls began on the handles they moved, and what
     /// they read.
     starts_beneath: crate::handles::StartsBeneath,
+    /// The last failure beneath each library call in flight: why it failed, if it did.
+    failures: crate::failures::FailuresBeneath,
     /// Collective opens so far per (pid, file id).
     collective_opens: HashMap<(i32, i64), u32>,
     pub files: Files,
@@ -242,6 +244,7 @@ impl Correlator {
             nc_vars: Default::default(),
             type_sizes: Default::default(),
             starts_beneath: Default::default(),
+            failures: Default::default(),
             files: Files::default(),
             summary: Summary::default(),
             kernel: Default::default(),
@@ -892,6 +895,8 @@ impl Correlator {
         }
 
         let failed = match p.ret {
+            // NetCDF's system errors are positive.
+            RetKind::Status if p.layer == Layer::Netcdf => ret != 0,
             RetKind::Fd | RetKind::Bytes | RetKind::Status | RetKind::Position | RetKind::Count => {
                 ret < 0
             }
@@ -903,7 +908,6 @@ impl Correlator {
             // EOF from fscanf may still have consumed input (the white space before the end).
             RetKind::Scanned | RetKind::None => false,
         };
-        let errno = (kernel_ret && ret < 0).then(|| (-ret) as i32);
 
         // Calls that move bytes (reads, writes, copies between two fds).
         let moves = matches!(p.op, Op::Read | Op::Write | Op::Copy);
@@ -928,6 +932,17 @@ impl Correlator {
             _ if p.ret == RetKind::Char && moves => Some(1),
             _ => None,
         };
+        // A syscall's or request's own errno; a failed library call's from beneath it.
+        let errno = if kernel_ret {
+            (ret < 0).then(|| (-ret) as i32)
+        } else {
+            let outcome = crate::failures::outcome(&p, ret, count, size);
+            crate::failures::errno(outcome, self.failures.take(rec.call_id))
+        };
+        // Why the call around it failed, if it did (a request's failure is its own).
+        if !is_request {
+            self.failures.note(rec.parent_id, errno.unwrap_or(0));
+        }
         // HDF5 and NetCDF: elements selected times the type's size, when strata can know them.
         let nargs = p.args.len().min(rec.args.len());
         let arr = |i: usize| {
@@ -1577,6 +1592,9 @@ impl Correlator {
         };
         let failed = ret < 0;
         let errno = failed.then(|| (-ret) as i32);
+        if let Some(e) = errno {
+            self.failures.note(rec.parent_id, e);
+        }
         let bytes_result = Some(ret.max(0));
         let write = p.op == Op::Write;
         // Linux appends a pwrite to an O_APPEND fd, whatever its offset (`transfer`).

@@ -13,6 +13,7 @@ pub mod dataset;
 pub mod empty_probe;
 pub mod entry_insn;
 pub mod events;
+pub mod failures;
 pub mod fast;
 pub mod files;
 pub mod filter;

@@ -20,6 +20,10 @@ pub const QUERIES: &[(&str, &str)] = &[
     ("jobs", include_str!("../../report/jobs.sql")),
     ("slow_calls", include_str!("../../report/slow_calls.sql")),
     (
+        "failed_calls",
+        include_str!("../../report/failed_calls.sql"),
+    ),
+    (
         "small_operations",
         include_str!("../../report/small_operations.sql"),
     ),

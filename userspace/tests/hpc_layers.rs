@@ -2337,3 +2337,183 @@ fn h5py_objects_are_handles_on_the_hdf5_its_wheel_brings() {
     );
     assert_eq!(file_closed.i("ret"), Some(0), "{file_closed:?}");
 }
+
+/// A failed library call has the errno of the failure beneath it: the program's own errno
+/// after the call where a syscall beneath failed (an fopen's ENOENT, an fread's EISDIR, an
+/// H5Fopen's ENOENT, nc_open's ENOENT, which it also returns; MPI_File_open's EBADF, from the
+/// close Open MPI makes after its open failed with ENOENT), 0 where none failed (an H5Fclose
+/// of a closed id, an fputc glibc refuses without a syscall). A return that also means the
+/// end of the input (fread's short count, fgetc's EOF) is no failure where nothing beneath
+/// failed. Ground truth: tests/workloads/failures.c, which prints what it saw.
+#[test]
+fn a_failed_library_call_has_the_errno_of_the_failure_beneath_it() {
+    require_root();
+    let dir = scratch("failures");
+    let exe = build_c(
+        "h5pcc",
+        "failures.c",
+        &dir.join("failures"),
+        &[
+            "-shlib",
+            "-I/usr/lib/x86_64-linux-gnu/netcdf/mpi/include",
+            "-L/usr/lib/x86_64-linux-gnu/netcdf/mpi/lib",
+            "-lnetcdf_mpi",
+        ],
+    );
+    let work = dir.join("work");
+    std::fs::create_dir(&work).unwrap();
+    let out = dir.join("out");
+    let res = run(common::recording("posix,stdio,mpiio,hdf5,netcdf", &out)
+        .arg(&exe)
+        .arg(&work)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"));
+    assert!(res.status.success(), "{:?}", res.status);
+    // What the program saw: "NAME N..." per call.
+    let seen: HashMap<String, Vec<i64>> = String::from_utf8_lossy(&res.stdout)
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            let name = w.next()?.to_string();
+            Some((name, w.map(|v| v.parse().unwrap()).collect()))
+        })
+        .collect();
+    let saw =
+        |name: &str| seen.get(name).unwrap_or_else(|| panic!("{name}: {seen:?}"))[..].to_vec();
+
+    let pid = common::workload_pid(&out, &exe);
+    let mut calls: Vec<Row> = rows(&out, "calls")
+        .into_iter()
+        .filter(|c| c.i("pid") == Some(pid))
+        .collect();
+    calls.sort_by_key(|c| c.i("ts_begin_ns"));
+    // The workload's own calls: from its fopen of the missing file on, at the top.
+    let first = calls
+        .iter()
+        .position(|c| {
+            c.s("function") == Some("fopen")
+                && c.s("path").is_some_and(|p| p.ends_with("/missing/f"))
+        })
+        .expect("the fopen of the missing file");
+    let own: Vec<&Row> = calls[first..]
+        .iter()
+        .filter(|c| c.i("depth") == Some(0) && c.s("layer") != Some("posix"))
+        .collect();
+    let failed: Vec<(&str, Option<i64>)> = own
+        .iter()
+        .filter(|c| c.i("errno").is_some())
+        .map(|c| (c.s("function").unwrap(), c.i("errno")))
+        .collect();
+    let mpi = saw("MPI_File_open");
+    assert_eq!(
+        failed,
+        [
+            ("fopen", Some(saw("fopen")[0])),
+            ("fread", Some(saw("fread")[0])),
+            ("fputc", Some(0)),
+            ("H5Fopen", Some(saw("H5Fopen")[0])),
+            ("H5Fclose", Some(saw("H5Fclose")[0])),
+            ("MPI_File_open", Some(mpi[1])),
+            ("nc_open", Some(saw("nc_open")[0])),
+        ],
+        "the failed library calls and their errno"
+    );
+    // The program's own errno where a syscall beneath failed, 0 where none did.
+    assert_eq!(
+        (saw("fopen"), saw("fread"), saw("H5Fopen"), saw("nc_open")),
+        (vec![2], vec![21], vec![2], vec![2])
+    );
+    assert_eq!((saw("H5Fclose"), mpi[1]), (vec![0], 9));
+    // glibc's fputc refused with EBADF, and nothing beneath failed: strata cannot know why.
+    assert_eq!(saw("fputc"), [9]);
+    // Each errno is that of a failed call beneath, the last to fail; the reads at the end of
+    // the 2-byte file and the H5Fclose failed nothing beneath.
+    let last_failure_beneath = |f: &str, nth: usize| {
+        let c = *own
+            .iter()
+            .filter(|c| c.s("function") == Some(f))
+            .nth(nth)
+            .unwrap_or_else(|| panic!("{f} #{nth}"));
+        let mut below = descendants(&calls, c.i("call_id").unwrap());
+        below.sort_by_key(|c| c.i("ts_end_ns"));
+        let failures: Vec<(Option<&str>, Option<i64>, Option<&str>)> = below
+            .iter()
+            .filter(|b| b.i("errno").is_some_and(|e| e != 0))
+            .map(|b| (b.s("function"), b.i("errno"), b.s("path")))
+            .collect();
+        (c, failures)
+    };
+    let name = |p: &str| Some(work.join(p).to_str().unwrap().to_string());
+    let (_, f) = last_failure_beneath("fopen", 0);
+    assert_eq!(f, [(Some("openat"), Some(2), name("missing/f").as_deref())]);
+    let (read, f) = last_failure_beneath("fread", 0);
+    assert_eq!(
+        (read.i("ret"), f),
+        (Some(0), vec![(Some("read"), Some(21), None)])
+    );
+    let (end, f) = last_failure_beneath("fread", 1);
+    assert_eq!((end.i("ret"), end.i("errno"), f), (Some(2), None, vec![]));
+    let (getc, f) = last_failure_beneath("fgetc", 0);
+    assert_eq!(
+        (getc.i("ret"), getc.i("errno"), f),
+        (Some(-1), None, vec![])
+    );
+    let (putc, f) = last_failure_beneath("fputc", 0);
+    assert_eq!((putc.i("ret"), f), (Some(-1), vec![]));
+    let (_, f) = last_failure_beneath("H5Fopen", 0);
+    assert_eq!(
+        f.last(),
+        Some(&(Some("openat"), Some(2), name("missing.h5").as_deref()))
+    );
+    let (closed, f) = last_failure_beneath("H5Fclose", 1);
+    assert_eq!((closed.i("ret"), f), (Some(-1), vec![]));
+    let (open, f) = last_failure_beneath("MPI_File_open", 0);
+    let class_42_or_its_code = open.i("ret").unwrap();
+    assert_ne!(
+        class_42_or_its_code, 0,
+        "MPI_ERR_NO_SUCH_FILE is class {}",
+        mpi[0]
+    );
+    assert!(
+        f.contains(&(Some("openat"), Some(2), name("missing.dat").as_deref())),
+        "{f:?}"
+    );
+    assert_eq!(f.last().map(|l| (l.0, l.1)), Some((Some("close"), Some(9))));
+    let (nc, f) = last_failure_beneath("nc_open", 0);
+    assert_eq!(nc.i("ret"), Some(2), "a system error is a positive status");
+    assert_eq!(
+        f.last(),
+        Some(&(Some("fopen"), Some(2), name("missing.nc").as_deref()))
+    );
+
+    // `strata report` lists them: the library layers' failures are the program's alone.
+    let rep = run(strata().args(["report", "--format", "json"]).arg(&out));
+    assert!(rep.status.success(), "{:?}", rep.status);
+    let rep: serde_json::Value = serde_json::from_slice(&rep.stdout).expect("report JSON");
+    let mut listed: Vec<(String, String, i64, String, i64)> = rep["summaries"]["failed_calls"]
+        .as_array()
+        .expect("a failed_calls summary")
+        .iter()
+        .filter(|r| ["hdf5", "mpiio", "netcdf"].contains(&r["layer"].as_str().unwrap()))
+        .map(|r| {
+            (
+                r["layer"].as_str().unwrap().to_string(),
+                r["function"].as_str().unwrap().to_string(),
+                r["errno"].as_i64().unwrap(),
+                r["errno_name"].as_str().unwrap().to_string(),
+                r["calls"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    listed.sort();
+    let row = |l: &str, f: &str, e: i64, n: &str| (l.into(), f.into(), e, n.into(), 1);
+    assert_eq!(
+        listed,
+        [
+            row("hdf5", "H5Fclose", 0, ""),
+            row("hdf5", "H5Fopen", 2, "ENOENT"),
+            row("mpiio", "MPI_File_open", 9, "EBADF"),
+            row("netcdf", "nc_open", 2, "ENOENT"),
+        ]
+    );
+}
