@@ -43,6 +43,10 @@ pub const QUERIES: &[(&str, &str)] = &[
         "hidden_files",
         include_str!("../../report/hidden_files.sql"),
     ),
+    (
+        "failed_lookups",
+        include_str!("../../report/failed_lookups.sql"),
+    ),
     ("pipe_stages", include_str!("../../report/pipe_stages.sql")),
     (
         "layer_amplification",

@@ -596,3 +596,61 @@ fn processes_joined_by_a_pipe_are_found_and_a_direct_write_is_not() {
         "{r}"
     );
 }
+
+/// search_path.c's directories and rounds.
+const SEARCH_DIRS: i64 = 20;
+const SEARCH_ROUNDS: i64 = 10;
+
+/// `search_path MODE DIR 20 10` under `strata record` (posix layer), without cargo's
+/// LD_LIBRARY_PATH, whose entries the loader would search too: the report and the workload's
+/// pid.
+fn search(mode: &str) -> (Value, i64, PathBuf) {
+    require_root();
+    let dir = scratch(&format!("report_search_{mode}"));
+    let exe = build_c("cc", "search_path.c", &dir.join("search_path"), &[]);
+    let work = dir.join("work");
+    std::fs::create_dir(&work).unwrap();
+    let out = dir.join("out");
+    let res = run(common::recording("posix", &out)
+        .arg(&exe)
+        .arg(mode)
+        .arg(&work)
+        .arg(SEARCH_DIRS.to_string())
+        .arg(SEARCH_ROUNDS.to_string())
+        .env_remove("LD_LIBRARY_PATH"));
+    assert!(res.status.success(), "{:?}", res.status);
+    (report(&out), common::workload_pid(&out, &exe), work)
+}
+
+/// A library looked for in 20 directories 10 times over is found: 200 failed opens by the
+/// process, the name in 20 directories, the first directory (by name, of those with the
+/// most) with its 10. The same opens of a library each directory holds are not.
+#[test]
+fn a_search_path_walked_for_a_missing_library_is_found_and_one_that_finds_it_is_not() {
+    let (r, pid, work) = search("missing");
+    let found = findings(&r, "failed_lookups", "");
+    assert_eq!(found.len(), 1, "{found:#?}");
+    let f = &found[0];
+    assert_eq!(f["pid"], pid);
+    let failed = f["failed_lookups"].as_i64().unwrap();
+    // The loader's own few (/etc/ld.so.preload) besides the workload's.
+    assert!(
+        (SEARCH_DIRS * SEARCH_ROUNDS..SEARCH_DIRS * SEARCH_ROUNDS + 10).contains(&failed),
+        "{f}"
+    );
+    assert_eq!(f["most_searched_name"], "libmissing.so.1");
+    assert_eq!(f["name_directories"], SEARCH_DIRS);
+    assert_eq!(f["top_directory"], work.join("d0").to_str().unwrap());
+    assert_eq!(f["top_directory_failures"], SEARCH_ROUNDS);
+    assert!(f["directories"].as_i64().unwrap() >= SEARCH_DIRS);
+
+    let (r, _, _) = search("present");
+    assert_eq!(findings(&r, "failed_lookups", ""), Vec::<Value>::new());
+    assert!(
+        r["detectors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["detector"] == "failed_lookups" && d["found"] == false)
+    );
+}
