@@ -894,20 +894,7 @@ impl Correlator {
             strs_out.push(name.to_string());
         }
 
-        let failed = match p.ret {
-            // NetCDF's system errors are positive.
-            RetKind::Status if p.layer == Layer::Netcdf => ret != 0,
-            RetKind::Fd | RetKind::Bytes | RetKind::Status | RetKind::Position | RetKind::Count => {
-                ret < 0
-            }
-            // A syscall's pointer (mmap's address) or its negative errno.
-            RetKind::Handle | RetKind::Ptr => ret == 0 || (is_syscall && ret < 0),
-            RetKind::Char => ret == -1,
-            RetKind::MpiStatus => ret != 0,
-            RetKind::Hid | RetKind::Refs => ret < 0,
-            // EOF from fscanf may still have consumed input (the white space before the end).
-            RetKind::Scanned | RetKind::None => false,
-        };
+        let failed = crate::failures::failed(&p, ret, is_syscall);
 
         // Calls that move bytes (reads, writes, copies between two fds).
         let moves = matches!(p.op, Op::Read | Op::Write | Op::Copy);
@@ -936,7 +923,7 @@ impl Correlator {
         let errno = if kernel_ret {
             (ret < 0).then(|| (-ret) as i32)
         } else {
-            let outcome = crate::failures::outcome(&p, ret, count, size);
+            let outcome = crate::failures::outcome(&p, failed, ret, count, size);
             crate::failures::errno(outcome, self.failures.take(rec.call_id))
         };
         // Why the call around it failed, if it did (a request's failure is its own).

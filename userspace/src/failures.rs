@@ -21,27 +21,42 @@ pub enum Outcome {
     EndOrFailed,
 }
 
-/// How a library call of probe `p` that returned `ret` ended; `items` is the count it was
-/// asked for and `item_size` the size of one (fread, fwrite), where it has them.
-pub fn outcome(p: &Probe, ret: i64, items: Option<i64>, item_size: Option<i64>) -> Outcome {
+/// Whether a call of probe `p` that returned `ret` failed, as its return kind says (what
+/// it made, moved or changed is then not there).
+pub fn failed(p: &Probe, ret: i64, is_syscall: bool) -> bool {
+    match p.ret {
+        // NetCDF's system errors are positive.
+        RetKind::Status if p.layer == Layer::Netcdf => ret != 0,
+        RetKind::Fd | RetKind::Bytes | RetKind::Status | RetKind::Position | RetKind::Count => {
+            ret < 0
+        }
+        // A syscall's pointer (mmap's address) or its negative errno.
+        RetKind::Handle | RetKind::Ptr => ret == 0 || (is_syscall && ret < 0),
+        RetKind::Char => ret == -1,
+        RetKind::MpiStatus => ret != 0,
+        RetKind::Hid | RetKind::Refs => ret < 0,
+        // EOF from fscanf may still have consumed input (the white space before the end).
+        RetKind::Scanned | RetKind::None => false,
+    }
+}
+
+/// How a library call of probe `p` that returned `ret` ended, given whether it [`failed`];
+/// `items` is the count it was asked for and `item_size` the size of one (fread, fwrite),
+/// where it has them.
+pub fn outcome(
+    p: &Probe,
+    failed: bool,
+    ret: i64,
+    items: Option<i64>,
+    item_size: Option<i64>,
+) -> Outcome {
     let reads_stream = p.layer == Layer::Stdio && p.op == Op::Read;
     let failed = match p.ret {
         // A short count: fwrite's only on failure, fread's at the end of the input too.
-        RetKind::Count => {
-            let short = items.is_some_and(|n| ret < n) && item_size.is_some_and(|s| s > 0);
-            if short && reads_stream {
-                return Outcome::EndOrFailed;
-            }
-            short
-        }
-        // NetCDF returns NC_NOERR (0), a negative NC_E* code, or a positive system errno.
-        RetKind::Status if p.layer == Layer::Netcdf => ret != 0,
-        RetKind::Fd | RetKind::Bytes | RetKind::Status | RetKind::Position => ret < 0,
-        RetKind::Handle | RetKind::Ptr => ret == 0,
-        RetKind::Char | RetKind::Scanned => ret == -1,
-        RetKind::MpiStatus => ret != 0,
-        RetKind::Hid | RetKind::Refs => ret < 0,
-        RetKind::None => false,
+        RetKind::Count => items.is_some_and(|n| ret < n) && item_size.is_some_and(|s| s > 0),
+        // fscanf's EOF: the end of the input, or a failure.
+        RetKind::Scanned => ret == -1,
+        _ => failed,
     };
     match failed {
         false => Outcome::Succeeded,
@@ -107,6 +122,10 @@ mod tests {
             "[[probe]]\nlayer = \"{layer}\"\nlibrary = \"libx.so\"\nsymbol = \"{symbol}\"\n\
              op = \"{op}\"\nargs = [{args}]\nret = \"{ret}\"\n"
         ))
+    }
+
+    fn outcome(p: &Probe, ret: i64, items: Option<i64>, item_size: Option<i64>) -> Outcome {
+        super::outcome(p, failed(p, ret, false), ret, items, item_size)
     }
 
     #[test]
