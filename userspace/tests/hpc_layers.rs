@@ -2517,3 +2517,149 @@ fn a_failed_library_call_has_the_errno_of_the_failure_beneath_it() {
         ]
     );
 }
+
+/// A Fortran job, on both MPI ABIs: MPI-IO through the mpi_f08 module, parallel HDF5 through
+/// HDF5's Fortran module (Open MPI's build: Debian has no MPICH build of it), and the Fortran
+/// runtime's unformatted writes. Nothing of Fortran's is probed: its bindings call the C
+/// functions (Open MPI's through their `PMPI_` names, which are the same code), so each call
+/// is the row a C program's would be. Ground truth: tests/workloads/fortran_io.F90.
+#[test]
+fn a_fortran_jobs_mpi_io_hdf5_and_runtime_writes_are_the_rows_of_their_c_calls() {
+    fortran_io(Mpi::Open);
+}
+
+#[test]
+fn a_fortran_jobs_mpi_io_under_the_mpich_abi_is_the_rows_of_its_c_calls() {
+    fortran_io(Mpi::Mpich);
+}
+
+fn fortran_io(mpi: Mpi) {
+    require_root();
+    let (name, compiler, flags): (_, _, &[&str]) = match mpi {
+        Mpi::Open => ("fortran_io", "h5pfc", &["-shlib", "-DWITH_HDF5"]),
+        Mpi::Mpich => ("fortran_io_mpich", "mpif90.mpich", &[]),
+    };
+    let dir = scratch(&format!("{name}_build"));
+    let exe = build_c(compiler, "fortran_io.F90", &dir.join(name), flags);
+    let out = record_job(name, &[], mpi.launcher(), &exe, &[dir.to_str().unwrap()]);
+
+    let mut ranks: Vec<(i64, i64)> = rows(&out, "processes")
+        .iter()
+        .filter(|p| p.s("exe") == exe.to_str())
+        .map(|p| (p.i("rank").unwrap(), p.i("pid").unwrap()))
+        .collect();
+    ranks.sort();
+    assert_eq!(
+        ranks.iter().map(|r| r.0).collect::<Vec<_>>(),
+        (0..RANKS).collect::<Vec<_>>()
+    );
+    let calls = rows(&out, "calls");
+    let dat = common::file_id_of(&out, &dir.join("mpi.dat"));
+    let plain_bin = common::file_id_of(&out, &dir.join("plain.bin"));
+    // The program's own call of `f` in process `pid`.
+    let top = |pid: i64, f: &str| -> &Row {
+        let v: Vec<&Row> = calls
+            .iter()
+            .filter(|c| c.i("pid") == Some(pid) && c.s("function") == Some(f))
+            .filter(|c| c.i("parent_id").is_none())
+            .collect();
+        assert_eq!(v.len(), 1, "pid {pid}: {f}: {v:?}");
+        v[0]
+    };
+    // The transfers of `op` on `layer` beneath call `c`.
+    let below = |c: &Row, layer: &str, op: &str| -> Vec<&Row> {
+        descendants(&calls, c.i("call_id").unwrap())
+            .into_iter()
+            .filter(|d| d.s("layer") == Some(layer) && d.s("op") == Some(op))
+            .collect()
+    };
+    let bytes = |v: &[&Row]| v.iter().filter_map(|c| c.i("bytes_result")).sum::<i64>();
+    let transfer = |c: &Row| {
+        (
+            c.i("offset"),
+            c.i("bytes_requested"),
+            c.i("bytes_result"),
+            c.get("collective").cloned(),
+        )
+    };
+    let (mut collective_writes, mut collective_reads) = (Vec::new(), Vec::new());
+    for &(r, pid) in &ranks {
+        let open = top(pid, "MPI_File_open");
+        assert_eq!(open.s("path"), dir.join("mpi.dat").to_str());
+        assert_eq!(open.get("collective"), Some(&Val::B(true)));
+
+        // 1024 MPI_INTEGERs at its block, through the binding's conversion of the handles.
+        let wa = top(pid, "MPI_File_write_at_all");
+        assert_eq!(
+            transfer(wa),
+            (Some(r * 4096), Some(4096), Some(4096), Some(Val::B(true)))
+        );
+        collective_writes.extend(below(wa, "posix", "write"));
+
+        // 512 at its block past everyone's, written by the rank itself.
+        let w = top(pid, "MPI_File_write_at");
+        let at = (RANKS + r) * 4096;
+        assert_eq!(
+            transfer(w),
+            (Some(at), Some(2048), Some(2048), Some(Val::B(false)))
+        );
+        let px = below(w, "posix", "write");
+        assert_eq!(bytes(&px), 2048, "rank {r}: {px:?}");
+        assert!(px.iter().all(|c| c.i("file_id") == Some(dat)), "{px:?}");
+        assert_eq!(px.iter().filter_map(|c| c.i("offset")).min(), Some(at));
+
+        // The next rank's block, read back collectively (the program checks its values).
+        let ra = top(pid, "MPI_File_read_at_all");
+        assert_eq!(
+            transfer(ra),
+            (
+                Some((r + 1) % RANKS * 4096),
+                Some(4096),
+                Some(4096),
+                Some(Val::B(true))
+            )
+        );
+        collective_reads.extend(below(ra, "posix", "read"));
+
+        if mpi == Mpi::Open {
+            // 100 doubles of "x": written collectively, read back independently, each
+            // through the MPI-IO of the same file beneath.
+            let h5 = common::file_id_of(&out, &dir.join("f.h5"));
+            for (f, op, collective) in [("H5Dwrite", "write", true), ("H5Dread", "read", false)] {
+                let c = top(pid, f);
+                assert_eq!(
+                    (
+                        c.i("bytes_requested"),
+                        c.i("bytes_result"),
+                        c.get("collective")
+                    ),
+                    (Some(800), Some(800), Some(&Val::B(collective))),
+                    "rank {r}: {f}"
+                );
+                let io = below(c, "mpiio", op);
+                assert_eq!(bytes(&io), 800, "rank {r}: {f}: {io:?}");
+                assert!(io.iter().all(|c| c.i("file_id") == Some(h5)), "{io:?}");
+            }
+        }
+
+        // The Fortran runtime writes plain.bin itself, with no library call above: 4 records
+        // of 800 bytes, on rank 0 only.
+        let plain = calls
+            .iter()
+            .filter(|c| c.i("pid") == Some(pid) && c.s("op") == Some("write"))
+            .filter(|c| c.s("layer") == Some("posix"))
+            .filter(|c| c.i("file_id") == Some(plain_bin))
+            .collect::<Vec<_>>();
+        assert_eq!(bytes(&plain), if r == 0 { 3200 } else { 0 }, "{plain:?}");
+        assert!(
+            plain.iter().all(|c| c.i("parent_id").is_none()),
+            "{plain:?}"
+        );
+    }
+    // The collective calls' POSIX transfers, wherever the MPI put them: every rank's block
+    // once, on the file.
+    for (what, v) in [("writes", collective_writes), ("reads", collective_reads)] {
+        assert_eq!(bytes(&v), RANKS * 4096, "collective {what}: {v:?}");
+        assert!(v.iter().all(|c| c.i("file_id") == Some(dat)), "{v:?}");
+    }
+}

@@ -21,6 +21,8 @@ const PACKAGES: &[&str] = &[
     "hdf5-tools",
     "libnetcdf-mpi-dev",
     "netcdf-bin",
+    // the Fortran job's test (mpif90, h5pfc)
+    "gfortran",
     "util-linux",
     "procps",
     // cargo xtask vm-test

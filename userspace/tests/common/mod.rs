@@ -36,9 +36,9 @@ pub fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-/// Compiles a C workload from tests/workloads with `cc` (or `mpicc` via `compiler`). Where
-/// no compiler is (the kernel tests under qemu), `STRATA_WORKLOADS_DIR` holds them prebuilt
-/// under the output's file name.
+/// Compiles a workload from tests/workloads with `compiler` (`cc`, `mpicc`, `h5pcc`; for
+/// Fortran `mpif90`, `h5pfc`). Where no compiler is (the kernel tests under qemu),
+/// `STRATA_WORKLOADS_DIR` holds them prebuilt under the output's file name.
 pub fn build_c(compiler: &str, src: &str, out: &Path, extra: &[&str]) -> PathBuf {
     if let Some(dir) = std::env::var_os("STRATA_WORKLOADS_DIR") {
         let prebuilt = Path::new(&dir).join(out.file_name().expect("output file name"));
