@@ -5,7 +5,9 @@
 -- per writer and reader: their programs, the bytes and calls each moved through it, and the
 -- regular file the reader wrote most bytes to (where the stream went: `job | gzip > out.gz`,
 -- popen("cat > file")).
--- threshold: at least one byte written by one process and read by another
+-- threshold: at least 64 KiB (a pipe's buffer) written by one process and read by another:
+-- less fits in the buffer, so the writer need not wait for the reader (an MPI rank's few
+-- lines of stderr that mpirun forwards are not a stage)
 -- rationale: data through a pipe is copied into the kernel and out again in pieces of at
 -- most the pipe's buffer (64 KiB), and the stages run in lockstep: the slowest stage (often
 -- a single-threaded compressor) sets the rate at which the job's output reaches the file
@@ -46,5 +48,5 @@ JOIN side r ON r.host = w.host AND r.file_id = w.file_id AND r.op = 'read' AND r
 LEFT JOIN processes wp ON wp.host = w.host AND wp.pid = w.pid
 LEFT JOIN processes rp ON rp.host = r.host AND rp.pid = r.pid
 LEFT JOIN main_output o ON o.host = r.host AND o.pid = r.pid AND o.k = 1
-WHERE w.op = 'write'
+WHERE w.op = 'write' AND w.bytes >= 65536
 ORDER BY bytes_written DESC, w.host, w.path, writer_pid, reader_pid

@@ -549,23 +549,28 @@ fn stripe_crossing_requests_are_found_and_aligned_ones_are_not() {
 
 /// `sh -c 'dd ... | cat > OUT'`: dd's 64 writes of 4 KiB go through a pipe that cat reads
 /// and copies to OUT; the finding names both programs, the bytes on each side and cat's
-/// output. dd writing OUT itself joins no processes by a pipe.
+/// output. dd writing OUT itself joins no processes by a pipe, and 15 writes (60 KiB, less
+/// than the pipe's buffer) through the same pipeline are not a stage.
 #[test]
 fn processes_joined_by_a_pipe_are_found_and_a_direct_write_is_not() {
     require_root();
     let dir = std::fs::canonicalize(scratch("report_pipe_stages")).unwrap();
     let target = dir.join("out.bin");
-    let record = |name: &str, script: String| {
+    let record = |name: &str, script: String, blocks: u64| {
         let out = dir.join(name);
         let res = run(common::recording("posix", &out)
             .args(["sh", "-c"])
             .arg(script));
         assert!(res.status.success(), "{name}: {:?}", res.status);
-        assert_eq!(std::fs::metadata(&target).unwrap().len(), 64 * 4096);
+        assert_eq!(std::fs::metadata(&target).unwrap().len(), blocks * 4096);
         report(&out)
     };
-    let dd = "dd if=/dev/zero bs=4096 count=64 status=none";
-    let r = record("piped", format!("{dd} | cat > {}", target.display()));
+    let dd = |blocks: u64| format!("dd if=/dev/zero bs=4096 count={blocks} status=none");
+    let r = record(
+        "piped",
+        format!("{} | cat > {}", dd(64), target.display()),
+        64,
+    );
     let found: Vec<&Value> = r["findings"]
         .as_array()
         .unwrap()
@@ -586,15 +591,24 @@ fn processes_joined_by_a_pipe_are_found_and_a_direct_write_is_not() {
     assert_eq!(f["reader_output"], target.to_str().unwrap());
     assert_eq!(f["reader_output_bytes"].as_i64(), Some(262_144));
 
-    let r = record("direct", format!("{dd} of={}", target.display()));
-    assert!(
-        r["findings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|f| f["detector"] != "pipe_stages"),
-        "{r}"
-    );
+    for (name, script, blocks) in [
+        ("direct", format!("{} of={}", dd(64), target.display()), 64),
+        (
+            "piped_small",
+            format!("{} | cat > {}", dd(15), target.display()),
+            15,
+        ),
+    ] {
+        let r = record(name, script, blocks);
+        assert!(
+            r["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|f| f["detector"] != "pipe_stages"),
+            "{name}: {r}"
+        );
+    }
 }
 
 /// search_path.c's directories and rounds.
