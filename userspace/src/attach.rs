@@ -513,6 +513,7 @@ pub struct Options {
     pub backlog_bytes: Option<usize>,
     pub syscall_mode: SyscallMode,
     pub datatype_size_offset: u32,
+    pub status_count_offset: u32,
     pub stdio_fileno_offset: u32,
     pub stdio_read_offset: u32,
 }
@@ -536,6 +537,10 @@ impl Options {
             datatype_size_offset: probes
                 .iter()
                 .find_map(|p| p.datatype_size_offset)
+                .unwrap_or(0) as u32,
+            status_count_offset: probes
+                .iter()
+                .find_map(|p| p.status_count_offset)
                 .unwrap_or(0) as u32,
             stdio_fileno_offset: probes
                 .iter()
@@ -1275,6 +1280,7 @@ fn lifecycle_config(root: &Path, opts: &Options) -> anyhow::Result<Config> {
         exit_group_dead_off: exit.field("group_dead").map_or(0, |f| f.offset),
         exec_filename_off: off(&exec, "filename")?,
         datatype_size_off: opts.datatype_size_offset,
+        status_count_off: opts.status_count_offset,
         stdio_fileno_off: opts.stdio_fileno_offset,
         stdio_read_off: opts.stdio_read_offset,
         stopped: 0,

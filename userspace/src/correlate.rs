@@ -978,6 +978,10 @@ impl Correlator {
         let moves_text = text_extra.is_some();
         let text = out.and_then(|v| Some(v as i64 + text_extra?));
         let bytes_requested = bytes_requested.or(h5_bytes).or(text);
+        let status_bytes = p
+            .arg(ArgKind::Status)
+            .and(out)
+            .map(|v| crate::mpi_types::status_bytes(v, int_handles));
         let bytes_result = match p.ret {
             _ if h5_bytes.is_some() => h5_bytes.map(|b| if failed { 0 } else { b }),
             RetKind::Scanned => scanned,
@@ -987,8 +991,11 @@ impl Correlator {
             RetKind::Bytes => Some(ret.max(0)),
             RetKind::Count => Some(ret.max(0).saturating_mul(size.unwrap_or(1))),
             RetKind::Char => Some(i64::from(!failed)),
-            // MPI-IO, and a library transfer that returns a status (H5Dwrite_chunk), moves
-            // all it was asked to, or fails.
+            // An MPI transfer moved what its MPI_Status counts (a read at the end of the file
+            // less than asked), where the program passed one.
+            RetKind::MpiStatus if status_bytes.is_some() && !failed => status_bytes,
+            // MPI-IO without a status (MPI_STATUS_IGNORE), and a library transfer that
+            // returns a status (H5Dwrite_chunk), moves all it was asked to, or fails.
             RetKind::MpiStatus | RetKind::Status => {
                 bytes_requested.map(|b| if failed { 0 } else { b })
             }
@@ -1262,6 +1269,12 @@ impl Correlator {
                     self.handles.set_refs(h, ret);
                 }
             }
+            // A new view: its etype (the datatype argument's size) and the pointer at 0.
+            Op::Meta if crate::mpi_pointer::sets_view(p.function()) && !failed => {
+                if let Some(h) = handle {
+                    self.handles.set_view(h, size);
+                }
+            }
             // H5Olink: an object made with no name is named by the link it is given.
             Op::Meta if p.names_handle && !failed => {
                 if let (Some(h), Some(name)) = (handle, path.as_deref()) {
@@ -1280,7 +1293,15 @@ impl Correlator {
                 }
                 if let Some(start) = start_beneath {
                     offset = offset.or(start);
+                } else if p.layer == Layer::Mpiio && crate::mpi_pointer::shared(p.function()) {
+                    // The shared file pointer: where all ranks' calls left it.
                 } else {
+                    // An MPI transfer that moved less than it asked leaves its file pointer
+                    // where the MPI puts it: past what moved (ROMIO) or what was asked (OMPIO).
+                    let moved = match p.layer {
+                        Layer::Mpiio => bytes_result.filter(|b| Some(*b) == bytes_requested),
+                        _ => bytes_result,
+                    };
                     // A copy reads its first fd and writes its second.
                     let writes = [p.op == Op::Write, true];
                     for ((h, at), write) in [(handle, &mut offset), (handle2, &mut offset2)]
@@ -1288,7 +1309,7 @@ impl Correlator {
                         .zip(writes)
                     {
                         if let (Some(h), None) = (h, *at) {
-                            *at = self.handles.advance(h, bytes_result, failed, write);
+                            *at = self.handles.advance(h, moved, failed, write);
                         }
                     }
                 }
@@ -1303,6 +1324,11 @@ impl Correlator {
                     self.starts_beneath.note(rec.parent_id, h, offset, read);
                 }
             }
+            // MPI_File_seek_shared: the shared file pointer, where SEEK_SET puts it.
+            Op::Seek if p.layer == Layer::Mpiio && crate::mpi_pointer::shared(p.function()) => {
+                let whence = arg(ArgKind::Whence).and_then(crate::mpi_pointer::whence);
+                offset = offset.filter(|_| whence == Some(SEEK_SET) && !failed);
+            }
             Op::Seek | Op::Tell => {
                 if let Some(h) = handle {
                     let new = if p.ret == RetKind::Position {
@@ -1313,7 +1339,13 @@ impl Correlator {
                         // ungetc: the character pushed back is read again, one back.
                         self.handles.pos(h).map(|p| p - 1).filter(|p| *p >= 0)
                     } else {
-                        match (arg(ArgKind::Whence), offset) {
+                        let whence = match p.layer {
+                            Layer::Mpiio => {
+                                arg(ArgKind::Whence).and_then(crate::mpi_pointer::whence)
+                            }
+                            _ => arg(ArgKind::Whence),
+                        };
+                        match (whence, offset) {
                             // rewind(stream): the stream is its only argument.
                             (None, None) if p.args.len() == 1 && p.ret == RetKind::None => Some(0),
                             (Some(SEEK_SET), Some(o)) => Some(o),
@@ -1762,13 +1794,16 @@ impl Correlator {
             call_id: Some(rec.call_id as i64),
             ts: Some(ts),
             share_with: None,
-            // Byte positions are followed for fds and streams; MPI-IO and library handles
-            // have views and selections instead.
-            pos: start.filter(|_| {
-                !append
-                    && matches!(kind, "fd" | "stream")
-                    && file_id.is_none_or(|f| self.files.has_position(f))
-            }),
+            // Byte positions are followed for fds and streams, an MPI file's individual file
+            // pointer in etypes; other library handles have selections instead.
+            pos: match kind {
+                "mpi_file" => crate::mpi_pointer::start(flags),
+                _ => start.filter(|_| {
+                    !append
+                        && matches!(kind, "fd" | "stream")
+                        && file_id.is_none_or(|f| self.files.has_position(f))
+                }),
+            },
         });
         if append && kind == "stream" {
             self.handles.set_append(id, true);

@@ -44,6 +44,9 @@ struct Ofd {
     /// O_APPEND (stdio's "a"): every write goes to the end of the file, wherever the
     /// position was, and leaves the position there.
     append: bool,
+    /// An MPI file's position counts etypes of its view, of this many bytes (0: a size
+    /// strata does not know); None: bytes.
+    etype: Option<i64>,
 }
 
 /// A file mapping (mmap): the handle whose raw name is the address mmap returned, the
@@ -186,6 +189,8 @@ impl Handles {
                         pos: h.pos,
                         refs: 0,
                         append,
+                        // The default view's etype, MPI_BYTE.
+                        etype: (h.kind == "mpi_file").then_some(1),
                     },
                 );
                 self.next_ofd
@@ -486,6 +491,10 @@ impl Handles {
             return None;
         }
         let at = o.pos;
+        let moved = match o.etype {
+            None => moved,
+            Some(n) => moved.filter(|b| n > 0 && b % n == 0).map(|b| b / n),
+        };
         o.pos = match (at, moved) {
             (Some(p), Some(b)) if !failed => Some(p + b),
             (Some(p), _) if failed => Some(p),
@@ -549,6 +558,15 @@ impl Handles {
             if let Some(o) = self.ofds.get_mut(&h.ofd) {
                 o.append = on;
             }
+        }
+    }
+
+    /// MPI_File_set_view: the position back to 0, counted in etypes of `etype` bytes (None:
+    /// a size strata does not know, which it can follow no further than the next access).
+    pub fn set_view(&mut self, id: HandleId, etype: Option<i64>) {
+        if let Some(o) = self.live.get(&id).and_then(|h| self.ofds.get_mut(&h.ofd)) {
+            o.pos = Some(0);
+            o.etype = Some(etype.unwrap_or(0));
         }
     }
 

@@ -27,6 +27,7 @@ pub mod libraries;
 pub mod lockdown;
 pub mod lustre;
 pub mod maps;
+pub mod mpi_pointer;
 pub mod mpi_types;
 pub mod netcdf;
 pub mod node;

@@ -8,6 +8,18 @@
 //! sizes types without that call), a predefined type's handle still tells its size.
 use std::collections::HashMap;
 
+/// The bytes an MPI call moved, from the count of its `MPI_Status` as the kernel side read it:
+/// Open MPI's `size_t _ucount`; under the MPICH ABI the first 8 bytes, `int count_lo` and
+/// `int count_hi_and_cancelled` (the high bits above the cancelled flag).
+pub fn status_bytes(raw: u64, int_handles: bool) -> i64 {
+    let count = if int_handles {
+        (raw & 0xffff_ffff) | ((raw >> 33) << 32)
+    } else {
+        raw
+    };
+    i64::try_from(count).unwrap_or(i64::MAX)
+}
+
 /// The size the MPICH ABI encodes in a predefined datatype's handle (`MPI_DOUBLE` is
 /// `0x4c00080b`): kind "builtin" in bits 30-31, object class "datatype" in bits 26-29, the
 /// size in bytes in bits 8-15. None for built types, whose handles index MPICH's own tables.
@@ -74,6 +86,18 @@ mod tests {
             predefined_size(0x4400_0000),
             None,
             "MPI_COMM_WORLD: not a datatype"
+        );
+    }
+
+    #[test]
+    fn a_status_count_is_read_in_each_abis_layout() {
+        assert_eq!(status_bytes(4096, false), 4096);
+        // MPICH: 40 bytes, cancelled.
+        assert_eq!(status_bytes(40 | (1 << 32), true), 40);
+        // MPICH: 5 GiB, the high part 1 above the flag.
+        assert_eq!(
+            status_bytes((1 << 30) | (2 << 32), true),
+            (1 << 30) | (1 << 32)
         );
     }
 

@@ -341,6 +341,7 @@ kinds!(
         RequestArray = "request_array",
         IndexArray = "index_array",
         Datatype = "datatype",
+        Status = "status",
         H5Type = "h5type",
         Plist = "plist",
         Varid = "varid",
@@ -381,7 +382,7 @@ impl ArgKind {
     fn out_size(self) -> Option<u8> {
         match self {
             Self::OutHandle32 | Self::OutInt32 => Some(4),
-            Self::OutHandle64 | Self::OutRequest | Self::OutInt64 => Some(8),
+            Self::OutHandle64 | Self::OutRequest | Self::OutInt64 | Self::Status => Some(8),
             Self::Text | Self::Line => Some(strata_common::OUT_TEXT),
             _ => None,
         }
@@ -405,7 +406,12 @@ impl ArgKind {
             || self.stream_var().is_some()
             || matches!(
                 self,
-                Self::Datatype | Self::H5Type | Self::Text | Self::Line | Self::IndexArray
+                Self::Datatype
+                    | Self::Status
+                    | Self::H5Type
+                    | Self::Text
+                    | Self::Line
+                    | Self::IndexArray
             )
     }
     /// The libc variable holding the stream a call works on without naming it (printf's
@@ -463,6 +469,9 @@ pub struct Probe {
     pub line: usize,
     /// From the file's `mpi_datatype_size_offset`: where an MPI datatype handle keeps its size.
     pub datatype_size_offset: Option<u64>,
+    /// From the file's `mpi_status_count_offset`: where an MPI_Status handle-object MPI keeps
+    /// the bytes a call moved.
+    pub status_count_offset: Option<u64>,
     /// From the file's `stdio_fileno_offset`, for stdio probes with a stream argument: where
     /// a C stream keeps its fd (read at entry into the slot after the last argument).
     pub stdio_fileno_offset: Option<u64>,
@@ -554,6 +563,7 @@ impl Probe {
             matches!(
                 k,
                 ArgKind::Datatype
+                    | ArgKind::Status
                     | ArgKind::OutRequest
                     | ArgKind::RequestRef
                     | ArgKind::RequestArray
@@ -573,13 +583,17 @@ impl Probe {
 
     /// The capture spec for an MPI whose handles are integers, under function id
     /// `id + FUNC_INT_HANDLES`: the datatype is kept as the handle it is (its size comes from
-    /// the MPI_Type_size_x beneath the call), an `out_request` is 4 bytes.
+    /// the MPI_Type_size_x beneath the call), an `out_request` is 4 bytes, and a `status`
+    /// begins with its count.
     pub fn int_handles_spec(&self) -> FuncSpec {
         let mut spec = self.spec();
         spec.func_id = self.id + FUNC_INT_HANDLES;
         spec.datatype_arg = NO_ARG;
         if self.arg(ArgKind::OutRequest).is_some() {
             spec.out_size = 4;
+        }
+        if let Some(i) = self.arg(ArgKind::Status) {
+            (spec.out_arg, spec.out_size) = (i as u8, 8);
         }
         spec.array_elem_shift = 2;
         spec
@@ -605,6 +619,13 @@ impl Probe {
                 out_arg = i as u8;
                 out_size = sz;
             }
+        }
+        // Open MPI's status keeps its count inside: read there, or not at all.
+        if let Some(i) = self.arg(ArgKind::Status) {
+            (out_arg, out_size) = match self.status_count_offset {
+                Some(_) => (i as u8, strata_common::OUT_MPI_STATUS),
+                None => (NO_ARG, 0),
+            };
         }
         // What the stream has buffered, at entry and at return.
         if self.ret == RetKind::Scanned && self.stdio_read_offset.is_some() {
@@ -691,6 +712,7 @@ impl Probe {
 #[serde(deny_unknown_fields)]
 struct FileRaw {
     mpi_datatype_size_offset: Option<u64>,
+    mpi_status_count_offset: Option<u64>,
     stdio_fileno_offset: Option<u64>,
     stdio_read_offset: Option<u64>,
     mpi_objects_symbol: Option<String>,
@@ -1225,6 +1247,7 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
             names_handle: p.names_handle,
             line: lines.at(span.start),
             datatype_size_offset: raw.mpi_datatype_size_offset,
+            status_count_offset: raw.mpi_status_count_offset,
             stdio_fileno_offset: raw.stdio_fileno_offset.filter(|_| layer == Layer::Stdio),
             stdio_read_offset: raw.stdio_read_offset.filter(|_| ret == RetKind::Scanned),
             mpi_objects_symbol: mpi_objects.clone(),
@@ -1435,6 +1458,20 @@ mod tests {
         assert_eq!((objects.datatype_arg, objects.out_size), (4, 8));
         assert_eq!((ints.datatype_arg, ints.out_size), (NO_ARG, 4));
         assert_eq!(ints.deref_mask, objects.deref_mask);
+        // A blocking transfer's status: its count read inside Open MPI's, at the start of
+        // the MPICH ABI's.
+        let read = find("MPI_File_read_all");
+        assert_eq!(
+            (read.spec().out_arg, read.spec().out_size),
+            (4, strata_common::OUT_MPI_STATUS)
+        );
+        assert_eq!(
+            (
+                read.int_handles_spec().out_arg,
+                read.int_handles_spec().out_size
+            ),
+            (4, 8)
+        );
         assert!(iwrite.has_mpi_handles() && find("MPI_Wait").has_mpi_handles());
         assert!(!find("MPI_File_open").has_mpi_handles());
         assert_eq!(&*iwrite.other_names, ["libmpich".to_string()]);

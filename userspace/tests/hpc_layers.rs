@@ -509,6 +509,17 @@ fn record_job(
     exe: &std::path::Path,
     args: &[&str],
 ) -> std::path::PathBuf {
+    record_job_output(name, opts, launcher, exe, args).0
+}
+
+/// [`record_job`], with what the job printed.
+fn record_job_output(
+    name: &str,
+    opts: &[&str],
+    launcher: &[&str],
+    exe: &std::path::Path,
+    args: &[&str],
+) -> (std::path::PathBuf, String) {
     let out = scratch(name).join("out");
     let _one_job = ONE_JOB.lock().unwrap_or_else(|e| e.into_inner());
     let res = run(strata()
@@ -522,7 +533,7 @@ fn record_job(
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"));
     assert!(res.status.success(), "{:?}", res.status);
-    out
+    (out, String::from_utf8_lossy(&res.stdout).into_owned())
 }
 
 /// A NetCDF workload (`name`.c) built against Debian's parallel NetCDF, in `dir`.
@@ -2662,4 +2673,158 @@ fn fortran_io(mpi: Mpi) {
         assert_eq!(bytes(&v), RANKS * 4096, "collective {what}: {v:?}");
         assert!(v.iter().all(|c| c.i("file_id") == Some(dat)), "{v:?}");
     }
+}
+
+/// MPI-IO calls that give no offset use a file pointer. The individual one's position is each
+/// call's offset, in etypes of the view, as MPI_File_get_position gives it (the workload
+/// prints it before each call): from 0 at the open, moved by MPI_File_seek (SEEK_SET and
+/// SEEK_CUR, MPI's 600 and 602) and by each call's bytes over the etype's size, back to 0 at
+/// MPI_File_set_view, under a view of MPI_DOUBLEs and one of a built type of 12 bytes. The
+/// shared pointer's calls (seek_shared, write_ordered, write_shared) leave it, and have no
+/// offset of their own but seek_shared's SEEK_SET; after a SEEK_END the position is unknown,
+/// and after a read that moved less than it asked (the MPIs move the pointer differently
+/// then). A blocking read's bytes are those its status counts, as the workload printed them:
+/// none for the read at the end of the file. Ground truth: tests/workloads/mpi_pointers.c.
+#[test]
+fn mpi_io_calls_on_the_individual_file_pointer_have_its_position_in_etypes() {
+    mpi_pointers(Mpi::Open);
+}
+
+#[test]
+fn mpi_io_calls_on_the_individual_file_pointer_under_the_mpich_abi_have_its_position() {
+    mpi_pointers(Mpi::Mpich);
+}
+
+fn mpi_pointers(mpi: Mpi) {
+    require_root();
+    let (name, cc) = match mpi {
+        Mpi::Open => ("mpi_pointers", "mpicc"),
+        Mpi::Mpich => ("mpi_pointers_mpich", "mpicc.mpich"),
+    };
+    let dir = scratch(&format!("{name}_build"));
+    let exe = build_c(cc, "mpi_pointers.c", &dir.join(name), &[]);
+    let file = dir.join("data.bin");
+    let (out, printed) =
+        record_job_output(name, &[], mpi.launcher(), &exe, &[file.to_str().unwrap()]);
+    // What each rank printed, in order: positions before calls and after views, and the bytes
+    // its reads moved.
+    let mut printed_by: HashMap<i64, Vec<(bool, String, i64)>> = HashMap::new();
+    for line in printed.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let (r, bytes, function, value) = match f[..] {
+            [r, "bytes", function, n] => (r, true, function, n),
+            [r, function, pos] => (r, false, function, pos),
+            _ => panic!("workload printed {line:?}"),
+        };
+        printed_by.entry(r.parse().unwrap()).or_default().push((
+            bytes,
+            function.to_string(),
+            value.parse().unwrap(),
+        ));
+    }
+    let calls = rows(&out, "calls");
+    let ranks: Vec<(i64, i64)> = rows(&out, "processes")
+        .iter()
+        .filter(|p| p.s("exe") == exe.to_str())
+        .map(|p| (p.i("rank").unwrap(), p.i("pid").unwrap()))
+        .collect();
+    assert_eq!(ranks.len(), RANKS as usize, "{ranks:?}");
+    let individual = [
+        "MPI_File_write",
+        "MPI_File_write_all",
+        "MPI_File_read",
+        "MPI_File_read_all",
+        "MPI_File_iwrite",
+        "MPI_File_read_all_begin",
+    ];
+    for (r, pid) in ranks {
+        let mut mine: Vec<&Row> = calls
+            .iter()
+            .filter(|c| c.i("pid") == Some(pid) && c.i("parent_id").is_none())
+            .filter(|c| c.s("layer") == Some("mpiio"))
+            .collect();
+        mine.sort_by_key(|c| c.i("ts_begin_ns"));
+        let offsets = |fs: &[&str]| -> Vec<(String, Option<i64>)> {
+            mine.iter()
+                .filter(|c| fs.contains(&c.s("function").unwrap()))
+                .map(|c| (c.s("function").unwrap().to_string(), c.i("offset")))
+                .collect()
+        };
+        let reads: Vec<&Row> = mine
+            .iter()
+            .filter(|c| c.s("op") == Some("read"))
+            .filter(|c| !c.s("function").unwrap().ends_with("_begin"))
+            .copied()
+            .collect();
+        // The offsets the rank's pointer gives: what it printed, but unknown after a read
+        // that moved less than it asked (ROMIO moves the pointer past what moved, OMPIO past
+        // what was asked) until a view puts it at 0 again; the bytes its reads printed.
+        let (mut want, mut want_read, mut known) = (Vec::new(), Vec::new(), true);
+        for (bytes, function, value) in printed_by.remove(&r).unwrap_or_default() {
+            if bytes {
+                let asked = reads[want_read.len()].i("bytes_requested");
+                known &= Some(value) == asked;
+                want_read.push((function, Some(value)));
+            } else if function == "MPI_File_set_view" {
+                known = true;
+            } else {
+                want.push((function, Some(value).filter(|_| known)));
+            }
+        }
+        // The last write and read, after seeks to the end, have none.
+        want.extend([
+            ("MPI_File_write".into(), None),
+            ("MPI_File_read".into(), None),
+        ]);
+        let got_read: Vec<(String, Option<i64>)> = reads
+            .iter()
+            .map(|c| (c.s("function").unwrap().to_string(), c.i("bytes_result")))
+            .collect();
+        assert_eq!(got_read, want_read, "rank {r}");
+        assert_eq!(offsets(&individual), want, "rank {r}");
+        // The seeks' rows have the position they set.
+        let seeks: Vec<Option<i64>> = offsets(&["MPI_File_seek"])
+            .into_iter()
+            .map(|(_, o)| o)
+            .collect();
+        assert_eq!(
+            seeks,
+            [Some(r * 1000), Some(r * 1000 + 310), Some(14), None, None],
+            "rank {r}"
+        );
+        let mut shared = vec![
+            ("MPI_File_seek_shared".to_string(), Some(10000)),
+            ("MPI_File_write_ordered".to_string(), None),
+        ];
+        if r == 0 {
+            shared.push(("MPI_File_write_shared".to_string(), None));
+        }
+        assert_eq!(
+            offsets(&[
+                "MPI_File_seek_shared",
+                "MPI_File_write_ordered",
+                "MPI_File_write_shared"
+            ]),
+            shared,
+            "rank {r}"
+        );
+        // In the default view an etype is a byte, and the rank's own write of 100 bytes is
+        // at that offset in the file.
+        let first = mine
+            .iter()
+            .find(|c| c.s("function") == Some("MPI_File_write"))
+            .unwrap();
+        let px: Vec<&Row> = descendants(&calls, first.i("call_id").unwrap())
+            .into_iter()
+            .filter(|c| c.s("layer") == Some("posix") && c.s("op") == Some("write"))
+            .collect();
+        assert_eq!(
+            px.iter()
+                .map(|c| (c.i("offset"), c.i("bytes_result")))
+                .collect::<Vec<_>>(),
+            [(Some(r * 1000), Some(100))],
+            "rank {r}"
+        );
+    }
+    assert!(printed_by.is_empty(), "ranks not traced: {printed_by:?}");
 }

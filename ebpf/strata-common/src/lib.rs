@@ -528,6 +528,9 @@ pub struct Config {
     pub task_nsproxy_off: u32,
     pub nsproxy_mnt_ns_off: u32,
     pub mnt_ns_inum_off: u32,
+    /// Where Open MPI's MPI_Status keeps the bytes the call moved (probes.toml
+    /// `mpi_status_count_offset`: its `size_t _ucount`), for [`OUT_MPI_STATUS`].
+    pub status_count_off: u32,
 }
 
 /// Where the page-cache and writeback programs on BTF raw tracepoints find what they read
@@ -856,6 +859,10 @@ pub const TEXT_MAX: usize = TEXT_PIECES * (STR_CAP - 1);
 /// the call returns, and the bytes buffered when it began go to the slot after the stream's
 /// fd (`u64::MAX` when unreadable). Read at `Config::stdio_read_off` inside the stream.
 pub const OUT_BUFFERED: u8 = 2;
+/// [`FuncSpec::out_size`] of an Open MPI `MPI_Status *` (`out_arg`): the record's `out` is
+/// the 8 bytes at `Config::status_count_off` inside it when the call returns, the bytes the
+/// call moved. (The MPICH ABI's status begins with its count: a plain 8-byte `out`.)
+pub const OUT_MPI_STATUS: u8 = 3;
 
 /// What a `deref_mask` or `ret_deref_mask` argument holds when its pointer was null or could
 /// not be read: not a valid handle, and not an offset (the kernel refuses negative ones).
@@ -1236,7 +1243,7 @@ mod pod {
 }
 
 const _: () = {
-    assert!(core::mem::size_of::<Config>() == 164);
+    assert!(core::mem::size_of::<Config>() == 168);
     assert!(core::mem::size_of::<BlockOffsets>() == 56);
     assert!(core::mem::size_of::<TaskOffsets>() == 16);
     assert!(core::mem::size_of::<ImageHeader>() == 24);

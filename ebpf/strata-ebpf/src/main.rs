@@ -42,10 +42,10 @@ use strata_common::{
     COOKIE_STREAM_INDIRECT, COOKIE_STREAM_VAR, COOKIE_TABLE_SHIFT, COUNTER_SLOTS, CallRecord,
     Config, Counter, DEREF_FAILED, FD_FROM_RET, FRAME_KERNEL, FRAME_STR_RETRY, Frame, FuncSpec,
     MAX_ARGS, MAX_CGROUP_LEVEL, MAX_DEPTH, MAX_FUNCS, MAX_ONLY_VALUES, MAX_SYSCALLS, MAX_TYPE_REFS,
-    MAX_TYPE_TABLES, NO_ARG, OUT_BUFFERED, OUT_TEXT, OnlyKey, RecordKind, SPEC_EMIT_AT_ENTRY,
-    SPEC_ENABLED, SPEC_IF_ZERO, SPEC_IMPLICIT_STREAM, SPEC_STREAM_END, SPEC_WAKE, STR_CAP,
-    STR_FAILED, StrHeader, StrRecord, TEXT_PIECES, ThreadStack, TypeId, TypeIdsRecord, TypeTable,
-    WAKEUP_BYTES, stream_var_delta,
+    MAX_TYPE_TABLES, NO_ARG, OUT_BUFFERED, OUT_MPI_STATUS, OUT_TEXT, OnlyKey, RecordKind,
+    SPEC_EMIT_AT_ENTRY, SPEC_ENABLED, SPEC_IF_ZERO, SPEC_IMPLICIT_STREAM, SPEC_STREAM_END,
+    SPEC_WAKE, STR_CAP, STR_FAILED, StrHeader, StrRecord, TEXT_PIECES, ThreadStack, TypeId,
+    TypeIdsRecord, TypeTable, WAKEUP_BYTES, stream_var_delta,
 };
 
 #[map]
@@ -636,6 +636,13 @@ fn emit_call<const QUIET: bool>(
                         text_len(*ptr).ok_or(-1)
                     } else {
                         Err(-1)
+                    }
+                } else if spec.out_size == OUT_MPI_STATUS {
+                    match config() {
+                        Ok(cfg) => bpf_probe_read_user(
+                            (*ptr).wrapping_add(u64::from(cfg.status_count_off)) as *const u64,
+                        ),
+                        Err(_) => Err(-1),
                     }
                 } else if spec.out_size == 4 {
                     bpf_probe_read_user(*ptr as *const u32).map(u64::from)
