@@ -2762,7 +2762,10 @@ fn mpi_pointers(mpi: Mpi) {
         let (mut want, mut want_read, mut known) = (Vec::new(), Vec::new(), true);
         for (bytes, function, value) in printed_by.remove(&r).unwrap_or_default() {
             if bytes {
-                let asked = reads[want_read.len()].i("bytes_requested");
+                let asked = reads
+                    .get(want_read.len())
+                    .unwrap_or_else(|| panic!("rank {r}: {function} not recorded: {reads:?}"))
+                    .i("bytes_requested");
                 known &= Some(value) == asked;
                 want_read.push((function, Some(value)));
             } else if function == "MPI_File_set_view" {
