@@ -978,10 +978,6 @@ impl Correlator {
         let moves_text = text_extra.is_some();
         let text = out.and_then(|v| Some(v as i64 + text_extra?));
         let bytes_requested = bytes_requested.or(h5_bytes).or(text);
-        let status_bytes = p
-            .arg(ArgKind::Status)
-            .and(out)
-            .map(|v| crate::mpi_types::status_bytes(v, int_handles));
         let bytes_result = match p.ret {
             _ if h5_bytes.is_some() => h5_bytes.map(|b| if failed { 0 } else { b }),
             RetKind::Scanned => scanned,
@@ -993,7 +989,9 @@ impl Correlator {
             RetKind::Char => Some(i64::from(!failed)),
             // An MPI transfer moved what its MPI_Status counts (a read at the end of the file
             // less than asked), where the program passed one.
-            RetKind::MpiStatus if status_bytes.is_some() && !failed => status_bytes,
+            RetKind::MpiStatus if !failed && out.is_some() && p.arg(ArgKind::Status).is_some() => {
+                out.map(|v| crate::mpi_types::status_bytes(v, int_handles))
+            }
             // MPI-IO without a status (MPI_STATUS_IGNORE), and a library transfer that
             // returns a status (H5Dwrite_chunk), moves all it was asked to, or fails.
             RetKind::MpiStatus | RetKind::Status => {
