@@ -25,7 +25,15 @@
  *              the other ranks' (record i of rank r at (i * N + r) * 640), one independent
  *              MPI_File_write_at each
  *   mpi_coll   BT-IO "full": the same records through a strided file view in one collective
- *              MPI_File_write_all of 640,000 B per rank */
+ *              MPI_File_write_all of 640,000 B per rank
+ *   dir_shared each rank makes and removes its own entries in the file's directory: 30 files
+ *              of 100 B (3 by creat, 27 by open with O_CREAT | O_EXCL), 5 of them renamed, 5
+ *              directories made and removed, then a chdir into the directory and the 30
+ *              files unlinked by relative names (the renamed 5 by absolute ones)
+ *   dir_own    the same entries, each rank's in a directory of its own beside the file
+ *              (FILE.d<rank>, made first and removed last)
+ *   subdirs_shared  each rank makes and removes 30 directories in the file's directory (as an
+ *              MPI runtime's session directory has one per rank) */
 #include <fcntl.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -56,6 +64,36 @@ static void small_written(void *ctx, unsigned long long user_data, int res) {
     (void)ctx;
     (void)user_data;
     check(res == SMALL, "an io_uring write");
+}
+
+/* dir_shared's and dir_own's entries of one rank in DIR (see the usage above). */
+static void entries(const char *dir, int rank) {
+    char p[4096], q[4096];
+    for (int i = 0; i < 30; i++) {
+        snprintf(p, sizeof p, "%s/e.%d.%d", dir, rank, i);
+        int f = i % 10 == 0 ? creat(p, 0644) : open(p, O_WRONLY | O_CREAT | O_EXCL, 0644);
+        check(f >= 0, "create");
+        check(write(f, p, 100) == 100, "write");
+        check(close(f) == 0, "close");
+    }
+    for (int i = 0; i < 5; i++) {
+        snprintf(p, sizeof p, "%s/e.%d.%d", dir, rank, i);
+        snprintf(q, sizeof q, "%s/r.%d.%d", dir, rank, i);
+        check(rename(p, q) == 0, "rename");
+        snprintf(p, sizeof p, "%s/d.%d.%d", dir, rank, i);
+        check(mkdir(p, 0755) == 0, "mkdir");
+        check(rmdir(p) == 0, "rmdir");
+    }
+    for (int i = 0; i < 5; i++) {
+        snprintf(q, sizeof q, "%s/r.%d.%d", dir, rank, i);
+        check(unlink(q) == 0, "unlink");
+    }
+    check(chdir(dir) == 0, "chdir");
+    for (int i = 5; i < 30; i++) {
+        snprintf(p, sizeof p, "e.%d.%d", rank, i);
+        check(unlink(p) == 0, "unlink");
+    }
+    check(chdir("/") == 0, "chdir");
 }
 
 int main(int argc, char **argv) {
@@ -178,6 +216,26 @@ int main(int argc, char **argv) {
             check(fputs(line, f) >= 0, "fputs");
         check(fclose(f) == 0, "fclose");
         free(line);
+    } else if (!strcmp(mode, "dir_shared")) {
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s", path);
+        char *slash = strrchr(dir, '/');
+        check(slash && slash != dir, "an absolute FILE below /");
+        *slash = '\0';
+        entries(dir, rank);
+    } else if (!strcmp(mode, "subdirs_shared")) {
+        for (int i = 0; i < 30; i++) {
+            char d[4096];
+            snprintf(d, sizeof d, "%s.s%d.%d", path, rank, i);
+            check(mkdir(d, 0755) == 0, "mkdir");
+            check(rmdir(d) == 0, "rmdir");
+        }
+    } else if (!strcmp(mode, "dir_own")) {
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s.d%d", path, rank);
+        check(mkdir(dir, 0755) == 0, "mkdir");
+        entries(dir, rank);
+        check(rmdir(dir) == 0, "rmdir");
     } else if (!strcmp(mode, "once")) {
         for (int i = 0; i < 100; i++)
             check(pwrite(fd, buf, 1024, ((off_t)rank * 100 + i) * 1024) == 1024, "pwrite");

@@ -36,6 +36,10 @@ pub const QUERIES: &[(&str, &str)] = &[
         include_str!("../../report/metadata_storm.sql"),
     ),
     (
+        "shared_directory",
+        include_str!("../../report/shared_directory.sql"),
+    ),
+    (
         "collective_buffering",
         include_str!("../../report/collective_buffering.sql"),
     ),

@@ -278,6 +278,52 @@ fn a_metadata_storm_of_directory_listings_is_found() {
     assert_eq!(f["data_calls"], 0, "{f}");
 }
 
+/// Ranks that each create, rename and remove their own files in one shared directory: one
+/// shared_directory finding on it, with every entry counted once, whether the call named it by
+/// an absolute path or by a relative one after a chdir. The same entries in a directory per
+/// rank: none; nor ranks that only make and remove subdirectories there (as MPI runtimes do in
+/// their session directory, a directory per rank).
+#[test]
+fn a_shared_directory_is_found_where_ranks_make_their_files_and_not_in_directories_of_their_own() {
+    let (out, file) = trace("dir_shared");
+    let dir = Path::new(&file).parent().unwrap().to_str().unwrap();
+    let r = report(&out);
+    let found = findings(&r, "shared_directory", dir);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    let f = &found[0];
+    assert_eq!(f["processes"], RANKS, "{f}");
+    // Per rank: 30 files made (3 by creat) and 5 directories; 5 of the files renamed; the 5
+    // directories and the 30 files removed (25 by relative names). Rank 0's O_CREAT of FILE.
+    assert_eq!(f["creates"], RANKS * (30 + 5) + 1, "{f}");
+    assert_eq!(f["renames"], RANKS * 5, "{f}");
+    assert_eq!(f["removes"], RANKS * (5 + 30), "{f}");
+    assert_eq!(f["entry_calls"], RANKS * 75 + 1, "{f}");
+    assert_eq!(f["directory_calls"], RANKS * (5 + 5), "{f}");
+    assert_eq!(f["failed"], 0, "{f}");
+    let peak = f["peak_per_second"].as_i64().unwrap();
+    assert!(peak > 0 && peak <= RANKS * 75 + 1, "{f}");
+    // No other directory has one: the entries are all in the file's.
+    let all = of_detector(&r, "shared_directory");
+    assert_eq!(all.len(), 1, "{all:#?}");
+
+    for mode in ["dir_own", "subdirs_shared"] {
+        let (out, _) = trace(mode);
+        let r = report(&out);
+        let none = of_detector(&r, "shared_directory");
+        assert!(none.is_empty(), "{mode}: {none:#?}");
+    }
+}
+
+/// Every finding of `detector`, wherever it is.
+fn of_detector<'a>(r: &'a Value, detector: &str) -> Vec<&'a Value> {
+    r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["detector"] == detector)
+        .collect()
+}
+
 /// Text written through a stream with fputs: the stdio layer's bytes are the lines' own, so
 /// the POSIX writes beneath are no amplification; lines too long for strata to read their
 /// length leave their calls out of the comparison rather than counting them as nothing.
