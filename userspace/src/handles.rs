@@ -86,13 +86,19 @@ pub struct Handles {
     maps: HashMap<i32, BTreeMap<u64, Mapping>>,
     /// Rows ready to write (closed and adopted).
     pub done: Vec<HandleRow>,
-    /// What [`Self::transfer`] last found, kept until any handle is created, changed or
-    /// ends (see [`Self::forget`]): a loop of reads or writes on one fd finds its handle
-    /// and file without the two lookups by raw name and id (measured on the synthetic
-    /// pipeline: 2,371 -> 2,268 instructions per call through decode, correlation and the
-    /// files).
-    last: Option<LastFd>,
+    /// What [`Self::transfer`] last found on a few fds, kept until any handle is created,
+    /// changed or ends (see [`Self::forget`]): a loop of reads or writes on one fd finds its
+    /// handle and file without the two lookups by raw name and id (measured on the
+    /// synthetic pipeline: 2,371 -> 2,268 instructions per call through decode, correlation
+    /// and the files), and so does one that alternates between a few (`dd`: a read of one
+    /// file, a write of another; ranks' calls interleaved).
+    recent: [Option<LastFd>; RECENT_FDS],
+    /// The slot of `recent` the next fd looked up takes.
+    next_recent: usize,
 }
+
+/// Fds [`Handles::transfer`] remembers.
+const RECENT_FDS: usize = 4;
 
 /// An fd's handle as [`Handles::transfer`] found it.
 #[derive(Clone, Copy)]
@@ -165,7 +171,7 @@ impl Handles {
     /// a handle, a raw name or an open file description, or may change what a handle refers
     /// to (`get_mut`). Positions and O_APPEND are read from the description at every call.
     fn forget(&mut self) {
-        self.last = None;
+        self.recent = [None; RECENT_FDS];
     }
 
     pub fn lookup(&self, pid: i32, raw: Raw) -> Option<HandleId> {
@@ -515,28 +521,37 @@ impl Handles {
         at: Option<i64>,
         (moved, failed, write): (Option<i64>, bool, bool),
     ) -> Option<(HandleId, Option<i64>, Option<i64>)> {
-        let last = match self.last {
-            Some(l) if l.pid == pid && l.fd == fd => l,
-            _ => {
+        let known = self
+            .recent
+            .iter()
+            .flatten()
+            .find(|l| l.pid == pid && l.fd == fd);
+        let (last, found) = match known {
+            Some(l) => (*l, true),
+            None => {
                 let id = *self.by_raw.get(&(pid, Raw::Fd(fd)))?;
                 let Some(h) = self.live.get(&id) else {
                     return Some((id, None, at));
                 };
                 let (file_id, ofd) = (h.row.file_id, h.ofd);
-                LastFd {
+                let l = LastFd {
                     pid,
                     fd,
                     id,
                     file_id,
                     ofd,
-                }
+                };
+                (l, false)
             }
         };
         let (id, file_id) = (last.id, last.file_id);
         let Some(o) = self.ofds.get_mut(&last.ofd) else {
             return Some((id, file_id, at));
         };
-        self.last = Some(last);
+        if !found {
+            self.recent[self.next_recent] = Some(last);
+            self.next_recent = (self.next_recent + 1) % RECENT_FDS;
+        }
         let offset = match at {
             Some(_) if !(write && o.append) => at,
             _ => Self::move_pos(o, moved, failed, write),
@@ -821,6 +836,30 @@ mod tests {
         // The process ends.
         h.exit(1, Some(30));
         assert_eq!(h.transfer(1, 3, None, w), None);
+    }
+
+    /// More fds in turn than are remembered: each finds its own handle and position, and a
+    /// closed one none, however recently it was found.
+    #[test]
+    fn transfers_taking_turns_on_many_fds_each_find_their_own() {
+        let mut h = Handles::default();
+        let w = (Some(10), false, true);
+        let n = RECENT_FDS as i32 + 2;
+        let ids: Vec<HandleId> = (0..n)
+            .map(|k| h.create(fd(1, 3 + k, None, Some(100 * i64::from(k)))))
+            .collect();
+        for round in 0..3 {
+            for k in 0..n {
+                let at = 100 * i64::from(k) + 10 * round;
+                assert_eq!(
+                    h.transfer(1, 3 + k, None, w),
+                    Some((ids[k as usize], Some(7), Some(at)))
+                );
+            }
+        }
+        h.destroy(ids[n as usize - 1], Some(2), Some(20));
+        assert_eq!(h.transfer(1, 3 + n - 1, None, w), None);
+        assert_eq!(h.transfer(1, 3, None, w), Some((ids[0], Some(7), Some(30))));
     }
 
     #[test]

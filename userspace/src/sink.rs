@@ -454,7 +454,8 @@ impl Col for Name {
             names: Vec::new(),
             by_text: HashMap::default(),
             by_ptr: HashMap::default(),
-            last: None,
+            recent: NO_RECENT,
+            next: 0,
         }
     }
     #[inline]
@@ -477,17 +478,25 @@ pub struct Names {
     /// The index of a name by the address of its allocation, which is held here so that
     /// the address cannot be reused for another name before the file is written.
     by_ptr: HashMap<*const u8, (Rc<str>, u32)>,
-    /// The last row's allocation and index: a thread's rows come in runs of a probe.
-    last: Option<(*const u8, u32)>,
+    /// The allocations and indexes of the last few names: a thread's rows come in runs of a
+    /// probe, or alternate between a few (a read of one file and a write of another, ranks'
+    /// rows interleaved), and a hash lookup per row cost 5% of a record's work in the latter.
+    recent: [(*const u8, u32); RECENT],
+    /// The slot of `recent` the next looked-up name takes.
+    next: usize,
 }
+
+/// Names remembered without a lookup, per column.
+const RECENT: usize = 4;
+const NO_RECENT: [(*const u8, u32); RECENT] = [(std::ptr::null(), 0); RECENT];
 
 impl Names {
     #[inline(always)]
     fn push(&mut self, v: &Rc<str>) {
         let ptr = Rc::as_ptr(v).cast::<u8>();
-        let key = match self.last {
-            Some((p, key)) if p == ptr => key,
-            _ => self.key(v, ptr),
+        let key = match self.recent.iter().find(|(p, _)| *p == ptr) {
+            Some((_, key)) => *key,
+            None => self.key(v, ptr),
         };
         self.keys.push(key);
     }
@@ -505,7 +514,8 @@ impl Names {
                 key
             }
         };
-        self.last = Some((ptr, key));
+        self.recent[self.next] = (ptr, key);
+        self.next = (self.next + 1) % RECENT;
         key
     }
 
@@ -516,7 +526,7 @@ impl Names {
         let names = StringArray::from_iter_values(self.names.drain(..));
         self.by_text.clear();
         self.by_ptr.clear();
-        self.last = None;
+        self.recent = NO_RECENT;
         Arc::new(DictionaryArray::<UInt32Type>::new(keys, Arc::new(names)))
     }
 }
@@ -944,6 +954,32 @@ mod tests {
         let (names, keys) = dictionary(Name::finish(&mut b));
         assert_eq!(names, ["open", "write"]);
         assert_eq!(keys, [0, 1]);
+    }
+
+    /// More names in turn than are remembered without a lookup: each still has its own key.
+    #[test]
+    fn names_taking_turns_keep_their_keys() {
+        let names: Vec<Rc<str>> = (0..RECENT + 2).map(|i| Rc::from(format!("f{i}"))).collect();
+        let mut b = Name::builder(4);
+        for _ in 0..3 {
+            for n in names.iter().rev() {
+                Name::append(&mut b, n);
+            }
+        }
+        let a = Name::finish(&mut b);
+        let d = a.as_dictionary::<UInt32Type>();
+        let text = d.values().as_string::<i32>();
+        let rows: Vec<&str> = d
+            .keys()
+            .values()
+            .iter()
+            .map(|k| text.value(*k as usize))
+            .collect();
+        let want: Vec<&str> = (0..3)
+            .flat_map(|_| names.iter().rev().map(|n| &**n))
+            .collect();
+        assert_eq!(rows, want);
+        assert_eq!(text.len(), RECENT + 2);
     }
 
     /// (tid, seq) of every row, file by file in name order.

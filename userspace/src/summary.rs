@@ -25,13 +25,20 @@ pub struct Summary {
     /// Per layer, by `Layer as usize` (a call's layer and op come as the probe's, not as
     /// the row's names: comparing strings took half of this module's work per call).
     layers: [LayerStats; Layer::COUNT],
-    /// POSIX-layer traffic per file id, but for the file of the last calls, counted in
-    /// `current` until a call on another file comes: calls come in runs on one file, and
-    /// each looked its file up again.
-    files: HashMap<i64, LayerStats>,
-    current: Option<(i64, LayerStats)>,
+    /// POSIX-layer traffic per file id, in a slab that `index` finds by id. `recent` holds
+    /// the files of the last calls and their slots: calls come in runs on one file, or
+    /// alternate between a few (a process reading one file and writing another, ranks'
+    /// calls interleaved), and each looked its file up again (5% of a record's work).
+    files: Vec<(i64, LayerStats)>,
+    index: HashMap<i64, usize>,
+    recent: [Option<(i64, usize)>; RECENT_FILES],
+    /// The slot of `recent` the next file looked up takes.
+    next_recent: usize,
     pub processes: u64,
 }
+
+/// Files found without a lookup.
+const RECENT_FILES: usize = 4;
 
 /// Files listed in the summary, most bytes first.
 const TOP_FILES: usize = 5;
@@ -63,19 +70,17 @@ impl Summary {
         s.time_ns += row.ts_complete_ns.unwrap_or(row.ts_queue_ns) - row.ts_queue_ns;
     }
 
+    /// Keeps the `KEEP_FILES` files with the most bytes; the slots move, so none is
+    /// remembered after.
     fn prune_files(&mut self) {
-        let mut by_bytes: Vec<(i64, i64)> = self
-            .files
-            .iter()
-            .map(|(id, s)| (s.bytes_read + s.bytes_written, *id))
+        self.files.sort_unstable_by_key(|(id, s)| {
+            (std::cmp::Reverse(s.bytes_read + s.bytes_written), *id)
+        });
+        self.files.truncate(KEEP_FILES);
+        self.index = (self.files.iter().enumerate())
+            .map(|(slot, (id, _))| (*id, slot))
             .collect();
-        by_bytes.sort_unstable_by(|a, b| b.cmp(a));
-        let keep: std::collections::HashSet<i64> = by_bytes
-            .iter()
-            .take(KEEP_FILES)
-            .map(|(_, id)| *id)
-            .collect();
-        self.files.retain(|id, _| keep.contains(id));
+        self.recent = [None; RECENT_FILES];
     }
 
     /// What a layer's calls did.
@@ -104,31 +109,33 @@ impl Summary {
         }
     }
 
-    /// The counts of file `id`, made `current`.
+    /// The counts of file `id`, remembered among the recent ones.
     #[inline(always)]
     fn file(&mut self, id: i64) -> &mut LayerStats {
-        if self.current.as_ref().is_none_or(|(c, _)| *c != id) {
-            self.switch_file(id);
-        }
-        &mut self.current.as_mut().expect("made current").1
+        let slot = match self.recent.iter().flatten().find(|(f, _)| *f == id) {
+            Some((_, slot)) => *slot,
+            None => self.switch_file(id),
+        };
+        &mut self.files[slot].1
     }
 
-    fn switch_file(&mut self, id: i64) {
-        if let Some((c, s)) = self.current.take() {
-            self.files.insert(c, s);
-        }
-        if self.files.len() > MAX_FILES {
+    fn switch_file(&mut self, id: i64) -> usize {
+        if self.files.len() >= MAX_FILES && !self.index.contains_key(&id) {
             self.prune_files();
         }
-        let s = self.files.remove(&id).unwrap_or_default();
-        self.current = Some((id, s));
+        let files = &mut self.files;
+        let slot = *self.index.entry(id).or_insert_with(|| {
+            files.push((id, LayerStats::default()));
+            files.len() - 1
+        });
+        self.recent[self.next_recent] = Some((id, slot));
+        self.next_recent = (self.next_recent + 1) % RECENT_FILES;
+        slot
     }
 
     /// Every file's counts.
     fn files(&self) -> impl Iterator<Item = (&i64, &LayerStats)> {
-        self.files
-            .iter()
-            .chain(self.current.as_ref().map(|(id, s)| (id, s)))
+        self.files.iter().map(|(id, s)| (id, s))
     }
 
     /// The summary table; `path_of` names files by id.
@@ -295,6 +302,41 @@ mod tests {
             .filter(|w| w.starts_with("/f"))
             .collect();
         assert_eq!(order, ["/f2", "/f1", "/f3"], "most bytes first: {text}");
+    }
+
+    /// Past `MAX_FILES` files, the busiest `KEEP_FILES` stay, and calls on them and on new
+    /// files count where they should after.
+    #[test]
+    fn the_busiest_files_are_kept_when_there_are_too_many() {
+        let mut s = Summary::default();
+        let write = |s: &mut Summary, f: i64, bytes: i64| {
+            let row = CallRow {
+                file_id: Some(f),
+                bytes_result: Some(bytes),
+                ..CallRow::default()
+            };
+            s.add_call(Layer::Posix, Op::Write, &row);
+        };
+        for f in 0..MAX_FILES as i64 {
+            write(&mut s, f, f);
+        }
+        write(&mut s, -1, 1);
+        assert_eq!(s.files().count(), KEEP_FILES + 1);
+        let lowest_kept = (MAX_FILES - KEEP_FILES) as i64;
+        assert!(s.files().all(|(id, _)| *id == -1 || *id >= lowest_kept));
+        // A kept file, a new one and the one made before the pruning.
+        write(&mut s, lowest_kept, 5);
+        write(&mut s, -2, 7);
+        write(&mut s, -1, 2);
+        let bytes = |id: i64| {
+            s.files()
+                .find(|(f, _)| **f == id)
+                .map(|(_, st)| st.bytes_written)
+        };
+        assert_eq!(bytes(lowest_kept), Some(lowest_kept + 5));
+        assert_eq!(bytes(-2), Some(7));
+        assert_eq!(bytes(-1), Some(3));
+        assert_eq!(bytes(0), None, "pruned");
     }
 
     #[test]
