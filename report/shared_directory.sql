@@ -63,8 +63,8 @@ peak AS (
   GROUP BY host, dir
 )
 SELECT per.host, per.path, per.processes, per.entry_calls, per.creates, per.removes,
-       per.renames, per.directory_calls, per.failed, per.seconds, per.slowest_seconds, peak.peak_per_second,
-       per.first_ns, per.last_ns
+       per.renames, per.directory_calls, per.failed, per.seconds, per.slowest_seconds,
+       peak.peak_per_second, per.first_ns, per.last_ns
 FROM per
 JOIN peak ON peak.host = per.host AND peak.dir = per.path
 WHERE per.processes >= 4 AND per.entry_calls - per.directory_calls >= 100

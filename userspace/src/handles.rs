@@ -6,7 +6,10 @@
 //! the kernel, so `read`/`write` without an explicit offset get the position they used.
 use std::collections::{BTreeMap, hash_map::Entry};
 
-use crate::{fast::HashMap, schema::HandleRow};
+use crate::{
+    fast::{HashMap, Recent},
+    schema::HandleRow,
+};
 
 pub type HandleId = i64;
 
@@ -92,9 +95,7 @@ pub struct Handles {
     /// synthetic pipeline: 2,371 -> 2,268 instructions per call through decode, correlation
     /// and the files), and so does one that alternates between a few (`dd`: a read of one
     /// file, a write of another; ranks' calls interleaved).
-    recent: [Option<LastFd>; RECENT_FDS],
-    /// The slot of `recent` the next fd looked up takes.
-    next_recent: usize,
+    recent: Recent<(i32, i32), LastFd, RECENT_FDS>,
 }
 
 /// Fds [`Handles::transfer`] remembers.
@@ -103,8 +104,6 @@ const RECENT_FDS: usize = 4;
 /// An fd's handle as [`Handles::transfer`] found it.
 #[derive(Clone, Copy)]
 struct LastFd {
-    pid: i32,
-    fd: i32,
     id: HandleId,
     file_id: Option<i64>,
     ofd: u64,
@@ -171,7 +170,7 @@ impl Handles {
     /// a handle, a raw name or an open file description, or may change what a handle refers
     /// to (`get_mut`). Positions and O_APPEND are read from the description at every call.
     fn forget(&mut self) {
-        self.recent = [None; RECENT_FDS];
+        self.recent.clear();
     }
 
     pub fn lookup(&self, pid: i32, raw: Raw) -> Option<HandleId> {
@@ -521,27 +520,15 @@ impl Handles {
         at: Option<i64>,
         (moved, failed, write): (Option<i64>, bool, bool),
     ) -> Option<(HandleId, Option<i64>, Option<i64>)> {
-        let known = self
-            .recent
-            .iter()
-            .flatten()
-            .find(|l| l.pid == pid && l.fd == fd);
-        let (last, found) = match known {
-            Some(l) => (*l, true),
+        let (last, found) = match self.recent.get((pid, fd)) {
+            Some(l) => (l, true),
             None => {
                 let id = *self.by_raw.get(&(pid, Raw::Fd(fd)))?;
                 let Some(h) = self.live.get(&id) else {
                     return Some((id, None, at));
                 };
                 let (file_id, ofd) = (h.row.file_id, h.ofd);
-                let l = LastFd {
-                    pid,
-                    fd,
-                    id,
-                    file_id,
-                    ofd,
-                };
-                (l, false)
+                (LastFd { id, file_id, ofd }, false)
             }
         };
         let (id, file_id) = (last.id, last.file_id);
@@ -549,8 +536,7 @@ impl Handles {
             return Some((id, file_id, at));
         };
         if !found {
-            self.recent[self.next_recent] = Some(last);
-            self.next_recent = (self.next_recent + 1) % RECENT_FDS;
+            self.recent.put((pid, fd), last);
         }
         let offset = match at {
             Some(_) if !(write && o.append) => at,

@@ -24,7 +24,7 @@ use arrow::{
 };
 use strata_common::MAX_ARGS;
 
-use crate::fast::HashMap;
+use crate::fast::{HashMap, Recent};
 
 mod absent;
 mod chunk;
@@ -454,8 +454,7 @@ impl Col for Name {
             names: Vec::new(),
             by_text: HashMap::default(),
             by_ptr: HashMap::default(),
-            recent: NO_RECENT,
-            next: 0,
+            recent: Recent::default(),
         }
     }
     #[inline]
@@ -481,21 +480,18 @@ pub struct Names {
     /// The allocations and indexes of the last few names: a thread's rows come in runs of a
     /// probe, or alternate between a few (a read of one file and a write of another, ranks'
     /// rows interleaved), and a hash lookup per row cost 5% of a record's work in the latter.
-    recent: [(*const u8, u32); RECENT],
-    /// The slot of `recent` the next looked-up name takes.
-    next: usize,
+    recent: Recent<*const u8, u32, RECENT>,
 }
 
 /// Names remembered without a lookup, per column.
 const RECENT: usize = 4;
-const NO_RECENT: [(*const u8, u32); RECENT] = [(std::ptr::null(), 0); RECENT];
 
 impl Names {
     #[inline(always)]
     fn push(&mut self, v: &Rc<str>) {
         let ptr = Rc::as_ptr(v).cast::<u8>();
-        let key = match self.recent.iter().find(|(p, _)| *p == ptr) {
-            Some((_, key)) => *key,
+        let key = match self.recent.get(ptr) {
+            Some(key) => key,
             None => self.key(v, ptr),
         };
         self.keys.push(key);
@@ -514,8 +510,7 @@ impl Names {
                 key
             }
         };
-        self.recent[self.next] = (ptr, key);
-        self.next = (self.next + 1) % RECENT;
+        self.recent.put(ptr, key);
         key
     }
 
@@ -526,7 +521,7 @@ impl Names {
         let names = StringArray::from_iter_values(self.names.drain(..));
         self.by_text.clear();
         self.by_ptr.clear();
-        self.recent = NO_RECENT;
+        self.recent.clear();
         Arc::new(DictionaryArray::<UInt32Type>::new(keys, Arc::new(names)))
     }
 }

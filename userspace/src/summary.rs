@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use crate::{
-    fast::HashMap,
+    fast::{HashMap, Recent},
     probes::{Layer, Op},
     schema::{BlockRow, CallRow},
 };
@@ -31,9 +31,7 @@ pub struct Summary {
     /// calls interleaved), and each looked its file up again (5% of a record's work).
     files: Vec<(i64, LayerStats)>,
     index: HashMap<i64, usize>,
-    recent: [Option<(i64, usize)>; RECENT_FILES],
-    /// The slot of `recent` the next file looked up takes.
-    next_recent: usize,
+    recent: Recent<i64, usize, RECENT_FILES>,
     pub processes: u64,
 }
 
@@ -80,7 +78,7 @@ impl Summary {
         self.index = (self.files.iter().enumerate())
             .map(|(slot, (id, _))| (*id, slot))
             .collect();
-        self.recent = [None; RECENT_FILES];
+        self.recent.clear();
     }
 
     /// What a layer's calls did.
@@ -112,8 +110,8 @@ impl Summary {
     /// The counts of file `id`, remembered among the recent ones.
     #[inline(always)]
     fn file(&mut self, id: i64) -> &mut LayerStats {
-        let slot = match self.recent.iter().flatten().find(|(f, _)| *f == id) {
-            Some((_, slot)) => *slot,
+        let slot = match self.recent.get(id) {
+            Some(slot) => slot,
             None => self.switch_file(id),
         };
         &mut self.files[slot].1
@@ -128,8 +126,7 @@ impl Summary {
             files.push((id, LayerStats::default()));
             files.len() - 1
         });
-        self.recent[self.next_recent] = Some((id, slot));
-        self.next_recent = (self.next_recent + 1) % RECENT_FILES;
+        self.recent.put(id, slot);
         slot
     }
 
