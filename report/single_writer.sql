@@ -2,7 +2,7 @@
 -- title: One rank writes (nearly) everything
 -- needs: calls, files, processes
 -- definition: in a job of at least 4 MPI ranks, one rank issues at least 90% of the bytes the
---   ranks write to regular files through POSIX (syscalls and io_uring requests).
+--   ranks write to regular files through POSIX (syscalls, io_uring and Linux AIO requests).
 -- threshold: 4 ranks, 90% of the bytes, at least 1 MiB written in all.
 -- rationale: the other ranks wait while one funnels the job's output through a single
 --   client and its network link; the write time grows with the rank count. Parallel I/O
@@ -17,7 +17,7 @@ w AS (
   FROM calls c
   JOIN ranks r ON r.host = c.host AND r.pid = c.pid
   JOIN files f ON f.host = c.host AND f.file_id = c.file_id
-  WHERE c.layer IN ('posix', 'uring') AND c.op = 'write' AND c.bytes_result > 0
+  WHERE c.layer IN ('posix', 'uring', 'aio') AND c.op = 'write' AND c.bytes_result > 0
     AND f.path LIKE '/%' AND f.path NOT LIKE '/dev/%' AND f.path NOT LIKE '/proc/%'
     AND f.path NOT LIKE '/sys/%' AND f.path NOT LIKE '/etc/%' AND f.path NOT LIKE '/usr/%'
   GROUP BY c.host, c.pid

@@ -1,15 +1,15 @@
 -- detector: small_operations
--- title: Many small POSIX or io_uring operations on a file
+-- title: Many small POSIX, io_uring or AIO operations on a file
 -- needs: calls, files
--- definition: a process's POSIX reads and writes and io_uring read and write requests on
---   one regular file that each moved less than a small size: 4 KiB (a page, the usual
---   file-system block), or on Lustre 1/16 of the file's stripe size.
+-- definition: a process's POSIX reads and writes and io_uring and Linux AIO read and write
+--   requests on one regular file that each moved less than a small size: 4 KiB (a page, the
+--   usual file-system block), or on Lustre 1/16 of the file's stripe size.
 -- threshold: at least 100 such calls, making at least half of the process's data calls on
 --   that file.
--- rationale: every call costs a syscall (an io_uring request a pass through the kernel's I/O
---   path) and, on a parallel file system, often a round trip to a server; a few large
---   requests move the same bytes far faster. Buffering (stdio, MPI-IO collective buffering,
---   HDF5 chunk caches) or larger application buffers remove the pattern.
+-- rationale: every call costs a syscall (an io_uring or AIO request a pass through the
+--   kernel's I/O path) and, on a parallel file system, often a round trip to a server; a few
+--   large requests move the same bytes far faster. Buffering (stdio, MPI-IO collective
+--   buffering, HDF5 chunk caches) or larger application buffers remove the pattern.
 WITH data AS (
   SELECT c.host, c.pid, c.file_id, f.path, c.bytes_result AS bytes,
          c.ts_end_ns - c.ts_begin_ns AS ns, c.ts_begin_ns AS b, c.ts_end_ns AS e,
@@ -17,7 +17,7 @@ WITH data AS (
               ELSE 4096 END AS small
   FROM calls c
   JOIN files f ON f.host = c.host AND f.file_id = c.file_id
-  WHERE c.layer IN ('posix', 'uring') AND c.op IN ('read', 'write') AND c.bytes_result > 0
+  WHERE c.layer IN ('posix', 'uring', 'aio') AND c.op IN ('read', 'write') AND c.bytes_result > 0
     AND f.path LIKE '/%' AND f.path NOT LIKE '/dev/%' AND f.path NOT LIKE '/proc/%'
     AND f.path NOT LIKE '/sys/%' AND f.path NOT LIKE '/etc/%' AND f.path NOT LIKE '/usr/%'
 ),

@@ -1,8 +1,8 @@
 -- detector: stripe_alignment
 -- title: Requests that cross Lustre stripe boundaries (and so span OSTs) needlessly
 -- needs: calls, files, processes
--- definition: POSIX reads and writes (syscalls and io_uring requests) on a file whose Lustre layout is known that touch more
--- stripes than their size needs (a request of at most one stripe touching two, or any
+-- definition: POSIX reads and writes (syscalls, io_uring and AIO requests) on a file whose
+-- Lustre layout is known that touch more stripes than their size needs (a request of at most one stripe touching two, or any
 -- request touching more than ceil(bytes / stripe size) stripes): they are not aligned to
 -- the stripe size. Per process and file: data calls, crossing calls and their bytes, the
 -- stripe size and count (with more than one stripe, each crossing reaches a second OST).
@@ -19,7 +19,7 @@ WITH req AS (
          ceil(c.bytes_result / f.lustre_stripe_size) AS needed
   FROM calls c
   JOIN files f ON f.host = c.host AND f.file_id = c.file_id
-  WHERE c.layer IN ('posix', 'uring') AND c.op IN ('read', 'write') AND c.offset IS NOT NULL
+  WHERE c.layer IN ('posix', 'uring', 'aio') AND c.op IN ('read', 'write') AND c.offset IS NOT NULL
     AND c.bytes_result > 0 AND f.lustre_stripe_size > 0
 ),
 per AS (

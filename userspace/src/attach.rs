@@ -778,7 +778,7 @@ fn load_parsed(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
             Target::Uprobe { library, .. } => ("uprobe", library.clone()),
             Target::Kernel { attach, .. } => ("tracepoint", attach[0].to_string()),
             Target::Kfunc { function, .. } => ("kprobe", function.clone()),
-            Target::Request { opcode, .. } => ("tracepoint", format!("io_uring opcode {opcode}")),
+            Target::Request { .. } => ("tracepoint", p.target.to_string()),
         };
         let mut status = ProbeStatus {
             probe_id: p.id,
@@ -1664,6 +1664,12 @@ fn kernel_fields(
             fields.res = off(&["res"], 4, 4)?;
         }
     }
+    // The syscalls' own trace events: the same members in every kernel.
+    if event.is_aio() {
+        fields.aio_array = off(&["iocbpp", "events"], 8, 8)?;
+        fields.aio_nr = off(&["nr"], 8, 8)?;
+        fields.ret = off(&["ret"], 8, 8)?;
+    }
     fields.len = len;
     let required: &[(&str, u32)] = match event {
         KernelEvent::BioQueue => &[("dev", fields.dev), ("sector", fields.sector)],
@@ -1701,6 +1707,9 @@ fn kernel_fields(
             ("req", fields.req),
             ("res", fields.res),
         ],
+        KernelEvent::AioSubmit => &[("iocbpp", fields.aio_array), ("nr", fields.aio_nr)],
+        KernelEvent::AioWait => &[("events", fields.aio_array)],
+        KernelEvent::AioReaped => &[("ret", fields.ret)],
         KernelEvent::UringFailed => &[
             ("ctx", fields.ctx),
             ("req", fields.req),
@@ -1948,6 +1957,7 @@ pub struct Drops {
     pub stack_overflow: u64,
     pub stack_mismatch: u64,
     pub stack_unavailable: u64,
+    pub requests_unread: u64,
 }
 
 impl Drops {
@@ -1961,6 +1971,7 @@ impl Drops {
             stack_overflow: c(Counter::StackOverflow),
             stack_mismatch: c(Counter::StackMismatch),
             stack_unavailable: c(Counter::StackAllocFailed),
+            requests_unread: c(Counter::AioUnread),
         }
     }
 
@@ -1975,6 +1986,7 @@ impl Drops {
             stack_unavailable: self
                 .stack_unavailable
                 .saturating_sub(start.stack_unavailable),
+            requests_unread: self.requests_unread.saturating_sub(start.requests_unread),
         }
     }
 
@@ -1986,6 +1998,7 @@ impl Drops {
         run.stack_overflow = self.stack_overflow as i64;
         run.stack_mismatch = self.stack_mismatch as i64;
         run.stack_unavailable = self.stack_unavailable as i64;
+        run.requests_unread = self.requests_unread as i64;
     }
 }
 

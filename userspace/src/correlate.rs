@@ -9,7 +9,8 @@
 use std::{rc::Rc, sync::Arc};
 
 use strata_common::{
-    CALL_INT_HANDLES, CALL_OUT_VALID, CallRecord, DEREF_FAILED, ProcEvent, ProcRecord,
+    CALL_INT_HANDLES, CALL_OUT_VALID, CallRecord, DEREF_FAILED, FUNC_AIO, ProcEvent, ProcRecord,
+    REQUEST_AIO,
 };
 
 use crate::{
@@ -18,6 +19,7 @@ use crate::{
     fast::HashMap,
     files::{self, Files},
     handles::{HandleId, Handles, MAPPING, NewHandle, Raw},
+    linux_aio::LinuxAio,
     peers,
     probes::{ArgKind, Layer, Op, Probe, RetKind, Target},
     procs::Procs,
@@ -114,8 +116,10 @@ pub struct Correlator {
     pending_args: HashMap<u64, PendingArgs>,
     /// io_uring requests submitted, by request address: their record and its age in flushes.
     uring_pending: HashMap<u64, (CallRecord, u32)>,
-    /// io_uring requests whose completion never came (dropped from `uring_pending`).
+    /// io_uring requests whose completion never came (dropped from `uring_pending`), and
+    /// Linux AIO requests whose event never came.
     pub requests_unfinished: u64,
+    linux_aio: LinuxAio,
     /// Ticks so far (see `SWEEP_TICKS`).
     ticks: u64,
     /// Other strata processes (see `peers`), whose records are left out: usually none.
@@ -219,6 +223,7 @@ impl Correlator {
                 )
             })
             .collect();
+        let linux_aio = LinuxAio::new(&probes);
         Self {
             names,
             plain: probes.iter().map(is_plain_transfer).collect(),
@@ -231,6 +236,7 @@ impl Correlator {
             pending_args: HashMap::default(),
             uring_pending: HashMap::default(),
             requests_unfinished: 0,
+            linux_aio,
             ticks: 0,
             peers: Vec::new(),
             peers_left_out: false,
@@ -283,6 +289,18 @@ impl Correlator {
                     None => blobs.push((arg, words)),
                 }
             }
+            Event::RequestBegin { req, rec } if rec.func_id == FUNC_AIO => {
+                if let Some(rec) = self.linux_aio.begin(rec, req) {
+                    self.handle(Event::Call(rec), out);
+                    return;
+                }
+            }
+            Event::RequestEnd(end) if end.flags & REQUEST_AIO != 0 => {
+                if let Some(rec) = self.linux_aio.end(&end) {
+                    self.handle(Event::Call(rec), out);
+                    return;
+                }
+            }
             Event::RequestBegin { req, rec } => {
                 if self.uring_pending.len() >= URING_MAX_PENDING {
                     let before = self.uring_pending.len();
@@ -312,6 +330,11 @@ impl Correlator {
                 }
             }
             Event::Call(rec) => {
+                if self.linux_aio.is_submit(&rec) {
+                    for r in self.linux_aio.submitted(&rec) {
+                        self.handle(Event::Call(r), out);
+                    }
+                }
                 // Most calls of a trace: their row is made in place here, not moved out of
                 // what `call` returns (a copy of some 400 bytes each).
                 let row = if self.plain.get(rec.func_id as usize) == Some(&true) {
@@ -498,6 +521,10 @@ impl Correlator {
             *age < STR_MAX_AGE
         });
         self.requests_unfinished += (before - self.uring_pending.len()) as u64;
+        for r in self.linux_aio.tick() {
+            self.handle(Event::Call(r), out);
+        }
+        self.requests_unfinished += std::mem::take(&mut self.linux_aio.unfinished);
         self.give_up_adoptions(|a| {
             a.age += 1;
             a.age >= ADOPTION_MAX_AGE
@@ -523,6 +550,10 @@ impl Correlator {
         // Still in flight when recording stopped.
         self.requests_unfinished += self.uring_pending.len() as u64;
         self.uring_pending.clear();
+        for r in self.linux_aio.finish() {
+            self.handle(Event::Call(r), out);
+        }
+        self.requests_unfinished += std::mem::take(&mut self.linux_aio.unfinished);
         self.handles.drain_all();
         self.procs.drain_all();
         self.kernel.finish(&self.files);
@@ -2058,6 +2089,7 @@ impl Layer {
             Layer::Posix
             | Layer::Libc
             | Layer::Uring
+            | Layer::Aio
             | Layer::Vfs
             | Layer::Pagecache
             | Layer::Block => "fd",
@@ -2444,7 +2476,7 @@ mod tests {
                 ret: 512,
                 ino: 77,
                 dev: 8 << 20 | 1,
-                _pad: 0,
+                flags: 0,
             })
         };
         corr.handle(begin(0xa000, 1), &mut out);

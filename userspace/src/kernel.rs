@@ -123,7 +123,12 @@ impl Kernel {
         let key = (rec.dev, rec.pos);
         match event {
             // Requests arrive as calls, not kernel records.
-            KernelEvent::UringSubmit | KernelEvent::UringComplete | KernelEvent::UringFailed => {}
+            KernelEvent::UringSubmit
+            | KernelEvent::UringComplete
+            | KernelEvent::UringFailed
+            | KernelEvent::AioSubmit
+            | KernelEvent::AioWait
+            | KernelEvent::AioReaped => {}
             KernelEvent::BioQueue => {
                 if rec.call_id != 0 {
                     *self.calls_with_bios.entry(rec.call_id).or_default() += 1;

@@ -24,6 +24,7 @@ pub mod html;
 pub mod kernel;
 pub mod ldcache;
 pub mod libraries;
+pub mod linux_aio;
 pub mod lockdown;
 pub mod lustre;
 pub mod maps;

@@ -48,7 +48,7 @@ struct TraceOpts {
     #[arg(long, value_name = "FILE")]
     probes: Option<PathBuf>,
     /// Trace exactly these layers (comma-separated: posix, stdio, libc, mpiio, hdf5,
-    /// netcdf, uring, vfs, block, pagecache; or all), including probes marked
+    /// netcdf, uring, aio, vfs, block, pagecache; or all), including probes marked
     /// `enabled = false`.
     /// Default: the probes enabled in the file: all but libc's, and MPI's request waits
     /// (MPI_Wait, MPI_Test, ...), which trap on every communication request too.
@@ -570,7 +570,7 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
                             },
                         }
                     }
-                    probes::Target::Request { fields, .. } => {
+                    probes::Target::Request { fields, .. } if p.layer == probes::Layer::Uring => {
                         let btf = btf.get_or_insert_with(|| strata::btf::kernel().ok());
                         match btf.as_ref().map(|b| strata::uring::uring_op(b, p, fields)) {
                             None => "no BTF".into(),
@@ -611,6 +611,9 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
                         .map(ToString::to_string)
                         .collect::<Vec<_>>()
                         .join(" | "),
+                    probes::Target::Request { opcode, .. } if p.layer == probes::Layer::Aio => {
+                        format!("AIO opcode {opcode}, by aio_submit + aio_wait + aio_reaped")
+                    }
                     probes::Target::Request { opcode, .. } => {
                         format!("io_uring opcode {opcode}, by uring_submit + uring_complete")
                     }

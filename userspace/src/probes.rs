@@ -114,7 +114,7 @@ impl std::fmt::Display for Target {
             }
             Target::Kernel { event, .. } => write!(f, "kernel event {:?}", event.name()),
             Target::Kfunc { function, .. } => write!(f, "kernel function {function:?}"),
-            Target::Request { opcode, .. } => write!(f, "io_uring opcode {opcode}"),
+            Target::Request { name, opcode, .. } => write!(f, "request {name} (opcode {opcode})"),
         }
     }
 }
@@ -244,6 +244,7 @@ kinds!(
         Libc = "libc",
         Posix = "posix",
         Uring = "uring",
+        Aio = "aio",
         Vfs = "vfs",
         Pagecache = "pagecache",
         Block = "block",
@@ -894,12 +895,16 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
                     && p.kernel.is_none()
                     && p.kfunc.is_none() =>
             {
-                if layer != Layer::Uring {
-                    return Err(bad(format!(
-                        "io_uring requests belong to layer uring, not {layer}"
-                    )));
-                }
-                let fields = request_fields(&args, &p.fields).map_err(bad)?;
+                let fields = match layer {
+                    Layer::Uring => request_fields(&args, &p.fields).map_err(bad)?,
+                    Layer::Aio => aio_request_args(&args, &p.fields, opcode).map_err(bad)?,
+                    _ => {
+                        return Err(bad(format!(
+                            "requests belong to layer uring (io_uring) or aio (Linux AIO), \
+                             not {layer}"
+                        )));
+                    }
+                };
                 Some(Target::Request {
                     name,
                     opcode,
@@ -908,11 +913,11 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
             }
             (None, None) => None,
             (Some(_), None) => return Err(bad("a `request` needs its `opcode`".into())),
-            (None, Some(_)) => return Err(bad("`opcode` is for io_uring requests".into())),
+            (None, Some(_)) => return Err(bad("`opcode` is for requests".into())),
             (Some(_), Some(_)) => {
                 return Err(bad(
                     "a probe names one of: `syscall`, both `library` and `symbol`, `kernel` \
-                     (an event), `kfunc` (a kernel function), `request` (an io_uring opcode)"
+                     (an event), `kfunc` (a kernel function), `request` (an io_uring or AIO opcode)"
                         .into(),
                 ));
             }
@@ -960,13 +965,19 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
                                 KernelEvent::NAMES.join(", ")
                             ))
                         })?;
-                    let uring = event.is_uring();
-                    if uring && layer != Layer::Uring {
+                    let own = if event.is_uring() {
+                        Some(Layer::Uring)
+                    } else if event.is_aio() {
+                        Some(Layer::Aio)
+                    } else {
+                        None
+                    };
+                    if let Some(own) = own.filter(|l| *l != layer) {
                         return Err(bad(format!(
-                            "kernel event {k} belongs to layer uring, not {layer}"
+                            "kernel event {k} belongs to layer {own}, not {layer}"
                         )));
                     }
-                    if !uring && !matches!(layer, Layer::Block | Layer::Pagecache) {
+                    if own.is_none() && !matches!(layer, Layer::Block | Layer::Pagecache) {
                         return Err(bad(format!(
                             "kernel events belong to layer block or pagecache, not {layer}"
                         )));
@@ -992,7 +1003,7 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
                 _ => {
                     return Err(bad(
                         "a probe names one of: `syscall`, both `library` and `symbol`, `kernel` \
-                     (an event), `kfunc` (a kernel function), `request` (an io_uring opcode)"
+                     (an event), `kfunc` (a kernel function), `request` (an io_uring or AIO opcode)"
                             .into(),
                     ));
                 }
@@ -1318,6 +1329,50 @@ fn request_fields(args: &[ArgKind], fields: &[String]) -> Result<Vec<FieldPath>,
         return Err("at most two strings (`path`, `str`) per io_uring request".into());
     }
     fields.iter().map(|f| f.parse()).collect()
+}
+
+/// A Linux AIO request's arguments are taken from its `iocb` by kind (see
+/// `correlate::aio_args`): no `fields`, and each kind at most once.
+fn aio_request_args(
+    args: &[ArgKind],
+    fields: &[String],
+    opcode: u8,
+) -> Result<Vec<FieldPath>, String> {
+    use ArgKind::*;
+    if u32::from(opcode) >= strata_common::AIO_OPS {
+        return Err(format!(
+            "Linux AIO opcode {opcode}: strata maps opcodes below {}",
+            strata_common::AIO_OPS
+        ));
+    }
+    if !fields.is_empty() {
+        return Err(
+            "Linux AIO requests have no `fields`: each argument is the iocb's \
+                    member of its kind"
+                .into(),
+        );
+    }
+    for (i, a) in args.iter().enumerate() {
+        if !matches!(a, Fd | Offset | Size | IovCnt | Buf | Iov | Flags) {
+            return Err(format!(
+                "argument {a:?} is no member of a Linux AIO iocb (fd, offset, size, iovcnt, \
+                 buf, iov, flags)",
+                a = a.as_str()
+            ));
+        }
+        let same = |b: &ArgKind| {
+            b == a
+                || (matches!(a, Size | IovCnt) && matches!(b, Size | IovCnt))
+                || (matches!(a, Buf | Iov) && matches!(b, Buf | Iov))
+        };
+        if args[..i].iter().any(same) {
+            return Err(format!(
+                "the iocb's member of `{}` is named twice",
+                a.as_str()
+            ));
+        }
+    }
+    Ok(Vec::new())
 }
 
 /// Validates a probe's `only` table: one argument it declares, each value named once and
@@ -2241,7 +2296,11 @@ mod tests {
             assert!(e.reason.contains(why), "{args} {fields}: {e}");
         }
         let e = parse_err(&request("posix", r#"["fd", "kfile"]"#));
-        assert!(e.reason.contains("belong to layer uring, not posix"), "{e}");
+        assert!(
+            e.reason
+                .contains("belong to layer uring (io_uring) or aio (Linux AIO), not posix"),
+            "{e}"
+        );
         let twice = format!(
             "{}\n{}",
             request("uring", r#"["fd", "kfile"]"#),
@@ -2249,7 +2308,8 @@ mod tests {
         );
         let e = parse_err(&twice);
         assert!(
-            e.reason.contains("io_uring opcode 23 is declared twice"),
+            e.reason
+                .contains("request IORING_OP_WRITE (opcode 23) is declared twice"),
             "{e}"
         );
         let e = parse_err(
@@ -2259,10 +2319,7 @@ mod tests {
         let e = parse_err(
             "[[probe]]\nlayer = \"posix\"\nsyscall = \"read\"\nopcode = 0\nop = \"read\"\nret = \"bytes\"\n",
         );
-        assert!(
-            e.reason.contains("`opcode` is for io_uring requests"),
-            "{e}"
-        );
+        assert!(e.reason.contains("`opcode` is for requests"), "{e}");
         // The kernel events of requests are the uring layer's, and only theirs.
         let e = parse_err(&events.replace("layer = \"uring\"", "layer = \"block\""));
         assert!(
@@ -2273,6 +2330,55 @@ mod tests {
             "[[probe]]\nlayer = \"uring\"\nkernel = \"bio_queue\"\nattach = [\"tracepoint:block/block_bio_queue\"]\n",
         );
         assert!(e.reason.contains("block or pagecache, not uring"), "{e}");
+    }
+
+    /// Linux AIO requests: layer aio, no `fields`, arguments the iocb has, each once; and
+    /// their kernel events are that layer's.
+    #[test]
+    fn aio_requests_take_their_arguments_from_the_iocb() {
+        let aio = |args: &str, extra: &str| {
+            format!(
+                "[[probe]]\nlayer = \"aio\"\nrequest = \"IOCB_CMD_PWRITE\"\nopcode = 1\n\
+                 op = \"write\"\nargs = {args}\n{extra}ret = \"bytes\"\n"
+            )
+        };
+        let p = crate::probes::parse(&aio(r#"["fd", "offset", "size"]"#, ""), "t.toml").unwrap();
+        assert!(
+            matches!(&p[0].target, Target::Request { name, opcode: 1, fields }
+                if name == "IOCB_CMD_PWRITE" && fields.is_empty()),
+            "{:?}",
+            p[0].target
+        );
+        assert_eq!(p[0].layer, Layer::Aio);
+        for (args, extra, why) in [
+            (
+                r#"["fd"]"#,
+                "fields = [\"iocb.aio_fildes\"]\n",
+                "have no `fields`",
+            ),
+            (
+                r#"["path"]"#,
+                "",
+                "\"path\" is no member of a Linux AIO iocb",
+            ),
+            (
+                r#"["fd", "size", "iovcnt"]"#,
+                "",
+                "member of `iovcnt` is named twice",
+            ),
+        ] {
+            let e = parse_err(&aio(args, extra));
+            assert!(e.reason.contains(why), "{args}: {e}");
+        }
+        let e = parse_err(
+            "[[probe]]\nlayer = \"uring\"\nkernel = \"aio_submit\"\n\
+             attach = [\"tracepoint:syscalls/sys_enter_io_submit\"]\n",
+        );
+        assert!(
+            e.reason
+                .contains("aio_submit belongs to layer aio, not uring"),
+            "{e}"
+        );
     }
 
     #[test]

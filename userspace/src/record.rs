@@ -514,9 +514,17 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
     }
     if run_row.requests_unfinished > 0 && !args.quiet {
         eprintln!(
-            "strata: {} io_uring requests have no row: still in flight when recording stopped, \
-             or their completion was not seen (run.requests_unfinished)",
+            "strata: {} io_uring or AIO requests have no row: still in flight when recording \
+             stopped, or their completion was not seen (run.requests_unfinished)",
             run_row.requests_unfinished
+        );
+    }
+    if run_row.requests_unread > 0 {
+        eprintln!(
+            "strata: warning: {} Linux AIO requests or events were not read: more than {} in \
+             one io_submit or io_getevents (run.requests_unread)",
+            run_row.requests_unread,
+            strata_common::AIO_BATCH
         );
     }
     if !args.quiet && std::io::stderr().is_terminal() && detach_later.uprobe_links() > 50 {

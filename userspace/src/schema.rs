@@ -106,6 +106,7 @@ table!(Run, RunRow, "run", {
     stack_mismatch: I64,
     stack_unavailable: I64,
     requests_unfinished: I64,
+    requests_unread: I64,
     calls_written: I64,
     peak_rss_kib: OptI64,
     cpu_ns: OptI64,

@@ -89,9 +89,9 @@ impl Summary {
     /// A call of `layer` doing `op` (its probe's), written as `row`.
     pub fn add_call(&mut self, layer: Layer, op: Op, row: &CallRow) {
         self.layers[layer as usize].add(op, row);
-        // The bytes that reached each file: syscalls' and io_uring requests' (no syscall
-        // of the process moves a request's bytes, so none is counted twice).
-        if matches!(layer, Layer::Posix | Layer::Uring) {
+        // The bytes that reached each file: syscalls' and io_uring and AIO requests' (no
+        // syscall of the process moves a request's bytes, so none is counted twice).
+        if matches!(layer, Layer::Posix | Layer::Uring | Layer::Aio) {
             let bytes = row.bytes_result.unwrap_or(0);
             // A copy reads its first file and writes its second.
             if op == Op::Copy {

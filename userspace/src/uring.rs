@@ -1,22 +1,23 @@
-//! io_uring requests (`request` probes): installing them once the two kernel events that
-//! record them are attached, and where each reads its arguments in this kernel's requests
-//! (probes.toml `fields`, resolved through the BTF).
+//! Requests (`request` probes of io_uring and Linux AIO): installing them once the kernel
+//! events that record them are attached, and where each io_uring request reads its arguments
+//! in this kernel's requests (probes.toml `fields`, resolved through the BTF).
 use anyhow::anyhow;
 use aya::{Ebpf, maps::Array};
 use strata_common::{
-    FuncSpec, KernelEvent, NO_ARG, URING_FIELD_DEREF, URING_FIELD_SIGNED, URING_SPAN, UringField,
-    UringOp, maps,
+    KernelEvent, NO_ARG, URING_FIELD_DEREF, URING_FIELD_SIGNED, URING_SPAN, UringField, UringOp,
+    maps,
 };
 
 use crate::{
     attach::{Failure, ProbeStatus, record_result},
     btf::BtfError,
-    probes::{ArgKind, FieldPath, Probe, Target},
+    probes::{ArgKind, FieldPath, Layer, Probe, Target},
 };
 
-/// io_uring requests (`request` probes) are recorded by the `uring_submit` and
-/// `uring_complete` kernel events: once both are attached, each enabled request's spec is
-/// installed and its opcode mapped to it, with where its fields lie in this kernel; else each
+/// Requests (`request` probes) are recorded by their layer's kernel events: io_uring's by
+/// `uring_submit` and `uring_complete`, Linux AIO's by `aio_submit`, `aio_wait` and
+/// `aio_reaped`. Once those are attached, each enabled request's spec is installed and its
+/// opcode mapped to it (for io_uring, with where its fields lie in this kernel); else each
 /// says which event is missing and why, or which field this kernel lacks.
 pub(crate) fn attach_requests(
     ebpf: &mut Ebpf,
@@ -24,10 +25,61 @@ pub(crate) fn attach_requests(
     btf: &Result<crate::btf::KernelBtf, String>,
     statuses: &mut [ProbeStatus],
 ) -> anyhow::Result<()> {
-    let events = [KernelEvent::UringSubmit, KernelEvent::UringComplete];
+    use KernelEvent::*;
+    for (layer, events) in [
+        (Layer::Uring, &[UringSubmit, UringComplete][..]),
+        (Layer::Aio, &[AioSubmit, AioWait, AioReaped][..]),
+    ] {
+        let (targets, mut missing) = events_attached(probes, statuses, events);
+        if let (Err(e), true, Layer::Uring) = (btf, missing.is_empty(), layer) {
+            // Said once here, not once per opcode.
+            log::warn!("io_uring requests not recorded: {e}");
+            missing.push(e.clone());
+        }
+        for p in probes.iter().filter(|p| p.enabled && p.layer == layer) {
+            let Target::Request { opcode, fields, .. } = &p.target else {
+                continue;
+            };
+            let status = &mut statuses[p.id as usize];
+            status.target = targets.join(" + ");
+            if !missing.is_empty() {
+                // Not logged once per opcode: the events' own failures were.
+                status.status = "failed";
+                status.reason = Some(missing.join("; "));
+                continue;
+            }
+            // User space maps an AIO request to its probe (`linux_aio`).
+            if layer == Layer::Aio {
+                record_result(status, Ok(()), probes);
+                continue;
+            }
+            let Ok(btf) = btf else { continue };
+            match uring_op(btf, p, fields) {
+                Ok(op) => {
+                    set(ebpf, maps::FUNC_SPECS, p.id, p.spec())?;
+                    set(ebpf, maps::URING_OPS, u32::from(*opcode), op)?;
+                    record_result(status, Ok(()), probes);
+                }
+                // Expected on an older kernel: said in the row, not as a warning on every run.
+                Err(e) if e.is_absent() => {
+                    record_result(status, Err(Failure::Absent(e.to_string())), probes);
+                }
+                Err(e) => record_result(status, Err(Failure::Failed(e.to_string())), probes),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The targets of `events` as attached, and why each of the others is not.
+fn events_attached(
+    probes: &[Probe],
+    statuses: &[ProbeStatus],
+    events: &[KernelEvent],
+) -> (Vec<String>, Vec<String>) {
     let mut targets = Vec::new();
     let mut missing = Vec::new();
-    for event in events {
+    for &event in events {
         let status = probes
             .iter()
             .find(|p| matches!(&p.target, Target::Kernel { event: e, .. } if *e == event))
@@ -45,50 +97,16 @@ pub(crate) fn attach_requests(
             )),
         }
     }
-    if let (Err(e), true) = (btf, missing.is_empty()) {
-        // Said once here, not once per opcode.
-        log::warn!("io_uring requests not recorded: {e}");
-        missing.push(e.clone());
-    }
-    for p in probes.iter().filter(|p| p.enabled) {
-        let Target::Request { opcode, fields, .. } = &p.target else {
-            continue;
-        };
-        let status = &mut statuses[p.id as usize];
-        status.target = targets.join(" + ");
-        let op = match btf {
-            Ok(btf) if missing.is_empty() => uring_op(btf, p, fields),
-            _ => {
-                // Not logged once per opcode: the events' own failures were.
-                status.status = "failed";
-                status.reason = Some(missing.join("; "));
-                continue;
-            }
-        };
-        let op = match op {
-            Ok(op) => op,
-            // Expected on an older kernel: said in the row, not as a warning on every run.
-            Err(e) if e.is_absent() => {
-                record_result(status, Err(Failure::Absent(e.to_string())), probes);
-                continue;
-            }
-            Err(e) => {
-                record_result(status, Err(Failure::Failed(e.to_string())), probes);
-                continue;
-            }
-        };
-        let mut specs: Array<_, FuncSpec> = Array::try_from(
-            ebpf.map_mut(maps::FUNC_SPECS)
-                .ok_or_else(|| anyhow!("map {} missing", maps::FUNC_SPECS))?,
-        )?;
-        specs.set(p.id, p.spec(), 0)?;
-        let mut ops: Array<_, UringOp> = Array::try_from(
-            ebpf.map_mut(maps::URING_OPS)
-                .ok_or_else(|| anyhow!("map {} missing", maps::URING_OPS))?,
-        )?;
-        ops.set(u32::from(*opcode), op, 0)?;
-        record_result(status, Ok(()), probes);
-    }
+    (targets, missing)
+}
+
+/// `map[index] = value` in one of the programs' arrays.
+fn set<V: aya::Pod>(ebpf: &mut Ebpf, map: &str, index: u32, value: V) -> anyhow::Result<()> {
+    let mut a: Array<_, V> = Array::try_from(
+        ebpf.map_mut(map)
+            .ok_or_else(|| anyhow!("map {map} missing"))?,
+    )?;
+    a.set(index, value, 0)?;
     Ok(())
 }
 

@@ -550,7 +550,8 @@ fn a_read_that_misses_the_cache_reads_the_disk_and_a_second_does_not() {
     }
 }
 
-/// A run of tests/workloads/uring.c in `mode`, traced with the posix and uring layers.
+/// A run of tests/workloads/uring.c (or aio.c) in `mode`, traced with the posix and uring (or
+/// aio) layers.
 struct UringRun {
     out: std::path::PathBuf,
     /// What the workload printed (with one write(2)).
@@ -566,12 +567,17 @@ struct UringRun {
 
 impl UringRun {
     fn trace(mode: &str) -> Self {
+        Self::trace_of("uring", mode)
+    }
+
+    /// tests/workloads/<name>.c, whose requests are of layer `name`, writing <name>.dat.
+    fn trace_of(name: &str, mode: &str) -> Self {
         require_root();
         let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-        let dir = std::fs::canonicalize(scratch(&format!("kernel_uring_{mode}"))).unwrap();
-        let exe = build_c("cc", "uring.c", &dir.join("uring"), &[]);
+        let dir = std::fs::canonicalize(scratch(&format!("kernel_{name}_{mode}"))).unwrap();
+        let exe = build_c("cc", &format!("{name}.c"), &dir.join(name), &[]);
         let out = dir.join("out");
-        let res = run(common::recording("posix,uring", &out)
+        let res = run(common::recording(&format!("posix,{name}"), &out)
             .arg(&exe)
             .arg(&dir)
             .arg(mode));
@@ -582,7 +588,7 @@ impl UringRun {
             .find_map(|w| w.strip_prefix("data="))
             .and_then(|v| v.parse().ok())
             .unwrap_or_else(|| panic!("no data= in {printed:?}"));
-        let path = dir.join("uring.dat");
+        let path = dir.join(format!("{name}.dat"));
         let pid = common::workload_pid(&out, &exe);
         let file = common::file_id_of(&out, &path);
         let handle = rows(&out, "handles")
@@ -602,6 +608,54 @@ impl UringRun {
             file,
             handle,
         }
+    }
+
+    /// Asserts that each kernel event of `events` attached through `mechanism`.
+    fn attached(&self, events: &[&str], mechanism: &str) {
+        let probes = rows(&self.out, "probes");
+        for event in events {
+            let p = probes
+                .iter()
+                .find(|p| p.s("function") == Some(event))
+                .unwrap_or_else(|| panic!("no probes row for {event}"));
+            assert_eq!(
+                (p.s("status"), p.s("mechanism")),
+                (Some("attached"), Some(mechanism)),
+                "{event}: {:?}",
+                p.s("reason")
+            );
+        }
+    }
+
+    /// The report's bytes per process count the requests': `read` and `written` beyond the
+    /// workload's own write(2) (the line it printed) and the loader's reads before.
+    fn report_counts(&self, read: i64, written: i64) {
+        let report = run(strata().args(["report", "--format", "json"]).arg(&self.out));
+        assert!(report.status.success(), "{:?}", report.status);
+        let r: serde_json::Value = serde_json::from_slice(&report.stdout).expect("report JSON");
+        let me = r["summaries"]["processes"]
+            .as_array()
+            .expect("processes summary")
+            .iter()
+            .find(|p| p["pid"].as_i64() == Some(self.pid))
+            .expect("the workload's row")
+            .clone();
+        let loader_reads: i64 = self
+            .of(|c| c.s("layer") == Some("posix") && c.s("op") == Some("read"))
+            .iter()
+            .filter_map(|c| c.i("bytes_result"))
+            .sum();
+        assert_eq!(
+            (
+                me["posix_bytes_read"].as_i64(),
+                me["posix_bytes_written"].as_i64()
+            ),
+            (
+                Some(loader_reads + read),
+                Some(self.printed.len() as i64 + written)
+            ),
+            "{me}"
+        );
     }
 
     /// The process's calls on `layer` (or of `function`), in the order they began.
@@ -630,19 +684,10 @@ fn io_uring_requests_are_rows_beneath_the_entry_that_submitted_them() {
     let (data, ino, file, handle) = (t.data, t.ino, t.file, t.handle);
     // On BTF raw tracepoints (the test kernels have BTF), whose programs read the request
     // themselves: the rows below come from them.
-    let probes = rows(&t.out, "probes");
-    for event in ["uring_submit", "uring_complete", "uring_failed"] {
-        let p = probes
-            .iter()
-            .find(|p| p.s("function") == Some(event))
-            .unwrap_or_else(|| panic!("no probes row for {event}"));
-        assert_eq!(
-            (p.s("status"), p.s("mechanism")),
-            (Some("attached"), Some("tp_btf")),
-            "{event}: {:?}",
-            p.s("reason")
-        );
-    }
+    t.attached(
+        &["uring_submit", "uring_complete", "uring_failed"],
+        "tp_btf",
+    );
     let enters = t.of(|c| c.s("function") == Some("io_uring_enter"));
     assert_eq!(enters.len(), 7, "{enters:?}");
     let requests = t.of(|c| c.s("layer") == Some("uring"));
@@ -785,34 +830,7 @@ fn io_uring_requests_are_rows_beneath_the_entry_that_submitted_them() {
         let n = want.iter().filter(|w| w.enter == i).count() as i64;
         assert_eq!((enter.list_i("args")[1], enter.i("ret")), (n, Some(n)));
     }
-    // The report's bytes per process count the requests' (the workload's own write(2) is the
-    // line it printed; its reads before are the loader's).
-    let report = run(strata().args(["report", "--format", "json"]).arg(&t.out));
-    assert!(report.status.success(), "{:?}", report.status);
-    let r: serde_json::Value = serde_json::from_slice(&report.stdout).expect("report JSON");
-    let me = r["summaries"]["processes"]
-        .as_array()
-        .expect("processes summary")
-        .iter()
-        .find(|p| p["pid"].as_i64() == Some(t.pid))
-        .expect("the workload's row")
-        .clone();
-    let loader_reads: i64 = t
-        .of(|c| c.s("layer") == Some("posix") && c.s("op") == Some("read"))
-        .iter()
-        .filter_map(|c| c.i("bytes_result"))
-        .sum();
-    assert_eq!(
-        (
-            me["posix_bytes_read"].as_i64(),
-            me["posix_bytes_written"].as_i64()
-        ),
-        (
-            Some(loader_reads + 1000 + 3000),
-            Some(t.printed.len() as i64 + 4096 + 4000 + 512 + 10)
-        ),
-        "{me}"
-    );
+    t.report_counts(1000 + 3000, 4096 + 4000 + 512 + 10);
     // Every request's completion was joined to its submission.
     let run_row = rows(&t.out, "run");
     assert_eq!(run_row[0].i("requests_unfinished"), Some(0), "{run_row:?}");
@@ -835,6 +853,184 @@ fn io_uring_requests_are_rows_beneath_the_entry_that_submitted_them() {
             .all(|p| p.s("status") == Some("attached") || newer(p)),
         "{uring:?}"
     );
+}
+
+/// Linux AIO requests are rows of layer `aio`, from io_submit to the io_getevents that reaped
+/// their event, each beneath the io_submit that took it: the descriptor, offset, length,
+/// flags and result the workload gave and checked, the handle and file of the descriptor. An
+/// iocb the kernel refused (the fourth of the third io_submit, on a descriptor not open) has
+/// no row; of 70 in one io_submit, the first 64 do, and the other 6 (and their 6 events) are
+/// counted in `run.requests_unread`. The programs sit on the syscalls' trace events, which
+/// have the same members on every kernel: this runs in each test VM too (and there meets
+/// 6.1's verifier). Ground truth: tests/workloads/aio.c, `requests`.
+#[test]
+fn linux_aio_requests_are_rows_beneath_the_io_submit_that_took_them() {
+    const EFAULT: i64 = 14;
+    let t = UringRun::trace_of("aio", "requests");
+    let (data, file, handle) = (t.data, t.file, t.handle);
+    t.attached(&["aio_submit", "aio_wait", "aio_reaped"], "tracepoint");
+    let (submits, reaps) = (
+        t.of(|c| c.s("function") == Some("io_submit")),
+        t.of(|c| c.s("function") == Some("io_getevents")),
+    );
+    let taken: Vec<Option<i64>> = submits.iter().map(|s| s.i("ret")).collect();
+    assert_eq!(taken, [Some(1), Some(3), Some(3), Some(70)]);
+    // (function, op, io_submit, args, offset, bytes requested, result)
+    type Want = (
+        &'static str,
+        &'static str,
+        usize,
+        Vec<i64>,
+        Option<i64>,
+        Option<i64>,
+        i64,
+    );
+    let mut want: Vec<Want> = vec![
+        (
+            "IOCB_CMD_PWRITE",
+            "write",
+            0,
+            vec![data, 8192, 4096, 0],
+            Some(8192),
+            Some(4096),
+            4096,
+        ),
+        (
+            "IOCB_CMD_PWRITE",
+            "write",
+            1,
+            vec![data, 0, 4096, 0],
+            Some(0),
+            Some(4096),
+            4096,
+        ),
+        // Two iovecs: the length is their count.
+        (
+            "IOCB_CMD_PWRITEV",
+            "write",
+            1,
+            vec![data, 4096, 2, 0],
+            Some(4096),
+            None,
+            4000,
+        ),
+        (
+            "IOCB_CMD_PWRITE",
+            "write",
+            1,
+            vec![data, 0, 100, 0],
+            Some(0),
+            Some(100),
+            -EFAULT,
+        ),
+        ("IOCB_CMD_FDSYNC", "sync", 2, vec![data], None, None, 0),
+        (
+            "IOCB_CMD_PREAD",
+            "read",
+            2,
+            vec![data, 1000, 1000, 0],
+            Some(1000),
+            Some(1000),
+            1000,
+        ),
+        // RWF_SYNC (4) in aio_rw_flags.
+        (
+            "IOCB_CMD_PREADV",
+            "read",
+            2,
+            vec![data, 0, 2, 4],
+            Some(0),
+            None,
+            2000,
+        ),
+    ];
+    for i in 0..64 {
+        let at = 20000 + i;
+        want.push((
+            "IOCB_CMD_PWRITE",
+            "write",
+            3,
+            vec![data, at, 1, 0],
+            Some(at),
+            Some(1),
+            1,
+        ));
+    }
+    let requests = t.of(|c| c.s("layer") == Some("aio"));
+    assert_eq!(requests.len(), want.len(), "{requests:#?}");
+    // In the order given: by io_submit, then (all begin together) by offset, FDSYNC first.
+    let key = |r: &Row| {
+        let s = submits
+            .iter()
+            .position(|s| s.i("call_id") == r.i("parent_id"));
+        (
+            s,
+            r.s("function") != Some("IOCB_CMD_FDSYNC"),
+            r.i("call_id"),
+        )
+    };
+    let mut requests = requests;
+    requests.sort_by_key(|r| key(r));
+    for (r, w) in requests.iter().zip(&want) {
+        let (function, op, s, args, offset, requested, ret) = w;
+        let submit = submits[*s];
+        let what = format!("{function} of io_submit {s}: {r:?}");
+        assert_eq!(
+            (r.s("function"), r.s("op")),
+            (Some(*function), Some(*op)),
+            "{what}"
+        );
+        assert_eq!(&r.list_i("args"), args, "{what}");
+        assert_eq!(
+            (r.i("offset"), r.i("bytes_requested")),
+            (*offset, *requested),
+            "{what}"
+        );
+        assert_eq!(r.i("ret"), Some(*ret), "{what}");
+        assert_eq!(r.i("errno"), (*ret < 0).then_some(-ret), "{what}");
+        let moved = (*op != "sync").then_some((*ret).max(0));
+        assert_eq!(r.i("bytes_result"), moved, "{what}");
+        assert_eq!(
+            (r.i("handle_id"), r.i("file_id")),
+            (Some(handle), Some(file)),
+            "{what}"
+        );
+        assert_eq!(r.i("parent_id"), submit.i("call_id"), "{what}");
+        assert_eq!(r.i("tid"), submit.i("tid"), "{what}");
+        assert_eq!(r.i("depth"), submit.i("depth").map(|d| d + 1), "{what}");
+        // Begun inside its io_submit; ended after it returned, by an io_getevents.
+        let (b, e) = (r.i("ts_begin_ns").unwrap(), r.i("ts_end_ns").unwrap());
+        assert!(
+            submit.i("ts_begin_ns").unwrap() <= b && b <= submit.i("ts_end_ns").unwrap(),
+            "{what} / {submit:?}"
+        );
+        assert!(e >= submit.i("ts_end_ns").unwrap(), "{what} / {submit:?}");
+    }
+    // Each io_getevents reaped as many events as it returned: the requests that ended after
+    // it began and before the next one did. (The 70 writes' last 6 events were not read.)
+    for (i, g) in reaps.iter().enumerate() {
+        let from = g.i("ts_begin_ns").unwrap();
+        let to = reaps
+            .get(i + 1)
+            .map_or(i64::MAX, |n| n.i("ts_begin_ns").unwrap());
+        let ended = requests
+            .iter()
+            .filter(|r| (from..to).contains(&r.i("ts_end_ns").unwrap()))
+            .count() as i64;
+        let read = g.i("ret").unwrap().min(64);
+        assert_eq!(ended, read, "io_getevents {i}: {g:?}");
+    }
+    assert_eq!(reaps.len(), 5, "{reaps:?}");
+    let run_row = &rows(&t.out, "run")[0];
+    assert_eq!(
+        (
+            run_row.i("requests_unread"),
+            run_row.i("requests_unfinished")
+        ),
+        (Some(12), Some(0)),
+        "{run_row:?}"
+    );
+    t.report_counts(1000 + 2000, 4096 + 4096 + 4000 + 64);
 }
 
 /// With IORING_SETUP_SQPOLL the kernel's polling thread, a thread of the process, submits the

@@ -39,7 +39,11 @@ const GUEST_TESTS: &[&str] = &["kernel_layers", "lockdown"];
 const LOCKDOWN_MARK: &str = "strata-vm-lockdown:";
 
 /// Workloads the guest tests use, prebuilt on the host (the guest has no compiler).
-const WORKLOADS: &[(&str, &str)] = &[("kernel_io.c", "kernel_io"), ("uring.c", "uring")];
+const WORKLOADS: &[(&str, &str)] = &[
+    ("kernel_io.c", "kernel_io"),
+    ("uring.c", "uring"),
+    ("aio.c", "aio"),
+];
 
 const RESULT_MARK: &str = "strata-vm-result:";
 const BOOT_MARK: &str = "strata-vm: kernel";

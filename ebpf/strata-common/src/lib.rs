@@ -47,6 +47,7 @@ pub mod maps {
     pub const PENDING_BIOS: &str = "STRATA_PENDING_BIOS";
     pub const URING_OPS: &str = "STRATA_URING_OPS";
     pub const URING_RINGS: &str = "STRATA_URING_RINGS";
+    pub const AIO_WAITS: &str = "STRATA_AIO_WAITS";
     pub const KFUNC_IDS: &str = "STRATA_KFUNC_IDS";
     pub const CGROUPS: &str = "STRATA_CGROUPS";
     pub const USERS: &str = "STRATA_USERS";
@@ -227,6 +228,9 @@ pub mod programs {
         "strata_k_uring_submit",
         "strata_k_uring_complete",
         "strata_k_uring_failed",
+        "strata_k_aio_submit",
+        "strata_k_aio_wait",
+        "strata_k_aio_reaped",
     ];
 }
 
@@ -263,9 +267,16 @@ pub enum KernelEvent {
     /// An io_uring request the kernel refused while preparing it (no submission event; its
     /// completion carries the error).
     UringFailed = 12,
+    /// Linux AIO requests handed to the kernel (`io_submit`'s entry): each `iocb` becomes a
+    /// [`RequestBegin`].
+    AioSubmit = 13,
+    /// A thread waits for Linux AIO events (`io_getevents`' entry): where they will be written.
+    AioWait = 14,
+    /// ... and has them (its return): each event becomes a [`RequestEnd`].
+    AioReaped = 15,
 }
 
-pub const KERNEL_EVENTS: usize = 13;
+pub const KERNEL_EVENTS: usize = 16;
 
 impl KernelEvent {
     pub const ALL: [KernelEvent; KERNEL_EVENTS] = [
@@ -282,6 +293,9 @@ impl KernelEvent {
         Self::UringSubmit,
         Self::UringComplete,
         Self::UringFailed,
+        Self::AioSubmit,
+        Self::AioWait,
+        Self::AioReaped,
     ];
     pub const NAMES: [&str; KERNEL_EVENTS] = [
         "bio_queue",
@@ -297,6 +311,9 @@ impl KernelEvent {
         "uring_submit",
         "uring_complete",
         "uring_failed",
+        "aio_submit",
+        "aio_wait",
+        "aio_reaped",
     ];
     pub fn name(self) -> &'static str {
         Self::NAMES[self as usize]
@@ -308,6 +325,10 @@ impl KernelEvent {
             self,
             Self::UringSubmit | Self::UringComplete | Self::UringFailed
         )
+    }
+    /// The events that record Linux AIO requests (layer `aio`; records as the io_uring ones).
+    pub const fn is_aio(self) -> bool {
+        matches!(self, Self::AioSubmit | Self::AioWait | Self::AioReaped)
     }
     /// The page-cache and writeback events (layer `pagecache`).
     pub const fn is_page(self) -> bool {
@@ -372,6 +393,12 @@ pub struct KernelFields {
     pub res: u32,
     /// u64: `ctx` (the io_uring ring, `struct io_ring_ctx *`).
     pub ctx: u32,
+    /// u64: a Linux AIO syscall's user array: `iocbpp` (io_submit), `events` (io_getevents).
+    pub aio_array: u32,
+    /// i64: `nr`, the iocbs io_submit is handed.
+    pub aio_nr: u32,
+    /// i64: `ret`, a syscall's return.
+    pub ret: u32,
 }
 
 pub const FIELD_NONE: u32 = u32::MAX;
@@ -397,6 +424,9 @@ impl Default for KernelFields {
             req_flags: FIELD_NONE,
             res: FIELD_NONE,
             ctx: FIELD_NONE,
+            aio_array: FIELD_NONE,
+            aio_nr: FIELD_NONE,
+            ret: FIELD_NONE,
         }
     }
 }
@@ -729,6 +759,8 @@ pub struct RequestBegin {
 
 /// An io_uring request completed: its result, and the inode and device of the file it ran
 /// on (0 when its probe has no `kfile`). `pid`: the process that submitted on the ring.
+/// A Linux AIO request's event reaped ([`REQUEST_AIO`] in `flags`): `req` is its `iocb`'s
+/// address in `pid`, `ret` the event's `res`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RequestEnd {
@@ -739,8 +771,25 @@ pub struct RequestEnd {
     pub ret: i64,
     pub ino: u64,
     pub dev: u32,
-    pub _pad: u32,
+    pub flags: u32,
 }
+/// [`RequestEnd::flags`]: a Linux AIO request, whose `req` is a user address (only unique
+/// within its process).
+pub const REQUEST_AIO: u32 = 1;
+
+/// Linux AIO opcodes (`IOCB_CMD_*`) strata can map to a probe: 0 to this, exclusive.
+pub const AIO_OPS: u32 = 16;
+/// The `func_id` of a [`RequestBegin`] of layer `aio`: user space finds the probe by the
+/// opcode in its `args`. A non-zero `flags` is the error of reading the `iocb`.
+pub const FUNC_AIO: u32 = u32::MAX;
+/// The most `iocb`s of one io_submit, and events of one io_getevents, a program reads: the
+/// loop is unrolled by the verifier. Beyond: counted ([`Counter::AioUnread`]), not recorded.
+pub const AIO_BATCH: u32 = 64;
+/// The bytes of an `iocb` a [`RequestBegin`] of layer `aio` carries in its `args`, from
+/// offset 8 (after `aio_data`): `aio_key`|`aio_rw_flags`, `aio_lio_opcode`|`aio_reqprio`|
+/// `aio_fildes`, `aio_buf`, `aio_nbytes`, `aio_offset`, `aio_reserved2`. User space takes
+/// each argument of the request's probe from them.
+pub const AIO_IOCB_OFF: u64 = 8;
 /// `flags` of an io_uring request: the SQE's `fd` is an index into the ring's registered
 /// files (`IOSQE_FIXED_FILE`, `REQ_F_FIXED_FILE`), not a descriptor.
 pub const URING_FIXED_FILE: u32 = 1;
@@ -1057,6 +1106,9 @@ pub enum Counter {
     Stamped = 5,
     /// Per-CPU call id sequence (not a drop counter).
     CallSeq = 6,
+    /// Linux AIO requests past [`AIO_BATCH`] in one io_submit, or events past it in one
+    /// io_getevents: not read, so not recorded (or not ended).
+    AioUnread = 7,
 }
 
 pub const COUNTER_SLOTS: u32 = 8;
@@ -1256,7 +1308,7 @@ const _: () = {
     assert!(core::mem::size_of::<StrHeader>() == 24);
     assert!(core::mem::size_of::<StrRecord>() == 24 + STR_CAP);
     assert!(core::mem::size_of::<ProcRecord>() == 48 + FILENAME_CAP + 16);
-    assert!(core::mem::size_of::<KernelFields>() == 72);
+    assert!(core::mem::size_of::<KernelFields>() == 84);
     assert!(core::mem::size_of::<BioKey>() == 16);
     assert!(core::mem::size_of::<KernelRecord>() == 88);
     assert!(core::mem::size_of::<UringField>() == 8);

@@ -231,8 +231,13 @@ fn on_kernel_event(cfg: &Config, event: KernelEvent, v: &Values, mine: bool) -> 
                 return Ok(());
             }
         }
-        // Their own programs (`uring`).
-        KernelEvent::UringSubmit | KernelEvent::UringComplete | KernelEvent::UringFailed => {
+        // Their own programs (`uring`, `aio`).
+        KernelEvent::UringSubmit
+        | KernelEvent::UringComplete
+        | KernelEvent::UringFailed
+        | KernelEvent::AioSubmit
+        | KernelEvent::AioWait
+        | KernelEvent::AioReaped => {
             return Ok(());
         }
         KernelEvent::PageDirty | KernelEvent::CacheAdd | KernelEvent::CacheDelete => {

@@ -18,6 +18,7 @@ macro_rules! set_at_load {
     };
 }
 
+mod aio;
 mod kernel;
 mod kfunc;
 mod lifecycle;
@@ -188,9 +189,14 @@ fn at<T: Copy>(base: *const u8, off: u32) -> T {
 
 #[inline(always)]
 fn count(c: Counter) {
+    count_n(c, 1);
+}
+
+#[inline(always)]
+fn count_n(c: Counter, n: u64) {
     if let Some(p) = STRATA_COUNTERS.get_ptr_mut(c as u32) {
         // SAFETY: per-CPU slot, no concurrent writer on this CPU.
-        unsafe { *p += 1 };
+        unsafe { *p += n };
     }
 }
 

@@ -154,7 +154,7 @@ impl ReqEvent {
 
 /// The current thread (tgid, tid), if it is traced; an error (nothing to do) if not.
 #[inline(always)]
-fn traced_thread() -> Res<(u32, u32)> {
+pub(crate) fn traced_thread() -> Res<(u32, u32)> {
     let pid_tgid = bpf_get_current_pid_tgid();
     let (tgid, tid) = ((pid_tgid >> 32) as u32, pid_tgid as u32);
     if traced(config()?, tgid) {
@@ -363,22 +363,40 @@ fn on_complete(ring: u64, req: u64, res: impl FnOnce(&Config) -> Res<i32>) -> Re
         (0, 0)
     };
     let res = res(cfg)?;
+    // SAFETY: a plain helper call.
+    let ts = unsafe { bpf_ktime_get_ns() };
+    end_request(&RequestEnd {
+        kind: RecordKind::RequestEnd as u32,
+        pid,
+        req,
+        ts_end: ts,
+        ret: i64::from(res),
+        ino,
+        dev,
+        flags: 0,
+    })
+}
+
+/// Sends `end` (an io_uring completion or a Linux AIO event); an error when the ring buffer
+/// is full (counted).
+#[inline(always)]
+pub(crate) fn end_request(end: &RequestEnd) -> Res<()> {
     // In place, as the submission's record.
     let Some(mut entry) = STRATA_EVENTS.reserve::<RequestEnd>(0) else {
         count(Counter::RingbufFull);
-        return Ok(());
+        return Err(0);
     };
     let e = entry.as_mut_ptr();
     // SAFETY: reserved ring-buffer memory of the record's size; every field is written.
     unsafe {
-        (*e).kind = RecordKind::RequestEnd as u32;
-        (*e).pid = pid;
-        (*e).req = req;
-        (*e).ts_end = bpf_ktime_get_ns();
-        (*e).ret = i64::from(res);
-        (*e).ino = ino;
-        (*e).dev = dev;
-        (*e)._pad = 0;
+        (*e).kind = end.kind;
+        (*e).pid = end.pid;
+        (*e).req = end.req;
+        (*e).ts_end = end.ts_end;
+        (*e).ret = end.ret;
+        (*e).ino = end.ino;
+        (*e).dev = end.dev;
+        (*e).flags = end.flags;
     }
     entry.submit(wakeup(core::mem::size_of::<RequestEnd>(), true));
     Ok(())

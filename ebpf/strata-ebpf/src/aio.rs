@@ -1,0 +1,183 @@
+//! Linux AIO requests as calls, as the io_uring ones ([`crate::uring`]): each `iocb` a traced
+//! thread hands to io_submit becomes a [`RequestBegin`], each event io_getevents gives back a
+//! [`RequestEnd`]; user space joins them by the `iocb`'s address in the process.
+//!
+//! The kernel has no tracepoint inside AIO, so the programs sit on the syscalls' own trace
+//! events and read the process's arrays: at io_submit's entry the `iocb` pointers and the
+//! `iocb`s, at io_getevents' return the events written (where to, the entry said). Which
+//! probe a request is (by its opcode) and its arguments, user space takes from the `iocb`'s
+//! words ([`AIO_IOCB_OFF`]); which io_submit call it belongs to, and whether the kernel took
+//! it, from that call's record: this entry program may run before or after the syscall
+//! layer's.
+use core::ptr::{addr_of_mut, write_volatile};
+
+use aya_ebpf::{
+    cty::c_void,
+    helpers::{bpf_get_current_pid_tgid, bpf_ktime_get_ns, bpf_probe_read_user, generated},
+    macros::{map, tracepoint},
+    maps::LruHashMap,
+    programs::TracePointContext,
+};
+use strata_common::{
+    AIO_BATCH, AIO_IOCB_OFF, Counter, FUNC_AIO, KERNEL_WINDOW, KernelEvent, KernelFields, MAX_ARGS,
+    MAX_DEPTH, REQUEST_AIO, RecordKind, RequestBegin, RequestEnd,
+};
+
+use crate::{
+    Res, STRATA_EVENTS, config, count, count_n,
+    kernel::{STRATA_KERNEL_FIELDS, field, window},
+    next_call_id, thread,
+    uring::{end_request, traced_thread},
+    wakeup,
+};
+
+type Window = [u64; KERNEL_WINDOW / 8];
+
+/// Thread -> the events array its io_getevents in progress fills. LRU: a thread that ended
+/// inside the call leaves its slot.
+#[map]
+static STRATA_AIO_WAITS: LruHashMap<u32, u64> = LruHashMap::with_max_entries(16384, 0);
+
+/// sys_enter_io_submit(ctx_id, nr, iocbpp).
+#[tracepoint]
+pub fn strata_k_aio_submit(ctx: TracePointContext) -> u32 {
+    let _ = try_submit(&ctx);
+    0
+}
+
+/// sys_enter_io_getevents / io_pgetevents(ctx_id, min_nr, nr, events, timeout, ...).
+#[tracepoint]
+pub fn strata_k_aio_wait(ctx: TracePointContext) -> u32 {
+    let _ = try_wait(&ctx);
+    0
+}
+
+/// sys_exit_io_getevents / io_pgetevents: `ret` events written.
+#[tracepoint]
+pub fn strata_k_aio_reaped(ctx: TracePointContext) -> u32 {
+    let _ = try_reaped(&ctx);
+    0
+}
+
+/// The syscall trace event's record, copied, and where `event`'s fields lie in it.
+#[inline(always)]
+fn fields_of(
+    ctx: &TracePointContext,
+    event: KernelEvent,
+) -> Res<(&'static Window, &'static KernelFields)> {
+    let f = STRATA_KERNEL_FIELDS.get(event as u32).ok_or(-1)?;
+    Ok((window(ctx, f)?, f))
+}
+
+#[inline(always)]
+fn try_submit(ctx: &TracePointContext) -> Res<()> {
+    let (tgid, tid) = traced_thread()?;
+    let (w, f) = fields_of(ctx, KernelEvent::AioSubmit)?;
+    let (nr, iocbpp): (i64, u64) = (field(w, f.aio_nr), field(w, f.aio_array));
+    if nr <= 0 || iocbpp == 0 {
+        return Ok(());
+    }
+    if nr > i64::from(AIO_BATCH) {
+        count_n(Counter::AioUnread, (nr - i64::from(AIO_BATCH)) as u64);
+    }
+    let (parent_id, depth) = match thread::me().current_frame() {
+        // SAFETY: the current thread's own stack.
+        Some((st, frame)) => unsafe { ((*frame).call_id, (*st).depth.min(MAX_DEPTH as u32)) },
+        None => (0, 0),
+    };
+    // SAFETY: a plain helper call.
+    let ts = unsafe { bpf_ktime_get_ns() };
+    // No branch that goes on to the next iteration: the verifier walks each iteration once
+    // per path into it, and a skip per opcode or failed read doubled them each time.
+    for i in 0..AIO_BATCH {
+        if i64::from(i) >= nr {
+            break;
+        }
+        // SAFETY: the helper checks the user address.
+        let iocb: u64 = unsafe { bpf_probe_read_user((iocbpp + 8 * u64::from(i)) as *const u64) }?;
+        let Some(mut entry) = STRATA_EVENTS.reserve::<RequestBegin>(0) else {
+            count(Counter::RingbufFull);
+            return Ok(());
+        };
+        let b = entry.as_mut_ptr();
+        // SAFETY: reserved ring-buffer memory of the record's size: the iocb's words go
+        // straight into the arguments (zeroed by the helper if unreadable, which `flags`
+        // says), then every other field is written.
+        unsafe {
+            let r = addr_of_mut!((*b).rec);
+            let src = (iocb + AIO_IOCB_OFF) as *const c_void;
+            let n = (MAX_ARGS * 8) as u32;
+            let failed = generated::bpf_probe_read_user(addr_of_mut!((*r).args).cast(), n, src);
+            (*r).kind = RecordKind::RequestBegin as u32;
+            (*r).func_id = FUNC_AIO;
+            (*r).call_id = next_call_id();
+            (*r).parent_id = parent_id;
+            (*r).ts_begin = ts;
+            (*r).pid = tgid;
+            (*r).tid = tid;
+            (*r).depth = depth;
+            (*r).flags = failed as u32;
+            // Volatile: the compiler would merge adjacent zero stores into a `memset` call.
+            write_volatile(addr_of_mut!((*r).ts_end), 0);
+            write_volatile(addr_of_mut!((*r).ret), 0);
+            write_volatile(addr_of_mut!((*r).out), 0);
+            (*b).req = iocb;
+        }
+        entry.submit(wakeup(core::mem::size_of::<RequestBegin>(), true));
+    }
+    Ok(())
+}
+
+#[inline(always)]
+fn try_wait(ctx: &TracePointContext) -> Res<()> {
+    let (_, tid) = traced_thread()?;
+    let (w, f) = fields_of(ctx, KernelEvent::AioWait)?;
+    let events: u64 = field(w, f.aio_array);
+    if events != 0 {
+        STRATA_AIO_WAITS.insert(&tid, &events, 0)?;
+    }
+    Ok(())
+}
+
+#[inline(always)]
+fn try_reaped(ctx: &TracePointContext) -> Res<()> {
+    let pid_tgid = bpf_get_current_pid_tgid();
+    let (tgid, tid) = ((pid_tgid >> 32) as u32, pid_tgid as u32);
+    // Only threads whose entry was seen (traced then): no filter lookup here.
+    // SAFETY: read-only lookup of a plain value.
+    let events = *unsafe { STRATA_AIO_WAITS.get(&tid) }.ok_or(0)?;
+    let _ = STRATA_AIO_WAITS.remove(&tid);
+    if config()?.stopped != 0 {
+        return Ok(());
+    }
+    let (w, f) = fields_of(ctx, KernelEvent::AioReaped)?;
+    let ret: i64 = field(w, f.ret);
+    if ret <= 0 {
+        return Ok(());
+    }
+    if ret > i64::from(AIO_BATCH) {
+        count_n(Counter::AioUnread, (ret - i64::from(AIO_BATCH)) as u64);
+    }
+    // SAFETY: a plain helper call.
+    let ts = unsafe { bpf_ktime_get_ns() };
+    for i in 0..AIO_BATCH {
+        if i64::from(i) >= ret {
+            break;
+        }
+        // struct io_event { u64 data; u64 obj; s64 res; s64 res2; }: obj and res.
+        // SAFETY: the helper checks the user address.
+        let ev: [u64; 2] =
+            unsafe { bpf_probe_read_user((events + 32 * u64::from(i) + 8) as *const [u64; 2]) }?;
+        end_request(&RequestEnd {
+            kind: RecordKind::RequestEnd as u32,
+            pid: tgid,
+            req: ev[0],
+            ts_end: ts,
+            ret: ev[1] as i64,
+            ino: 0,
+            dev: 0,
+            flags: REQUEST_AIO,
+        })?;
+    }
+    Ok(())
+}
