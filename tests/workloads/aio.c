@@ -2,7 +2,7 @@
  *
  * Usage: aio DIR [requests]. Prints "data=FD".
  *
- * io_setup of 128 events; one IOCB_CMD_PWRITE of 4 KiB ('a') at offset 8 KiB to DIR/aio.dat,
+ * io_setup of 2048 events; one IOCB_CMD_PWRITE of 4 KiB ('a') at offset 8 KiB to DIR/aio.dat,
  * handed over by io_submit (1 taken) and reaped by io_getevents(1, 1), whose event says 4096;
  * io_destroy. The write itself is no syscall of the process.
  *
@@ -19,8 +19,8 @@
  *      f. IOCB_CMD_PREADV on data of two iovecs (500, 1500) at 0 with RWF_HIPRI|RWF_DSYNC
  *         cleared and RWF_SYNC (4) set in aio_rw_flags: 2000
  *      g. IOCB_CMD_PREAD on fd 999 of 10 B at 0: not taken
- *   4. 70 IOCB_CMD_PWRITEs on data of 1 B ('z') at 20000 + i, all taken, reaped by one
- *      io_getevents(70, 70): 1 each.
+ *   4. 1030 IOCB_CMD_PWRITEs on data of 1 B ('z') at 20000 + i, all taken, reaped by one
+ *      io_getevents(1030, 1030): 1 each.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -65,7 +65,7 @@ static void submit(struct iocb **list, long n, long taken) {
 
 /* Reaps exactly `n` events and checks each one's result against `want[aio_data]`. */
 static void reap(long n, const long long *want) {
-    static struct io_event ev[128];
+    static struct io_event ev[1030];
     long r = syscall(SYS_io_getevents, ctx, n, n, ev, NULL);
     if (r != n) {
         fprintf(stderr, "io_getevents of %ld: %ld (errno %d)\n", n, r, errno);
@@ -107,17 +107,17 @@ static void requests(int data) {
     check(memcmp(r1, w + 1000, sizeof r1) == 0, "the read's bytes");
     check(memcmp(r3, w + 500, sizeof r3) == 0, "the vectored read's bytes");
 
-    static struct iocb many[70];
-    static struct iocb *many_list[70];
-    static long long ones[70];
+    static struct iocb many[1030];
+    static struct iocb *many_list[1030];
+    static long long ones[1030];
     static char z = 'z';
-    for (int i = 0; i < 70; i++) {
+    for (int i = 0; i < 1030; i++) {
         prep(&many[i], IOCB_CMD_PWRITE, data, &z, 1, 20000 + i, i);
         many_list[i] = &many[i];
         ones[i] = 1;
     }
-    submit(many_list, 70, 70);
-    reap(70, ones);
+    submit(many_list, 1030, 1030);
+    reap(1030, ones);
 }
 
 int main(int argc, char **argv) {
@@ -127,7 +127,7 @@ int main(int argc, char **argv) {
     snprintf(path, sizeof path, "%s/aio.dat", argv[1]);
     int data = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
     check(data >= 0, "open");
-    check(syscall(SYS_io_setup, 128, &ctx) == 0, "io_setup");
+    check(syscall(SYS_io_setup, 2048, &ctx) == 0, "io_setup");
     static char buf[4096];
     memset(buf, 'a', sizeof buf);
     struct iocb cb;

@@ -859,10 +859,11 @@ fn io_uring_requests_are_rows_beneath_the_entry_that_submitted_them() {
 /// their event, each beneath the io_submit that took it: the descriptor, offset, length,
 /// flags and result the workload gave and checked, the handle and file of the descriptor. An
 /// iocb the kernel refused (the fourth of the third io_submit, on a descriptor not open) has
-/// no row; of 70 in one io_submit, the first 64 do, and the other 6 (and their 6 events) are
-/// counted in `run.requests_unread`. The programs sit on the syscalls' trace events, which
-/// have the same members on every kernel: this runs in each test VM too (and there meets
-/// 6.1's verifier). Ground truth: tests/workloads/aio.c, `requests`.
+/// no row; of 1,030 in one io_submit, the first 1,024 do, and the other 6 (and their 6
+/// events) are counted in `run.requests_unread`. The programs sit on the syscalls' trace
+/// events, which have the same members on every kernel, and loop with `bpf_loop`: this runs
+/// in each test VM too (and there meets 6.1's verifier). Ground truth: tests/workloads/aio.c,
+/// `requests`.
 #[test]
 fn linux_aio_requests_are_rows_beneath_the_io_submit_that_took_them() {
     const EFAULT: i64 = 14;
@@ -874,7 +875,7 @@ fn linux_aio_requests_are_rows_beneath_the_io_submit_that_took_them() {
         t.of(|c| c.s("function") == Some("io_getevents")),
     );
     let taken: Vec<Option<i64>> = submits.iter().map(|s| s.i("ret")).collect();
-    assert_eq!(taken, [Some(1), Some(3), Some(3), Some(70)]);
+    assert_eq!(taken, [Some(1), Some(3), Some(3), Some(1030)]);
     // (function, op, io_submit, args, offset, bytes requested, result)
     type Want = (
         &'static str,
@@ -944,7 +945,7 @@ fn linux_aio_requests_are_rows_beneath_the_io_submit_that_took_them() {
             2000,
         ),
     ];
-    for i in 0..64 {
+    for i in 0..1024 {
         let at = 20000 + i;
         want.push((
             "IOCB_CMD_PWRITE",
@@ -1007,7 +1008,7 @@ fn linux_aio_requests_are_rows_beneath_the_io_submit_that_took_them() {
         assert!(e >= submit.i("ts_end_ns").unwrap(), "{what} / {submit:?}");
     }
     // Each io_getevents reaped as many events as it returned: the requests that ended after
-    // it began and before the next one did. (The 70 writes' last 6 events were not read.)
+    // it began and before the next one did. (The 1,030 writes' last 6 events were not read.)
     for (i, g) in reaps.iter().enumerate() {
         let from = g.i("ts_begin_ns").unwrap();
         let to = reaps
@@ -1017,7 +1018,7 @@ fn linux_aio_requests_are_rows_beneath_the_io_submit_that_took_them() {
             .iter()
             .filter(|r| (from..to).contains(&r.i("ts_end_ns").unwrap()))
             .count() as i64;
-        let read = g.i("ret").unwrap().min(64);
+        let read = g.i("ret").unwrap().min(1024);
         assert_eq!(ended, read, "io_getevents {i}: {g:?}");
     }
     assert_eq!(reaps.len(), 5, "{reaps:?}");
@@ -1030,7 +1031,7 @@ fn linux_aio_requests_are_rows_beneath_the_io_submit_that_took_them() {
         (Some(12), Some(0)),
         "{run_row:?}"
     );
-    t.report_counts(1000 + 2000, 4096 + 4096 + 4000 + 64);
+    t.report_counts(1000 + 2000, 4096 + 4096 + 4000 + 1024);
 }
 
 /// With IORING_SETUP_SQPOLL the kernel's polling thread, a thread of the process, submits the

@@ -2473,7 +2473,7 @@ fn linux_aio_contexts_are_recorded_and_their_io_seen_below() {
         t.one("io_getevents"),
         t.one("io_destroy"),
     );
-    assert_eq!((setup.list_i("args")[0], setup.i("ret")), (128, Some(0)));
+    assert_eq!((setup.list_i("args")[0], setup.i("ret")), (2048, Some(0)));
     let ctx = submit.list_i("args")[0];
     assert_ne!(ctx, 0, "the context io_setup wrote");
     assert_eq!((submit.list_i("args")[1], submit.i("ret")), (1, Some(1)));

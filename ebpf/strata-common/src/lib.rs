@@ -782,9 +782,10 @@ pub const AIO_OPS: u32 = 16;
 /// The `func_id` of a [`RequestBegin`] of layer `aio`: user space finds the probe by the
 /// opcode in its `args`. A non-zero `flags` is the error of reading the `iocb`.
 pub const FUNC_AIO: u32 = u32::MAX;
-/// The most `iocb`s of one io_submit, and events of one io_getevents, a program reads: the
-/// loop is unrolled by the verifier. Beyond: counted ([`Counter::AioUnread`]), not recorded.
-pub const AIO_BATCH: u32 = 64;
+/// The most `iocb`s of one io_submit, and events of one io_getevents, a program reads (a
+/// `bpf_loop`, which bounds the time inside one syscall). Beyond: counted
+/// ([`Counter::AioUnread`]), not recorded.
+pub const AIO_BATCH: u32 = 1024;
 /// The bytes of an `iocb` a [`RequestBegin`] of layer `aio` carries in its `args`, from
 /// offset 8 (after `aio_data`): `aio_key`|`aio_rw_flags`, `aio_lio_opcode`|`aio_reqprio`|
 /// `aio_fildes`, `aio_buf`, `aio_nbytes`, `aio_offset`, `aio_reserved2`. User space takes
