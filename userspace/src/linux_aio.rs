@@ -16,9 +16,10 @@ use crate::{
 /// Requests waiting for their event, at most: past that, the ones waiting longest are
 /// dropped (their event was lost, or the context destroyed with them in flight).
 const MAX_PENDING: usize = 65536;
-/// Flushes a request waits for its event; and flushes an event waits for the io_submit
-/// record of its request (reaped by another thread before the submitter returned).
+/// Flushes a request waits for its event.
 const MAX_AGE: u32 = 600;
+/// Flushes a thread's requests wait for its io_submit's record (lost when the ring buffer
+/// was full) before they are taken as submitted, beneath what the kernel saw them in.
 const SUBMIT_WAIT: u32 = 2;
 
 /// (process, `iocb` address).
@@ -165,11 +166,10 @@ impl LinuxAio {
     pub fn end(&mut self, end: &RequestEnd) -> Option<CallRecord> {
         let key = (end.pid, end.req);
         let r = self.pending.get_mut(&key)?;
+        r.end = Some((end.ts_end, end.ret));
         if !r.submitted {
-            r.end = Some((end.ts_end, end.ret));
             return None;
         }
-        r.end = Some((end.ts_end, end.ret));
         self.pending.remove(&key).map(finish)
     }
 
