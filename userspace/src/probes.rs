@@ -1332,7 +1332,7 @@ fn request_fields(args: &[ArgKind], fields: &[String]) -> Result<Vec<FieldPath>,
 }
 
 /// A Linux AIO request's arguments are taken from its `iocb` by kind (see
-/// `correlate::aio_args`): no `fields`, and each kind at most once.
+/// `linux_aio::iocb_member`): no `fields`, and each kind at most once.
 fn aio_request_args(
     args: &[ArgKind],
     fields: &[String],

@@ -16,8 +16,9 @@ use crate::{
 
 /// Requests (`request` probes) are recorded by their layer's kernel events: io_uring's by
 /// `uring_submit` and `uring_complete`, Linux AIO's by `aio_submit`, `aio_wait` and
-/// `aio_reaped`. Once those are attached, each enabled request's spec is installed and its
-/// opcode mapped to it (for io_uring, with where its fields lie in this kernel); else each
+/// `aio_reaped`. Once those are attached, each enabled io_uring request's spec is installed
+/// and its opcode mapped to it, with where its fields lie in this kernel (user space maps an
+/// AIO request's opcode itself), and each request's row says attached; else each
 /// says which event is missing and why, or which field this kernel lacks.
 pub(crate) fn attach_requests(
     ebpf: &mut Ebpf,
