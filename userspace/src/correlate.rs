@@ -320,7 +320,8 @@ impl Correlator {
                     rec.ret = end.ret;
                     // The file, and its device in the slot after it (probes.toml validated
                     // that `kfile` is the last argument, with a slot after it).
-                    let k = self.probes[rec.func_id as usize].arg(ArgKind::KFile);
+                    let k =
+                        (self.probes.get(rec.func_id as usize)).and_then(|p| p.arg(ArgKind::KFile));
                     if let Some(k) = k.filter(|k| k + 1 < rec.args.len()) {
                         rec.args[k] = end.ino;
                         rec.args[k + 1] = u64::from(end.dev);
@@ -952,7 +953,7 @@ impl Correlator {
         };
         // A syscall's or request's own errno; a failed library call's from beneath it.
         let errno = if kernel_ret {
-            (ret < 0).then(|| (-ret) as i32)
+            (ret < 0).then(|| ret.saturating_neg() as i32)
         } else {
             let outcome = crate::failures::outcome(&p, failed, ret, count, size);
             crate::failures::errno(outcome, self.failures.take(rec.call_id))
@@ -1639,7 +1640,7 @@ impl Correlator {
             rec.ret
         };
         let failed = ret < 0;
-        let errno = failed.then(|| (-ret) as i32);
+        let errno = failed.then(|| ret.saturating_neg() as i32);
         if let Some(e) = errno {
             self.failures.note(rec.parent_id, e);
         }

@@ -106,6 +106,12 @@ enum Selection {
     Unknown,
 }
 
+/// The product of `factors`; None past u64 (no selection or type is that large: a record
+/// of a failed or misread call).
+pub fn product(factors: impl IntoIterator<Item = u64>) -> Option<u64> {
+    factors.into_iter().try_fold(1u64, u64::checked_mul)
+}
+
 #[derive(Debug, Clone)]
 struct Space {
     dims: Vec<u64>,
@@ -115,7 +121,7 @@ struct Space {
 impl Space {
     fn selected(&self) -> Option<u64> {
         match self.sel {
-            Selection::All => Some(self.dims.iter().product()),
+            Selection::All => product(self.dims.iter().copied()),
             Selection::Points(n) => Some(n),
             Selection::Unknown => None,
         }
@@ -161,7 +167,8 @@ impl Dataspaces {
         let id = ret as u64;
         match function {
             "H5Screate_simple" if ret >= 0 => {
-                let rank = a(0) as usize;
+                // C ints (`int rank`, `unsigned ndims`): the register's upper half is not theirs.
+                let rank = a(0) as u32 as usize;
                 let dims = arr(1).filter(|d| d.len() >= rank)?;
                 let space = Space {
                     dims: dims[..rank].to_vec(),
@@ -184,15 +191,16 @@ impl Dataspaces {
             "H5Sselect_hyperslab" => {
                 let space = self.spaces.get(&(pid, a(0)))?;
                 let rank = space.dims.len();
-                let points = arr(4).filter(|c| c.len() >= rank).map(|count| {
-                    (0..rank)
-                        .map(|i| count[i] * arr(5).and_then(|b| b.get(i).copied()).unwrap_or(1))
-                        .product::<u64>()
+                let points = arr(4).filter(|c| c.len() >= rank).and_then(|count| {
+                    let block = |i: usize| arr(5).and_then(|b| b.get(i).copied()).unwrap_or(1);
+                    (0..rank).try_fold(1u64, |n, i| n.checked_mul(count[i].checked_mul(block(i))?))
                 });
                 let sel = match (a(1), points, &space.sel) {
                     (H5S_SELECT_SET, Some(n), _) => Selection::Points(n),
                     // Added to an earlier selection; overlaps are counted twice.
-                    (H5S_SELECT_OR, Some(n), Selection::Points(m)) => Selection::Points(m + n),
+                    (H5S_SELECT_OR, Some(n), Selection::Points(m)) => m
+                        .checked_add(n)
+                        .map_or(Selection::Unknown, Selection::Points),
                     _ => Selection::Unknown,
                 };
                 self.set(pid, a(0), sel);
@@ -242,11 +250,9 @@ impl Dataspaces {
                 }
             }
             "H5Tarray_create2" if ret >= 0 => {
-                let rank = a(1) as usize;
+                let rank = a(1) as u32 as usize;
                 let dims = arr(2).filter(|d| d.len() >= rank)?;
-                let n = dims[..rank]
-                    .iter()
-                    .try_fold(1u64, |n, d| n.checked_mul(*d))?;
+                let n = product(dims[..rank].iter().copied())?;
                 let size = self.type_size(pid, a(0))?.checked_mul(n)?;
                 self.types.entry(pid).or_default().insert(id, size);
             }
@@ -279,7 +285,7 @@ impl Dataspaces {
                 // every kind of selection.
                 let counted = self.counted.remove(&call_id);
                 let points = counted.or_else(|| match (mem_space, file_space) {
-                    (H5S_ALL, H5S_ALL) => Some(self.datasets.get(&(pid, dset))?.iter().product()),
+                    (H5S_ALL, H5S_ALL) => product(self.datasets.get(&(pid, dset))?.iter().copied()),
                     (H5S_ALL, f) => self.spaces.get(&(pid, f))?.selected(),
                     (m, _) => self.spaces.get(&(pid, m))?.selected(),
                 })?;
@@ -374,9 +380,15 @@ mod tests {
         // The predefined types as the kernel side read them: id 77 is a double.
         d.types(1, vec![(77, 8), (79, 4)]);
         let dims = [64u64, 1024];
-        d.observe("H5Screate_simple", 1, 0, &[2, 0, 0], 10, |i| {
-            (i == 1).then_some(&dims[..])
-        });
+        // `int rank`: what the caller left in the register's upper half is not the rank's.
+        d.observe(
+            "H5Screate_simple",
+            1,
+            0,
+            &[2 | (0xdead << 32), 0, 0],
+            10,
+            |i| (i == 1).then_some(&dims[..]),
+        );
         d.observe("H5Dcreate2", 1, 0, &[5, 0, 0, 10], 20, none);
         // H5S_ALL on both sides: the whole dataset.
         assert_eq!(

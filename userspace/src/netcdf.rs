@@ -5,6 +5,10 @@
 //! rather than created its rank and type from nc_inq_varndims and nc_inq_vartype.
 use crate::fast::HashMap;
 
+/// The most dimensions a NetCDF variable has (netcdf.h): a larger rank in a record is not
+/// believed (a vector of that many would be allocated).
+const NC_MAX_VAR_DIMS: usize = 1024;
+
 #[derive(Default)]
 pub struct Variables {
     /// (pid, ncid, varid) -> what is known of the variable.
@@ -70,7 +74,10 @@ impl Variables {
                 return None;
             }
             "nc_def_var" => {
-                let rank = a(3) as usize;
+                // A C int: the register's upper half is not part of it.
+                let rank = usize::try_from(a(3) as i32)
+                    .ok()
+                    .filter(|r| *r <= NC_MAX_VAR_DIMS)?;
                 let ids: Vec<Option<u64>> = match arr(4) {
                     Some(w) if w.len() * 2 >= rank => {
                         ints(w).take(rank).map(|d| Some(d as u64)).collect()
@@ -86,7 +93,7 @@ impl Variables {
             }
             // An opened file's variable; what nc_def_var said is not overwritten.
             "nc_inq_varndims" => {
-                let rank = out? as u32 as usize;
+                let rank = Some(out? as u32 as usize).filter(|r| *r <= NC_MAX_VAR_DIMS)?;
                 let var = self.vars.entry(key(a(1))).or_default();
                 if var.dims.as_ref().is_none_or(|d| d.len() != rank) {
                     var.dims = Some(vec![None; rank]);
@@ -125,7 +132,7 @@ impl Variables {
             "var1" => 1,
             "vara" | "vars" => {
                 let rank = var?.dims.as_ref()?.len();
-                arr(3).filter(|c| c.len() >= rank)?[..rank].iter().product()
+                crate::hdf5::product(arr(3).filter(|c| c.len() >= rank)?[..rank].iter().copied())?
             }
             // The whole variable; unknown when a dimension is unlimited (its current length
             // is not followed) or was not seen defined.
@@ -134,7 +141,7 @@ impl Variables {
                 .as_ref()?
                 .iter()
                 .map(|d| self.dims.get(&key((*d)?)).copied().filter(|l| *l > 0))
-                .product::<Option<u64>>()?,
+                .try_fold(1u64, |n, l| n.checked_mul(l?))?,
             _ => return None,
         };
         i64::try_from(elements.checked_mul(size)?).ok()
@@ -249,6 +256,43 @@ mod tests {
         assert_eq!(
             v.observe("nc_put_vara_double", 1, &[65536, 3, 0, 0, 0], None, arr),
             None
+        );
+    }
+
+    #[test]
+    fn a_rank_beyond_netcdfs_own_limit_is_not_believed() {
+        let mut v = Variables::default();
+        let none = |_: usize| None;
+        let count = [10u64, 20];
+        let arr = |i: usize| (i == 3).then_some(&count[..]);
+        // A rank of 2^31 - 1 (or of -1 as an unsigned word) would have had a vector that long.
+        for rank in [i32::MAX as u64, u64::MAX, u64::from(u32::MAX), 1025] {
+            v.observe("nc_def_var", 1, &[65536, 0, 6, rank, 0, 0], Some(3), none);
+            assert_eq!(
+                v.observe("nc_put_vara", 1, &[65536, 3, 0, 0, 0], None, arr),
+                None
+            );
+        }
+        v.observe("nc_inq_varndims", 1, &[131072, 0, 0], Some(u64::MAX), none);
+        v.observe("nc_inq_vartype", 1, &[131072, 0, 0], Some(6), none);
+        assert_eq!(
+            v.observe("nc_get_vara", 1, &[131072, 0, 0, 0, 0], None, arr),
+            None
+        );
+        // The limit itself is a rank; the upper half of the int's register is not its.
+        v.observe(
+            "nc_def_var",
+            1,
+            &[65536, 0, 6, 1024 | (7 << 32), 0, 0],
+            Some(4),
+            none,
+        );
+        let full = [1u64; 1024];
+        assert_eq!(
+            v.observe("nc_put_vara", 1, &[65536, 4, 0, 0, 0], None, |i| {
+                (i == 3).then_some(&full[..])
+            }),
+            Some(8)
         );
     }
 }

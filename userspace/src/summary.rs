@@ -54,25 +54,32 @@ impl Summary {
         match &*row.op {
             "read" => {
                 s.reads += 1;
-                s.bytes_read += row.bytes;
+                s.bytes_read = s.bytes_read.saturating_add(row.bytes);
             }
             "write" => {
                 s.writes += 1;
-                s.bytes_written += row.bytes;
+                s.bytes_written = s.bytes_written.saturating_add(row.bytes);
             }
             _ => {}
         }
         if row.error.is_some() {
             s.errors += 1;
         }
-        s.time_ns += row.ts_complete_ns.unwrap_or(row.ts_queue_ns) - row.ts_queue_ns;
+        s.time_ns = s.time_ns.saturating_add(
+            row.ts_complete_ns
+                .unwrap_or(row.ts_queue_ns)
+                .saturating_sub(row.ts_queue_ns),
+        );
     }
 
     /// Keeps the `KEEP_FILES` files with the most bytes; the slots move, so none is
     /// remembered after.
     fn prune_files(&mut self) {
         self.files.sort_unstable_by_key(|(id, s)| {
-            (std::cmp::Reverse(s.bytes_read + s.bytes_written), *id)
+            (
+                std::cmp::Reverse(s.bytes_read.saturating_add(s.bytes_written)),
+                *id,
+            )
         });
         self.files.truncate(KEEP_FILES);
         self.index = (self.files.iter().enumerate())
@@ -165,9 +172,14 @@ impl Summary {
         }
         let mut files: Vec<_> = self
             .files()
-            .filter(|(_, s)| s.bytes_read + s.bytes_written > 0)
+            .filter(|(_, s)| s.bytes_read.saturating_add(s.bytes_written) > 0)
             .collect();
-        files.sort_by_key(|(id, s)| (std::cmp::Reverse(s.bytes_read + s.bytes_written), **id));
+        files.sort_by_key(|(id, s)| {
+            (
+                std::cmp::Reverse(s.bytes_read.saturating_add(s.bytes_written)),
+                **id,
+            )
+        });
         if !files.is_empty() {
             let _ = writeln!(out, "\nfiles with the most POSIX traffic:");
             let _ = writeln!(
@@ -208,17 +220,19 @@ impl LayerStats {
         if row.errno.is_some() {
             s.errors += 1;
         }
-        s.time_ns += row.ts_end_ns - row.ts_begin_ns;
+        s.time_ns = s
+            .time_ns
+            .saturating_add(row.ts_end_ns.saturating_sub(row.ts_begin_ns));
     }
 
     fn read(&mut self, bytes: i64) {
         self.reads += 1;
-        self.bytes_read += bytes;
+        self.bytes_read = self.bytes_read.saturating_add(bytes);
     }
 
     fn written(&mut self, bytes: i64) {
         self.writes += 1;
-        self.bytes_written += bytes;
+        self.bytes_written = self.bytes_written.saturating_add(bytes);
     }
 }
 
