@@ -6,7 +6,7 @@
 //! MPI_File opened inside H5Fcreate) becomes that handle's child. Children return before
 //! their parents, so each created handle waits in `adoptions[parent call]` until an
 //! enclosing creator returns, or the top of the stack is reached.
-use std::{rc::Rc, sync::Arc};
+use std::{panic::AssertUnwindSafe, rc::Rc, sync::Arc};
 
 use strata_common::{
     CALL_INT_HANDLES, CALL_OUT_VALID, CallRecord, DEREF_FAILED, FUNC_AIO, ProcEvent, ProcRecord,
@@ -119,6 +119,8 @@ pub struct Correlator {
     /// io_uring requests whose completion never came (dropped from `uring_pending`), and
     /// Linux AIO requests whose event never came.
     pub requests_unfinished: u64,
+    /// Steps skipped because taking them panicked (see [`Self::guarded`]).
+    pub internal_errors: u64,
     linux_aio: LinuxAio,
     /// Ticks so far (see `SWEEP_TICKS`).
     ticks: u64,
@@ -236,6 +238,7 @@ impl Correlator {
             pending_args: HashMap::default(),
             uring_pending: HashMap::default(),
             requests_unfinished: 0,
+            internal_errors: 0,
             linux_aio,
             ticks: 0,
             peers: Vec::new(),
@@ -259,6 +262,16 @@ impl Correlator {
             path_filter: None,
             withheld: HashMap::default(),
             wanted_files: Default::default(),
+        }
+    }
+
+    /// Runs one step of the recorder (`handle` a record, `tick`, `finish`) so that a panic
+    /// in it, a bug in strata, costs that step and not the run: without this, the rows not
+    /// yet written and everything after would be lost, and the jobs traced no longer. The
+    /// step's changes up to the panic stay; the panic's own message says where it was.
+    pub fn guarded(&mut self, step: impl FnOnce(&mut Self)) {
+        if std::panic::catch_unwind(AssertUnwindSafe(|| step(self))).is_err() {
+            self.internal_errors += 1;
         }
     }
 
@@ -2160,6 +2173,54 @@ mod tests {
         assert_ne!(flags & libc::O_APPEND as u64, 0);
         assert_eq!(flags & 3, libc::O_WRONLY as u64);
         assert_eq!(fdinfo_pos_flags("mnt_id:\t29\n"), None);
+    }
+
+    /// A step that panics is skipped and counted; the ones after it are taken.
+    #[test]
+    fn a_panic_costs_its_step_not_the_run() {
+        let probes = crate::probes::load(None).unwrap();
+        let write = syscall_probe(&probes, "write");
+        let unknown = probes.len() as u32;
+        let dir = std::env::temp_dir().join(format!("strata-guarded-{}", std::process::id()));
+        let mut out = Dataset::create(&dir, "test", "guarded", 0o600).unwrap();
+        let mut corr = Correlator::new(probes, Clock::now());
+        // A table that says a probe beyond the probes is a plain transfer: taking its record
+        // indexes past them, as a bug would.
+        corr.plain.push(true);
+        let rec = |func_id, call_id| CallRecord {
+            kind: RecordKind::Call as u32,
+            func_id,
+            call_id,
+            parent_id: 0,
+            ts_begin: 1_000,
+            ts_end: 2_000,
+            pid: std::process::id(),
+            tid: std::process::id(),
+            depth: 0,
+            flags: 0,
+            ret: 1,
+            out: 0,
+            args: [1, 0, 1, 0, 0, 0],
+        };
+        corr.guarded(|c| c.handle(Event::Call(rec(write, 1 << 10)), &mut out));
+        corr.guarded(|c| c.handle(Event::Call(rec(unknown, 2 << 10)), &mut out));
+        corr.guarded(|c| c.handle(Event::Call(rec(write, 3 << 10)), &mut out));
+        corr.guarded(|c| c.finish(&mut out));
+        out.flush().unwrap();
+        assert_eq!(corr.internal_errors, 1);
+        let ids: Vec<i64> = crate::sink::read_table(&dir, "calls")
+            .unwrap()
+            .iter()
+            .flat_map(|b| {
+                let col = b.column_by_name("call_id").unwrap();
+                (col.as_any().downcast_ref::<arrow::array::Int64Array>())
+                    .unwrap()
+                    .values()
+                    .to_vec()
+            })
+            .collect();
+        assert_eq!(ids, [1 << 10, 3 << 10]);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// The id of the probe of syscall `name`.

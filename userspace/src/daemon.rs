@@ -502,7 +502,8 @@ impl Daemon {
                 }
                 if let Some(job) = self.jobs.iter_mut().find(|j| j.key() == Some(key)) {
                     job.events += 1;
-                    job.corr.handle(ev, &mut job.out);
+                    let out = &mut job.out;
+                    job.corr.guarded(|c| c.handle(ev, out));
                     // A write error is taken up at the next tick.
                     if job.write_error.is_none() {
                         if let Err(e) = job.out.flush_if_full() {
@@ -523,13 +524,14 @@ impl Daemon {
                 for i in targets {
                     let job = &mut self.jobs[i];
                     job.events += 1;
-                    job.corr.handle(
+                    let (ev, out) = (
                         Event::Kernel {
                             event: *event,
                             rec: *rec,
                         },
                         &mut job.out,
                     );
+                    job.corr.guarded(|c| c.handle(ev, out));
                 }
             }
             (None, _) => self.unrouted += 1,
@@ -579,7 +581,8 @@ impl Daemon {
             for ino in std::mem::take(&mut job.corr.files.new_inodes) {
                 self.loaded.watch_inode(ino);
             }
-            job.corr.tick(&mut job.out);
+            let out = &mut job.out;
+            job.corr.guarded(|c| c.tick(out));
             if job.write_error.is_none() {
                 if let Err(e) = job.out.flush() {
                     job.write_error = Some(e);
@@ -618,7 +621,8 @@ impl Daemon {
         if let Some(key) = job.key() {
             self.owner.retain(|_, j| *j != key);
         }
-        job.corr.finish(&mut job.out);
+        let out = &mut job.out;
+        job.corr.guarded(|c| c.finish(out));
         let clock = Clock::now();
         job.run.end_ns = Some(clock.epoch(monotonic_ns()));
         job.run.events_recorded = job.events as i64;
@@ -644,6 +648,13 @@ impl Daemon {
                 "strata daemon: job {}: closing its dataset failed: {e:#}",
                 job.name
             ),
+        }
+        if job.corr.internal_errors > 0 {
+            eprintln!(
+                "strata daemon: job {}: {} records were skipped after an internal error, a bug \
+                 in strata (the first messages before say where; please report them)",
+                job.name, job.corr.internal_errors
+            );
         }
     }
 }

@@ -375,8 +375,26 @@ fn keep_freed_memory() {
     }
 }
 
+/// Panic messages printed in full; later ones are only counted (see `Correlator::guarded`:
+/// one bug could otherwise print a message per record, millions a second).
+const PANICS_SHOWN: u64 = 5;
+
+/// Prints the first `PANICS_SHOWN` panics as usual and then says that the rest are counted.
+fn quiet_repeated_panics() {
+    static SEEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let shown = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        match SEEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed) {
+            n if n < PANICS_SHOWN => shown(info),
+            PANICS_SHOWN => eprintln!("strata: more internal errors: counted, not shown"),
+            _ => {}
+        }
+    }));
+}
+
 fn main() -> ExitCode {
     keep_freed_memory();
+    quiet_repeated_panics();
     let cli = Cli::parse();
     let level = match cli.verbose {
         0 => "warn",

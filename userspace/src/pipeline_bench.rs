@@ -166,17 +166,18 @@ pub fn run(events: u64, out: &Path) -> anyhow::Result<Result> {
     let mut corr = Correlator::new(probes, Clock::now());
     let start = Instant::now();
     for (i, span) in spans.into_iter().enumerate() {
-        corr.handle(events::decode(&bytes[span])?, &mut dataset);
+        let ev = events::decode(&bytes[span])?;
+        corr.guarded(|c| c.handle(ev, &mut dataset));
         // As the recorder does: a file whenever the buffers fill, and a tick and flush about
         // once a second at this rate.
         if i % 1_000_000 == 999_999 {
-            corr.tick(&mut dataset);
+            corr.guarded(|c| c.tick(&mut dataset));
             dataset.flush()?;
         } else if i % 4096 == 0 {
             dataset.flush_if_full()?;
         }
     }
-    corr.finish(&mut dataset);
+    corr.guarded(|c| c.finish(&mut dataset));
     dataset.flush()?;
     let seconds = start.elapsed().as_secs_f64();
     Ok(Result {

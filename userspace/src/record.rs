@@ -356,7 +356,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
         while let Some(item) = loaded.events.next_record() {
             recorded += 1;
             match events::decode(item) {
-                Ok(ev) => corr.handle(ev, &mut out),
+                Ok(ev) => corr.guarded(|c| c.handle(ev, &mut out)),
                 Err(e) => log::warn!("undecodable record: {e}"),
             }
             handled += 1;
@@ -370,7 +370,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
             loaded.watch_inode(ino);
         }
         if last_flush.elapsed() >= args.flush_interval {
-            corr.tick(&mut out);
+            corr.guarded(|c| c.tick(&mut out));
             if let Err(e) = out.flush() {
                 write_error = Some(e);
                 break;
@@ -440,7 +440,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
     while let Some(item) = loaded.events.next_record() {
         recorded += 1;
         if let Ok(ev) = events::decode(item) {
-            corr.handle(ev, &mut out);
+            corr.guarded(|c| c.handle(ev, &mut out));
         }
         if write_error.is_none() {
             if let Err(e) = out.flush_if_full() {
@@ -451,7 +451,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
     if let (Some(sp), Some((code, sig))) = (&spawned, root_status) {
         corr.procs.set_wait_status(sp.pid.as_raw(), code, sig);
     }
-    corr.finish(&mut out);
+    corr.guarded(|c| c.finish(&mut out));
     if let Some(pb) = progress {
         pb.finish_and_clear();
     }
@@ -517,6 +517,13 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
             "strata: {} io_uring or AIO requests have no row: still in flight when recording \
              stopped, or their completion was not seen (run.requests_unfinished)",
             run_row.requests_unfinished
+        );
+    }
+    if corr.internal_errors > 0 {
+        eprintln!(
+            "strata: warning: {} records were skipped after an internal error, a bug in strata \
+             (the first messages above say where; please report them)",
+            corr.internal_errors
         );
     }
     if run_row.requests_unread > 0 {
