@@ -265,3 +265,23 @@ fn truncated_elf_files_never_panic() {
     let whole = libraries::read_dynamic(&libc).expect("libc's dynamic section");
     assert_eq!(whole.needed, ["ld-linux-x86-64.so.2"]);
 }
+
+/// A library whose section headers claim a symbol table larger than the file (a crafted or
+/// damaged `.so` a traced process loads) is refused: the table is sized by that claim, so it
+/// must not get that far.
+#[test]
+fn symbol_table_sizes_past_the_file_are_not_believed() {
+    let mut b = LIBC.clone();
+    let u16_at = |b: &[u8], at: usize| usize::from(u16::from_le_bytes([b[at], b[at + 1]]));
+    let shoff = u64::from_le_bytes(b[0x28..0x30].try_into().unwrap()) as usize;
+    let (shentsize, shnum) = (u16_at(&b, 0x3a), u16_at(&b, 0x3c));
+    const SHT_DYNSYM: u32 = 11;
+    let dynsym = (0..shnum)
+        .map(|i| shoff + i * shentsize)
+        .find(|h| u32::from_le_bytes(b[h + 4..h + 8].try_into().unwrap()) == SHT_DYNSYM)
+        .expect("libc's .dynsym");
+    for size in [1u64 << 60, u64::MAX, b.len() as u64 * 24] {
+        b[dynsym + 32..dynsym + 40].copy_from_slice(&size.to_le_bytes());
+        assert!(SymbolTable::parse(&b).is_err(), ".dynsym of {size} bytes");
+    }
+}
