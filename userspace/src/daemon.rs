@@ -632,6 +632,7 @@ impl Daemon {
         job.run.calls_written =
             (job.out.calls.rows_written + job.out.calls.buffered() as u64) as i64;
         job.run.requests_unfinished = job.corr.requests_unfinished as i64;
+        job.run.internal_errors = job.corr.internal_errors as i64;
         job.run.complete = job.write_error.is_none();
         // The daemon's, shared by its jobs.
         job.run.peak_rss_kib = crate::node::peak_rss_kib();
@@ -652,7 +653,8 @@ impl Daemon {
         if job.corr.internal_errors > 0 {
             eprintln!(
                 "strata daemon: job {}: {} records were skipped after an internal error, a bug \
-                 in strata (the first messages before say where; please report them)",
+                 in strata (the first messages before say where; please report them; \
+                 run.internal_errors)",
                 job.name, job.corr.internal_errors
             );
         }

@@ -464,6 +464,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
     let detach_later = loaded;
     run_row.calls_written = (out.calls.rows_written + out.calls.buffered() as u64) as i64;
     run_row.requests_unfinished = corr.requests_unfinished as i64;
+    run_row.internal_errors = corr.internal_errors as i64;
     run_row.complete = write_error.is_none();
     run_row.peak_rss_kib = crate::node::peak_rss_kib();
     run_row.cpu_ns = crate::node::cpu_ns();
@@ -522,7 +523,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
     if corr.internal_errors > 0 {
         eprintln!(
             "strata: warning: {} records were skipped after an internal error, a bug in strata \
-             (the first messages above say where; please report them)",
+             (the first messages above say where; please report them; run.internal_errors)",
             corr.internal_errors
         );
     }

@@ -107,6 +107,7 @@ table!(Run, RunRow, "run", {
     stack_unavailable: I64,
     requests_unfinished: I64,
     requests_unread: I64,
+    internal_errors: I64,
     calls_written: I64,
     peak_rss_kib: OptI64,
     cpu_ns: OptI64,

@@ -343,6 +343,7 @@ fn posix_and_stdio_exactly(mode: Option<&str>, pwrite64: (&str, &str)) {
     let run = rows(&out, "run");
     assert_eq!(run.len(), 1);
     assert_eq!(run[0].i("events_lost"), Some(0));
+    assert_eq!(run[0].i("internal_errors"), Some(0));
     assert_eq!(run[0].get("complete"), Some(&Val::B(true)));
     assert_eq!(run[0].i("calls_written"), Some(calls.len() as i64));
     let probes = rows(&out, "probes");
