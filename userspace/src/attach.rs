@@ -1708,8 +1708,8 @@ fn kernel_fields(
             ("res", fields.res),
         ],
         KernelEvent::AioSubmit => &[("iocbpp", fields.aio_array), ("nr", fields.aio_nr)],
-        KernelEvent::AioWait => &[("events", fields.aio_array)],
-        KernelEvent::AioReaped => &[("ret", fields.ret)],
+        KernelEvent::AioWait | KernelEvent::AioPwait => &[("events", fields.aio_array)],
+        KernelEvent::AioReaped | KernelEvent::AioPreaped => &[("ret", fields.ret)],
         KernelEvent::UringFailed => &[
             ("ctx", fields.ctx),
             ("req", fields.req),

@@ -128,7 +128,9 @@ impl Kernel {
             | KernelEvent::UringFailed
             | KernelEvent::AioSubmit
             | KernelEvent::AioWait
-            | KernelEvent::AioReaped => {}
+            | KernelEvent::AioReaped
+            | KernelEvent::AioPwait
+            | KernelEvent::AioPreaped => {}
             KernelEvent::BioQueue => {
                 if rec.call_id != 0 {
                     *self.calls_with_bios.entry(rec.call_id).or_default() += 1;

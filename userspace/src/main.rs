@@ -630,7 +630,7 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
                         .collect::<Vec<_>>()
                         .join(" | "),
                     probes::Target::Request { opcode, .. } if p.layer == probes::Layer::Aio => {
-                        format!("AIO opcode {opcode}, by aio_submit + aio_wait + aio_reaped")
+                        format!("AIO opcode {opcode}, by aio_submit + aio_[p]wait + aio_[p]reaped")
                     }
                     probes::Target::Request { opcode, .. } => {
                         format!("io_uring opcode {opcode}, by uring_submit + uring_complete")

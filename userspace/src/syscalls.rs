@@ -66,6 +66,11 @@ pub fn number(name: &str) -> Option<u32> {
         "io_submit" => SYS_io_submit,
         "io_destroy" => SYS_io_destroy,
         "io_getevents" => SYS_io_getevents,
+        // Not in the libc crate's tables.
+        #[cfg(target_arch = "x86_64")]
+        "io_pgetevents" => 333,
+        #[cfg(target_arch = "aarch64")]
+        "io_pgetevents" => 292,
         "getdents64" => SYS_getdents64,
         "chdir" => SYS_chdir,
         "fchdir" => SYS_fchdir,

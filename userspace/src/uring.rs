@@ -15,11 +15,11 @@ use crate::{
 };
 
 /// Requests (`request` probes) are recorded by their layer's kernel events: io_uring's by
-/// `uring_submit` and `uring_complete`, Linux AIO's by `aio_submit`, `aio_wait` and
-/// `aio_reaped`. Once those are attached, each enabled io_uring request's spec is installed
-/// and its opcode mapped to it, with where its fields lie in this kernel (user space maps an
-/// AIO request's opcode itself), and each request's row says attached; else each
-/// says which event is missing and why, or which field this kernel lacks.
+/// `uring_submit` and `uring_complete`, Linux AIO's by `aio_submit`, `aio_wait`, `aio_reaped`,
+/// `aio_pwait` and `aio_preaped`. Once those are attached, each enabled io_uring request's
+/// spec is installed and its opcode mapped to it, with where its fields lie in this kernel
+/// (user space maps an AIO request's opcode itself), and each request's row says attached;
+/// else each says which event is missing and why, or which field this kernel lacks.
 pub(crate) fn attach_requests(
     ebpf: &mut Ebpf,
     probes: &[Probe],
@@ -29,7 +29,10 @@ pub(crate) fn attach_requests(
     use KernelEvent::*;
     for (layer, events) in [
         (Layer::Uring, &[UringSubmit, UringComplete][..]),
-        (Layer::Aio, &[AioSubmit, AioWait, AioReaped][..]),
+        (
+            Layer::Aio,
+            &[AioSubmit, AioWait, AioReaped, AioPwait, AioPreaped][..],
+        ),
     ] {
         let (targets, mut missing) = events_attached(probes, statuses, events);
         if let (Err(e), true, Layer::Uring) = (btf, missing.is_empty(), layer) {

@@ -855,8 +855,9 @@ fn io_uring_requests_are_rows_beneath_the_entry_that_submitted_them() {
     );
 }
 
-/// Linux AIO requests are rows of layer `aio`, from io_submit to the io_getevents that reaped
-/// their event, each beneath the io_submit that took it: the descriptor, offset, length,
+/// Linux AIO requests are rows of layer `aio`, from io_submit to the io_getevents (or
+/// io_pgetevents) that reaped their event, each beneath the io_submit that took it: the
+/// descriptor, offset, length,
 /// flags and result the workload gave and checked, the handle and file of the descriptor. An
 /// iocb the kernel refused (the fourth of the third io_submit, on a descriptor not open) has
 /// no row; of 1,030 in one io_submit, the first 1,024 do, and the other 6 (and their 6
@@ -869,13 +870,22 @@ fn linux_aio_requests_are_rows_beneath_the_io_submit_that_took_them() {
     const EFAULT: i64 = 14;
     let t = UringRun::trace_of("aio", "requests");
     let (data, file, handle) = (t.data, t.file, t.handle);
-    t.attached(&["aio_submit", "aio_wait", "aio_reaped"], "tracepoint");
+    t.attached(
+        &[
+            "aio_submit",
+            "aio_wait",
+            "aio_reaped",
+            "aio_pwait",
+            "aio_preaped",
+        ],
+        "tracepoint",
+    );
     let (submits, reaps) = (
         t.of(|c| c.s("function") == Some("io_submit")),
-        t.of(|c| c.s("function") == Some("io_getevents")),
+        t.of(|c| matches!(c.s("function"), Some("io_getevents" | "io_pgetevents"))),
     );
     let taken: Vec<Option<i64>> = submits.iter().map(|s| s.i("ret")).collect();
-    assert_eq!(taken, [Some(1), Some(3), Some(3), Some(1030)]);
+    assert_eq!(taken, [Some(1), Some(3), Some(3), Some(1030), Some(2)]);
     // (function, op, io_submit, args, offset, bytes requested, result)
     type Want = (
         &'static str,
@@ -957,6 +967,27 @@ fn linux_aio_requests_are_rows_beneath_the_io_submit_that_took_them() {
             1,
         ));
     }
+    // Reaped by io_pgetevents.
+    want.extend([
+        (
+            "IOCB_CMD_PWRITE",
+            "write",
+            4,
+            vec![data, 30000, 512, 0],
+            Some(30000),
+            Some(512),
+            512,
+        ),
+        (
+            "IOCB_CMD_PREAD",
+            "read",
+            4,
+            vec![data, 0, 100, 0],
+            Some(0),
+            Some(100),
+            100,
+        ),
+    ]);
     let requests = t.of(|c| c.s("layer") == Some("aio"));
     assert_eq!(requests.len(), want.len(), "{requests:#?}");
     // In the order given: by io_submit, then (all begin together) by offset, FDSYNC first.
@@ -1007,8 +1038,9 @@ fn linux_aio_requests_are_rows_beneath_the_io_submit_that_took_them() {
         );
         assert!(e >= submit.i("ts_end_ns").unwrap(), "{what} / {submit:?}");
     }
-    // Each io_getevents reaped as many events as it returned: the requests that ended after
-    // it began and before the next one did. (The 1,030 writes' last 6 events were not read.)
+    // Each io_getevents or io_pgetevents reaped as many events as it returned: the requests
+    // that ended after it began and before the next one did. (The 1,030 writes' last 6 events
+    // were not read.)
     for (i, g) in reaps.iter().enumerate() {
         let from = g.i("ts_begin_ns").unwrap();
         let to = reaps
@@ -1019,9 +1051,14 @@ fn linux_aio_requests_are_rows_beneath_the_io_submit_that_took_them() {
             .filter(|r| (from..to).contains(&r.i("ts_end_ns").unwrap()))
             .count() as i64;
         let read = g.i("ret").unwrap().min(1024);
-        assert_eq!(ended, read, "io_getevents {i}: {g:?}");
+        assert_eq!(ended, read, "reap {i}: {g:?}");
     }
-    assert_eq!(reaps.len(), 5, "{reaps:?}");
+    let functions: Vec<_> = reaps.iter().map(|g| g.s("function").unwrap()).collect();
+    assert_eq!(
+        functions,
+        [["io_getevents"; 5].as_slice(), &["io_pgetevents"]].concat(),
+        "{reaps:?}"
+    );
     let run_row = &rows(&t.out, "run")[0];
     assert_eq!(
         (
@@ -1031,7 +1068,7 @@ fn linux_aio_requests_are_rows_beneath_the_io_submit_that_took_them() {
         (Some(12), Some(0)),
         "{run_row:?}"
     );
-    t.report_counts(1000 + 2000, 4096 + 4096 + 4000 + 1024);
+    t.report_counts(1000 + 2000 + 100, 4096 + 4096 + 4000 + 1024 + 512);
 }
 
 /// With IORING_SETUP_SQPOLL the kernel's polling thread, a thread of the process, submits the

@@ -231,6 +231,8 @@ pub mod programs {
         "strata_k_aio_submit",
         "strata_k_aio_wait",
         "strata_k_aio_reaped",
+        "strata_k_aio_pwait",
+        "strata_k_aio_preaped",
     ];
 }
 
@@ -274,9 +276,13 @@ pub enum KernelEvent {
     AioWait = 14,
     /// ... and has them (its return): each event becomes a [`RequestEnd`].
     AioReaped = 15,
+    /// As [`Self::AioWait`], through `io_pgetevents` (the same members, and a signal mask).
+    AioPwait = 16,
+    /// As [`Self::AioReaped`], at `io_pgetevents`' return.
+    AioPreaped = 17,
 }
 
-pub const KERNEL_EVENTS: usize = 16;
+pub const KERNEL_EVENTS: usize = 18;
 
 impl KernelEvent {
     pub const ALL: [KernelEvent; KERNEL_EVENTS] = [
@@ -296,6 +302,8 @@ impl KernelEvent {
         Self::AioSubmit,
         Self::AioWait,
         Self::AioReaped,
+        Self::AioPwait,
+        Self::AioPreaped,
     ];
     pub const NAMES: [&str; KERNEL_EVENTS] = [
         "bio_queue",
@@ -314,6 +322,8 @@ impl KernelEvent {
         "aio_submit",
         "aio_wait",
         "aio_reaped",
+        "aio_pwait",
+        "aio_preaped",
     ];
     pub fn name(self) -> &'static str {
         Self::NAMES[self as usize]
@@ -328,7 +338,10 @@ impl KernelEvent {
     }
     /// The events that record Linux AIO requests (layer `aio`; records as the io_uring ones).
     pub const fn is_aio(self) -> bool {
-        matches!(self, Self::AioSubmit | Self::AioWait | Self::AioReaped)
+        matches!(
+            self,
+            Self::AioSubmit | Self::AioWait | Self::AioReaped | Self::AioPwait | Self::AioPreaped
+        )
     }
     /// The page-cache and writeback events (layer `pagecache`).
     pub const fn is_page(self) -> bool {

@@ -1,6 +1,7 @@
 //! Linux AIO requests as calls, as the io_uring ones ([`crate::uring`]): each `iocb` a traced
-//! thread hands to io_submit becomes a [`RequestBegin`], each event io_getevents gives back a
-//! [`RequestEnd`]; user space joins them by the `iocb`'s address in the process.
+//! thread hands to io_submit becomes a [`RequestBegin`], each event io_getevents or
+//! io_pgetevents gives back a [`RequestEnd`]; user space joins them by the `iocb`'s address in
+//! the process.
 //!
 //! The kernel has no tracepoint inside AIO, so the programs sit on the syscalls' own trace
 //! events and read the process's arrays: at io_submit's entry the `iocb` pointers and the
@@ -45,17 +46,31 @@ pub fn strata_k_aio_submit(ctx: TracePointContext) -> u32 {
     0
 }
 
-/// sys_enter_io_getevents / io_pgetevents(ctx_id, min_nr, nr, events, timeout, ...).
+/// sys_enter_io_getevents(ctx_id, min_nr, nr, events, timeout).
 #[tracepoint]
 pub fn strata_k_aio_wait(ctx: TracePointContext) -> u32 {
-    let _ = try_wait(&ctx);
+    let _ = try_wait(&ctx, KernelEvent::AioWait);
     0
 }
 
-/// sys_exit_io_getevents / io_pgetevents: `ret` events written.
+/// sys_exit_io_getevents: `ret` events written.
 #[tracepoint]
 pub fn strata_k_aio_reaped(ctx: TracePointContext) -> u32 {
-    let _ = try_reaped(&ctx);
+    let _ = try_reaped(&ctx, KernelEvent::AioReaped);
+    0
+}
+
+/// sys_enter_io_pgetevents(ctx_id, min_nr, nr, events, timeout, usig).
+#[tracepoint]
+pub fn strata_k_aio_pwait(ctx: TracePointContext) -> u32 {
+    let _ = try_wait(&ctx, KernelEvent::AioPwait);
+    0
+}
+
+/// sys_exit_io_pgetevents: `ret` events written.
+#[tracepoint]
+pub fn strata_k_aio_preaped(ctx: TracePointContext) -> u32 {
+    let _ = try_reaped(&ctx, KernelEvent::AioPreaped);
     0
 }
 
@@ -164,9 +179,9 @@ extern "C" fn submit_one(i: u64, c: *mut c_void) -> i64 {
 }
 
 #[inline(always)]
-fn try_wait(ctx: &TracePointContext) -> Res<()> {
+fn try_wait(ctx: &TracePointContext, event: KernelEvent) -> Res<()> {
     let (_, tid) = traced_thread()?;
-    let (w, f) = fields_of(ctx, KernelEvent::AioWait)?;
+    let (w, f) = fields_of(ctx, event)?;
     let events: u64 = field(w, f.aio_array);
     if events != 0 {
         STRATA_AIO_WAITS.insert(&tid, &events, 0)?;
@@ -175,7 +190,7 @@ fn try_wait(ctx: &TracePointContext) -> Res<()> {
 }
 
 #[inline(always)]
-fn try_reaped(ctx: &TracePointContext) -> Res<()> {
+fn try_reaped(ctx: &TracePointContext, event: KernelEvent) -> Res<()> {
     let pid_tgid = bpf_get_current_pid_tgid();
     let (tgid, tid) = ((pid_tgid >> 32) as u32, pid_tgid as u32);
     // Only threads whose entry was seen (traced then): no filter lookup here.
@@ -185,7 +200,7 @@ fn try_reaped(ctx: &TracePointContext) -> Res<()> {
     if config()?.stopped != 0 {
         return Ok(());
     }
-    let (w, f) = fields_of(ctx, KernelEvent::AioReaped)?;
+    let (w, f) = fields_of(ctx, event)?;
     let ret: i64 = field(w, f.ret);
     if ret <= 0 {
         return Ok(());

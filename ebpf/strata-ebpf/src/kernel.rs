@@ -237,7 +237,9 @@ fn on_kernel_event(cfg: &Config, event: KernelEvent, v: &Values, mine: bool) -> 
         | KernelEvent::UringFailed
         | KernelEvent::AioSubmit
         | KernelEvent::AioWait
-        | KernelEvent::AioReaped => {
+        | KernelEvent::AioReaped
+        | KernelEvent::AioPwait
+        | KernelEvent::AioPreaped => {
             return Ok(());
         }
         KernelEvent::PageDirty | KernelEvent::CacheAdd | KernelEvent::CacheDelete => {
