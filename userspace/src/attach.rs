@@ -847,21 +847,27 @@ fn load_parsed(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
                         }
                     }
                 }
-                Target::Kernel { event, attach } => attach_kernel(
-                    &mut ebpf,
-                    &root,
-                    *event,
-                    attach,
-                    &KernelStructs {
-                        btf: &aya_btf,
-                        block_offsets: &block_offsets,
-                        page_offsets: &page_offsets,
-                        uring_opcode: &uring_opcode,
-                        uring_offsets: &uring_offsets,
-                        kernel_btf: &kernel_btf,
-                    },
-                    &mut status,
-                ),
+                Target::Kernel { event, attach } => {
+                    let r = attach_kernel(
+                        &mut ebpf,
+                        &root,
+                        *event,
+                        attach,
+                        &KernelStructs {
+                            btf: &aya_btf,
+                            btf_syscalls: &btf_syscalls,
+                            block_offsets: &block_offsets,
+                            page_offsets: &page_offsets,
+                            uring_opcode: &uring_opcode,
+                            uring_offsets: &uring_offsets,
+                            kernel_btf: &kernel_btf,
+                        },
+                        &mut status,
+                    );
+                    // Done by the syscall programs, which must then be attached.
+                    any_syscall |= r.is_ok() && event.is_aio() && status.mechanism == "tp_btf";
+                    r
+                }
                 // Once the kernel events that record them are attached, below.
                 Target::Request { .. } => {
                     statuses.push(status);
@@ -1407,8 +1413,11 @@ fn attach_syscall(
         .map_mut(maps::SYSCALL_SPECS)
         .ok_or_else(|| Failure::Failed("syscall spec map missing".into()))
         .and_then(|m| Array::try_from(m).map_err(|e| Failure::Failed(e.to_string())))?;
+    // An AIO event's work at this syscall (`aio_in_syscalls`) stays.
+    let mut spec = p.spec();
+    spec.flags |= specs.get(&nr, 0).map_or(0, |s| s.flags & AIO_FLAGS);
     specs
-        .set(nr, p.spec(), 0)
+        .set(nr, spec, 0)
         .map_err(|e| Failure::Failed(format!("spec map: {e}")))?;
     // Raw mode: the caller attaches the two raw_syscalls events once for all.
     if !per_syscall {
@@ -1427,9 +1436,16 @@ fn attach_syscall(
     Ok(())
 }
 
+/// The flags of a syscall's slot that ask the syscall programs for an AIO event's work.
+const AIO_FLAGS: u16 =
+    strata_common::SPEC_AIO_SUBMIT | strata_common::SPEC_AIO_WAIT | strata_common::SPEC_AIO_REAP;
+
 /// What the kernel events' programs read kernel structures with, or why they cannot.
 struct KernelStructs<'a> {
     btf: &'a Result<aya::Btf, String>,
+    /// Whether the syscall programs are the BTF raw tracepoint ones (the AIO events' work
+    /// is done there then).
+    btf_syscalls: &'a Result<(), String>,
     /// [`crate::btf::block_offsets`]: whether the block programs have them.
     block_offsets: &'a Result<(), String>,
     /// [`crate::btf::page_offsets`]: whether the page-cache and writeback programs have them.
@@ -1465,6 +1481,14 @@ fn attach_kernel(
         Mechanism::BtfTracepoint { name } => {
             status.mechanism = "tp_btf";
             status.target = name.clone();
+            if let Some((syscall, flag)) = event.aio_syscall() {
+                crate::probes::kernel_btf_program(event, name, None)?;
+                if let Err(e) = kernel.btf_syscalls {
+                    anyhow::bail!("strata's syscall programs are not on tp_btf:{name} ({e})");
+                }
+                status.target = format!("{name} ({syscall})");
+                return aio_in_syscalls(ebpf, syscall, flag);
+            }
             let btf = kernel.kernel_btf.as_ref().map_err(|e| anyhow!("{e}"))?;
             let args = crate::btf::tracepoint_args(btf, name)?;
             let prog = crate::probes::kernel_btf_program(event, name, Some(args))?;
@@ -1485,6 +1509,21 @@ fn attach_kernel(
         }
         Mechanism::Kprobe { .. } => Err(anyhow!("kernel events attach through tracepoints")),
     })
+}
+
+/// Has the syscall programs do an AIO event's work at `syscall`: `flag` in its slot, beside
+/// the syscall's own probe if it has one.
+fn aio_in_syscalls(ebpf: &mut Ebpf, syscall: &str, flag: u16) -> anyhow::Result<()> {
+    let nr = crate::syscalls::number(syscall)
+        .ok_or_else(|| anyhow!("no syscall number known for {syscall} on this architecture"))?;
+    let mut specs: Array<_, FuncSpec> = Array::try_from(
+        ebpf.map_mut(maps::SYSCALL_SPECS)
+            .ok_or_else(|| anyhow!("map {} missing", maps::SYSCALL_SPECS))?,
+    )?;
+    let mut spec = specs.get(&nr, 0)?;
+    spec.flags |= flag;
+    specs.set(nr, spec, 0)?;
+    Ok(())
 }
 
 /// Tries each mechanism in order until one attaches; the `reason` keeps why the ones before

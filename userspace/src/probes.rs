@@ -138,6 +138,20 @@ pub fn kernel_btf_program(
     name: &str,
     args: Option<usize>,
 ) -> anyhow::Result<&'static str> {
+    // AIO events: the work is done by the syscall programs (`SPEC_AIO_SUBMIT`).
+    if let Some((syscall, flag)) = event.aio_syscall() {
+        let (want, prog) = if flag == strata_common::SPEC_AIO_REAP {
+            ("sys_exit", strata_common::programs::BTF_SYS_EXIT)
+        } else {
+            ("sys_enter", strata_common::programs::BTF_SYS_ENTER)
+        };
+        anyhow::ensure!(
+            name == want,
+            "{} is done by strata's syscall program on tp_btf:{want} (at {syscall}), not on {name}",
+            event.name()
+        );
+        return Ok(prog);
+    }
     let known = strata_common::programs::KERNEL_BTF;
     let for_event = |(e, tp, _, _): &&(KernelEvent, &str, usize, &str)| *e == event && *tp == name;
     if let Some((_, _, _, prog)) = known
@@ -2417,6 +2431,22 @@ mod tests {
                 && e.reason.contains("bio_queue on tp_btf:block_bio_queue")
                 && e.reason.contains("rq_complete on tp_btf:block_rq_complete"),
             "{e}"
+        );
+        // AIO events: strata's syscall programs, the entry's or the return's.
+        let aio = "[[probe]]\nlayer = \"aio\"\nkernel = \"aio_reaped\"\n";
+        let p = parse(&format!("{aio}attach = [\"tp_btf:sys_exit\"]\n"), "t.toml").unwrap();
+        assert_eq!(p[0].function(), "aio_reaped");
+        let e = parse_err(&format!("{aio}attach = [\"tp_btf:sys_enter\"]\n"));
+        assert!(
+            e.reason.contains(
+                "aio_reaped is done by strata's syscall program on tp_btf:sys_exit (at \
+                 io_getevents), not on sys_enter"
+            ),
+            "{e}"
+        );
+        assert_eq!(
+            kernel_btf_program(KernelEvent::AioPwait, "sys_enter", Some(2)).unwrap(),
+            "strata_btf_sys_enter"
         );
         // One program per prototype a tracepoint has had; another count has none.
         let complete = KernelEvent::UringComplete;

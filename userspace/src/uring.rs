@@ -34,7 +34,7 @@ pub(crate) fn attach_requests(
             &[AioSubmit, AioWait, AioReaped, AioPwait, AioPreaped][..],
         ),
     ] {
-        let (targets, mut missing) = events_attached(probes, statuses, events);
+        let (targets, mechanism, mut missing) = events_attached(probes, statuses, events);
         if let (Err(e), true, Layer::Uring) = (btf, missing.is_empty(), layer) {
             // Said once here, not once per opcode.
             log::warn!("io_uring requests not recorded: {e}");
@@ -46,6 +46,7 @@ pub(crate) fn attach_requests(
             };
             let status = &mut statuses[p.id as usize];
             status.target = targets.join(" + ");
+            status.mechanism = mechanism;
             if !missing.is_empty() {
                 // Not logged once per opcode: the events' own failures were.
                 status.status = "failed";
@@ -75,13 +76,15 @@ pub(crate) fn attach_requests(
     Ok(())
 }
 
-/// The targets of `events` as attached, and why each of the others is not.
+/// The targets of `events` as attached, their mechanism (`tracepoint` when they differ),
+/// and why each of the others is not.
 fn events_attached(
     probes: &[Probe],
     statuses: &[ProbeStatus],
     events: &[KernelEvent],
-) -> (Vec<String>, Vec<String>) {
+) -> (Vec<String>, &'static str, Vec<String>) {
     let mut targets = Vec::new();
+    let mut mechanisms = Vec::new();
     let mut missing = Vec::new();
     for &event in events {
         let status = probes
@@ -89,7 +92,10 @@ fn events_attached(
             .find(|p| matches!(&p.target, Target::Kernel { event: e, .. } if *e == event))
             .map(|p| &statuses[p.id as usize]);
         match status {
-            Some(s) if s.status == "attached" => targets.push(s.target.clone()),
+            Some(s) if s.status == "attached" => {
+                targets.push(s.target.clone());
+                mechanisms.push(s.mechanism);
+            }
             Some(s) => missing.push(format!(
                 "kernel event {} is {} (its own row says why)",
                 event.name(),
@@ -101,7 +107,11 @@ fn events_attached(
             )),
         }
     }
-    (targets, missing)
+    let mechanism = match mechanisms.split_first() {
+        Some((m, rest)) if rest.iter().all(|r| r == m) => *m,
+        _ => "tracepoint",
+    };
+    (targets, mechanism, missing)
 }
 
 /// `map[index] = value` in one of the programs' arrays.

@@ -572,12 +572,23 @@ impl UringRun {
 
     /// tests/workloads/<name>.c, whose requests are of layer `name`, writing <name>.dat.
     fn trace_of(name: &str, mode: &str) -> Self {
+        Self::trace_with(name, mode, &[])
+    }
+
+    /// As [`Self::trace_of`], with more `options` for `strata record`.
+    fn trace_with(name: &str, mode: &str, options: &[&str]) -> Self {
         require_root();
         let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-        let dir = std::fs::canonicalize(scratch(&format!("kernel_{name}_{mode}"))).unwrap();
+        let tag = options.join("").replace('-', "");
+        let dir = std::fs::canonicalize(scratch(&format!("kernel_{name}_{mode}{tag}"))).unwrap();
         let exe = build_c("cc", &format!("{name}.c"), &dir.join(name), &[]);
         let out = dir.join("out");
-        let res = run(common::recording(&format!("posix,{name}"), &out)
+        let res = run(strata()
+            .args(["record", "-q", "--layers", &format!("posix,{name}")])
+            .args(options)
+            .arg("-o")
+            .arg(&out)
+            .arg("--")
             .arg(&exe)
             .arg(&dir)
             .arg(mode));
@@ -857,18 +868,28 @@ fn io_uring_requests_are_rows_beneath_the_entry_that_submitted_them() {
 
 /// Linux AIO requests are rows of layer `aio`, from io_submit to the io_getevents (or
 /// io_pgetevents) that reaped their event, each beneath the io_submit that took it: the
-/// descriptor, offset, length,
-/// flags and result the workload gave and checked, the handle and file of the descriptor. An
-/// iocb the kernel refused (the fourth of the third io_submit, on a descriptor not open) has
-/// no row; of 1,030 in one io_submit, the first 1,024 do, and the other 6 (and their 6
-/// events) are counted in `run.requests_unread`. The programs sit on the syscalls' trace
-/// events, which have the same members on every kernel, and loop with `bpf_loop`: this runs
-/// in each test VM too (and there meets 6.1's verifier). Ground truth: tests/workloads/aio.c,
-/// `requests`.
+/// descriptor, offset, length, flags and result the workload gave and checked, the handle
+/// and file of the descriptor. An iocb the kernel refused (the fourth of the third
+/// io_submit, on a descriptor not open) has no row; of 1,030 in one io_submit, the first
+/// 1,024 do, and the other 6 (and their 6 events) are counted in `run.requests_unread`. The
+/// work is done by the syscall programs on the BTF raw tracepoints, in a loop of `bpf_loop`:
+/// this runs in each test VM too (and there meets 6.1's verifier). Ground truth:
+/// tests/workloads/aio.c, `requests`.
 #[test]
 fn linux_aio_requests_are_rows_beneath_the_io_submit_that_took_them() {
+    check_aio_requests(&UringRun::trace_of("aio", "requests"), "tp_btf");
+}
+
+/// The same through the syscalls' own trace events, where the syscall programs attach per
+/// syscall (`aio_submit` and the others fall back to their second mechanism).
+#[test]
+fn linux_aio_requests_on_the_syscalls_trace_events() {
+    let t = UringRun::trace_with("aio", "requests", &["--syscall-mode", "per-syscall"]);
+    check_aio_requests(&t, "tracepoint");
+}
+
+fn check_aio_requests(t: &UringRun, mechanism: &str) {
     const EFAULT: i64 = 14;
-    let t = UringRun::trace_of("aio", "requests");
     let (data, file, handle) = (t.data, t.file, t.handle);
     t.attached(
         &[
@@ -878,7 +899,7 @@ fn linux_aio_requests_are_rows_beneath_the_io_submit_that_took_them() {
             "aio_pwait",
             "aio_preaped",
         ],
-        "tracepoint",
+        mechanism,
     );
     let (submits, reaps) = (
         t.of(|c| c.s("function") == Some("io_submit")),

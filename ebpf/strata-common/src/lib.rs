@@ -343,6 +343,18 @@ impl KernelEvent {
             Self::AioSubmit | Self::AioWait | Self::AioReaped | Self::AioPwait | Self::AioPreaped
         )
     }
+    /// An AIO event's syscall, and the flag that has the syscall programs do the event's
+    /// work at it ([`SPEC_AIO_SUBMIT`]); the work is at the return for [`SPEC_AIO_REAP`].
+    pub const fn aio_syscall(self) -> Option<(&'static str, u16)> {
+        match self {
+            Self::AioSubmit => Some(("io_submit", SPEC_AIO_SUBMIT)),
+            Self::AioWait => Some(("io_getevents", SPEC_AIO_WAIT)),
+            Self::AioReaped => Some(("io_getevents", SPEC_AIO_REAP)),
+            Self::AioPwait => Some(("io_pgetevents", SPEC_AIO_WAIT)),
+            Self::AioPreaped => Some(("io_pgetevents", SPEC_AIO_REAP)),
+            _ => None,
+        }
+    }
     /// The page-cache and writeback events (layer `pagecache`).
     pub const fn is_page(self) -> bool {
         matches!(
@@ -952,6 +964,16 @@ pub const SPEC_WAKE: u16 = 32;
 /// `_r_debug.r_state`: `RT_CONSISTENT` once a change of the loaded libraries is complete).
 /// Unreadable, it is recorded.
 pub const SPEC_IF_ZERO: u16 = 64;
+/// [`FuncSpec::flags`] of a syscall's slot: the syscall programs on the BTF raw tracepoints
+/// (`sys_enter`, `sys_exit`) do the `aio` layer's work of this syscall too, whether or not
+/// the syscall is itself probed ([`SPEC_ENABLED`]): at io_submit's entry, its iocbs.
+/// ([`KernelEvent::aio_syscall`]: which syscall and flag each AIO event is.) Trace events of
+/// their own would each cost an RCU grace period to detach, under the kernel's event lock.
+pub const SPEC_AIO_SUBMIT: u16 = 128;
+/// As [`SPEC_AIO_SUBMIT`]: at io_getevents' (io_pgetevents') entry, where its events go.
+pub const SPEC_AIO_WAIT: u16 = 256;
+/// As [`SPEC_AIO_SUBMIT`]: at io_getevents' (io_pgetevents') return, the events written.
+pub const SPEC_AIO_REAP: u16 = 512;
 
 /// The attach cookie of a uprobe: the function id in the low 32 bits, and above this shift
 /// the index of the attachment's [`TypeTable`] (0: none).

@@ -3,8 +3,10 @@
 //! io_pgetevents gives back a [`RequestEnd`]; user space joins them by the `iocb`'s address in
 //! the process.
 //!
-//! The kernel has no tracepoint inside AIO, so the programs sit on the syscalls' own trace
-//! events and read the process's arrays: at io_submit's entry the `iocb` pointers and the
+//! The kernel has no tracepoint inside AIO, so the work is done at the syscalls: by the
+//! syscall programs on the BTF raw tracepoints where those are in use (the syscall's slot says
+//! so: [`SPEC_AIO_SUBMIT`] and the like), else by the programs here on the syscalls' own trace
+//! events. Either reads the process's arrays: at io_submit's entry the `iocb` pointers and the
 //! `iocb`s, at io_getevents' return the events written (where to, the entry said). Which
 //! probe a request is (by its opcode) and its arguments, user space takes from the `iocb`'s
 //! words ([`AIO_IOCB_OFF`]); which io_submit call it belongs to, and whether the kernel took
@@ -21,7 +23,7 @@ use aya_ebpf::{
 };
 use strata_common::{
     AIO_BATCH, AIO_IOCB_OFF, Counter, FUNC_AIO, KERNEL_WINDOW, KernelEvent, KernelFields, MAX_ARGS,
-    MAX_DEPTH, REQUEST_AIO, RecordKind, RequestBegin, RequestEnd,
+    MAX_DEPTH, REQUEST_AIO, RecordKind, RequestBegin, RequestEnd, SPEC_AIO_SUBMIT,
 };
 
 use crate::{
@@ -88,7 +90,34 @@ fn fields_of(
 fn try_submit(ctx: &TracePointContext) -> Res<()> {
     let (tgid, tid) = traced_thread()?;
     let (w, f) = fields_of(ctx, KernelEvent::AioSubmit)?;
-    let (nr, iocbpp): (i64, u64) = (field(w, f.aio_nr), field(w, f.aio_array));
+    submit(tgid, tid, field(w, f.aio_nr), field(w, f.aio_array))
+}
+
+/// The `aio` layer's work at the entry of a syscall whose slot has [`SPEC_AIO_SUBMIT`] or
+/// [`SPEC_AIO_WAIT`] (`flags`), from the syscall program on `sys_enter`; `arg(i)` is the
+/// syscall's argument `i`.
+#[inline(always)]
+pub(crate) fn syscall_entered(flags: u16, arg: impl Fn(usize) -> u64) -> Res<()> {
+    let (tgid, tid) = traced_thread()?;
+    if flags & SPEC_AIO_SUBMIT != 0 {
+        // io_submit(ctx_id, nr, iocbpp)
+        submit(tgid, tid, arg(1) as i64, arg(2))
+    } else {
+        // io_getevents / io_pgetevents(ctx_id, min_nr, nr, events, ...)
+        wait(tid, arg(3))
+    }
+}
+
+/// The `aio` layer's work at the return of a syscall whose slot has [`SPEC_AIO_REAP`], from
+/// the syscall program on `sys_exit`.
+#[inline(always)]
+pub(crate) fn syscall_returned(ret: i64) -> Res<()> {
+    reaped(|| Ok(ret))
+}
+
+/// io_submit's `nr` iocbs at `iocbpp`, each a [`RequestBegin`].
+#[inline(always)]
+fn submit(tgid: u32, tid: u32, nr: i64, iocbpp: u64) -> Res<()> {
     if nr <= 0 || iocbpp == 0 {
         return Ok(());
     }
@@ -182,7 +211,12 @@ extern "C" fn submit_one(i: u64, c: *mut c_void) -> i64 {
 fn try_wait(ctx: &TracePointContext, event: KernelEvent) -> Res<()> {
     let (_, tid) = traced_thread()?;
     let (w, f) = fields_of(ctx, event)?;
-    let events: u64 = field(w, f.aio_array);
+    wait(tid, field(w, f.aio_array))
+}
+
+/// Thread `tid` waits for events, to be written at `events`.
+#[inline(always)]
+fn wait(tid: u32, events: u64) -> Res<()> {
     if events != 0 {
         STRATA_AIO_WAITS.insert(&tid, &events, 0)?;
     }
@@ -191,6 +225,15 @@ fn try_wait(ctx: &TracePointContext, event: KernelEvent) -> Res<()> {
 
 #[inline(always)]
 fn try_reaped(ctx: &TracePointContext, event: KernelEvent) -> Res<()> {
+    reaped(|| {
+        let (w, f) = fields_of(ctx, event)?;
+        Ok(field(w, f.ret))
+    })
+}
+
+/// The current thread's wait returned `ret()` events: each ends its request.
+#[inline(always)]
+fn reaped(ret: impl FnOnce() -> Res<i64>) -> Res<()> {
     let pid_tgid = bpf_get_current_pid_tgid();
     let (tgid, tid) = ((pid_tgid >> 32) as u32, pid_tgid as u32);
     // Only threads whose entry was seen (traced then): no filter lookup here.
@@ -200,8 +243,7 @@ fn try_reaped(ctx: &TracePointContext, event: KernelEvent) -> Res<()> {
     if config()?.stopped != 0 {
         return Ok(());
     }
-    let (w, f) = fields_of(ctx, event)?;
-    let ret: i64 = field(w, f.ret);
+    let ret = ret()?;
     if ret <= 0 {
         return Ok(());
     }

@@ -44,9 +44,9 @@ use strata_common::{
     Config, Counter, DEREF_FAILED, FD_FROM_RET, FRAME_KERNEL, FRAME_STR_RETRY, Frame, FuncSpec,
     MAX_ARGS, MAX_CGROUP_LEVEL, MAX_DEPTH, MAX_FUNCS, MAX_ONLY_VALUES, MAX_SYSCALLS, MAX_TYPE_REFS,
     MAX_TYPE_TABLES, NO_ARG, OUT_BUFFERED, OUT_MPI_STATUS, OUT_TEXT, OnlyKey, RecordKind,
-    SPEC_EMIT_AT_ENTRY, SPEC_ENABLED, SPEC_IF_ZERO, SPEC_IMPLICIT_STREAM, SPEC_STREAM_END,
-    SPEC_WAKE, STR_CAP, STR_FAILED, StrHeader, StrRecord, TEXT_PIECES, ThreadStack, TypeId,
-    TypeIdsRecord, TypeTable, WAKEUP_BYTES, stream_var_delta,
+    SPEC_AIO_REAP, SPEC_AIO_SUBMIT, SPEC_AIO_WAIT, SPEC_EMIT_AT_ENTRY, SPEC_ENABLED, SPEC_IF_ZERO,
+    SPEC_IMPLICIT_STREAM, SPEC_STREAM_END, SPEC_WAKE, STR_CAP, STR_FAILED, StrHeader, StrRecord,
+    TEXT_PIECES, ThreadStack, TypeId, TypeIdsRecord, TypeTable, WAKEUP_BYTES, stream_var_delta,
 };
 
 #[map]
@@ -1221,8 +1221,17 @@ pub fn strata_btf_sys_enter(ctx: BtfTracePointContext) -> i32 {
 
 fn try_btf_sys_enter(ctx: &BtfTracePointContext) -> Res<()> {
     // TP_PROTO(struct pt_regs *regs, long id)
-    let spec = spec_of_syscall(ctx.arg::<u64>(1) as u32)?;
+    let spec = STRATA_SYSCALL_SPECS
+        .get(ctx.arg::<u64>(1) as u32)
+        .ok_or(-1)?;
     let regs = syscall_regs(ctx);
+    // The `aio` layer's work at this syscall, whether or not it is probed.
+    if spec.flags & (SPEC_AIO_SUBMIT | SPEC_AIO_WAIT) != 0 {
+        let _ = aio::syscall_entered(spec.flags, |i| syscall_arg(regs, i));
+    }
+    if spec.flags & SPEC_ENABLED == 0 {
+        return Err(-1);
+    }
     let mut args = load_args(spec.nargs, |i| syscall_arg(regs, i));
     on_entry::<{ CAPTURE_STRINGS | AT_SYSCALL }>(spec, &mut args, NO_SITE)
 }
@@ -1239,8 +1248,17 @@ fn try_btf_sys_exit(ctx: &BtfTracePointContext) -> Res<()> {
     // own syscall_get_nr reads it.
     let regs = syscall_regs(ctx);
     // SAFETY: as in `syscall_arg`.
-    let spec = spec_of_syscall(unsafe { (*regs).orig_rax } as u32)?;
-    on_return(spec, ctx.arg::<i64>(1), false)
+    let spec = STRATA_SYSCALL_SPECS
+        .get(unsafe { (*regs).orig_rax } as u32)
+        .ok_or(-1)?;
+    let ret = ctx.arg::<i64>(1);
+    if spec.flags & SPEC_AIO_REAP != 0 {
+        let _ = aio::syscall_returned(ret);
+    }
+    if spec.flags & SPEC_ENABLED == 0 {
+        return Err(-1);
+    }
+    on_return(spec, ret, false)
 }
 
 // ---- uprobes: the attach cookie is the function id ----
