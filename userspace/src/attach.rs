@@ -175,7 +175,13 @@ impl Uprobes {
     /// Waits for the multi-link programs' verification, if it is under way.
     fn loaded(&mut self) {
         if let Some(loading) = self.loading.take() {
-            match loading.wait() {
+            let waited = std::time::Instant::now();
+            let loaded = loading.wait();
+            log::debug!(
+                "multi-uprobe programs: waited {} ms for their verification",
+                waited.elapsed().as_millis()
+            );
+            match loaded {
                 Ok(p) => self.multi = Some(p),
                 // The kernel has the links (checked before) but refused the programs: the
                 // perf-event uprobes instead take far longer to attach and to release.
@@ -638,6 +644,9 @@ pub fn load(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
 }
 
 fn load_parsed(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
+    // What each step of a start takes (`-vv`): most of it is the kernel verifying programs.
+    let started = std::time::Instant::now();
+    let step = |what: &str| log::debug!("start: {what} after {} ms", started.elapsed().as_millis());
     let root = tracefs::root()?;
     // Kernel-structure offsets for kernel-function probes; without BTF those probes fail
     // with the reason, nothing else does.
@@ -671,6 +680,7 @@ fn load_parsed(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
             .as_ref()
             .unwrap_or(&strata_common::BlockOffsets::NONE),
     )?;
+    step("kernel BTF read, maps created");
     // While every map is still in `ebpf`: the multi-uprobe programs use them all.
     let mut uprobes = Uprobes::new(&ebpf);
 
@@ -768,6 +778,7 @@ fn load_parsed(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
             .inspect_err(|e| log::info!("syscall probes use raw_syscalls trace events: {e}")),
         SyscallMode::Raw | SyscallMode::PerSyscall => Err("not asked for".into()),
     };
+    step("syscall programs loaded");
     let mut statuses = Vec::with_capacity(probes.len());
     let mut any_syscall = false;
     let mut libs: HashMap<String, Result<(PathBuf, SymbolTable), String>> = HashMap::new();
@@ -881,7 +892,9 @@ fn load_parsed(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
         }
         statuses.push(status);
     }
+    step("probes attached but the multi-uprobe links");
     finish_uprobes(&mut uprobes, &mut ebpf, &mut statuses, probes);
+    step("multi-uprobe links made");
     crate::uring::attach_requests(&mut ebpf, probes, &kernel_btf, &mut statuses)?;
     let lib_inodes = libs
         .values()
@@ -902,6 +915,7 @@ fn load_parsed(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
         &kernel_btf,
         lifecycle_fields.map(|_| ()),
     )?;
+    step("process life-cycle programs attached");
     let traced = BpfHashMap::try_from(map(&mut ebpf, maps::TRACED)?)?;
     let counters = PerCpuArray::try_from(map(&mut ebpf, maps::COUNTERS)?)?;
     let events = crate::ring::EventRing::new(
@@ -991,10 +1005,16 @@ fn load_btf(
     prog: &str,
     tracepoint: &str,
 ) -> Result<(), String> {
+    let started = std::time::Instant::now();
     program::<BtfTracePoint>(ebpf, prog)
         .map_err(|e| e.to_string())?
         .load(tracepoint, btf.as_ref()?)
-        .map_err(|e| format!("{:#}", rejected(prog, &e)))
+        .map_err(|e| format!("{:#}", rejected(prog, &e)))?;
+    log::debug!(
+        "program {prog}: verified in {} ms",
+        started.elapsed().as_millis()
+    );
+    Ok(())
 }
 
 /// Loads the BTF raw tracepoint programs of the syscall layer; the error says why not.

@@ -401,8 +401,10 @@ fn main() -> ExitCode {
         1 => "info",
         _ => "debug",
     };
+    // Times to the millisecond at -vv, where the lines say what a start spends its time on.
+    let stamp = (cli.verbose >= 2).then_some(env_logger::TimestampPrecision::Millis);
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(level))
-        .format_timestamp(None)
+        .format_timestamp(stamp)
         .init();
     match run(cli.cmd) {
         Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),

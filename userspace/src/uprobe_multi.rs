@@ -81,7 +81,13 @@ impl Programs {
             pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&SigSet::all()), None)
                 .context("blocking signals on the thread loading the uprobe programs")?;
             let load = |(name, insns): &(String, Vec<bpf_insn>)| {
-                prog_load(name, insns, &license).map_err(anyhow::Error::new)
+                let started = std::time::Instant::now();
+                let fd = prog_load(name, insns, &license).map_err(anyhow::Error::new);
+                log::debug!(
+                    "program {name}: verified in {} ms",
+                    started.elapsed().as_millis()
+                );
+                fd
             };
             Ok(Self {
                 entry: load(&entry)?,

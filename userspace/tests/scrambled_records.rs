@@ -192,7 +192,10 @@ fn proc() -> impl Strategy<Value = Event> {
                 2 => ProcEvent::Exec,
                 _ => ProcEvent::Exit,
             };
-            Event::Proc { event, rec }
+            Event::Proc {
+                event,
+                rec: Box::new(rec),
+            }
         })
 }
 
