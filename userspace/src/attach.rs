@@ -55,7 +55,9 @@ pub struct Loaded {
     btf_syscalls: bool,
     raw_links: Vec<RawLink>,
     pub ebpf: Ebpf,
-    pub traced: BpfHashMap<MapData, u32, u32>,
+    /// The traced processes, by tgid: see [`Loaded::trace`].
+    traced: BpfHashMap<MapData, u32, u32>,
+    traced_marks: Array<MapData, [u8; strata_common::TRACED_BLOCK]>,
     pub counters: PerCpuArray<MapData, u64>,
     pub events: crate::ring::EventRing,
     pub statuses: Vec<ProbeStatus>,
@@ -373,6 +375,34 @@ fn finish_uprobes(
 }
 
 impl Loaded {
+    /// Traces these processes (at the start, before any other is traced): their marks
+    /// first, which the kernel side reads before the hash of traced processes. A mark is set
+    /// here by a read and a write of its block, so that no fork of a traced process may set
+    /// another in the same block meanwhile: none is traced yet.
+    pub fn trace(&mut self, tgids: &[u32]) -> anyhow::Result<()> {
+        const BLOCK: usize = strata_common::TRACED_BLOCK;
+        for &tgid in tgids {
+            let at = tgid / BLOCK as u32;
+            let mut marks = self.traced_marks.get(&at, 0)?;
+            marks[tgid as usize % BLOCK] = 1;
+            self.traced_marks.set(at, marks, 0)?;
+        }
+        for &tgid in tgids {
+            self.traced.insert(tgid, 1, 0)?;
+        }
+        Ok(())
+    }
+
+    /// Stops tracing `tgid` (its mark stays: a stale one costs a lookup only).
+    pub fn untrace(&mut self, tgid: u32) {
+        let _ = self.traced.remove(&tgid);
+    }
+
+    /// The traced processes.
+    pub fn traced(&self) -> impl Iterator<Item = u32> + '_ {
+        self.traced.keys().flatten()
+    }
+
     /// Whether the file with this (dev, ino) was looked at for probes already.
     pub fn looked_at(&self, file: (u64, u64)) -> bool {
         self.lib_inodes.contains(&file)
@@ -917,6 +947,7 @@ fn load_parsed(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
     )?;
     step("process life-cycle programs attached");
     let traced = BpfHashMap::try_from(map(&mut ebpf, maps::TRACED)?)?;
+    let traced_marks = Array::try_from(map(&mut ebpf, maps::TRACED_MARKS)?)?;
     let counters = PerCpuArray::try_from(map(&mut ebpf, maps::COUNTERS)?)?;
     let events = crate::ring::EventRing::new(
         map(&mut ebpf, maps::EVENTS)?,
@@ -957,6 +988,7 @@ fn load_parsed(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
         raw_links,
         ebpf,
         traced,
+        traced_marks,
         cgroups,
         cgroup_levels: HashMap::new(),
         counters,
@@ -2242,6 +2274,7 @@ mod tests {
         for m in [
             maps::CONFIG,
             maps::TRACED,
+            maps::TRACED_MARKS,
             maps::TASK_STACKS,
             maps::STACKS,
             maps::ZERO_STACK,

@@ -211,12 +211,11 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
     }
 
     let command = if let Some(sp) = &spawned {
-        loaded.traced.insert(sp.pid.as_raw() as u32, 1, 0)?;
+        loaded.trace(&[sp.pid.as_raw() as u32])?;
         args.command.join(" ")
     } else if let Some(tree) = &tree {
-        for pid in tree {
-            loaded.traced.insert(*pid as u32, 1, 0)?;
-        }
+        let tgids: Vec<u32> = tree.iter().map(|pid| *pid as u32).collect();
+        loaded.trace(&tgids)?;
         format!("--pid {}", args.pid.unwrap_or_default())
     } else if let Some(dir) = &args.cgroup {
         format!("--cgroup {}", dir.display())
@@ -321,7 +320,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
         // Stopped during start-up: the command never runs (untraced) behind strata, and its
         // gated fork, which exits at once, is no traced process.
         if let Some(sp) = spawned.take() {
-            let _ = loaded.traced.remove(&(sp.pid.as_raw() as u32));
+            loaded.untrace(sp.pid.as_raw() as u32);
         }
     }
     if let (Some(sp), Some(exe)) = (spawned.as_mut(), &exe) {
@@ -415,7 +414,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
         // one that exited during attach is caught here).
         if tree.is_some() && last_alive_check.elapsed() >= ALIVE_CHECK {
             last_alive_check = Instant::now();
-            if !any_alive(&loaded.traced) {
+            if !any_alive(loaded.traced()) {
                 tree_ended = true;
                 break;
             }
@@ -596,8 +595,8 @@ const ALIVE_CHECK: Duration = Duration::from_millis(250);
 
 /// Whether a process of the traced set still runs (a pid that died before it was added
 /// stays in the map: /proc decides, and a zombie waiting for its parent counts as ended).
-fn any_alive(traced: &aya::maps::HashMap<aya::maps::MapData, u32, u32>) -> bool {
-    traced.keys().flatten().any(|pid| {
+fn any_alive(mut traced: impl Iterator<Item = u32>) -> bool {
+    traced.any(|pid| {
         procfs::process::Process::new(pid as i32)
             .and_then(|p| p.stat())
             .is_ok_and(|s| s.state != 'Z')

@@ -22,6 +22,11 @@ pub const MAX_FUNCS: u32 = 4096;
 pub const FUNC_INT_HANDLES: u32 = MAX_FUNCS / 2;
 /// Entries of the syscall spec map, indexed by syscall number.
 pub const MAX_SYSCALLS: u32 = 1024;
+/// tgids per element of [`maps::TRACED_MARKS`], a byte each.
+pub const TRACED_BLOCK: usize = 64;
+/// Elements of [`maps::TRACED_MARKS`]: a byte for each tgid below the kernel's largest
+/// `pid_max` (2^22), 4 MiB.
+pub const TRACED_BLOCKS: u32 = (1 << 22) / TRACED_BLOCK as u32;
 /// `CLONE_THREAD` from `<linux/sched.h>`: a new task that shares its creator's tgid.
 pub const CLONE_THREAD: u64 = 0x0001_0000;
 
@@ -29,6 +34,9 @@ pub const CLONE_THREAD: u64 = 0x0001_0000;
 pub mod maps {
     pub const CONFIG: &str = "STRATA_CONFIG";
     pub const TRACED: &str = "STRATA_TRACED";
+    /// A byte per tgid, in blocks of [`super::TRACED_BLOCK`]: set for every process in
+    /// [`TRACED`].
+    pub const TRACED_MARKS: &str = "STRATA_TRACED_MARKS";
     /// Per-thread stacks in task-local storage (kernels with BTF).
     pub const TASK_STACKS: &str = "STRATA_TASK_STACKS";
     /// Per-thread stacks by tid (kernels without BTF).

@@ -20,7 +20,7 @@ use strata_common::{
 
 use crate::{
     Res, STRATA_EVENTS, STRATA_TRACED, STRATA_TYPES_SENT, bounded, config, count, in_target,
-    kfunc::kread_at as kread, masked, output_prefix, thread, traced, user_traced,
+    kfunc::kread_at as kread, mark_traced, masked, output_prefix, thread, traced, user_traced,
 };
 
 /// Where a part of a new image's arguments or environment is assembled.
@@ -133,6 +133,7 @@ fn on_newtask(cfg: &Config, child: i32, clone_flags: u64) -> Res<()> {
     // A new process (not a thread) of a traced process is traced from its first instruction.
     // (In cgroup mode the child is in its parent's cgroup: the filter already sees it.)
     if clone_flags & CLONE_THREAD == 0 && cfg.trace_all == 0 && cfg.cgroup_mode == 0 {
+        mark_traced(child as u32);
         let _ = STRATA_TRACED.insert(child as u32, 1, 0);
     }
     if !user_traced(cfg) {

@@ -46,7 +46,8 @@ use strata_common::{
     MAX_TYPE_TABLES, NO_ARG, OUT_BUFFERED, OUT_MPI_STATUS, OUT_TEXT, OnlyKey, RecordKind,
     SPEC_AIO_REAP, SPEC_AIO_SUBMIT, SPEC_AIO_WAIT, SPEC_EMIT_AT_ENTRY, SPEC_ENABLED, SPEC_IF_ZERO,
     SPEC_IMPLICIT_STREAM, SPEC_STREAM_END, SPEC_WAKE, STR_CAP, STR_FAILED, StrHeader, StrRecord,
-    TEXT_PIECES, ThreadStack, TypeId, TypeIdsRecord, TypeTable, WAKEUP_BYTES, stream_var_delta,
+    TEXT_PIECES, TRACED_BLOCK, TRACED_BLOCKS, ThreadStack, TypeId, TypeIdsRecord, TypeTable,
+    WAKEUP_BYTES, stream_var_delta,
 };
 
 #[map]
@@ -55,6 +56,43 @@ static STRATA_CONFIG: Array<Config> = Array::with_max_entries(1, 0);
 /// tgids being traced (unless `trace_all`).
 #[map]
 static STRATA_TRACED: HashMap<u32, u32> = HashMap::with_max_entries(65536, 0);
+
+/// A byte per tgid, set before the process's entry in `STRATA_TRACED` is made and never
+/// cleared: a clear one says a process is not traced without the hash lookup, a helper
+/// call of some 25 ns at every syscall of every other process on the node, where the
+/// kernel reads an array inline. A stale one (a pid used again) costs the lookup only.
+/// Bytes, not bits: consecutive forks make neighbouring pids, and a byte is set by a store
+/// of its own where a bit would need an atomic update of its word.
+#[map]
+static STRATA_TRACED_MARKS: Array<[u8; TRACED_BLOCK]> = Array::with_max_entries(TRACED_BLOCKS, 0);
+
+/// Whether `tgid` may be in `STRATA_TRACED` (its mark is set).
+#[inline(always)]
+fn may_be_traced(tgid: u32) -> bool {
+    STRATA_TRACED_MARKS
+        .get(tgid / TRACED_BLOCK as u32)
+        .is_none_or(|b| b[tgid as usize % TRACED_BLOCK] != 0)
+}
+
+/// [`traced`] at a syscall, which every process on the node makes: most are not traced, and
+/// their marks say so first. (Library and kernel-function entries trap at a cost that dwarfs
+/// the lookup, and the kernel-function entry is near its verifier budget on 6.12.)
+#[inline(always)]
+fn traced_at_syscall(cfg: &Config, tgid: u32) -> bool {
+    if cfg.trace_all == 0 && cfg.cgroup_mode == 0 && !may_be_traced(tgid) {
+        return false;
+    }
+    traced(cfg, tgid)
+}
+
+/// Sets `tgid`'s mark, before its entry in `STRATA_TRACED` is made.
+#[inline(always)]
+fn mark_traced(tgid: u32) {
+    if let Some(b) = STRATA_TRACED_MARKS.get_ptr_mut(tgid / TRACED_BLOCK as u32) {
+        // SAFETY: an element of the array map, valid for the program's run.
+        unsafe { (*b)[tgid as usize % TRACED_BLOCK] = 1 };
+    }
+}
 
 /// Traced cgroups v2 by id (the value is unused), when `Config::cgroup_levels` is set.
 #[map]
@@ -878,7 +916,7 @@ fn on_entry<const CAPTURE: u8>(spec: &FuncSpec, args: &mut [u64; MAX_ARGS], site
     let tgid = (pid_tgid >> 32) as u32;
     let st = if CAPTURE & AT_SYSCALL != 0 {
         // One storage lookup where there are two below: a helper call fewer per syscall.
-        let Some(st) = me.entry_stack(fixed, || traced(cfg, tgid))? else {
+        let Some(st) = me.entry_stack(fixed, || traced_at_syscall(cfg, tgid))? else {
             return Ok(());
         };
         Some(st)
