@@ -59,8 +59,9 @@ static STRATA_TRACED: HashMap<u32, u32> = HashMap::with_max_entries(65536, 0);
 
 /// A byte per tgid, set before the process's entry in `STRATA_TRACED` is made and never
 /// cleared: a clear one says a process is not traced without the hash lookup, a helper
-/// call of some 25 ns at every syscall of every other process on the node, where the
-/// kernel reads an array inline. A stale one (a pid used again) costs the lookup only.
+/// call at every syscall of every other process on the node, where the kernel reads an
+/// array inline (measured: strata's filter of such a syscall went from 70 to 33 ns). A stale
+/// one (a pid used again) costs the lookup only.
 /// Bytes, not bits: consecutive forks make neighbouring pids, and a byte is set by a store
 /// of its own where a bit would need an atomic update of its word.
 #[map]
