@@ -82,12 +82,12 @@ impl Programs {
                 .context("blocking signals on the thread loading the uprobe programs")?;
             let load = |(name, insns): &(String, Vec<bpf_insn>)| {
                 let started = std::time::Instant::now();
-                let fd = prog_load(name, insns, &license).map_err(anyhow::Error::new);
+                let fd = prog_load(name, insns, &license).map_err(anyhow::Error::new)?;
                 log::debug!(
                     "program {name}: verified in {} ms",
                     started.elapsed().as_millis()
                 );
-                fd
+                anyhow::Ok(fd)
             };
             Ok(Self {
                 entry: load(&entry)?,
