@@ -519,8 +519,14 @@ impl Loaded {
         self.update_levels()
     }
 
+    /// After each change of the traced cgroups: their levels, then a new epoch, which sets
+    /// aside the verdicts the kernel side cached before (a cgroup's, once worked out, holds
+    /// until the traced cgroups change: its ancestors never do). Two updates: a program
+    /// that reads the new epoch then finds the levels it goes with.
     fn update_levels(&mut self) -> anyhow::Result<()> {
         self.config_value.cgroup_levels = self.cgroup_levels.values().fold(0, |m, l| m | 1 << l);
+        self.config.set(0, self.config_value, 0)?;
+        self.config_value.cgroup_epoch = self.config_value.cgroup_epoch.wrapping_add(1);
         self.config.set(0, self.config_value, 0)?;
         Ok(())
     }
@@ -2275,6 +2281,7 @@ mod tests {
             maps::CONFIG,
             maps::TRACED,
             maps::TRACED_MARKS,
+            maps::CGROUP_VERDICTS,
             maps::TASK_STACKS,
             maps::STACKS,
             maps::ZERO_STACK,

@@ -90,6 +90,8 @@ pub const TYPES_READ: &[&str] = &[
     "bio",
     "block_device",
     "bvec_iter",
+    "cgroup",
+    "css_set",
     "dentry",
     "fdtable",
     "file",
@@ -102,6 +104,7 @@ pub const TYPES_READ: &[&str] = &[
     "io_kiocb",
     "io_uring_cqe",
     "io_uring_op",
+    "kernfs_node",
     "linux_binprm",
     "mm_struct",
     "mnt_namespace",
@@ -487,7 +490,19 @@ pub fn task_offsets(btf: &KernelBtf) -> Result<strata_common::TaskOffsets, BtfEr
         pid: member_offset(btf, "task_struct", "pid")?,
         tgid: member_offset(btf, "task_struct", "tgid")?,
         bpf_storage: member_offset(btf, "task_struct", "bpf_storage").unwrap_or(0),
-        _pad: 0,
+        ..cgroup_offsets(btf).unwrap_or_default()
+    })
+}
+
+/// Where the programs read the current task's cgroup v2 id (all 0 where one is missing).
+fn cgroup_offsets(btf: &KernelBtf) -> Result<strata_common::TaskOffsets, BtfError> {
+    let m = |s: &str, f: &str| member_offset(btf, s, f);
+    Ok(strata_common::TaskOffsets {
+        cgroups: m("task_struct", "cgroups")?,
+        css_dfl_cgrp: m("css_set", "dfl_cgrp")?,
+        cgroup_kn: m("cgroup", "kn")?,
+        kn_id: m("kernfs_node", "id")?,
+        ..Default::default()
     })
 }
 
@@ -773,6 +788,12 @@ mod tests {
             t.bpf_storage > 0 && t.bpf_storage.is_multiple_of(8),
             "{t:?}"
         );
+        // Pointers (and the u64 id): 8-byte aligned; the kernfs node is not a cgroup's first
+        // field, but a task's cgroups may be at any offset.
+        for off in [t.cgroups, t.css_dfl_cgrp, t.cgroup_kn, t.kn_id] {
+            assert!(off.is_multiple_of(8), "{t:?}");
+        }
+        assert!(t.cgroups > 0 && t.cgroup_kn > 0, "{t:?}");
     }
 
     #[test]

@@ -116,6 +116,18 @@ fn attachments(pid: u32) -> usize {
 /// running.
 struct Owned(Child);
 
+impl Owned {
+    /// SIGTERM, and a clean exit.
+    fn terminate(&mut self) {
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.0.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        )
+        .unwrap();
+        assert!(self.0.wait().unwrap().success());
+    }
+}
+
 impl Drop for Owned {
     fn drop(&mut self) {
         if self.0.try_wait().ok().flatten().is_none() {
@@ -270,12 +282,7 @@ fn daemon_traces_jobs_into_separate_datasets_and_keeps_running() {
         None,
         "the daemon exited early"
     );
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(daemon.0.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
-    assert!(daemon.0.wait().unwrap().success());
+    daemon.terminate();
     let log = log.join().unwrap();
     assert!(
         log.iter().any(|l| l.contains("job job-c closed")),
@@ -325,6 +332,57 @@ fn daemon_traces_jobs_into_separate_datasets_and_keeps_running() {
         let procs = rows(&dataset, "processes");
         assert!(!procs.is_empty(), "{job}");
     }
+}
+
+/// The kernel side keeps each cgroup's verdict (traced or not) until the traced cgroups
+/// change. A job started over processes that already ran in its cgroup, untraced while
+/// another job was traced, has their next calls: their cgroup's verdict is worked out anew.
+#[test]
+fn a_job_started_over_running_processes_has_their_next_calls() {
+    require_root();
+    let dir = scratch("daemon-running");
+    let d = dir.display();
+    let root = dir.join("root");
+    let socket = dir.join("ctl.sock");
+    let (mut daemon, log) = start_daemon(&root, &socket, "posix", &[]);
+    let x = Group::new("job-x");
+    x.create();
+    ctl(
+        &socket,
+        &["start", "job-x", "--cgroup", x.0.to_str().unwrap()],
+    );
+    // Syscalls in cgroup Y, which is no job's yet, until `go` exists; then one write more.
+    let y = Group::new("job-y");
+    y.create();
+    let go = dir.join("go");
+    let mut w = inside(
+        &y,
+        &format!(
+            "while [ ! -e {go} ]; do dd if=/dev/zero of={d}/y_before bs=1 count=1 status=none; \
+             done; dd if=/dev/zero of={d}/y_after bs=123 count=1 status=none",
+            go = go.display()
+        ),
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    ctl(
+        &socket,
+        &["start", "job-y", "--cgroup", y.0.to_str().unwrap()],
+    );
+    std::fs::write(&go, "").unwrap();
+    assert!(w.wait().unwrap().success());
+    std::thread::sleep(Duration::from_millis(500));
+    ctl(&socket, &["stop", "job-y"]);
+    ctl(&socket, &["stop", "job-x"]);
+    daemon.terminate();
+    log.join().unwrap();
+
+    let jy = per_file(&root.join("job-y"), "write");
+    assert_eq!(jy.get("y_after"), Some(&(1, 123)), "job Y: {jy:?}");
+    let jx = per_file(&root.join("job-x"), "write");
+    assert!(
+        jx.keys().all(|f| !f.starts_with("y_")),
+        "cgroup Y is not job X's: {jx:?}"
+    );
 }
 
 /// Bytes of process `pid`'s libc code that differ from the file's (None when it maps no
@@ -406,12 +464,7 @@ fn an_idle_daemon_leaves_no_breakpoint_in_the_nodes_processes() {
             breakpoints(pid) == Some(0)
         });
     }
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(daemon.0.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
-    assert!(daemon.0.wait().unwrap().success());
+    daemon.terminate();
     drop(bystander);
     for job in jobs {
         let log = format!("{job}.log");
@@ -454,12 +507,7 @@ fn each_job_has_the_calls_of_an_installed_hdf5_build_from_the_first() {
         std::thread::sleep(Duration::from_millis(500));
         ctl(&socket, &["stop", job]);
     }
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(daemon.0.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
-    assert!(daemon.0.wait().unwrap().success());
+    daemon.terminate();
     for job in jobs {
         let mut calls = rows(&root.join(job), "calls");
         calls.sort_by_key(|c| c.i("ts_begin_ns"));
@@ -562,12 +610,7 @@ fn slurm_prolog_and_epilog_drive_the_daemon() {
         let _ = std::fs::remove_dir(&scope);
     }
     // Without a daemon the scripts still succeed: a job is never held up by tracing.
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(daemon.0.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
-    assert!(daemon.0.wait().unwrap().success());
+    daemon.terminate();
     script("prolog.sh");
 
     let files = per_file(&root.join(&job), "write");

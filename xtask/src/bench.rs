@@ -755,8 +755,9 @@ pub fn run(calls: u64, only: Option<&str>, json_path: &Path) -> anyhow::Result<(
     if only.is_some() {
         return write_results(json_path, results);
     }
-    // What the processes strata does not trace pay beside it.
-    let (alone, beside, empty) = untraced_beside(&strata, &exe, &dir, calls)?;
+    // What the processes strata does not trace pay beside it: a run of a command (its
+    // process tree, by pid), and one of a cgroup (as the daemon traces jobs).
+    let (alone, beside, empty, beside_cgroup) = untraced_beside(&strata, &exe, &dir, calls)?;
     println!(
         "\na process strata does not trace, beside it: +{:.0} ns per write(1 B) (an empty probe adds {:.0} ns): strata's filter is {:.0} ns",
         beside - alone,
@@ -768,6 +769,18 @@ pub fn run(calls: u64, only: Option<&str>, json_path: &Path) -> anyhow::Result<(
         "added_ns_per_call": beside - alone,
         "empty_probe_ns_per_call": empty - alone,
     }));
+    if let Some(b) = beside_cgroup {
+        println!(
+            "beside a run that traces a cgroup (--cgroup, as the daemon does jobs): +{:.0} ns per write(1 B): strata's filter is {:.0} ns",
+            b - alone,
+            b - empty
+        );
+        results.push(json!({
+            "workload": "untraced write(1 B) beside strata --cgroup",
+            "added_ns_per_call": b - alone,
+            "empty_probe_ns_per_call": empty - alone,
+        }));
+    }
 
     // Sustained event rates: a paced workload for about two seconds at each rate, with the
     // default ring buffer. What is lost, and what strata's memory does as the rate grows.
@@ -1373,7 +1386,7 @@ fn untraced_beside(
     exe: &Path,
     dir: &Path,
     n: u64,
-) -> anyhow::Result<(f64, f64, f64)> {
+) -> anyhow::Result<(f64, f64, f64, Option<f64>)> {
     let best = |cmd: &dyn Fn() -> Command| -> anyhow::Result<f64> {
         let mut best = f64::MAX;
         for _ in 0..3 {
@@ -1406,11 +1419,52 @@ fn untraced_beside(
         &["--layers", "posix"],
         || best(&alone),
     )?;
-    Ok((base, beside, empty))
+    let beside_cgroup = match Cgroup::new()? {
+        Some(cg) => {
+            let path = cg.0.to_string_lossy().into_owned();
+            Some(beside_strata(
+                strata,
+                &dir.join("out-beside-cgroup"),
+                &["--layers", "posix", "--cgroup", &path],
+                || best(&alone),
+            )?)
+        }
+        None => {
+            println!("(no cgroup v2 mount: the filter of cgroup mode is not measured)");
+            None
+        }
+    };
+    Ok((base, beside, empty, beside_cgroup))
 }
 
-/// Runs `f` while `strata record` (with `args`) traces another command, and returns what it
-/// returned: what the processes strata does not trace pay beside it.
+/// An empty cgroup v2 for a run to trace, removed on drop (None without a cgroup v2 mount).
+struct Cgroup(std::path::PathBuf);
+
+impl Cgroup {
+    fn new() -> anyhow::Result<Option<Self>> {
+        let Some(root) = ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]
+            .into_iter()
+            .map(Path::new)
+            .find(|p| p.join("cgroup.controllers").exists())
+        else {
+            return Ok(None);
+        };
+        let dir = root.join(format!("strata-bench-{}", std::process::id()));
+        let _ = fs::remove_dir(&dir);
+        fs::create_dir(&dir).with_context(|| format!("cannot create cgroup {}", dir.display()))?;
+        Ok(Some(Self(dir)))
+    }
+}
+
+impl Drop for Cgroup {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir(&self.0);
+    }
+}
+
+/// Runs `f` while `strata record` (with `args`) traces another command, or a cgroup where
+/// `args` name one, and returns what it returned: what the processes strata does not trace
+/// pay beside it.
 pub(crate) fn beside_strata<T>(
     strata: &Path,
     out_dir: &Path,
@@ -1422,13 +1476,15 @@ pub(crate) fn beside_strata<T>(
         process::Stdio,
     };
     // The command strata records waits on its input: closed, it exits, and strata with it.
+    // A run of a cgroup has no command: it stops at SIGINT.
+    let cgroup = args.contains(&"--cgroup");
     let _ = fs::remove_dir_all(out_dir);
-    let mut child = Command::new(strata)
-        .arg("record")
-        .args(args)
-        .arg("-o")
-        .arg(out_dir)
-        .args(["--", "cat"])
+    let mut cmd = Command::new(strata);
+    cmd.arg("record").args(args).arg("-o").arg(out_dir);
+    if !cgroup {
+        cmd.args(["--", "cat"]);
+    }
+    let mut child = cmd
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -1439,9 +1495,17 @@ pub(crate) fn beside_strata<T>(
     let attached = lines.find_map(|l| l.ok().filter(|l| l.contains("probes attached")));
     let got = attached.map(|_| f());
     drop(child.stdin.take());
+    if cgroup {
+        // SAFETY: a signal to the child, which has not been waited for yet.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    }
     let status = child.wait()?;
     let got = got.context("strata record ended before its probes were attached")??;
-    anyhow::ensure!(status.success(), "strata record failed ({status})");
+    // 128 + SIGINT: the exit status of a run stopped by it.
+    anyhow::ensure!(
+        status.success() || (cgroup && status.code() == Some(130)),
+        "strata record failed ({status})"
+    );
     Ok(got)
 }
 

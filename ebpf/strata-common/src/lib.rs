@@ -58,6 +58,8 @@ pub mod maps {
     pub const AIO_WAITS: &str = "STRATA_AIO_WAITS";
     pub const KFUNC_IDS: &str = "STRATA_KFUNC_IDS";
     pub const CGROUPS: &str = "STRATA_CGROUPS";
+    /// Cgroup mode: each cgroup's verdict, as the syscall entry last worked it out.
+    pub const CGROUP_VERDICTS: &str = "STRATA_CGROUP_VERDICTS";
     pub const USERS: &str = "STRATA_USERS";
     pub const LAST_WAKE: &str = "STRATA_LAST_WAKE";
     /// `u64`, one: the data waiting below which the kernel wakes the ring's reader for no
@@ -543,6 +545,9 @@ pub struct Config {
     /// The depths of those cgroups below the cgroup v2 root (bit n: one is at level n,
     /// `n < MAX_CGROUP_LEVEL`).
     pub cgroup_levels: u32,
+    /// Changed with every change of [`maps::CGROUPS`] and `cgroup_levels`, after it: a
+    /// verdict worked out before (in [`maps::CGROUP_VERDICTS`]) is not used after.
+    pub cgroup_epoch: u32,
     /// Non-zero: only processes whose real uid is in [`maps::USERS`] are traced.
     pub user_filter: u32,
     /// From the running kernel's BTF, for a new program image's arguments and environment:
@@ -715,6 +720,13 @@ pub struct TaskOffsets {
     /// `.bpf_storage`, the task's local storage (null where it has none: a thread strata
     /// does not trace, on most nodes); 0 where the kernel's BTF lacks it.
     pub bpf_storage: u32,
+    /// The id of the task's cgroup v2, where cgroup mode reads it: `task_struct.cgroups`,
+    /// `css_set.dfl_cgrp`, `cgroup.kn`, `kernfs_node.id` (`cgroups` 0 where unknown: the
+    /// helper call then).
+    pub cgroups: u32,
+    pub css_dfl_cgrp: u32,
+    pub cgroup_kn: u32,
+    pub kn_id: u32,
     pub _pad: u32,
 }
 
@@ -830,6 +842,10 @@ pub const URING_FIXED_FILE: u32 = 1;
 
 /// Depths of traced cgroups the kernel filter looks at (see [`Config::cgroup_levels`]).
 pub const MAX_CGROUP_LEVEL: u32 = 32;
+/// Elements of [`maps::CGROUP_VERDICTS`], by cgroup id modulo this (16 bytes each): a node's
+/// cgroups number in the hundreds or thousands, and two that share an element only redo
+/// the lookups when they take turns.
+pub const CGROUP_VERDICT_SLOTS: u32 = 1 << 14;
 
 /// How the kernel side captures one probed function or syscall.
 #[repr(C)]
@@ -1339,9 +1355,9 @@ mod pod {
 }
 
 const _: () = {
-    assert!(core::mem::size_of::<Config>() == 168);
+    assert!(core::mem::size_of::<Config>() == 172);
     assert!(core::mem::size_of::<BlockOffsets>() == 56);
-    assert!(core::mem::size_of::<TaskOffsets>() == 16);
+    assert!(core::mem::size_of::<TaskOffsets>() == 32);
     assert!(core::mem::size_of::<ImageHeader>() == 24);
     assert!(core::mem::size_of::<FuncSpec>() == 24);
     assert!(core::mem::size_of::<OnlyKey>() == 8);

@@ -39,15 +39,15 @@ use aya_ebpf::{
     programs::{BtfTracePointContext, ProbeContext, RetProbeContext, TracePointContext},
 };
 use strata_common::{
-    ARRAY_MAX_BYTES, ARRAY_PIECES, BLOB_WORDS, CALL_OUT_VALID, COOKIE_LOAD_AT_CALL,
-    COOKIE_STREAM_INDIRECT, COOKIE_STREAM_VAR, COOKIE_TABLE_SHIFT, COUNTER_SLOTS, CallRecord,
-    Config, Counter, DEREF_FAILED, FD_FROM_RET, FRAME_KERNEL, FRAME_STR_RETRY, Frame, FuncSpec,
-    MAX_ARGS, MAX_CGROUP_LEVEL, MAX_DEPTH, MAX_FUNCS, MAX_ONLY_VALUES, MAX_SYSCALLS, MAX_TYPE_REFS,
-    MAX_TYPE_TABLES, NO_ARG, OUT_BUFFERED, OUT_MPI_STATUS, OUT_TEXT, OnlyKey, RecordKind,
-    SPEC_AIO_REAP, SPEC_AIO_SUBMIT, SPEC_AIO_WAIT, SPEC_EMIT_AT_ENTRY, SPEC_ENABLED, SPEC_IF_ZERO,
-    SPEC_IMPLICIT_STREAM, SPEC_STREAM_END, SPEC_WAKE, STR_CAP, STR_FAILED, StrHeader, StrRecord,
-    TEXT_PIECES, TRACED_BLOCK, TRACED_BLOCKS, ThreadStack, TypeId, TypeIdsRecord, TypeTable,
-    WAKEUP_BYTES, stream_var_delta,
+    ARRAY_MAX_BYTES, ARRAY_PIECES, BLOB_WORDS, CALL_OUT_VALID, CGROUP_VERDICT_SLOTS,
+    COOKIE_LOAD_AT_CALL, COOKIE_STREAM_INDIRECT, COOKIE_STREAM_VAR, COOKIE_TABLE_SHIFT,
+    COUNTER_SLOTS, CallRecord, Config, Counter, DEREF_FAILED, FD_FROM_RET, FRAME_KERNEL,
+    FRAME_STR_RETRY, Frame, FuncSpec, MAX_ARGS, MAX_CGROUP_LEVEL, MAX_DEPTH, MAX_FUNCS,
+    MAX_ONLY_VALUES, MAX_SYSCALLS, MAX_TYPE_REFS, MAX_TYPE_TABLES, NO_ARG, OUT_BUFFERED,
+    OUT_MPI_STATUS, OUT_TEXT, OnlyKey, RecordKind, SPEC_AIO_REAP, SPEC_AIO_SUBMIT, SPEC_AIO_WAIT,
+    SPEC_EMIT_AT_ENTRY, SPEC_ENABLED, SPEC_IF_ZERO, SPEC_IMPLICIT_STREAM, SPEC_STREAM_END,
+    SPEC_WAKE, STR_CAP, STR_FAILED, StrHeader, StrRecord, TEXT_PIECES, TRACED_BLOCK, TRACED_BLOCKS,
+    ThreadStack, TypeId, TypeIdsRecord, TypeTable, WAKEUP_BYTES, stream_var_delta,
 };
 
 #[map]
@@ -76,11 +76,16 @@ fn may_be_traced(tgid: u32) -> bool {
 }
 
 /// [`traced`] at a syscall, which every process on the node makes: most are not traced, and
-/// their marks say so first. (Library and kernel-function entries trap at a cost that dwarfs
-/// the lookup, and the kernel-function entry is near its verifier budget on 6.12.)
+/// their marks, or their cgroup's cached verdict, say so first. (Library and kernel-function
+/// entries trap at a cost that dwarfs the lookups, and the kernel-function entry is near its
+/// verifier budget on 6.12.)
 #[inline(always)]
-fn traced_at_syscall(cfg: &Config, tgid: u32) -> bool {
-    if cfg.trace_all == 0 && cfg.cgroup_mode == 0 && !may_be_traced(tgid) {
+fn traced_at_syscall(cfg: &Config, me: &thread::Me) -> bool {
+    let tgid = me.tgid();
+    if cfg.cgroup_mode != 0 {
+        return not_self(cfg, tgid) && in_traced_cgroup_cached(cfg, me) && user_traced(cfg);
+    }
+    if cfg.trace_all == 0 && !may_be_traced(tgid) {
         return false;
     }
     traced(cfg, tgid)
@@ -98,6 +103,60 @@ fn mark_traced(tgid: u32) {
 /// Traced cgroups v2 by id (the value is unused), when `Config::cgroup_levels` is set.
 #[map]
 static STRATA_CGROUPS: HashMap<u64, u32> = HashMap::with_max_entries(4096, 0);
+
+/// A cgroup's verdict in cgroup mode, as worked out in some `Config::cgroup_epoch`.
+#[repr(C)]
+struct CgroupVerdict {
+    id: u64,
+    /// The id's low 32 bits above the epoch (31 bits) above the verdict (the lowest bit).
+    /// Two CPUs that store verdicts of different cgroups into one element at once may leave
+    /// one's id with the other's tag: the id's bits in the tag tell.
+    tag: u64,
+}
+
+/// Verdicts by cgroup id modulo the size. Every syscall of every process on the node asks
+/// whether its cgroup is traced: the ancestor lookups and the hash lookup of each level in
+/// use cost some 100 ns here, the cgroup's id and a read of this array (inline: no helper
+/// call) a fraction. A cgroup's verdict holds until the traced cgroups change, as its
+/// ancestors never do (cgroup v2 moves no cgroup to another parent) and ids are not reused.
+#[map]
+static STRATA_CGROUP_VERDICTS: Array<CgroupVerdict> =
+    Array::with_max_entries(CGROUP_VERDICT_SLOTS, 0);
+
+/// [`in_traced_cgroup`] by the current task's cgroup's cached verdict, worked out and kept
+/// where there is none of this epoch.
+#[inline(always)]
+fn in_traced_cgroup_cached(cfg: &Config, me: &thread::Me) -> bool {
+    // Read before the traced cgroups: user space changes the epoch after them, so a verdict
+    // from cgroups older than the epoch it is kept with is never used.
+    // SAFETY: a field of the config map's value.
+    let epoch = unsafe { core::ptr::read_volatile(&raw const cfg.cgroup_epoch) };
+    let id = me.cgroup_id();
+    if id == 0 {
+        // Unreadable (no task is without a cgroup): no verdict to keep.
+        return in_traced_cgroup(cfg.cgroup_levels);
+    }
+    let tag = (id << 32) | (u64::from(epoch & 0x7fff_ffff) << 1);
+    let slot = STRATA_CGROUP_VERDICTS.get_ptr_mut((id % u64::from(CGROUP_VERDICT_SLOTS)) as u32);
+    if let Some(v) = slot {
+        // SAFETY: an element of the array map; a concurrent store is told by the tag.
+        let (kept_id, kept_tag) = unsafe { ((*v).id, (*v).tag) };
+        if kept_id == id && kept_tag & !1 == tag {
+            return kept_tag & 1 != 0;
+        }
+    }
+    // SAFETY: as above (after the epoch: user space writes the levels first).
+    let levels = unsafe { core::ptr::read_volatile(&raw const cfg.cgroup_levels) };
+    let verdict = in_traced_cgroup(levels);
+    if let Some(v) = slot {
+        // SAFETY: as above.
+        unsafe {
+            (*v).id = id;
+            (*v).tag = tag | u64::from(verdict);
+        }
+    }
+    verdict
+}
 
 /// The uids traced when `Config::user_filter` is set (the value is unused).
 #[map]
@@ -263,7 +322,7 @@ fn user_traced(cfg: &Config) -> bool {
 /// Is the current process one strata was asked to trace (whatever its user)?
 #[inline(always)]
 fn in_target(cfg: &Config, tgid: u32) -> bool {
-    if tgid == cfg.self_tgid || cfg.stopped != 0 {
+    if !not_self(cfg, tgid) {
         return false;
     }
     if cfg.cgroup_mode != 0 {
@@ -271,6 +330,12 @@ fn in_target(cfg: &Config, tgid: u32) -> bool {
     }
     // SAFETY: read-only lookup of a plain integer value.
     cfg.trace_all != 0 || unsafe { STRATA_TRACED.get(tgid) }.is_some()
+}
+
+/// Neither strata itself nor a process of a stopped run.
+#[inline(always)]
+fn not_self(cfg: &Config, tgid: u32) -> bool {
+    tgid != cfg.self_tgid && cfg.stopped == 0
 }
 
 /// Is the current task inside one of the traced cgroups? One ancestor lookup per level in
@@ -917,7 +982,7 @@ fn on_entry<const CAPTURE: u8>(spec: &FuncSpec, args: &mut [u64; MAX_ARGS], site
     let tgid = (pid_tgid >> 32) as u32;
     let st = if CAPTURE & AT_SYSCALL != 0 {
         // One storage lookup where there are two below: a helper call fewer per syscall.
-        let Some(st) = me.entry_stack(fixed, || traced_at_syscall(cfg, tgid))? else {
+        let Some(st) = me.entry_stack(fixed, || traced_at_syscall(cfg, &me))? else {
             return Ok(());
         };
         Some(st)

@@ -5,7 +5,7 @@
 use aya_ebpf::{
     bindings::{BPF_F_NO_PREALLOC, BPF_LOCAL_STORAGE_GET_F_CREATE, bpf_map_type, task_struct},
     helpers::{
-        bpf_get_current_pid_tgid,
+        bpf_get_current_cgroup_id, bpf_get_current_pid_tgid,
         generated::{bpf_get_current_task_btf, bpf_task_storage_get},
     },
     macros::{btf_map, map},
@@ -27,6 +27,10 @@ static STRATA_TASK_OFFSETS: TaskOffsets = TaskOffsets {
     pid: 0,
     tgid: 0,
     bpf_storage: 0,
+    cgroups: 0,
+    css_dfl_cgrp: 0,
+    cgroup_kn: 0,
+    kn_id: 0,
     _pad: 0,
 };
 
@@ -136,6 +140,29 @@ impl Me {
     #[inline(always)]
     pub fn tgid(&self) -> u32 {
         (self.pid_tgid >> 32) as u32
+    }
+
+    /// The id of the thread's cgroup v2: four loads from its task where the kernel has BTF,
+    /// in place of a helper call (which cost some 40 ns a syscall here, in cgroup mode).
+    #[inline(always)]
+    pub fn cgroup_id(&self) -> u64 {
+        let cgroups = set_at_load!(STRATA_TASK_OFFSETS.cgroups);
+        if !task_storage() || cgroups == 0 {
+            // SAFETY: the helper only reads the current task's cgroup.
+            return unsafe { bpf_get_current_cgroup_id() };
+        }
+        // The verifier knows each pointer's type from the one before (a faulting load reads
+        // 0): css_set, cgroup, kernfs_node.
+        let set: u64 = at(self.task.cast_const().cast(), cgroups);
+        let cgroup: u64 = at(
+            set as *const u8,
+            set_at_load!(STRATA_TASK_OFFSETS.css_dfl_cgrp),
+        );
+        let kn: u64 = at(
+            cgroup as *const u8,
+            set_at_load!(STRATA_TASK_OFFSETS.cgroup_kn),
+        );
+        at(kn as *const u8, set_at_load!(STRATA_TASK_OFFSETS.kn_id))
     }
 
     /// The thread's stack, if it has one.
