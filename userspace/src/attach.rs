@@ -505,6 +505,19 @@ impl Loaded {
                 strata_common::MAX_CGROUP_LEVEL - 1
             );
         }
+        let mut depths: Vec<u32> = self.cgroup_levels.values().copied().collect();
+        depths.sort_unstable();
+        depths.dedup();
+        if !depths.contains(&c.level) && depths.len() >= strata_common::MAX_CGROUP_DEPTHS {
+            anyhow::bail!(
+                "cgroup {} is {} levels deep, and the traced cgroups are already at {} \
+                 different depths ({depths:?}), as many as strata follows at once; stop \
+                 tracing those at one of them first",
+                c.id,
+                c.level,
+                depths.len()
+            );
+        }
         self.cgroups
             .insert(c.id, c.level, 0)
             .with_context(|| format!("cannot add cgroup {} to the kernel filter", c.id))?;
@@ -524,7 +537,7 @@ impl Loaded {
     /// until the traced cgroups change: its ancestors never do). Two updates: a program
     /// that reads the new epoch then finds the levels it goes with.
     fn update_levels(&mut self) -> anyhow::Result<()> {
-        self.config_value.cgroup_levels = self.cgroup_levels.values().fold(0, |m, l| m | 1 << l);
+        self.config_value.cgroup_levels = cgroup_depths(self.cgroup_levels.values().copied());
         self.config.set(0, self.config_value, 0)?;
         self.config_value.cgroup_epoch = self.config_value.cgroup_epoch.wrapping_add(1);
         self.config.set(0, self.config_value, 0)?;
@@ -1325,6 +1338,19 @@ fn syscall_tracepoint<'a>(ebpf: &'a mut Ebpf, name: &str) -> anyhow::Result<&'a 
     Ok(prog)
 }
 
+/// The kernel filter's list of the depths of the traced cgroups (`Config::cgroup_levels`):
+/// each once, shallowest first; at most as many as it holds (`add_cgroup` refuses more).
+fn cgroup_depths(levels: impl Iterator<Item = u32>) -> [u8; strata_common::MAX_CGROUP_DEPTHS] {
+    let mut depths: Vec<u8> = levels.filter_map(|l| u8::try_from(l).ok()).collect();
+    depths.sort_unstable();
+    depths.dedup();
+    let mut list = [strata_common::NO_CGROUP_LEVEL; strata_common::MAX_CGROUP_DEPTHS];
+    for (slot, d) in list.iter_mut().zip(depths) {
+        *slot = d;
+    }
+    list
+}
+
 fn lifecycle_config(root: &Path, opts: &Options) -> anyhow::Result<Config> {
     let newtask = tracefs::format(root, "task", "task_newtask")?;
     let exec = tracefs::format(root, "sched", "sched_process_exec")?;
@@ -1349,6 +1375,7 @@ fn lifecycle_config(root: &Path, opts: &Options) -> anyhow::Result<Config> {
         stdio_read_off: opts.stdio_read_offset,
         stopped: 0,
         cgroup_mode: u32::from(opts.cgroup_mode),
+        cgroup_levels: [strata_common::NO_CGROUP_LEVEL; strata_common::MAX_CGROUP_DEPTHS],
         user_filter: u32::from(!opts.users.is_empty()),
         // Filled from the kernel's BTF where it has them.
         ..Config::default()
@@ -2150,8 +2177,16 @@ mod tests {
     use object::{Object as _, ObjectSection as _, ObjectSymbol as _, SymbolKind};
     use strata_common::{FIELD_NONE, KernelEvent, globals, maps, programs};
 
-    use super::{EBPF, fdinfo_field, kernel_fields, link_halving};
+    use super::{EBPF, cgroup_depths, fdinfo_field, kernel_fields, link_halving};
     use crate::tracefs::parse_format;
+
+    #[test]
+    fn the_kernel_filter_lists_each_depth_once_shallowest_first() {
+        use strata_common::NO_CGROUP_LEVEL as END;
+        assert_eq!(cgroup_depths([].into_iter()), [END; 4]);
+        assert_eq!(cgroup_depths([4, 2, 4, 0].into_iter()), [0, 2, 4, END]);
+        assert_eq!(cgroup_depths([7, 3, 5, 1].into_iter()), [1, 3, 5, 7]);
+    }
 
     /// A kernel that refuses any multi link holding one of `bad`: every other offset ends up
     /// linked exactly once, the bad ones are handed back alone, and the attempts stay few.

@@ -385,6 +385,77 @@ fn a_job_started_over_running_processes_has_their_next_calls() {
     );
 }
 
+/// The kernel filter looks at the depths the traced cgroups are at, up to four different
+/// ones at once: jobs at four depths are each traced (the deepest too), one at a fifth is
+/// refused with the reason until a depth is free again.
+#[test]
+fn jobs_at_four_depths_are_traced_and_a_fifth_waits_for_one() {
+    require_root();
+    let dir = scratch("daemon-depths");
+    let d = dir.display();
+    let root = dir.join("root");
+    let socket = dir.join("ctl.sock");
+    let (mut daemon, log) = start_daemon(&root, &socket, "posix", &[]);
+    // Chains of cgroups under the root, 1 to 5 deep: job `depth-n` is the last of chain n.
+    let chains: Vec<Vec<Group>> = (1..=5)
+        .map(|n| {
+            let top = Group::new(&format!("depth-{n}"));
+            top.create();
+            let mut chain = vec![top];
+            for k in 1..n {
+                let g = Group(chain[k - 1].0.join(format!("d{k}")));
+                g.create();
+                chain.push(g);
+            }
+            chain
+        })
+        .collect();
+    let start = |n: usize| {
+        run(strata().arg("ctl").arg("--socket").arg(&socket).args([
+            "start",
+            &format!("depth-{n}"),
+            "--cgroup",
+            chains[n - 1].last().unwrap().0.to_str().unwrap(),
+        ]))
+    };
+    for n in 1..=4 {
+        assert!(start(n).status.success(), "depth {n}");
+    }
+    let refused = start(5);
+    let text = String::from_utf8_lossy(&refused.stdout).into_owned()
+        + &String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{text}");
+    assert!(text.contains("already at 4 different depths"), "{text}");
+    let mut w = inside(
+        chains[3].last().unwrap(),
+        &format!("dd if=/dev/zero of={d}/deep4 bs=444 count=1 status=none"),
+    );
+    assert!(w.wait().unwrap().success());
+    std::thread::sleep(Duration::from_millis(500));
+    ctl(&socket, &["stop", "depth-2"]);
+    assert!(start(5).status.success(), "depth 5 once depth 2 is free");
+    let mut w = inside(
+        chains[4].last().unwrap(),
+        &format!("dd if=/dev/zero of={d}/deep5 bs=555 count=1 status=none"),
+    );
+    assert!(w.wait().unwrap().success());
+    std::thread::sleep(Duration::from_millis(500));
+    daemon.terminate();
+    log.join().unwrap();
+    // Children first: a cgroup with children cannot be removed.
+    for chain in chains {
+        for g in chain.into_iter().rev() {
+            drop(g);
+        }
+    }
+
+    let j4 = per_file(&root.join("depth-4"), "write");
+    assert_eq!(j4.get("deep4"), Some(&(1, 444)), "{j4:?}");
+    let j5 = per_file(&root.join("depth-5"), "write");
+    assert_eq!(j5.get("deep5"), Some(&(1, 555)), "{j5:?}");
+    assert_eq!(j4.get("deep5"), None, "{j4:?}");
+}
+
 /// Bytes of process `pid`'s libc code that differ from the file's (None when it maps no
 /// libc): each attached uprobe is an `int3` (0xcc) the kernel wrote into the process's copy
 /// of the page. Panics on a byte that differs otherwise.

@@ -542,9 +542,9 @@ pub struct Config {
     /// Non-zero: trace exactly the processes inside the cgroups v2 of [`maps::CGROUPS`]
     /// (whenever they joined), none while the map is empty.
     pub cgroup_mode: u32,
-    /// The depths of those cgroups below the cgroup v2 root (bit n: one is at level n,
-    /// `n < MAX_CGROUP_LEVEL`).
-    pub cgroup_levels: u32,
+    /// The depths of those cgroups below the cgroup v2 root, each once, shallowest first,
+    /// [`NO_CGROUP_LEVEL`] after the last.
+    pub cgroup_levels: [u8; MAX_CGROUP_DEPTHS],
     /// Changed with every change of [`maps::CGROUPS`] and `cgroup_levels`, after it: a
     /// verdict worked out before (in [`maps::CGROUP_VERDICTS`]) is not used after.
     pub cgroup_epoch: u32,
@@ -842,6 +842,13 @@ pub const URING_FIXED_FILE: u32 = 1;
 
 /// Depths of traced cgroups the kernel filter looks at (see [`Config::cgroup_levels`]).
 pub const MAX_CGROUP_LEVEL: u32 = 32;
+/// Different depths the traced cgroups may be at, at once: a node's Slurm jobs share one.
+/// The kernel filter looks at each depth in use (a list, where a bit per level of
+/// [`MAX_CGROUP_LEVEL`] had the verifier walk 32 steps in every program: three quarters of
+/// a kernel-event program's work, and more than half of a syscall entry's).
+pub const MAX_CGROUP_DEPTHS: usize = 4;
+/// The end of [`Config::cgroup_levels`].
+pub const NO_CGROUP_LEVEL: u8 = u8::MAX;
 /// Elements of [`maps::CGROUP_VERDICTS`], by cgroup id modulo this (16 bytes each): a node's
 /// cgroups number in the hundreds or thousands, and two that share an element only redo
 /// the lookups when they take turns.

@@ -42,12 +42,13 @@ use strata_common::{
     ARRAY_MAX_BYTES, ARRAY_PIECES, BLOB_WORDS, CALL_OUT_VALID, CGROUP_VERDICT_SLOTS,
     COOKIE_LOAD_AT_CALL, COOKIE_STREAM_INDIRECT, COOKIE_STREAM_VAR, COOKIE_TABLE_SHIFT,
     COUNTER_SLOTS, CallRecord, Config, Counter, DEREF_FAILED, FD_FROM_RET, FRAME_KERNEL,
-    FRAME_STR_RETRY, Frame, FuncSpec, MAX_ARGS, MAX_CGROUP_LEVEL, MAX_DEPTH, MAX_FUNCS,
-    MAX_ONLY_VALUES, MAX_SYSCALLS, MAX_TYPE_REFS, MAX_TYPE_TABLES, NO_ARG, OUT_BUFFERED,
-    OUT_MPI_STATUS, OUT_TEXT, OnlyKey, RecordKind, SPEC_AIO_REAP, SPEC_AIO_SUBMIT, SPEC_AIO_WAIT,
-    SPEC_EMIT_AT_ENTRY, SPEC_ENABLED, SPEC_IF_ZERO, SPEC_IMPLICIT_STREAM, SPEC_STREAM_END,
-    SPEC_WAKE, STR_CAP, STR_FAILED, StrHeader, StrRecord, TEXT_PIECES, TRACED_BLOCK, TRACED_BLOCKS,
-    ThreadStack, TypeId, TypeIdsRecord, TypeTable, WAKEUP_BYTES, stream_var_delta,
+    FRAME_STR_RETRY, Frame, FuncSpec, MAX_ARGS, MAX_CGROUP_DEPTHS, MAX_DEPTH, MAX_FUNCS,
+    MAX_ONLY_VALUES, MAX_SYSCALLS, MAX_TYPE_REFS, MAX_TYPE_TABLES, NO_ARG, NO_CGROUP_LEVEL,
+    OUT_BUFFERED, OUT_MPI_STATUS, OUT_TEXT, OnlyKey, RecordKind, SPEC_AIO_REAP, SPEC_AIO_SUBMIT,
+    SPEC_AIO_WAIT, SPEC_EMIT_AT_ENTRY, SPEC_ENABLED, SPEC_IF_ZERO, SPEC_IMPLICIT_STREAM,
+    SPEC_STREAM_END, SPEC_WAKE, STR_CAP, STR_FAILED, StrHeader, StrRecord, TEXT_PIECES,
+    TRACED_BLOCK, TRACED_BLOCKS, ThreadStack, TypeId, TypeIdsRecord, TypeTable, WAKEUP_BYTES,
+    stream_var_delta,
 };
 
 #[map]
@@ -341,13 +342,13 @@ fn not_self(cfg: &Config, tgid: u32) -> bool {
 /// Is the current task inside one of the traced cgroups? One ancestor lookup per level in
 /// use (usually one: a node's Slurm jobs all sit at the same depth).
 #[inline(always)]
-fn in_traced_cgroup(levels: u32) -> bool {
-    for level in 0..MAX_CGROUP_LEVEL {
-        if levels & (1 << level) == 0 {
-            continue;
+fn in_traced_cgroup(levels: [u8; MAX_CGROUP_DEPTHS]) -> bool {
+    for level in levels {
+        if level == NO_CGROUP_LEVEL {
+            break;
         }
         // SAFETY: the helper only reads the current task's cgroup.
-        let id = unsafe { bpf_get_current_ancestor_cgroup_id(level as i32) };
+        let id = unsafe { bpf_get_current_ancestor_cgroup_id(i32::from(level)) };
         // SAFETY: read-only lookup of a plain integer value.
         if unsafe { STRATA_CGROUPS.get(id) }.is_some() {
             return true;
