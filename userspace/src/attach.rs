@@ -497,10 +497,19 @@ impl Loaded {
 
     /// Starts tracing the processes of a cgroup (and its descendants) in cgroup mode.
     pub fn add_cgroup(&mut self, c: crate::cgroup::Cgroup) -> anyhow::Result<()> {
+        self.check_cgroup(&c)?;
+        self.cgroups
+            .insert(c.id, c.level, 0)
+            .with_context(|| format!("cannot add cgroup {} to the kernel filter", c.id))?;
+        self.cgroup_levels.insert(c.id, c.level);
+        self.update_levels()
+    }
+
+    /// Whether the kernel filter can take this cgroup beside those it holds (its depth).
+    pub fn check_cgroup(&self, c: &crate::cgroup::Cgroup) -> anyhow::Result<()> {
         if c.level >= strata_common::MAX_CGROUP_LEVEL {
             anyhow::bail!(
-                "cgroup {} is {} levels deep; strata follows cgroups up to {} levels",
-                c.id,
+                "it is {} levels deep; strata follows cgroups up to {} levels",
                 c.level,
                 strata_common::MAX_CGROUP_LEVEL - 1
             );
@@ -510,19 +519,14 @@ impl Loaded {
         depths.dedup();
         if !depths.contains(&c.level) && depths.len() >= strata_common::MAX_CGROUP_DEPTHS {
             anyhow::bail!(
-                "cgroup {} is {} levels deep, and the traced cgroups are already at {} \
-                 different depths ({depths:?}), as many as strata follows at once; stop \
-                 tracing those at one of them first",
-                c.id,
+                "it is {} levels deep, and the traced cgroups are already at {} different \
+                 depths ({depths:?}), as many as strata follows at once; stop tracing those \
+                 at one of them first",
                 c.level,
                 depths.len()
             );
         }
-        self.cgroups
-            .insert(c.id, c.level, 0)
-            .with_context(|| format!("cannot add cgroup {} to the kernel filter", c.id))?;
-        self.cgroup_levels.insert(c.id, c.level);
-        self.update_levels()
+        Ok(())
     }
 
     /// Stops tracing a cgroup: its processes' next events are not recorded.

@@ -370,6 +370,12 @@ impl Daemon {
             },
             _ => bail!("give exactly one of a cgroup directory and a Slurm job id"),
         };
+        // Before the job's dataset is made: a refused start leaves none behind.
+        if let Some(dir) = place.find() {
+            self.loaded
+                .check_cgroup(&crate::cgroup::resolve(&dir)?)
+                .with_context(|| format!("cannot trace cgroup {}", dir.display()))?;
+        }
         let clock = Clock::now();
         let start_ns = clock.epoch(monotonic_ns());
         let run_id = format!("{}-{}", start_ns / 1_000_000, std::process::id());
@@ -440,7 +446,9 @@ impl Daemon {
             .strip_prefix(&self.v2_root)
             .map(|p| format!("/{}", p.display()))
             .unwrap_or_else(|_| "/".into());
-        self.loaded.add_cgroup(c)?;
+        self.loaded
+            .add_cgroup(c)
+            .with_context(|| format!("cannot trace cgroup {}", dir.display()))?;
         // Its processes already running may use libraries of their own (a container's):
         // probed now, before `start` answers.
         queue_mapped(&mut job.corr, crate::cgroup::processes(&dir));

@@ -160,8 +160,10 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
         },
     )?;
     loaded.expedite = args.expedite;
-    if let Some(c) = cgroup {
-        loaded.add_cgroup(c)?;
+    if let (Some(c), Some(dir)) = (cgroup, args.cgroup.as_deref()) {
+        loaded
+            .add_cgroup(c)
+            .with_context(|| format!("cannot trace cgroup {}", dir.display()))?;
     }
     for s in &loaded.statuses {
         out.probes

@@ -389,7 +389,7 @@ fn a_job_started_over_running_processes_has_their_next_calls() {
 /// ones at once: jobs at four depths are each traced (the deepest too), one at a fifth is
 /// refused with the reason until a depth is free again.
 #[test]
-fn jobs_at_four_depths_are_traced_and_a_fifth_waits_for_one() {
+fn jobs_at_four_depths_are_traced_and_a_fifth_is_refused_until_one_is_free() {
     require_root();
     let dir = scratch("daemon-depths");
     let d = dir.display();
@@ -426,6 +426,10 @@ fn jobs_at_four_depths_are_traced_and_a_fifth_waits_for_one() {
         + &String::from_utf8_lossy(&refused.stderr);
     assert!(!refused.status.success(), "{text}");
     assert!(text.contains("already at 4 different depths"), "{text}");
+    assert!(
+        !root.join("depth-5").exists(),
+        "a refused start leaves no dataset"
+    );
     let mut w = inside(
         chains[3].last().unwrap(),
         &format!("dd if=/dev/zero of={d}/deep4 bs=444 count=1 status=none"),
