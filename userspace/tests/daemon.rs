@@ -410,6 +410,9 @@ fn jobs_at_four_depths_are_traced_and_a_fifth_is_refused_until_one_is_free() {
             chain
         })
         .collect();
+    // Each writer's shell outlives its dd: with several jobs, the daemon tells a process's
+    // job from its /proc/<pid>/cgroup, or from its parent's, and a process gone before it
+    // looked is dropped (counted).
     let start = |n: usize| {
         run(strata().arg("ctl").arg("--socket").arg(&socket).args([
             "start",
@@ -432,7 +435,7 @@ fn jobs_at_four_depths_are_traced_and_a_fifth_is_refused_until_one_is_free() {
     );
     let mut w = inside(
         chains[3].last().unwrap(),
-        &format!("dd if=/dev/zero of={d}/deep4 bs=444 count=1 status=none"),
+        &format!("dd if=/dev/zero of={d}/deep4 bs=444 count=1 status=none; sleep 1"),
     );
     assert!(w.wait().unwrap().success());
     std::thread::sleep(Duration::from_millis(500));
@@ -440,7 +443,7 @@ fn jobs_at_four_depths_are_traced_and_a_fifth_is_refused_until_one_is_free() {
     assert!(start(5).status.success(), "depth 5 once depth 2 is free");
     let mut w = inside(
         chains[4].last().unwrap(),
-        &format!("dd if=/dev/zero of={d}/deep5 bs=555 count=1 status=none"),
+        &format!("dd if=/dev/zero of={d}/deep5 bs=555 count=1 status=none; sleep 1"),
     );
     assert!(w.wait().unwrap().success());
     std::thread::sleep(Duration::from_millis(500));
