@@ -514,9 +514,7 @@ impl Loaded {
                 strata_common::MAX_CGROUP_LEVEL - 1
             );
         }
-        let mut depths: Vec<u32> = self.cgroup_levels.values().copied().collect();
-        depths.sort_unstable();
-        depths.dedup();
+        let depths = depths_in_use(self.cgroup_levels.values().copied());
         if !depths.contains(&c.level) && depths.len() >= strata_common::MAX_CGROUP_DEPTHS {
             anyhow::bail!(
                 "it is {} levels deep, and the traced cgroups are already at {} different \
@@ -1342,15 +1340,21 @@ fn syscall_tracepoint<'a>(ebpf: &'a mut Ebpf, name: &str) -> anyhow::Result<&'a 
     Ok(prog)
 }
 
-/// The kernel filter's list of the depths of the traced cgroups (`Config::cgroup_levels`):
-/// each once, shallowest first; at most as many as it holds (`add_cgroup` refuses more).
-fn cgroup_depths(levels: impl Iterator<Item = u32>) -> [u8; strata_common::MAX_CGROUP_DEPTHS] {
-    let mut depths: Vec<u8> = levels.filter_map(|l| u8::try_from(l).ok()).collect();
+/// The depths of the traced cgroups, each once, shallowest first.
+fn depths_in_use(levels: impl Iterator<Item = u32>) -> Vec<u32> {
+    let mut depths: Vec<u32> = levels.collect();
     depths.sort_unstable();
     depths.dedup();
+    depths
+}
+
+/// The kernel filter's list of the depths of the traced cgroups (`Config::cgroup_levels`),
+/// [`depths_in_use`]: at most as many as it holds (`check_cgroup` refuses more), each below
+/// `MAX_CGROUP_LEVEL`.
+fn cgroup_depths(levels: impl Iterator<Item = u32>) -> [u8; strata_common::MAX_CGROUP_DEPTHS] {
     let mut list = [strata_common::NO_CGROUP_LEVEL; strata_common::MAX_CGROUP_DEPTHS];
-    for (slot, d) in list.iter_mut().zip(depths) {
-        *slot = d;
+    for (slot, d) in list.iter_mut().zip(depths_in_use(levels)) {
+        *slot = u8::try_from(d).unwrap_or(strata_common::NO_CGROUP_LEVEL);
     }
     list
 }
