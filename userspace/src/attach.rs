@@ -1349,11 +1349,11 @@ fn depths_in_use(levels: impl Iterator<Item = u32>) -> Vec<u32> {
 }
 
 /// The kernel filter's list of the depths of the traced cgroups (`Config::cgroup_levels`),
-/// [`depths_in_use`]: at most as many as it holds (`check_cgroup` refuses more), each below
-/// `MAX_CGROUP_LEVEL`.
+/// [`depths_in_use`] deepest first: at most as many as it holds (`check_cgroup` refuses more),
+/// each below `MAX_CGROUP_LEVEL`.
 fn cgroup_depths(levels: impl Iterator<Item = u32>) -> [u8; strata_common::MAX_CGROUP_DEPTHS] {
     let mut list = [strata_common::NO_CGROUP_LEVEL; strata_common::MAX_CGROUP_DEPTHS];
-    for (slot, d) in list.iter_mut().zip(depths_in_use(levels)) {
+    for (slot, d) in list.iter_mut().zip(depths_in_use(levels).into_iter().rev()) {
         *slot = u8::try_from(d).unwrap_or(strata_common::NO_CGROUP_LEVEL);
     }
     list
@@ -2189,11 +2189,11 @@ mod tests {
     use crate::tracefs::parse_format;
 
     #[test]
-    fn the_kernel_filter_lists_each_depth_once_shallowest_first() {
+    fn the_kernel_filter_lists_each_depth_once_deepest_first() {
         use strata_common::NO_CGROUP_LEVEL as END;
         assert_eq!(cgroup_depths([].into_iter()), [END; 4]);
-        assert_eq!(cgroup_depths([4, 2, 4, 0].into_iter()), [0, 2, 4, END]);
-        assert_eq!(cgroup_depths([7, 3, 5, 1].into_iter()), [1, 3, 5, 7]);
+        assert_eq!(cgroup_depths([4, 2, 4, 0].into_iter()), [4, 2, 0, END]);
+        assert_eq!(cgroup_depths([7, 3, 5, 1].into_iter()), [7, 5, 3, 1]);
     }
 
     /// A kernel that refuses any multi link holding one of `bad`: every other offset ends up

@@ -399,6 +399,8 @@ impl Correlator {
             Event::Kernel { event, rec } => {
                 self.kernel.event(event, &rec, &self.clock, &self.files);
             }
+            // The daemon's routing; a single run has all its processes' records.
+            Event::Job { .. } => {}
         }
         self.collect(out);
     }

@@ -115,7 +115,8 @@ struct Daemon {
     /// Which job each traced process belongs to, by the job's cgroup id (every process is
     /// routed to a job through its cgroup; ids, unlike names, cost nothing to copy per event).
     owner: HashMap<u32, u64>,
-    /// Records no job could be found for (a process that left before it was looked up).
+    /// Records no job could be found for (a process with no word from the kernel that left
+    /// before it was looked up).
     unrouted: u64,
     v2_root: PathBuf,
 }
@@ -487,6 +488,21 @@ impl Daemon {
 
     fn route(&mut self, ev: Event) {
         let pid = ev.pid();
+        // The kernel names the traced cgroup a process is in: before its first records, and
+        // in its lifecycle records. Its word holds where /proc would come too late (a process
+        // gone before it was looked up).
+        let told = match &ev {
+            Event::Job { job, .. } => Some(*job),
+            Event::Proc { rec, .. } => Some(rec.job),
+            _ => None,
+        };
+        if let Some(key) = told.filter(|&k| k != 0 && self.jobs.iter().any(|j| j.key() == Some(k)))
+        {
+            self.owner.insert(pid, key);
+        }
+        if matches!(ev, Event::Job { .. }) {
+            return;
+        }
         let owner = match self.owner.get(&pid) {
             Some(j) => Some(*j),
             // Kernel events of other tasks than the jobs' (workers, interrupts).
@@ -546,7 +562,8 @@ impl Daemon {
         }
     }
 
-    /// The job of a process seen for the first time, from its cgroup.
+    /// The job of a process the kernel named none for (its record of that was lost to a full
+    /// ring, or a call in progress when the jobs changed returned first), from its cgroup.
     fn lookup(&mut self, pid: u32) -> Option<u64> {
         let line = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok();
         let inner = line

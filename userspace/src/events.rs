@@ -2,9 +2,9 @@
 use std::{mem::size_of, ptr};
 
 use strata_common::{
-    CALL_INT_HANDLES, CallRecord, FUNC_INT_HANDLES, ImageHeader, KernelEvent, KernelRecord,
-    MAX_TYPE_REFS, ProcEvent, ProcRecord, RecordKind, RequestBegin, RequestEnd, STR_FAILED,
-    StrHeader, TypeIdsRecord,
+    CALL_INT_HANDLES, CallRecord, FUNC_INT_HANDLES, ImageHeader, JobRecord, KernelEvent,
+    KernelRecord, MAX_TYPE_REFS, ProcEvent, ProcRecord, RecordKind, RequestBegin, RequestEnd,
+    STR_FAILED, StrHeader, TypeIdsRecord,
 };
 
 #[derive(Debug)]
@@ -54,6 +54,11 @@ pub enum Event {
         total: u32,
         data: Vec<u8>,
     },
+    /// In cgroup mode, the traced cgroup a process's thread is in (see [`JobRecord`]).
+    Job {
+        pid: u32,
+        job: u64,
+    },
 }
 
 impl Event {
@@ -66,7 +71,8 @@ impl Event {
             Self::Str { pid, .. }
             | Self::Blob { pid, .. }
             | Self::TypeIds { pid, .. }
-            | Self::Image { pid, .. } => *pid,
+            | Self::Image { pid, .. }
+            | Self::Job { pid, .. } => *pid,
             Self::Proc { rec, .. } => rec.pid,
             Self::Kernel { rec, .. } => rec.pid,
         }
@@ -188,6 +194,13 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
                 data: data[..(hdr.len as usize).min(data.len())].to_vec(),
             })
         }
+        k if k == RecordKind::Job as u32 => {
+            let rec: JobRecord = read(bytes)?;
+            Ok(Event::Job {
+                pid: rec.pid,
+                job: rec.job,
+            })
+        }
         k => Err(DecodeError::Kind(k)),
     }
 }
@@ -264,6 +277,7 @@ mod tests {
             comm: *b"bash\0\0\0\0\0\0\0\0\0\0\0\0",
             filename: [0; strata_common::FILENAME_CAP],
             root: Default::default(),
+            job: 0,
         };
         assert_eq!(decode(&bytes(&p)).unwrap_err(), DecodeError::ProcEvent(9));
         assert_eq!(comm(&p), "bash");

@@ -410,9 +410,6 @@ fn jobs_at_four_depths_are_traced_and_a_fifth_is_refused_until_one_is_free() {
             chain
         })
         .collect();
-    // Each writer's shell outlives its dd: with several jobs, the daemon tells a process's
-    // job from its /proc/<pid>/cgroup, or from its parent's, and a process gone before it
-    // looked is dropped (counted).
     let start = |n: usize| {
         run(strata().arg("ctl").arg("--socket").arg(&socket).args([
             "start",
@@ -435,7 +432,7 @@ fn jobs_at_four_depths_are_traced_and_a_fifth_is_refused_until_one_is_free() {
     );
     let mut w = inside(
         chains[3].last().unwrap(),
-        &format!("dd if=/dev/zero of={d}/deep4 bs=444 count=1 status=none; sleep 1"),
+        &format!("dd if=/dev/zero of={d}/deep4 bs=444 count=1 status=none"),
     );
     assert!(w.wait().unwrap().success());
     std::thread::sleep(Duration::from_millis(500));
@@ -443,7 +440,7 @@ fn jobs_at_four_depths_are_traced_and_a_fifth_is_refused_until_one_is_free() {
     assert!(start(5).status.success(), "depth 5 once depth 2 is free");
     let mut w = inside(
         chains[4].last().unwrap(),
-        &format!("dd if=/dev/zero of={d}/deep5 bs=555 count=1 status=none; sleep 1"),
+        &format!("dd if=/dev/zero of={d}/deep5 bs=555 count=1 status=none"),
     );
     assert!(w.wait().unwrap().success());
     std::thread::sleep(Duration::from_millis(500));
@@ -461,6 +458,71 @@ fn jobs_at_four_depths_are_traced_and_a_fifth_is_refused_until_one_is_free() {
     let j5 = per_file(&root.join("depth-5"), "write");
     assert_eq!(j5.get("deep5"), Some(&(1, 555)), "{j5:?}");
     assert_eq!(j4.get("deep5"), None, "{j4:?}");
+}
+
+/// With several jobs, a process gone before the daemon reads its records is still routed to
+/// its job, the innermost where jobs nest: the kernel names the traced cgroup each process
+/// is in. The daemon is held stopped while the processes run and end, so that `/proc` can no
+/// longer say.
+#[test]
+fn processes_gone_before_the_daemon_reads_them_are_in_their_jobs() {
+    require_root();
+    let dir = scratch("daemon-gone");
+    let d = dir.display();
+    let root = dir.join("root");
+    let socket = dir.join("ctl.sock");
+    let (mut daemon, log) = start_daemon(&root, &socket, "posix", &[]);
+    let outer = Group::new("gone-outer");
+    outer.create();
+    let inner = Group(outer.0.join("inner"));
+    inner.create();
+    let other = Group::new("gone-other");
+    other.create();
+    for (job, g) in [("outer", &outer), ("inner", &inner), ("other", &other)] {
+        ctl(&socket, &["start", job, "--cgroup", g.0.to_str().unwrap()]);
+    }
+    let signal =
+        |s| nix::sys::signal::kill(nix::unistd::Pid::from_raw(daemon.0.id() as i32), s).unwrap();
+    signal(nix::sys::signal::Signal::SIGSTOP);
+    // Each shell becomes its dd: the process's first records are its exec's.
+    let mut writers: Vec<Child> = [(&outer, "o", 111), (&inner, "i", 222), (&other, "x", 333)]
+        .into_iter()
+        .map(|(g, name, n)| {
+            inside(
+                g,
+                &format!("exec dd if=/dev/zero of={d}/gone_{name} bs={n} count=1 status=none"),
+            )
+        })
+        .collect();
+    for w in &mut writers {
+        assert!(w.wait().unwrap().success());
+    }
+    signal(nix::sys::signal::Signal::SIGCONT);
+    std::thread::sleep(Duration::from_millis(500));
+    for job in ["outer", "inner", "other"] {
+        ctl(&socket, &["stop", job]);
+    }
+    daemon.terminate();
+    let lines = log.join().unwrap();
+    drop(inner);
+
+    assert!(
+        !lines.iter().any(|l| l.contains("were dropped")),
+        "{lines:?}"
+    );
+    for (job, name, n) in [
+        ("outer", "o", 111),
+        ("inner", "i", 222),
+        ("other", "x", 333),
+    ] {
+        let writes = per_file(&root.join(job), "write");
+        let mine = format!("gone_{name}");
+        assert_eq!(writes.get(&mine), Some(&(1, n)), "job {job}: {writes:?}");
+        assert!(
+            writes.keys().all(|f| !f.starts_with("gone_") || *f == mine),
+            "job {job} has another job's process: {writes:?}"
+        );
+    }
 }
 
 /// Bytes of process `pid`'s libc code that differ from the file's (None when it maps no

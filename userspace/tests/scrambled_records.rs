@@ -182,6 +182,7 @@ fn proc() -> impl Strategy<Value = Event> {
                 comm: [0; 16],
                 filename: [0; strata_common::FILENAME_CAP],
                 root: RootId::default(),
+                job: 0,
             };
             rec.comm[..comm.len()].copy_from_slice(comm.as_bytes());
             let f = file.unwrap_or_default();

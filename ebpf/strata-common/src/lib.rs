@@ -542,8 +542,8 @@ pub struct Config {
     /// Non-zero: trace exactly the processes inside the cgroups v2 of [`maps::CGROUPS`]
     /// (whenever they joined), none while the map is empty.
     pub cgroup_mode: u32,
-    /// The depths of those cgroups below the cgroup v2 root, each once, shallowest first,
-    /// [`NO_CGROUP_LEVEL`] after the last.
+    /// The depths of those cgroups below the cgroup v2 root, each once, deepest first (a task
+    /// of nested ones is the innermost's), [`NO_CGROUP_LEVEL`] after the last.
     pub cgroup_levels: [u8; MAX_CGROUP_DEPTHS],
     /// Changed with every change of [`maps::CGROUPS`] and `cgroup_levels`, after it: a
     /// verdict worked out before (in [`maps::CGROUP_VERDICTS`]) is not used after.
@@ -1143,6 +1143,9 @@ pub struct ThreadStack {
     /// process is loaded.
     pub stream_slot: u64,
     pub stream_var: u64,
+    /// In cgroup mode, `1 << 32 | Config::cgroup_epoch` as of the thread's last
+    /// [`JobRecord`]; 0 before the first.
+    pub job_epoch: u64,
 }
 
 /// The page-cache events merged per thread, in [`ThreadStack::runs`] order.
@@ -1200,6 +1203,8 @@ pub enum RecordKind {
     RequestBegin = 8,
     /// A [`RequestEnd`].
     RequestEnd = 9,
+    /// A [`JobRecord`].
+    Job = 10,
 }
 
 /// A completed call (library function or syscall), emitted when it returns.
@@ -1323,6 +1328,24 @@ pub struct ProcRecord {
     /// `NewTask` and `Exec`: the root the process sees its files from, as the creator had it
     /// at the fork and as the new image has it at the exec; all 0 when unknown.
     pub root: RootId,
+    /// In cgroup mode, the traced cgroup the process is in (see [`JobRecord`]); 0 else.
+    pub job: u64,
+}
+
+/// In cgroup mode, the traced cgroup a thread is in, sent before its first traced call's
+/// records and again after each change of the traced cgroups (a new
+/// [`Config::cgroup_epoch`]): the daemon routes a process's records to the job of that
+/// cgroup even when the process is gone before it gets to them, where `/proc` would no longer
+/// say. The deepest where traced cgroups nest.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct JobRecord {
+    pub kind: u32,
+    pub pid: u32,
+    pub tid: u32,
+    pub _pad: u32,
+    /// The cgroup's id (0: in none any more).
+    pub job: u64,
 }
 
 /// A root directory as a process sees it: its mount namespace, the device (the kernel's
@@ -1374,7 +1397,8 @@ const _: () = {
     assert!(core::mem::size_of::<CallRecord>() == 120);
     assert!(core::mem::size_of::<StrHeader>() == 24);
     assert!(core::mem::size_of::<StrRecord>() == 24 + STR_CAP);
-    assert!(core::mem::size_of::<ProcRecord>() == 48 + FILENAME_CAP + 16);
+    assert!(core::mem::size_of::<ProcRecord>() == 48 + FILENAME_CAP + 16 + 8);
+    assert!(core::mem::size_of::<JobRecord>() == 24);
     assert!(core::mem::size_of::<KernelFields>() == 84);
     assert!(core::mem::size_of::<BioKey>() == 16);
     assert!(core::mem::size_of::<KernelRecord>() == 88);

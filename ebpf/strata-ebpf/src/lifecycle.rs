@@ -19,8 +19,8 @@ use strata_common::{
 };
 
 use crate::{
-    Res, STRATA_EVENTS, STRATA_TRACED, STRATA_TYPES_SENT, bounded, config, count, in_target,
-    kfunc::kread_at as kread, mark_traced, masked, output_prefix, thread, traced, user_traced,
+    Res, STRATA_EVENTS, STRATA_TRACED, STRATA_TYPES_SENT, bounded, config, count,
+    kfunc::kread_at as kread, mark_traced, masked, output_prefix, target_job, thread, user_traced,
 };
 
 /// Where a part of a new image's arguments or environment is assembled.
@@ -63,6 +63,7 @@ fn emit_proc(
     flags: u32,
     filename: Option<*const u8>,
     root: RootId,
+    job: u64,
 ) {
     let Some(mut entry) = STRATA_EVENTS.reserve::<ProcRecord>(0) else {
         count(Counter::RingbufFull);
@@ -80,6 +81,7 @@ fn emit_proc(
         (*rec).flags = flags;
         (*rec).comm = bpf_get_current_comm().unwrap_or([0; 16]);
         (*rec).root = root;
+        (*rec).job = job;
         (*rec).filename[0] = 0;
         if let Some(src) = filename {
             let _ = bpf_probe_read_kernel_str_bytes(src, &mut (*rec).filename);
@@ -127,9 +129,9 @@ fn on_newtask(cfg: &Config, child: i32, clone_flags: u64) -> Res<()> {
     let tgid = (pid_tgid >> 32) as u32;
     // Children of a target are targets whatever their user (a root launcher starts a
     // user's ranks); only traced processes' events are recorded.
-    if !in_target(cfg, tgid) {
+    let Some(job) = target_job(cfg, tgid) else {
         return Ok(());
-    }
+    };
     // A new process (not a thread) of a traced process is traced from its first instruction.
     // (In cgroup mode the child is in its parent's cgroup: the filter already sees it.)
     if clone_flags & CLONE_THREAD == 0 && cfg.trace_all == 0 && cfg.cgroup_mode == 0 {
@@ -152,6 +154,7 @@ fn on_newtask(cfg: &Config, child: i32, clone_flags: u64) -> Res<()> {
         } else {
             RootId::default()
         },
+        job,
     );
     Ok(())
 }
@@ -191,9 +194,9 @@ fn on_exec(cfg: &Config, old: i32, filename: Option<*const u8>) -> Res<()> {
     let tgid = me.tgid();
     // A new image: its predefined types are to be sent again.
     let _ = STRATA_TYPES_SENT.remove(tgid);
-    if !traced(cfg, tgid) {
+    let Some(job) = target_job(cfg, tgid).filter(|_| user_traced(cfg)) else {
         return Ok(());
-    }
+    };
     // ... and the streams and GOT slots the thread remembers are the old image's.
     if let Some(st) = me.stack() {
         // SAFETY: this thread's stack.
@@ -211,6 +214,7 @@ fn on_exec(cfg: &Config, old: i32, filename: Option<*const u8>) -> Res<()> {
         0,
         filename,
         root,
+        job,
     );
     if cfg.task_mm_off != 0 {
         send_image(cfg, tgid);
@@ -321,16 +325,25 @@ fn on_exit(group_dead: Option<bool>) -> Res<()> {
     }
     // Unconditionally: the thread may have been traced before its cgroup stopped being.
     me.forget();
-    if !in_target(cfg, tgid) {
+    let Some(job) = target_job(cfg, tgid) else {
         return Ok(());
-    }
+    };
     if group_dead.unwrap_or(tid == tgid) {
         let _ = STRATA_TRACED.remove(tgid);
         let _ = STRATA_TYPES_SENT.remove(tgid);
         if !user_traced(cfg) {
             return Ok(());
         }
-        emit_proc(ProcEvent::Exit, tgid, tid, tid, 1, None, RootId::default());
+        emit_proc(
+            ProcEvent::Exit,
+            tgid,
+            tid,
+            tid,
+            1,
+            None,
+            RootId::default(),
+            job,
+        );
     }
     Ok(())
 }

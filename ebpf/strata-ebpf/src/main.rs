@@ -42,7 +42,7 @@ use strata_common::{
     ARRAY_MAX_BYTES, ARRAY_PIECES, BLOB_WORDS, CALL_OUT_VALID, CGROUP_VERDICT_SLOTS,
     COOKIE_LOAD_AT_CALL, COOKIE_STREAM_INDIRECT, COOKIE_STREAM_VAR, COOKIE_TABLE_SHIFT,
     COUNTER_SLOTS, CallRecord, Config, Counter, DEREF_FAILED, FD_FROM_RET, FRAME_KERNEL,
-    FRAME_STR_RETRY, Frame, FuncSpec, MAX_ARGS, MAX_CGROUP_DEPTHS, MAX_DEPTH, MAX_FUNCS,
+    FRAME_STR_RETRY, Frame, FuncSpec, JobRecord, MAX_ARGS, MAX_CGROUP_DEPTHS, MAX_DEPTH, MAX_FUNCS,
     MAX_ONLY_VALUES, MAX_SYSCALLS, MAX_TYPE_REFS, MAX_TYPE_TABLES, NO_ARG, NO_CGROUP_LEVEL,
     OUT_BUFFERED, OUT_MPI_STATUS, OUT_TEXT, OnlyKey, RecordKind, SPEC_AIO_REAP, SPEC_AIO_SUBMIT,
     SPEC_AIO_WAIT, SPEC_EMIT_AT_ENTRY, SPEC_ENABLED, SPEC_IF_ZERO, SPEC_IMPLICIT_STREAM,
@@ -323,14 +323,21 @@ fn user_traced(cfg: &Config) -> bool {
 /// Is the current process one strata was asked to trace (whatever its user)?
 #[inline(always)]
 fn in_target(cfg: &Config, tgid: u32) -> bool {
+    target_job(cfg, tgid).is_some()
+}
+
+/// [`in_target`], with the traced cgroup the process is in, in cgroup mode (0 else).
+#[inline(always)]
+fn target_job(cfg: &Config, tgid: u32) -> Option<u64> {
     if !not_self(cfg, tgid) {
-        return false;
+        return None;
     }
     if cfg.cgroup_mode != 0 {
-        return in_traced_cgroup(cfg.cgroup_levels);
+        let job = traced_cgroup(cfg.cgroup_levels);
+        return (job != 0).then_some(job);
     }
     // SAFETY: read-only lookup of a plain integer value.
-    cfg.trace_all != 0 || unsafe { STRATA_TRACED.get(tgid) }.is_some()
+    (cfg.trace_all != 0 || unsafe { STRATA_TRACED.get(tgid) }.is_some()).then_some(0)
 }
 
 /// Neither strata itself nor a process of a stopped run.
@@ -339,10 +346,17 @@ fn not_self(cfg: &Config, tgid: u32) -> bool {
     tgid != cfg.self_tgid && cfg.stopped == 0
 }
 
-/// Is the current task inside one of the traced cgroups? One ancestor lookup per level in
-/// use (usually one: a node's Slurm jobs all sit at the same depth).
+/// Is the current task inside one of the traced cgroups?
 #[inline(always)]
 fn in_traced_cgroup(levels: [u8; MAX_CGROUP_DEPTHS]) -> bool {
+    traced_cgroup(levels) != 0
+}
+
+/// The traced cgroup the current task is inside, the deepest where they nest (the daemon
+/// gives a process to the innermost job), or 0. One ancestor lookup per level in use
+/// (usually one: a node's Slurm jobs all sit at the same depth), deepest first.
+#[inline(always)]
+fn traced_cgroup(levels: [u8; MAX_CGROUP_DEPTHS]) -> u64 {
     for level in levels {
         if level == NO_CGROUP_LEVEL {
             break;
@@ -351,10 +365,41 @@ fn in_traced_cgroup(levels: [u8; MAX_CGROUP_DEPTHS]) -> bool {
         let id = unsafe { bpf_get_current_ancestor_cgroup_id(i32::from(level)) };
         // SAFETY: read-only lookup of a plain integer value.
         if unsafe { STRATA_CGROUPS.get(id) }.is_some() {
-            return true;
+            return id;
         }
     }
-    false
+    0
+}
+
+/// In cgroup mode, tells user space which traced cgroup the thread of stack `st` is in, once
+/// per change of the traced cgroups (see [`JobRecord`]). Before the call's own records.
+#[inline(always)]
+fn announce_job(cfg: &Config, st: *mut ThreadStack, pid_tgid: u64) {
+    // SAFETY: a field of the config map's value.
+    let epoch = unsafe { core::ptr::read_volatile(&raw const cfg.cgroup_epoch) };
+    let mark = (1 << 32) | u64::from(epoch);
+    // SAFETY: this thread's stack.
+    if unsafe { (*st).job_epoch } == mark {
+        return;
+    }
+    // SAFETY: as above (user space writes the levels before the epoch).
+    let levels = unsafe { core::ptr::read_volatile(&raw const cfg.cgroup_levels) };
+    let job = traced_cgroup(levels);
+    let Some(mut entry) = STRATA_EVENTS.reserve::<JobRecord>(0) else {
+        // Sent at the thread's next call.
+        count(Counter::RingbufFull);
+        return;
+    };
+    entry.write(JobRecord {
+        kind: RecordKind::Job as u32,
+        pid: (pid_tgid >> 32) as u32,
+        tid: pid_tgid as u32,
+        _pad: 0,
+        job,
+    });
+    entry.submit(wakeup(core::mem::size_of::<JobRecord>(), true));
+    // SAFETY: as above.
+    unsafe { (*st).job_epoch = mark };
 }
 
 #[inline(always)]
@@ -1016,6 +1061,9 @@ fn on_entry<const CAPTURE: u8>(spec: &FuncSpec, args: &mut [u64; MAX_ARGS], site
         Some(st) => st,
         None => me.stack_or_new()?,
     };
+    if cfg.cgroup_mode != 0 {
+        announce_job(cfg, st, pid_tgid);
+    }
     if CAPTURE & CAPTURE_LIBRARY != 0 && spec.stream_arg != NO_ARG {
         let stream = if spec.flags & SPEC_IMPLICIT_STREAM != 0 {
             // SAFETY: this thread's stack.
