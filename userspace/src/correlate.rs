@@ -190,10 +190,11 @@ pub struct LibraryOpen {
 impl Correlator {
     /// Whether the file at `path` may be a library probes.toml probes, by its name.
     pub fn is_probed_library(&self, path: &str) -> bool {
+        use crate::libraries::{LibraryMatch, is_shared_object, match_name};
         let name = path.rsplit('/').next().unwrap_or(path);
-        self.libraries.iter().any(|(l, other)| {
-            crate::libraries::library_match(l, other, name) != crate::libraries::LibraryMatch::No
-        })
+        let shared_object = is_shared_object(name);
+        (self.libraries.iter())
+            .any(|(l, other)| match_name(l, other, name, shared_object) != LibraryMatch::No)
     }
 
     pub fn new(probes: Vec<Probe>, clock: Clock) -> Self {

@@ -602,6 +602,51 @@ pub fn pick_mount<'a>(mounts: &'a [MountInfo], dev: u64, path: &str) -> Option<&
 
 /// Makes `path` absolute against `base` and removes `.` and `..` lexically.
 pub fn absolute(base: Option<&str>, path: &str) -> String {
+    // Most names are clean already (a library's, a locale file's, a data file's in a clean
+    // working directory): joined as they are, without a walk through their components,
+    // which cost some 3,000 instructions per open.
+    if is_clean(path) {
+        return path.to_string();
+    }
+    match base {
+        Some(base) if is_clean(base) && is_clean_relative(path) => {
+            let sep = if base == "/" { "" } else { "/" };
+            return format!("{base}{sep}{path}");
+        }
+        _ => {}
+    }
+    lexically_absolute(base, path)
+}
+
+/// Whether `path` is absolute with no empty, `.` or `..` component and no trailing slash:
+/// its own [`absolute`] form.
+fn is_clean(path: &str) -> bool {
+    path == "/" || path.strip_prefix('/').is_some_and(is_clean_relative)
+}
+
+/// Whether `path` is relative with no empty, `.` or `..` component and no trailing slash.
+/// One pass over the bytes: splitting the text cost 700 instructions per name.
+fn is_clean_relative(path: &str) -> bool {
+    // The component so far: its length, and how many of its bytes are dots.
+    let (mut len, mut dots) = (0, 0);
+    // A component that is empty, `.` or `..`.
+    let unclean = |len: usize, dots: usize| len == dots && len <= 2;
+    for &b in path.as_bytes() {
+        if b == b'/' {
+            if unclean(len, dots) {
+                return false;
+            }
+            (len, dots) = (0, 0);
+        } else {
+            len += 1;
+            dots += usize::from(b == b'.');
+        }
+    }
+    !unclean(len, dots)
+}
+
+/// [`absolute`] through the path's components.
+fn lexically_absolute(base: Option<&str>, path: &str) -> String {
     let joined = if path.starts_with('/') {
         PathBuf::from(path)
     } else {
@@ -654,6 +699,19 @@ mod tests {
             proptest::prop_assume!(!literal);
             let back = bytes_of(&t).map_or_else(|| t.as_bytes().to_vec(), |p| p.as_os_str().as_bytes().to_vec());
             proptest::prop_assert_eq!(back, raw);
+        }
+
+        /// The shortcut for clean names gives what the walk through components gives, for
+        /// any name and base made of `a`, `.` and `/`.
+        #[test]
+        fn a_clean_name_is_joined_as_the_walk_would(
+            base in proptest::option::of("[a./]{0,8}"),
+            path in "[a./]{0,10}",
+        ) {
+            proptest::prop_assert_eq!(
+                absolute(base.as_deref(), &path),
+                lexically_absolute(base.as_deref(), &path)
+            );
         }
     }
 
@@ -975,6 +1033,12 @@ mod tests {
         assert_eq!(absolute(Some("/home/u"), "a/../b/./c"), "/home/u/b/c");
         assert_eq!(absolute(Some("/home/u"), "/etc/x"), "/etc/x");
         assert_eq!(absolute(None, "../../x"), "/x");
+        assert_eq!(absolute(Some("/"), "x/y"), "/x/y");
+        assert_eq!(absolute(Some("/a/"), "x"), "/a/x");
+        assert_eq!(absolute(Some("/a"), "x/"), "/a/x");
+        assert_eq!(absolute(None, "x"), "/x");
+        assert_eq!(absolute(None, "//a//b/"), "/a/b");
+        assert_eq!(absolute(Some("/a"), ""), "/a");
     }
 
     const MOUNTINFO: &str = "\

@@ -47,8 +47,19 @@ pub fn base_name(library: &str) -> &str {
 /// How `file_name` relates to `library`, whose builds may also go by the base names
 /// `other_names` (probes.toml's `[library_names]`: Debian's MPICH is `libmpich.so.12`).
 pub fn library_match(library: &str, other_names: &[String], file_name: &str) -> LibraryMatch {
+    match_name(library, other_names, file_name, is_shared_object(file_name))
+}
+
+/// [`library_match`] for a name whose [`is_shared_object`] is known: a name is matched
+/// against every probed library, and each new process opens some thirty.
+pub fn match_name(
+    library: &str,
+    other_names: &[String],
+    file_name: &str,
+    shared_object: bool,
+) -> LibraryMatch {
     let library = library.rsplit('/').next().unwrap_or(library);
-    if !is_shared_object(file_name) {
+    if !shared_object {
         return if file_name == library {
             LibraryMatch::Same
         } else {
@@ -91,6 +102,7 @@ pub fn named<'a>(probes: &'a [Probe], file_name: &str) -> Vec<(&'a Probe, Librar
     // Matched once per run of probes on one library (their other names come from it), not
     // per probe: every library a new process maps is looked up, against some 400 probes.
     let mut last: Option<(&str, LibraryMatch)> = None;
+    let shared_object = is_shared_object(file_name);
     probes
         .iter()
         .filter(|p| p.enabled)
@@ -98,7 +110,7 @@ pub fn named<'a>(probes: &'a [Probe], file_name: &str) -> Vec<(&'a Probe, Librar
             Target::Uprobe { library, .. } => {
                 let m = match last {
                     Some((l, m)) if l == library => m,
-                    _ => library_match(library, &p.other_names, file_name),
+                    _ => match_name(library, &p.other_names, file_name, shared_object),
                 };
                 last = Some((library, m));
                 Some((p, m))
