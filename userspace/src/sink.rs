@@ -715,7 +715,7 @@ pub(crate) use table;
 
 /// A new group's builders start with room for as many rows as the typical (median) group
 /// of the last file had, within these bounds. Short processes each bring a thread of a few
-/// hundred rows: grown from 32, every column of each was copied three times (4% of
+/// hundred rows: grown from 32, every column of each was copied three times (2.5% of
 /// strata's instructions over a loop of `cat`s). The upper bound keeps a burst of new
 /// threads after an interval of busy ones from reserving much that they never fill.
 const GROUP_ROWS: (usize, usize) = (32, 256);
