@@ -2180,7 +2180,7 @@ pub fn program_stats(ebpf: &Ebpf, extra: &[RawFd]) -> Option<(u64, u64)> {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeSet;
+    use std::collections::{BTreeMap, BTreeSet};
 
     use object::{Object as _, ObjectSection as _, ObjectSymbol as _, SymbolKind};
     use strata_common::{FIELD_NONE, KernelEvent, globals, maps, programs};
@@ -2274,6 +2274,144 @@ mod tests {
             }
         }
         (progs, maps, globals)
+    }
+
+    /// The compiler's byte-loop functions, which it may call for a copy, a fill or a compare.
+    const BYTE_LOOPS: [&str; 5] = ["memcpy", "memmove", "memset", "memcmp", "bcmp"];
+
+    /// Per program of eBPF object `elf`, the functions it calls, at any depth (through the
+    /// subprograms of `.text`), among them the byte-loop functions.
+    fn callees_by_program(elf: &[u8]) -> BTreeMap<String, BTreeSet<String>> {
+        use object::{ObjectSymbolTable as _, RelocationTarget};
+        let obj = object::File::parse(elf).expect("the eBPF object parses");
+        // Every function, by section and first instruction: (name, end, is a program).
+        let mut funcs: BTreeMap<(usize, u64), (String, u64, bool)> = BTreeMap::new();
+        for sym in obj
+            .symbols()
+            .filter(|s| s.kind() == SymbolKind::Text && s.size() > 0)
+        {
+            let Some(section) = sym.section_index() else {
+                continue;
+            };
+            let in_text = obj.section_by_index(section).unwrap().name().unwrap() == ".text";
+            let name = sym.name().unwrap().to_string();
+            let end = sym.address() + sym.size();
+            funcs.insert(
+                (section.0, sym.address()),
+                (name, end, !in_text && sym.is_global()),
+            );
+        }
+        let func_at = |section: usize, off: u64| {
+            let (_, (name, _, _)) = funcs
+                .range(..=(section, off))
+                .next_back()
+                .filter(|((s, start), (_, end, _))| *s == section && (*start..*end).contains(&off))
+                .unwrap_or_else(|| panic!("no function at {off:#x} of section {section}"));
+            name.clone()
+        };
+        let symbols = obj.symbol_table().expect("a symbol table");
+        // Each function's callees: BPF-to-BPF calls (`call` with the pseudo-call source), by
+        // relocation where the callee is elsewhere, else relative to the next instruction.
+        let mut callees: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for section in obj
+            .sections()
+            .filter(|s| s.kind() == object::SectionKind::Text)
+        {
+            let Ok(code) = section.data() else { continue };
+            let relocs: BTreeMap<u64, _> = section.relocations().collect();
+            let mut at = 0usize;
+            while at + 8 <= code.len() {
+                let (op, src) = (code[at], code[at + 1] >> 4);
+                let imm = i64::from(i32::from_le_bytes(code[at + 4..at + 8].try_into().unwrap()));
+                let width = if op == 0x18 { 16 } else { 8 };
+                if op == 0x85 && src == 1 {
+                    let caller = func_at(section.index().0, at as u64);
+                    let callee = match relocs.get(&(at as u64)).map(|r| r.target()) {
+                        Some(RelocationTarget::Symbol(i)) => {
+                            let target = symbols.symbol_by_index(i).unwrap();
+                            match target.kind() {
+                                // A call into another section's code, by its offset there.
+                                SymbolKind::Section => func_at(
+                                    target.section_index().unwrap().0,
+                                    ((imm + 1) * 8) as u64,
+                                ),
+                                _ => target.name().unwrap().to_string(),
+                            }
+                        }
+                        _ => func_at(section.index().0, (at as i64 + (imm + 1) * 8) as u64),
+                    };
+                    callees.entry(caller).or_default().insert(callee);
+                }
+                at += width;
+            }
+        }
+        let mut found = BTreeMap::new();
+        for (name, _, _) in funcs.values().filter(|(_, _, prog)| *prog) {
+            let (mut seen, mut todo) = (BTreeSet::new(), vec![name.clone()]);
+            while let Some(f) = todo.pop() {
+                if seen.insert(f.clone()) {
+                    todo.extend(callees.get(&f).into_iter().flatten().cloned());
+                }
+            }
+            seen.remove(name);
+            found.insert(name.clone(), seen);
+        }
+        found
+    }
+
+    /// A copy or fill the compiler turns into a byte-loop call costs tens of ns a run (a
+    /// frame's six arguments: 48 rounds, about 25 ns a syscall): none in any program that
+    /// runs per call, page or request. The process lifecycle programs run once per process
+    /// or thread and may.
+    #[test]
+    fn no_program_per_call_runs_a_byte_loop() {
+        let found: BTreeMap<String, BTreeSet<String>> = callees_by_program(EBPF)
+            .into_iter()
+            .map(|(p, f)| {
+                (
+                    p,
+                    f.into_iter()
+                        .filter(|f| BYTE_LOOPS.contains(&f.as_str()))
+                        .collect(),
+                )
+            })
+            .collect();
+        let (all, _, _) = object_names();
+        assert_eq!(found.keys().cloned().collect::<BTreeSet<_>>(), all);
+        let lifecycle: BTreeSet<&str> = programs::LIFECYCLE_BTF
+            .iter()
+            .map(|(_, _, p)| *p)
+            .chain([
+                programs::TASK_NEWTASK,
+                programs::PROCESS_EXEC,
+                programs::PROCESS_EXIT,
+            ])
+            .collect();
+        let per_call: Vec<_> = found
+            .iter()
+            .filter(|(p, loops)| !loops.is_empty() && !lifecycle.contains(p.as_str()))
+            .collect();
+        assert!(
+            per_call.is_empty(),
+            "programs that run a byte loop (store the copy word by word: store_words): {per_call:?}"
+        );
+        // The walk sees what it looks for: the lifecycle programs' fills of names and paths,
+        // and the syscall entry's subprogram (its filter, shared by the entries).
+        assert!(
+            lifecycle.iter().any(|p| found[*p].contains("memset")),
+            "no byte loop found anywhere: the walk is blind ({found:?})"
+        );
+    }
+
+    /// The walk follows calls into the shared subprograms of `.text`.
+    #[test]
+    fn the_call_walk_reaches_shared_subprograms() {
+        let callees = callees_by_program(EBPF);
+        let entry = &callees[programs::BTF_SYS_ENTER];
+        assert!(
+            entry.iter().any(|f| f.contains("on_entry")),
+            "the syscall entry calls no subprogram of on_entry: {entry:?}"
+        );
     }
 
     #[test]

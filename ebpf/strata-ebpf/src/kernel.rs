@@ -19,8 +19,8 @@ use strata_common::{
 };
 
 use crate::{
-    Res, STRATA_EVENTS, at, bounded, config, count, kfunc::kread_at as kread, masked, thread,
-    traced, wakeup,
+    Res, STRATA_EVENTS, at, bounded, config, count, kfunc::kread_at as kread, masked, store_words,
+    thread, traced, wakeup,
 };
 
 #[map]
@@ -417,7 +417,8 @@ fn submit(mut rec: KernelRecord) {
     };
     rec.ts = unsafe { bpf_ktime_get_ns() };
     rec.ts_end = rec.ts;
-    entry.write(rec);
+    // SAFETY: reserved ring-buffer memory of the record's size, 8-byte aligned.
+    unsafe { store_words(entry.as_mut_ptr(), &rec) };
     entry.submit(wakeup(core::mem::size_of::<KernelRecord>(), true));
 }
 

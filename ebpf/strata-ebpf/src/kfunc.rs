@@ -15,7 +15,9 @@ use strata_common::{
     Config, Counter, FuncSpec, MAX_ARGS, MAX_DEPTH, NO_ARG, SPEC_ENABLED, SPEC_KERNEL,
 };
 
-use crate::{NO_SITE, Res, STRATA_FUNC_SPECS, config, count, on_entry, on_return, slot, thread};
+use crate::{
+    NO_SITE, Res, STRATA_FUNC_SPECS, config, count, load_args, on_entry, on_return, slot, thread,
+};
 
 /// Kernel function address -> probe id.
 #[map]
@@ -60,13 +62,7 @@ fn try_kprobe_entry(ctx: &ProbeContext) -> Res<()> {
         return Ok(());
     }
     let cfg = config()?;
-    let mut args = [0u64; MAX_ARGS];
-    for (i, a) in args.iter_mut().enumerate() {
-        if i >= spec.nargs as usize {
-            break;
-        }
-        *a = ctx.arg(i).unwrap_or(0);
-    }
+    let mut args = load_args(spec.nargs, |i| ctx.arg(i).unwrap_or(0));
     for (i, a) in args.iter_mut().enumerate() {
         if spec.kderef_mask & (1 << i) != 0 {
             *a = if *a == 0 {
