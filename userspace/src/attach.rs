@@ -2395,22 +2395,27 @@ mod tests {
             per_call.is_empty(),
             "programs that run a byte loop (store the copy word by word: store_words): {per_call:?}"
         );
-        // The walk sees what it looks for: the lifecycle programs' fills of names and paths,
-        // and the syscall entry's subprogram (its filter, shared by the entries).
+        // The walk sees what it looks for: the lifecycle programs' fills of names and paths.
         assert!(
             lifecycle.iter().any(|p| found[*p].contains("memset")),
             "no byte loop found anywhere: the walk is blind ({found:?})"
         );
     }
 
-    /// The walk follows calls into the shared subprograms of `.text`.
+    /// The walk follows calls into the shared subprograms of `.text` (the syscall entries'
+    /// filter is one, today), where a byte loop could hide as well as in a program's own code.
     #[test]
     fn the_call_walk_reaches_shared_subprograms() {
         let callees = callees_by_program(EBPF);
-        let entry = &callees[programs::BTF_SYS_ENTER];
+        let (progs, _, _) = object_names();
+        let subprograms: BTreeSet<&String> = callees
+            .values()
+            .flatten()
+            .filter(|f| !progs.contains(*f) && !BYTE_LOOPS.contains(&f.as_str()))
+            .collect();
         assert!(
-            entry.iter().any(|f| f.contains("on_entry")),
-            "the syscall entry calls no subprogram of on_entry: {entry:?}"
+            !subprograms.is_empty(),
+            "no program calls a subprogram: the walk does not follow calls ({callees:?})"
         );
     }
 

@@ -870,8 +870,8 @@ fn text_len(ptr: u64) -> Option<u64> {
 
 /// Copies `*src` to `dst` a word at a time, one store each. Left to the compiler, a copy
 /// may become a call of the BPF `memmove`, `memcpy` or `memset` functions, byte loops: a
-/// frame's six arguments took 48 rounds, some 25 ns at each syscall entry here, a third of
-/// what strata's programs added to a call beyond the floor's. The object test
+/// frame's six arguments took 48 rounds, some 25 ns at each syscall entry here, nearly half
+/// of what strata's programs added to a call beyond the floor's. The object test
 /// `no_program_per_call_runs_a_byte_loop` keeps them out.
 ///
 /// # Safety
