@@ -61,6 +61,9 @@ pub struct JobStatus {
     /// `waiting` (for its cgroup to appear), `tracing`, or `stopped`.
     pub state: String,
     pub cgroup: Option<PathBuf>,
+    /// Why a waiting job's cgroup, which exists, is not traced yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     pub dataset: PathBuf,
     pub events: u64,
     pub rows: u64,

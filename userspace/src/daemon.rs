@@ -81,6 +81,9 @@ struct Job {
     /// The node-wide drop counters when the job started: its run row has the difference.
     drops_at_start: crate::attach::Drops,
     write_error: Option<anyhow::Error>,
+    /// Why the job's cgroup, once it appeared, could not be traced yet (a fifth depth of
+    /// traced cgroups): said once per reason, and by `strata ctl status`.
+    refused: Option<String>,
 }
 
 impl Job {
@@ -99,6 +102,7 @@ impl Job {
             }
             .into(),
             cgroup: self.cgroup.as_ref().map(|c| c.0.clone()),
+            reason: self.refused.clone().filter(|_| self.cgroup.is_none()),
             dataset: root.join(&self.name),
             events: self.events,
             rows: self.out.rows_written(),
@@ -417,6 +421,7 @@ impl Daemon {
             events: 0,
             drops_at_start: crate::attach::Drops::now(&self.loaded),
             write_error: None,
+            refused: None,
         };
         self.find_cgroup(&mut job)?;
         self.loaded.resume_syscalls()?;
@@ -599,8 +604,29 @@ impl Daemon {
         let mut ended = Vec::new();
         let mut jobs = std::mem::take(&mut self.jobs);
         for job in &mut jobs {
-            if let Err(e) = self.find_cgroup(job) {
-                log::warn!("job {}: {e:#}", job.name);
+            let waiting = job.cgroup.is_none();
+            match self.find_cgroup(job) {
+                Ok(()) => {
+                    if let Some((dir, _, _)) = job.cgroup.as_ref().filter(|_| waiting) {
+                        eprintln!(
+                            "strata daemon: job {}: tracing cgroup {}",
+                            job.name,
+                            dir.display()
+                        );
+                    }
+                }
+                // Tried again at each flush: a job stuck behind a fifth depth would say the
+                // same every second (the default interval) until a depth is free.
+                Err(e) => {
+                    let why = format!("{e:#}");
+                    if job.refused.as_ref() != Some(&why) {
+                        log::warn!(
+                            "job {}: {why}; it waits, and is tried again at each flush",
+                            job.name
+                        );
+                    }
+                    job.refused = Some(why);
+                }
             }
             self.attach_libraries(job);
             for ino in std::mem::take(&mut job.corr.files.new_inodes) {

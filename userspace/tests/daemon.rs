@@ -387,7 +387,9 @@ fn a_job_started_over_running_processes_has_their_next_calls() {
 
 /// The kernel filter looks at the depths the traced cgroups are at, up to four different
 /// ones at once: jobs at four depths are each traced (the deepest too), one at a fifth is
-/// refused with the reason until a depth is free again.
+/// refused with the reason until a depth is free again. A job that waited for its cgroup
+/// and found it at a fifth depth waits on: the reason is said once (not at each flush) and
+/// shown by `strata ctl status`, and it is traced once a depth is free.
 #[test]
 fn jobs_at_four_depths_are_traced_and_a_fifth_is_refused_until_one_is_free() {
     require_root();
@@ -430,6 +432,40 @@ fn jobs_at_four_depths_are_traced_and_a_fifth_is_refused_until_one_is_free() {
         !root.join("depth-5").exists(),
         "a refused start leaves no dataset"
     );
+    // Job `late` waits for a cgroup five deep that does not exist yet.
+    let late_top = Group::new("late");
+    late_top.create();
+    let mut late = vec![late_top];
+    for k in 1..5 {
+        let g = Group(late[k - 1].0.join(format!("l{k}")));
+        if k < 4 {
+            g.create();
+        }
+        late.push(g);
+    }
+    let late_dir = late[4].0.to_str().unwrap().to_string();
+    ctl(&socket, &["start", "late", "--cgroup", &late_dir]);
+    assert_eq!(state(&socket, "late").as_deref(), Some("waiting"));
+    late[4].create();
+    let late_status = || {
+        ctl(&socket, &["status"])["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|j| j["job"] == "late")
+            .cloned()
+            .unwrap()
+    };
+    wait_for("the late job's refusal", || {
+        late_status()["reason"].as_str().is_some()
+    });
+    let status = late_status();
+    assert_eq!(status["state"], "waiting", "{status}");
+    let reason = status["reason"].as_str().unwrap();
+    assert!(reason.contains("already at 4 different depths"), "{status}");
+    // Several flushes (200 ms apart) on, still waiting.
+    std::thread::sleep(Duration::from_millis(1200));
+    assert_eq!(state(&socket, "late").as_deref(), Some("waiting"));
     let mut w = inside(
         chains[3].last().unwrap(),
         &format!("dd if=/dev/zero of={d}/deep4 bs=444 count=1 status=none"),
@@ -437,6 +473,15 @@ fn jobs_at_four_depths_are_traced_and_a_fifth_is_refused_until_one_is_free() {
     assert!(w.wait().unwrap().success());
     std::thread::sleep(Duration::from_millis(500));
     ctl(&socket, &["stop", "depth-2"]);
+    wait_for("the late job's cgroup traced", || {
+        state(&socket, "late").as_deref() == Some("tracing")
+    });
+    assert!(late_status().get("reason").is_none(), "{}", late_status());
+    let mut w = inside(
+        &late[4],
+        &format!("dd if=/dev/zero of={d}/late5 bs=567 count=1 status=none"),
+    );
+    assert!(w.wait().unwrap().success());
     assert!(start(5).status.success(), "depth 5 once depth 2 is free");
     let mut w = inside(
         chains[4].last().unwrap(),
@@ -445,14 +490,26 @@ fn jobs_at_four_depths_are_traced_and_a_fifth_is_refused_until_one_is_free() {
     assert!(w.wait().unwrap().success());
     std::thread::sleep(Duration::from_millis(500));
     daemon.terminate();
-    log.join().unwrap();
+    let log = log.join().unwrap();
     // Children first: a cgroup with children cannot be removed.
-    for chain in chains {
+    for chain in chains.into_iter().chain([late]) {
         for g in chain.into_iter().rev() {
             drop(g);
         }
     }
 
+    let said: Vec<_> = log
+        .iter()
+        .filter(|l| l.contains("job late") && l.contains("already at 4 different depths"))
+        .collect();
+    assert_eq!(said.len(), 1, "the refusal said once: {log:#?}");
+    assert!(
+        log.iter()
+            .any(|l| l.contains("job late: tracing cgroup") && l.contains(&late_dir)),
+        "{log:#?}"
+    );
+    let jl = per_file(&root.join("late"), "write");
+    assert_eq!(jl.get("late5"), Some(&(1, 567)), "{jl:?}");
     let j4 = per_file(&root.join("depth-4"), "write");
     assert_eq!(j4.get("deep4"), Some(&(1, 444)), "{j4:?}");
     let j5 = per_file(&root.join("depth-5"), "write");
