@@ -55,14 +55,19 @@ fn ctl(socket: &Path, args: &[&str]) -> serde_json::Value {
     serde_json::from_str(&text).unwrap()
 }
 
-fn state(socket: &Path, job: &str) -> Option<String> {
+/// The daemon's status of `job`, if it has one.
+fn job_status(socket: &Path, job: &str) -> Option<serde_json::Value> {
     let status = ctl(socket, &["status"]);
     status["jobs"]
         .as_array()
         .unwrap()
         .iter()
         .find(|j| j["job"] == job)
-        .map(|j| j["state"].as_str().unwrap().to_string())
+        .cloned()
+}
+
+fn state(socket: &Path, job: &str) -> Option<String> {
+    job_status(socket, job).map(|j| j["state"].as_str().unwrap().to_string())
 }
 
 fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
@@ -447,15 +452,7 @@ fn jobs_at_four_depths_are_traced_and_a_fifth_is_refused_until_one_is_free() {
     ctl(&socket, &["start", "late", "--cgroup", &late_dir]);
     assert_eq!(state(&socket, "late").as_deref(), Some("waiting"));
     late[4].create();
-    let late_status = || {
-        ctl(&socket, &["status"])["jobs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|j| j["job"] == "late")
-            .cloned()
-            .unwrap()
-    };
+    let late_status = || job_status(&socket, "late").unwrap();
     wait_for("the late job's refusal", || {
         late_status()["reason"].as_str().is_some()
     });
