@@ -1,13 +1,15 @@
 /* Known writes, then a wait for a signal: the signal tests stop strata (or kill this
  * process) once every write has returned, and then expect exactly these writes.
  *
- * usage: signals FILE N READY [gated]
+ * usage: signals FILE N READY [gated | pace USEC]
  *   opens FILE, pwrite()s N records (record i: (i % 4096) + 1 bytes, each after the
  *   previous), then writes its pid to READY (created under a temporary name and renamed, so
  *   a reader never sees it half-written) and sleeps until a signal ends it.
  *   gated: the pid goes to READY before the writes instead, the process waits for SIGUSR1,
  *   writes, and stops itself (SIGSTOP): between the signal and the stop it makes no other
- *   traced call. */
+ *   traced call.
+ *   pace USEC: sleeps USEC microseconds after each write (a quiet job, a few writes a flush
+ *   interval). */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <signal.h>
@@ -29,8 +31,10 @@ static int publish_pid(const char *ready) {
 
 int main(int argc, char **argv) {
     int gated = argc == 5 && strcmp(argv[4], "gated") == 0;
-    if (argc != 4 && !gated) {
-        fprintf(stderr, "usage: signals FILE N READY [gated]\n");
+    int paced = argc == 6 && strcmp(argv[4], "pace") == 0;
+    useconds_t pause_us = paced ? (useconds_t)atol(argv[5]) : 0;
+    if (argc != 4 && !gated && !paced) {
+        fprintf(stderr, "usage: signals FILE N READY [gated | pace USEC]\n");
         return 2;
     }
     long n = atol(argv[2]);
@@ -58,6 +62,8 @@ int main(int argc, char **argv) {
             return 1;
         }
         off += len;
+        if (pause_us)
+            usleep(pause_us);
     }
     if (gated)
         raise(SIGSTOP);

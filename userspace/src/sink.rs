@@ -3,6 +3,7 @@
 //!
 //! Each flush writes a complete Parquet file under a hidden temporary name and renames it into
 //! place: readers (DuckDB, Spark) never see a partial file, and every visible file is valid.
+//! A flush of few rows writes the table's newest file again with them added (`segment.rs`).
 use std::{
     cell::RefCell,
     fs,
@@ -24,6 +25,7 @@ use arrow::{
 };
 use strata_common::MAX_ARGS;
 
+use self::segment::Segment;
 use crate::fast::{HashMap, Recent};
 
 mod absent;
@@ -35,6 +37,7 @@ mod ints;
 mod lists;
 mod names;
 mod rle;
+mod segment;
 
 /// A column type: how a Rust value is appended and what Arrow type it becomes.
 pub trait Col {
@@ -737,6 +740,8 @@ pub struct TableWriter<T: Table> {
     prefix: String,
     seq: u32,
     mode: u32,
+    /// The newest file, while later flushes add their rows to it.
+    segment: Segment,
     pub rows_written: u64,
     pub bytes_written: u64,
 }
@@ -756,6 +761,7 @@ impl<T: Table> TableWriter<T> {
             prefix: format!("part-{run_id}"),
             seq: 0,
             mode,
+            segment: Segment::default(),
             rows_written: 0,
             bytes_written: 0,
         })
@@ -794,19 +800,39 @@ impl<T: Table> TableWriter<T> {
         self.buffered
     }
 
-    /// Writes the buffered rows as a new file (nothing when empty).
+    /// Writes the buffered rows (nothing when empty): into the newest file, written again,
+    /// while it takes more (see `segment`), else as a new one.
     pub fn flush(&mut self) -> anyhow::Result<()> {
         if self.buffered == 0 {
+            self.segment.expire();
             return Ok(());
         }
-        self.seq += 1;
+        if !self.segment.takes_more() {
+            self.seq += 1;
+        }
         let name = format!("{}-{:06}.parquet", self.prefix, self.seq);
-        self.write_named(&name)
+        let n = self.buffered;
+        let batches = self.take_batches();
+        let batches = self.segment.add(batches);
+        let bytes = write_file(&self.dir, &name, T::schema(), &batches, self.mode)?;
+        self.rows_written += n as u64;
+        self.bytes_written = self.bytes_written - self.segment.bytes + bytes;
+        self.segment.written(bytes);
+        Ok(())
     }
 
-    /// Writes the buffered rows as `name`, replacing a file of that name atomically.
+    /// Writes the buffered rows alone as `name`, replacing a file of that name atomically.
     pub fn write_named(&mut self, name: &str) -> anyhow::Result<()> {
         let n = self.buffered as u64;
+        let batches: Vec<RecordBatch> = (self.take_batches().into_iter()).map(|(_, b)| b).collect();
+        let bytes = write_file(&self.dir, name, T::schema(), &batches, self.mode)?;
+        self.rows_written += n;
+        self.bytes_written += bytes;
+        Ok(())
+    }
+
+    /// The buffered rows' arrays by group, in key order; the builders start again.
+    fn take_batches(&mut self) -> Vec<(i32, RecordBatch)> {
         self.buffered = 0;
         // A group without rows since the last file (a thread that has exited) is let go.
         self.groups.retain(|(_, t)| !t.is_empty());
@@ -816,11 +842,9 @@ impl<T: Table> TableWriter<T> {
             .map(|(i, (k, _))| (*k, i))
             .collect();
         self.last = 0;
-        let batches: Vec<RecordBatch> = (self.groups.iter_mut()).map(|(_, t)| t.finish()).collect();
-        let bytes = write_file(&self.dir, name, T::schema(), &batches, self.mode)?;
-        self.rows_written += n;
-        self.bytes_written += bytes;
-        Ok(())
+        (self.groups.iter_mut())
+            .map(|(k, t)| (*k, t.finish()))
+            .collect()
     }
 }
 
@@ -1028,6 +1052,8 @@ mod tests {
     fn a_file_holds_each_threads_rows_together_in_their_order() {
         let root = scratch("grouped");
         let mut w = TableWriter::<Threaded>::new((&root, "h", "r", 0o600)).unwrap();
+        // The first interval fills a file.
+        w.segment.limit = 6;
         let tids = [7, 3, 7, 9, 3, 7];
         for (seq, tid) in tids.iter().enumerate() {
             w.push(ThreadedRow {
@@ -1082,12 +1108,141 @@ mod tests {
         fs::remove_dir_all(&root).unwrap();
     }
 
+    /// Flushes of few rows add them to the newest file, rewritten whole, until it holds the
+    /// limit; each thread's rows stay together in the order they came, across flushes.
+    #[test]
+    fn small_flushes_grow_the_newest_file_until_it_is_full() {
+        let root = scratch("segment");
+        let mut w = TableWriter::<Threaded>::new((&root, "h", "r", 0o600)).unwrap();
+        w.segment.limit = 8;
+        let dir = root.join("threaded/host=h");
+        // (rows of the flush, visible files after it)
+        let flushes: [(&[(i32, i64)], usize); 4] = [
+            (&[(7, 0), (3, 1), (7, 2)], 1),
+            (&[(3, 3), (9, 4), (7, 5)], 1),
+            // The file reaches 10 rows: it is closed with them.
+            (&[(9, 6), (3, 7), (7, 8), (3, 9)], 1),
+            (&[(7, 10), (1, 11)], 2),
+        ];
+        for (rows, files) in flushes {
+            for (tid, seq) in rows {
+                w.push(ThreadedRow {
+                    tid: *tid,
+                    seq: *seq,
+                    ..Default::default()
+                });
+            }
+            w.flush().unwrap();
+            let names: Vec<PathBuf> = fs::read_dir(&dir)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .collect();
+            assert_eq!(names.len(), files, "{names:?}");
+            let on_disk: u64 = names.iter().map(|p| fs::metadata(p).unwrap().len()).sum();
+            assert_eq!(w.bytes_written, on_disk);
+        }
+        assert_eq!(w.rows_written, 12);
+        let want = [
+            (3, 1),
+            (3, 3),
+            (3, 7),
+            (3, 9),
+            (7, 0),
+            (7, 2),
+            (7, 5),
+            (7, 8),
+            (9, 4),
+            (9, 6),
+            (1, 11),
+            (7, 10),
+        ];
+        assert_eq!(read_back(&root, "threaded"), want);
+        // One row group per file: the rewrite encodes the file's rows again, as one.
+        for f in fs::read_dir(&dir).unwrap() {
+            let file = fs::File::open(f.unwrap().path()).unwrap();
+            let meta = parquet::file::reader::SerializedFileReader::new(file).unwrap();
+            use parquet::file::reader::FileReader as _;
+            assert_eq!(meta.metadata().num_row_groups(), 1);
+        }
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// A file older than the age limit takes no more rows, and lets its rows go at the next
+    /// flush, with rows or without.
+    #[test]
+    fn an_old_file_takes_no_more_rows() {
+        let root = scratch("segment-age");
+        let mut w = TableWriter::<Threaded>::new((&root, "h", "r", 0o600)).unwrap();
+        w.segment.age = std::time::Duration::from_millis(300);
+        let mut flush = |rows: &[i64]| {
+            for seq in rows {
+                w.push(ThreadedRow {
+                    tid: 1,
+                    seq: *seq,
+                    ..Default::default()
+                });
+            }
+            w.flush().unwrap();
+            (w.segment.rows(), w.seq)
+        };
+        assert_eq!(flush(&[0, 1]), (2, 1));
+        assert_eq!(flush(&[2]), (3, 1));
+        std::thread::sleep(std::time::Duration::from_millis(350));
+        // No rows: the old file's are let go.
+        assert_eq!(flush(&[]), (0, 1));
+        assert_eq!(flush(&[3]), (1, 2));
+        assert_eq!(flush(&[4]), (2, 2));
+        let files = fs::read_dir(root.join("threaded/host=h")).unwrap().count();
+        assert_eq!(files, 2);
+        let seqs: Vec<i64> = read_back(&root, "threaded").iter().map(|r| r.1).collect();
+        assert_eq!(seqs, [0, 1, 2, 3, 4]);
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// Flushes that come faster than a file's rewrites are paid for (full buffers under load)
+    /// start new files; once the budget has refilled, a file takes rows again.
+    #[test]
+    fn rewrites_beyond_the_budget_start_a_new_file() {
+        let root = scratch("segment-budget");
+        let mut w = TableWriter::<Threaded>::new((&root, "h", "r", 0o600)).unwrap();
+        // 10 rows a second re-encoded.
+        w.segment.rate = 10.0;
+        let mut seq = 0;
+        let mut flush = |w: &mut TableWriter<Threaded>| {
+            for _ in 0..3 {
+                w.push(ThreadedRow {
+                    tid: 1,
+                    seq,
+                    ..Default::default()
+                });
+                seq += 1;
+            }
+            w.flush().unwrap();
+            (w.segment.rows(), w.seq)
+        };
+        assert_eq!(flush(&mut w), (3, 1));
+        // Re-encodes 3 rows, then 6, then 9: 18 of the 20 two seconds give.
+        assert_eq!(flush(&mut w), (6, 1));
+        assert_eq!(flush(&mut w), (9, 1));
+        assert_eq!(flush(&mut w), (12, 1));
+        // 12 more would be over the budget.
+        assert_eq!(flush(&mut w), (3, 2));
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        assert_eq!(flush(&mut w), (6, 2));
+        let files = fs::read_dir(root.join("threaded/host=h")).unwrap().count();
+        assert_eq!(files, 2);
+        let seqs: Vec<i64> = read_back(&root, "threaded").iter().map(|r| r.1).collect();
+        assert_eq!(seqs, (0..18).collect::<Vec<_>>());
+        fs::remove_dir_all(&root).unwrap();
+    }
+
     /// A thread's builders serve file after file (strings and lists start again at 0 in
     /// each); a thread without rows for a whole interval has them let go.
     #[test]
     fn builders_kept_from_file_to_file_start_each_file_afresh() {
         let root = scratch("kept");
         let mut w = TableWriter::<Threaded>::new((&root, "h", "r", 0o600)).unwrap();
+        w.segment.limit = 1;
         let row = |tid: i32, seq: i64| ThreadedRow {
             tid,
             seq,

@@ -42,15 +42,15 @@ fn start_with(exe: &Path, dir: &Path, name: &str, options: &[&str], workload: &[
     };
     let ready = dir.join(format!("{name}.ready"));
     let log = dir.join(format!("{name}.stderr"));
+    // A short flush interval, unless the test gives its own.
+    let flush: &[&str] = if options.contains(&"--flush-interval") {
+        &[]
+    } else {
+        &["--flush-interval", "200ms"]
+    };
     let strata = strata()
-        .args([
-            "record",
-            "-q",
-            "--layers",
-            "posix",
-            "--flush-interval",
-            "200ms",
-        ])
+        .args(["record", "-q", "--layers", "posix"])
+        .args(flush)
         .args(options)
         .arg("-o")
         .arg(&out)
@@ -232,6 +232,81 @@ fn a_killed_strata_leaves_every_row_flushed_before() {
             entry.display()
         );
     }
+}
+
+/// A quiet run: the few rows of each flush go into the table's newest file, written again
+/// whole and renamed over itself, not into a file each. Read back while strata runs, each
+/// table is at most one file whose writes only grow; at the end the calls table is one file
+/// of one row group with every write once.
+#[test]
+fn a_quiet_run_grows_one_file_per_table_not_one_per_flush() {
+    require_root();
+    let dir = scratch("signals_quiet");
+    let exe = build_c("cc", "signals.c", &dir.join("signals"), &[]);
+    // 300 us or more after each write: some 7 s of writes, a flush of a few thousand each
+    // second (whose rewrites stay within the budget of 32,768 rows a second).
+    let t = start_with(
+        &exe,
+        &dir,
+        "quiet",
+        &["--flush-interval", "1s"],
+        &["pace", "300"],
+    );
+    let out = t.out.clone();
+    let parquet = |table: &str| -> Vec<PathBuf> {
+        let dir = out.join(table);
+        if !dir.exists() {
+            return Vec::new();
+        }
+        (walk(&dir).into_iter())
+            .filter(|p| !p.file_name().unwrap().to_str().unwrap().starts_with('.'))
+            .collect()
+    };
+    let tables = ["calls", "handles", "files", "processes", "probes"];
+    let at_most_one_file_each = || {
+        for table in tables {
+            let files = parquet(table);
+            assert!(files.len() <= 1, "{table}: {files:?}");
+        }
+    };
+    let (mut seen, mut looks) = (0, 0);
+    let since = Instant::now();
+    while !t.ready.exists() {
+        assert!(since.elapsed() < Duration::from_secs(60), "never ready");
+        at_most_one_file_each();
+        if !parquet("calls").is_empty() {
+            let n = rows(&out, "calls")
+                .iter()
+                .filter(|c| c.s("function") == Some("pwrite64"))
+                .count() as i64;
+            assert!(n >= seen, "the calls file went from {seen} writes to {n}");
+            if n > seen && n < WRITES {
+                looks += 1;
+            }
+            seen = n;
+        }
+        sleep(Duration::from_millis(20));
+    }
+    let pid = t.wait_ready();
+    stop_workload(pid);
+    let (code, _, file) = t.wait();
+    assert_eq!(code, Some(128 + 9), "strata passes on the command's signal");
+    assert!(
+        looks >= 3,
+        "the calls file was seen growing only {looks} times"
+    );
+    at_most_one_file_each();
+    let calls = parquet("calls");
+    let f = std::fs::File::open(&calls[0]).unwrap();
+    let reader = parquet::file::reader::SerializedFileReader::new(f).unwrap();
+    use parquet::file::reader::FileReader as _;
+    assert_eq!(
+        reader.metadata().num_row_groups(),
+        1,
+        "{}",
+        calls[0].display()
+    );
+    assert_every_write(&out, &file, pid);
 }
 
 /// A signal while strata loads and attaches (from the moment its output exists, i.e. its

@@ -221,6 +221,8 @@ struct SizeCase {
     layers: &'static str,
     /// Iterations of the shorter run (the longer one has three times as many).
     iterations: u64,
+    /// `--flush-interval`: a day cuts files by row count alone.
+    flush: &'static str,
 }
 
 /// A sustained rate at which strata must lose nothing, and at which its own CPU time per
@@ -237,6 +239,7 @@ const SIZE_CASES: &[SizeCase] = &[
         mpi_size: Some(64 << 10),
         layers: "posix,mpiio",
         iterations: 1_000,
+        flush: "24h",
     },
     SizeCase {
         name: "regular: HDF5 64K x4",
@@ -244,6 +247,7 @@ const SIZE_CASES: &[SizeCase] = &[
         mpi_size: Some(64 << 10),
         layers: "posix,mpiio,hdf5",
         iterations: 1_000,
+        flush: "24h",
     },
     SizeCase {
         name: "regular: write(1 B) loop",
@@ -251,6 +255,7 @@ const SIZE_CASES: &[SizeCase] = &[
         mpi_size: None,
         layers: "posix",
         iterations: 100_000,
+        flush: "24h",
     },
     SizeCase {
         name: "irregular: random pread/pwrite",
@@ -258,6 +263,17 @@ const SIZE_CASES: &[SizeCase] = &[
         mpi_size: None,
         layers: "posix",
         iterations: 20_000,
+        flush: "24h",
+    },
+    // A quiet job at the default flush interval: a few rows a flush, which the table's newest
+    // file takes until it is full, not a file (and a footer) each.
+    SizeCase {
+        name: "regular: write(1 B), 1000/s",
+        mode: "rate:1000",
+        mpi_size: None,
+        layers: "posix",
+        iterations: 4_000,
+        flush: "1s",
     },
 ];
 
@@ -867,13 +883,15 @@ pub fn run(calls: u64, only: Option<&str>, json_path: &Path) -> anyhow::Result<(
     // 3n iterations differ by 2n iterations' events and bytes, start-up cancelled. Files are
     // cut by row count only (no flush timer), but the time stamps' deltas still make the size
     // of the same calls vary from run to run (by a third for the write loop): the median of
-    // three pairs, and their range.
+    // three pairs, and their range. The quiet job runs at 1 s flushes, as strata does by
+    // default; its line says how many files its calls table had after the longer run.
     println!(
         "\n{:<32} {:>10} {:>10} {:>8} {:>15}",
         "trace size, steady state", "events", "bytes", "B/event", "range"
     );
     for sc in SIZE_CASES {
         let mut pairs = Vec::new();
+        let mut calls_files = 0;
         for _ in 0..3 {
             let mut runs = Vec::new();
             for n in [sc.iterations, 3 * sc.iterations] {
@@ -884,7 +902,7 @@ pub fn run(calls: u64, only: Option<&str>, json_path: &Path) -> anyhow::Result<(
                     "record",
                     "-q",
                     "--flush-interval",
-                    "24h",
+                    sc.flush,
                     "--layers",
                     sc.layers,
                 ])
@@ -902,6 +920,9 @@ pub fn run(calls: u64, only: Option<&str>, json_path: &Path) -> anyhow::Result<(
                 let st = stats(&out_dir)?;
                 anyhow::ensure!(st.lost == 0, "{}: {} events lost", sc.name, st.lost);
                 runs.push((st.calls, dataset_bytes(&out_dir)?));
+                calls_files = fs::read_dir(out_dir.join("calls"))?
+                    .map(|host| Ok(fs::read_dir(host?.path())?.count()))
+                    .sum::<std::io::Result<usize>>()?;
             }
             let events = runs[1].0.saturating_sub(runs[0].0);
             let bytes = runs[1].1.saturating_sub(runs[0].1);
@@ -917,6 +938,12 @@ pub fn run(calls: u64, only: Option<&str>, json_path: &Path) -> anyhow::Result<(
             "{:<32} {:>10} {:>10} {:>8.2} {:>15}",
             sc.name, events, bytes, per_event, range
         );
+        if sc.flush != "24h" {
+            println!(
+                "{:<32} calls files of its longer run ({} flushes): {calls_files}",
+                "", sc.flush
+            );
+        }
         results.push(json!({
             "workload": format!("trace size, steady state: {}", sc.name),
             "events": events,
@@ -924,6 +951,8 @@ pub fn run(calls: u64, only: Option<&str>, json_path: &Path) -> anyhow::Result<(
             "dataset_bytes_per_event": per_event,
             "dataset_bytes_per_event_min": pairs[0].0,
             "dataset_bytes_per_event_max": pairs[2].0,
+            "flush_interval": sc.flush,
+            "calls_files_of_the_longer_run": calls_files,
         }));
     }
 
