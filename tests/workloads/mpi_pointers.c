@@ -1,20 +1,25 @@
 /* MPI-IO calls on the individual and the shared file pointer. Each rank r of N, on FILE:
  *   default view (etype MPI_BYTE): seek to r*1000; write 100 and 200 bytes; write_all 50;
  *     seek 40 back (SEEK_CUR); read 40; iwrite 60 (then wait)
- *   the shared pointer: seek_shared to 10000; write_ordered 64 bytes; rank 0 write_shared 32;
+ *   the shared pointer: seek_shared to 10000; write_ordered 64 bytes; rank 0 write_shared 32
+ *     (barriers around them, so that no rank moves the shared pointer while another reads it);
  *     then write 20 bytes on the individual pointer, which they did not move; read_all_begin
  *     and _end 30 bytes (after the shared pointer's calls: before them, Open MPI 4.1 hangs
  *     in them, traced or not)
  *   view at 20000 + r*32, etype MPI_DOUBLE, 4 doubles of every N*4 the rank's: write_all 8
  *     and 4 doubles; seek 2 further; read_all 4; write 2
- *   view at 40000, etype 3 MPI_INTs (12 bytes, a built type): write 2 etypes, then 1
+ *   view at 40000, etype 3 MPI_INTs (12 bytes, a built type): write 2 etypes, then 1;
+ *     seek_shared to etype 5, and rank 0 write_shared 1 etype there (byte 40060)
  *   seek to the end (SEEK_END), write 12 bytes of MPI_BYTE (one etype of 12 bytes); once all
  *     ranks have, seek to the end again and read 12 bytes there: none
  * Before each call on the individual pointer it prints "R FUNCTION POSITION" with the position
  * MPI_File_get_position gives, in etypes of the view, as the call's offset should be (and
  * after each MPI_File_set_view, the 0 it leaves); after each blocking read "R bytes FUNCTION
  * COUNT" with the bytes its status counts (the last read moves none; under Open MPI the last
- * rank's first read may find the collective write's data not written yet, and none).
+ * rank's first read may find the collective write's data not written yet, and none). Before
+ * each call on the shared pointer, "R shared FUNCTION OFFSET VIEW" with the offset it will use:
+ * for write_shared the position MPI_File_get_position_shared gives, for write_ordered that
+ * position plus the 64 bytes of each lower rank (the standard orders them by rank).
  * usage: mpi_pointers FILE */
 #include <mpi.h>
 #include <stdio.h>
@@ -29,6 +34,25 @@ static void at(const char *f) {
     MPI_File_get_position(fh, &pos);
     printf("%d %s %lld\n", rank, f, (long long)pos);
     fflush(stdout);
+}
+
+/* The view the shared pointer's calls are made in: the default, then one of a built type. */
+static const char *view = "default";
+
+/* The offset call `f` on the shared pointer will use: `before` etypes past its position. */
+static void at_shared(const char *f, MPI_Offset before) {
+    MPI_Offset pos;
+    MPI_File_get_position_shared(fh, &pos);
+    printf("%d shared %s %lld %s\n", rank, f, (long long)(pos + before), view);
+    fflush(stdout);
+}
+
+/* MPI_File_seek_shared to etype `to` of the view, printed as the offset its row has. */
+static void seek_shared(MPI_Offset to) {
+    printf("%d shared MPI_File_seek_shared %lld %s\n", rank, (long long)to, view);
+    fflush(stdout);
+    MPI_File_seek_shared(fh, to, MPI_SEEK_SET);
+    MPI_Barrier(MPI_COMM_WORLD);
 }
 
 /* The bytes read call `f` moved, as its status counts them. */
@@ -69,9 +93,15 @@ int main(int argc, char **argv) {
     MPI_Wait(&req, &st);
 
     MPI_Barrier(MPI_COMM_WORLD);
-    MPI_File_seek_shared(fh, 10000, MPI_SEEK_SET);
+    seek_shared(10000);
+    at_shared("MPI_File_write_ordered", (MPI_Offset)rank * 64);
+    MPI_Barrier(MPI_COMM_WORLD);
     MPI_File_write_ordered(fh, buf, 64, MPI_BYTE, &st);
-    if (rank == 0) MPI_File_write_shared(fh, buf, 32, MPI_BYTE, &st);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) {
+        at_shared("MPI_File_write_shared", 0);
+        MPI_File_write_shared(fh, buf, 32, MPI_BYTE, &st);
+    }
     at("MPI_File_write");
     MPI_File_write(fh, buf, 20, MPI_BYTE, &st);
     at("MPI_File_read_all_begin");
@@ -101,12 +131,18 @@ int main(int argc, char **argv) {
     MPI_Type_contiguous(3, MPI_INT, &three);
     MPI_Type_commit(&three);
     MPI_File_set_view(fh, 40000, three, three, "native", MPI_INFO_NULL);
+    view = "built";
     at("MPI_File_set_view");
     int ints[9] = {0};
     at("MPI_File_write");
     MPI_File_write(fh, ints, 2, three, &st);
     at("MPI_File_write");
     MPI_File_write(fh, ints, 1, three, &st);
+    seek_shared(5);
+    if (rank == 0) {
+        at_shared("MPI_File_write_shared", 0);
+        MPI_File_write_shared(fh, ints, 1, three, &st);
+    }
 
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_File_seek(fh, 0, MPI_SEEK_END);

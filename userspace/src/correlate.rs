@@ -857,6 +857,31 @@ impl Correlator {
         (consumed >= 0).then_some(consumed)
     }
 
+    /// Where a call on MPI file `h`'s shared file pointer began, in etypes of the view: the
+    /// first transfer beneath it on the file, where the transfers there moved exactly the
+    /// call's `bytes` (the rank wrote or read its own data, as ROMIO does in every such call;
+    /// Open MPI's OMPIO has one rank write an ordered call's data for all, and neither that
+    /// rank's row nor the others' has an offset), under a view whose positions map to bytes
+    /// (see [`Handles::view_position`]).
+    fn shared_start(
+        &self,
+        h: HandleId,
+        beneath: &[crate::handles::Beneath],
+        write: bool,
+        bytes: Option<i64>,
+    ) -> Option<i64> {
+        let file_of = |id: HandleId| self.handles.get(id).and_then(|x| x.row.file_id);
+        let file = file_of(h)?;
+        let b = beneath
+            .iter()
+            .find(|b| b.handle != h && file_of(b.handle) == Some(file))?;
+        let moved = if write { b.written } else { b.read };
+        if moved.is_none() || moved != bytes {
+            return None;
+        }
+        self.handles.view_position(h, b.offset?)
+    }
+
     fn call(&mut self, rec: &CallRecord) -> Option<CallRow> {
         let p = Rc::clone(self.probes.get(rec.func_id as usize)?);
         if p.internal && p.op == Op::Load {
@@ -1315,10 +1340,15 @@ impl Correlator {
                     self.handles.set_refs(h, ret);
                 }
             }
-            // A new view: its etype (the datatype argument's size) and the pointer at 0.
+            // A new view: its etype (the datatype argument's size), the pointer at 0, and
+            // its displacement where the filetype (the first pointer) is the etype. Only
+            // the MPICH ABI's handles can be compared: Open MPI's etype argument holds the
+            // size read from its object at entry.
             Op::Meta if crate::mpi_pointer::sets_view(p.function()) && !failed => {
                 if let Some(h) = handle {
-                    self.handles.set_view(h, size);
+                    let types = datatype.zip(arg(ArgKind::Ptr));
+                    let linear = int_handles && types.is_some_and(|(e, f)| e as u32 == f as u32);
+                    self.handles.set_view(h, size, offset.filter(|_| linear));
                 }
             }
             // H5Olink: an object made with no name is named by the link it is given.
@@ -1340,7 +1370,11 @@ impl Correlator {
                 if let Some(start) = start_beneath {
                     offset = offset.or(start);
                 } else if p.layer == Layer::Mpiio && crate::mpi_pointer::shared(p.function()) {
-                    // The shared file pointer: where all ranks' calls left it.
+                    // The shared file pointer, which all ranks move: where the rank's own
+                    // transfer beneath began.
+                    offset = handle.and_then(|h| {
+                        self.shared_start(h, &beneath, p.op == Op::Write, bytes_result)
+                    });
                 } else {
                     // An MPI transfer that moved less than it asked leaves its file pointer
                     // where the MPI puts it: past what moved (ROMIO) or what was asked (OMPIO).
@@ -1362,12 +1396,10 @@ impl Correlator {
                 // Syscalls and library calls are beneath library calls (io_uring requests and
                 // kernel functions beneath syscalls).
                 if let (Some(h), true) = (handle, is_syscall || from_library) {
-                    let read = if p.op == Op::Read {
-                        bytes_result
-                    } else {
-                        Some(0)
-                    };
-                    self.starts_beneath.note(rec.parent_id, h, offset, read);
+                    let only = |op: Op| if p.op == op { bytes_result } else { Some(0) };
+                    let (read, written) = (only(Op::Read), only(Op::Write));
+                    self.starts_beneath
+                        .note(rec.parent_id, h, offset, read, written);
                 }
             }
             // MPI_File_seek_shared: the shared file pointer, where SEEK_SET puts it.
@@ -1678,8 +1710,13 @@ impl Correlator {
         });
         let (handle, file_id, offset) = match found {
             Some((h, file_id, offset)) => {
-                let read = if write { Some(0) } else { bytes_result };
-                self.starts_beneath.note(rec.parent_id, h, offset, read);
+                let (read, written) = if write {
+                    (Some(0), bytes_result)
+                } else {
+                    (bytes_result, Some(0))
+                };
+                self.starts_beneath
+                    .note(rec.parent_id, h, offset, read, written);
                 (Some(h), file_id, offset)
             }
             None => (None, None, at),

@@ -50,6 +50,10 @@ struct Ofd {
     /// An MPI file's position counts etypes of its view, of this many bytes (0: a size
     /// strata does not know); None: bytes.
     etype: Option<i64>,
+    /// An MPI file view's displacement where its filetype is its etype, so that a position
+    /// maps to the byte `disp + position * etype` (the default view's is 0); None: another
+    /// filetype, or not an MPI file.
+    disp: Option<i64>,
 }
 
 /// A file mapping (mmap): the handle whose raw name is the address mmap returned, the
@@ -194,8 +198,9 @@ impl Handles {
                         pos: h.pos,
                         refs: 0,
                         append,
-                        // The default view's etype, MPI_BYTE.
+                        // The default view: etype and filetype MPI_BYTE, from byte 0.
                         etype: (h.kind == "mpi_file").then_some(1),
+                        disp: (h.kind == "mpi_file").then_some(0),
                     },
                 );
                 self.next_ofd
@@ -563,12 +568,23 @@ impl Handles {
     }
 
     /// MPI_File_set_view: the position back to 0, counted in etypes of `etype` bytes (None:
-    /// a size strata does not know, which it can follow no further than the next access).
-    pub fn set_view(&mut self, id: HandleId, etype: Option<i64>) {
+    /// a size strata does not know, which it can follow no further than the next access),
+    /// from byte `disp` where the filetype is the etype (None: another filetype).
+    pub fn set_view(&mut self, id: HandleId, etype: Option<i64>, disp: Option<i64>) {
         if let Some(o) = self.live.get(&id).and_then(|h| self.ofds.get_mut(&h.ofd)) {
             o.pos = Some(0);
             o.etype = Some(etype.unwrap_or(0));
+            o.disp = disp;
         }
+    }
+
+    /// The position, in etypes of MPI file `id`'s view, of the file's byte `at`: None where
+    /// the view's filetype is not its etype (positions skip the bytes of other ranks' holes),
+    /// its etype's size is unknown, or `at` is before the view or inside an etype.
+    pub fn view_position(&self, id: HandleId, at: i64) -> Option<i64> {
+        let o = self.ofds.get(&self.live.get(&id)?.ofd)?;
+        let (etype, from) = (o.etype.filter(|e| *e > 0)?, at.checked_sub(o.disp?)?);
+        (from >= 0 && from % etype == 0).then_some(from / etype)
     }
 
     pub fn set_pos(&mut self, id: HandleId, pos: Option<i64>) {
@@ -733,6 +749,8 @@ pub struct Beneath {
     pub offset: Option<i64>,
     /// The bytes they read (None: a read whose count is unknown).
     pub read: Option<i64>,
+    /// The bytes they wrote (None: a write whose count is unknown).
+    pub written: Option<i64>,
 }
 
 /// Library calls in flight with a call noted beneath them, at most: a call that never
@@ -743,9 +761,16 @@ const STARTS_MAX: usize = 4096;
 const STARTS_PER_CALL: usize = 4;
 
 impl StartsBeneath {
-    /// A call that moved handle `h` from `offset`, reading `read` bytes (`Some(0)` for a
-    /// write), inside library call `parent` (0: none).
-    pub fn note(&mut self, parent: u64, h: HandleId, offset: Option<i64>, read: Option<i64>) {
+    /// A call that moved handle `h` from `offset`, reading `read` bytes and writing
+    /// `written` (`Some(0)` for what it did not do), inside library call `parent` (0: none).
+    pub fn note(
+        &mut self,
+        parent: u64,
+        h: HandleId,
+        offset: Option<i64>,
+        read: Option<i64>,
+        written: Option<i64>,
+    ) {
         if parent == 0 {
             return;
         }
@@ -755,11 +780,13 @@ impl StartsBeneath {
         let calls = self.beneath.entry(parent).or_default();
         if let Some(b) = calls.iter_mut().find(|b| b.handle == h) {
             b.read = b.read.zip(read).map(|(a, r)| a + r);
+            b.written = b.written.zip(written).map(|(a, w)| a + w);
         } else if calls.len() < STARTS_PER_CALL {
             calls.push(Beneath {
                 handle: h,
                 offset,
                 read,
+                written,
             });
         }
     }
@@ -1077,40 +1104,72 @@ mod tests {
         assert!(h.fds_in(1, 6, 8).is_empty());
     }
 
+    /// A byte of the file maps back to an etype position where the MPI file's view maps
+    /// positions to bytes: the default view's bytes, a view from its displacement in whole
+    /// etypes; not before the view, inside an etype, under another filetype or an etype of
+    /// unknown size, nor on an fd.
+    #[test]
+    fn a_file_byte_is_an_etype_position_of_a_linear_view() {
+        let mut h = Handles::default();
+        let f = h.create(NewHandle {
+            raw: Raw::Lib("mpiio", 0x10),
+            layer: "mpiio",
+            kind: "mpi_file",
+            ..fd(1, 0, None, Some(0))
+        });
+        assert_eq!(h.view_position(f, 10256), Some(10256), "the default view");
+        h.set_view(f, Some(12), Some(40000));
+        assert_eq!(h.view_position(f, 40060), Some(5));
+        assert_eq!(h.view_position(f, 40000), Some(0));
+        assert_eq!(h.view_position(f, 40061), None, "inside an etype");
+        assert_eq!(h.view_position(f, 39988), None, "before the view");
+        h.set_view(f, Some(8), None);
+        assert_eq!(h.view_position(f, 40000), None, "another filetype");
+        h.set_view(f, None, Some(0));
+        assert_eq!(h.view_position(f, 48), None, "an etype of unknown size");
+        let d = h.create(fd(1, 3, None, Some(0)));
+        assert_eq!(h.view_position(d, 0), None, "an fd has no view");
+    }
+
     /// A library call's offset on a handle is where the first call beneath it on that
-    /// handle began, and its reads there add up; nothing outlives the take.
+    /// handle began, and its reads and writes there add up; nothing outlives the take.
     #[test]
     fn a_library_call_starts_where_its_first_call_beneath_did() {
         let mut s = StartsBeneath::default();
         let on = |taken: &[Beneath], h: HandleId| taken.iter().find(|b| b.handle == h).copied();
-        s.note(0, 5, Some(1), Some(3));
+        s.note(0, 5, Some(1), Some(3), Some(0));
         assert!(s.take(0).is_empty(), "no parent, nothing noted");
-        s.note(7, 9, Some(0), Some(0));
-        s.note(7, 5, Some(100), Some(6));
-        s.note(7, 5, Some(106), Some(4096));
+        s.note(7, 9, Some(0), Some(0), Some(8));
+        s.note(7, 5, Some(100), Some(6), Some(0));
+        s.note(7, 5, Some(106), Some(4096), Some(0));
+        s.note(7, 5, Some(4202), Some(0), Some(10));
         let taken = s.take(7);
         let five = Beneath {
             handle: 5,
             offset: Some(100),
             read: Some(4102),
+            written: Some(10),
         };
         assert_eq!(
             on(&taken, 5),
             Some(five),
-            "the first call's offset, every read"
+            "the first call's offset, every read and write"
         );
-        assert_eq!(on(&taken, 9).map(|b| b.read), Some(Some(0)));
-        assert!(s.take(7).is_empty(), "forgotten once taken");
-        s.note(8, 6, None, Some(10));
-        s.note(8, 6, Some(10), None);
-        s.note(8, 6, Some(20), Some(10));
         assert_eq!(
-            on(&s.take(8), 6).map(|b| b.read),
-            Some(None),
-            "a read of unknown size"
+            on(&taken, 9).map(|b| (b.read, b.written)),
+            Some((Some(0), Some(8)))
+        );
+        assert!(s.take(7).is_empty(), "forgotten once taken");
+        s.note(8, 6, None, Some(10), Some(0));
+        s.note(8, 6, Some(10), None, Some(0));
+        s.note(8, 6, Some(20), Some(10), None);
+        assert_eq!(
+            on(&s.take(8), 6).map(|b| (b.read, b.written)),
+            Some((None, None)),
+            "a read and a write of unknown size"
         );
         for call in 1..=STARTS_MAX as u64 + 1 {
-            s.note(call, 1, Some(0), Some(0));
+            s.note(call, 1, Some(0), Some(0), Some(0));
         }
         assert!(s.beneath.len() <= STARTS_MAX);
     }

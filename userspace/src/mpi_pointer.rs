@@ -5,7 +5,10 @@
 //! each such call past the etypes it moved. Under MPI_MODE_APPEND it starts at the end of the
 //! file, which strata does not know. The shared file pointer (the `_shared` and `_ordered`
 //! calls) belongs to all ranks of the file's communicator, each moving it: it is not
-//! followed, and those calls leave the individual pointer where it is.
+//! followed, and those calls leave the individual pointer where it is. Their offset is where
+//! the rank's own transfer beneath began on the file, in etypes of the default view or of one
+//! whose filetype is its etype (known under the MPICH ABI, whose datatype handles strata
+//! compares).
 
 /// MPI_MODE_APPEND: the same in Open MPI and the MPICH ABI.
 const MODE_APPEND: i64 = 128;
