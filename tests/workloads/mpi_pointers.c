@@ -1,7 +1,8 @@
 /* MPI-IO calls on the individual and the shared file pointer. Each rank r of N, on FILE:
  *   default view (etype MPI_BYTE): seek to r*1000; write 100 and 200 bytes; write_all 50;
  *     seek 40 back (SEEK_CUR); read 40; iwrite 60 (then wait)
- *   the shared pointer: seek_shared to 10000; write_ordered 64 bytes; rank 0 write_shared 32
+ *   the shared pointer: seek_shared to 10000; write_ordered 64 bytes; rank 0 write_shared 32;
+ *     seek_shared to 10000 again, and rank 0 read_shared 16 (the ordered write's first bytes)
  *     (barriers around them, so that no rank moves the shared pointer while another reads it);
  *     then write 20 bytes on the individual pointer, which they did not move; read_all_begin
  *     and _end 30 bytes (after the shared pointer's calls: before them, Open MPI 4.1 hangs
@@ -101,6 +102,12 @@ int main(int argc, char **argv) {
     if (rank == 0) {
         at_shared("MPI_File_write_shared", 0);
         MPI_File_write_shared(fh, buf, 32, MPI_BYTE, &st);
+    }
+    seek_shared(10000);
+    if (rank == 0) {
+        at_shared("MPI_File_read_shared", 0);
+        MPI_File_read_shared(fh, buf, 16, MPI_BYTE, &st);
+        got("MPI_File_read_shared", &st);
     }
     at("MPI_File_write");
     MPI_File_write(fh, buf, 20, MPI_BYTE, &st);

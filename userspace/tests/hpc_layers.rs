@@ -2680,8 +2680,9 @@ fn fortran_io(mpi: Mpi) {
 /// prints it before each call): from 0 at the open, moved by MPI_File_seek (SEEK_SET and
 /// SEEK_CUR, MPI's 600 and 602) and by each call's bytes over the etype's size, back to 0 at
 /// MPI_File_set_view, under a view of MPI_DOUBLEs and one of a built type of 12 bytes. The
-/// shared pointer's calls (seek_shared, write_ordered, write_shared) leave it; seek_shared's
-/// row has its SEEK_SET's offset, and the writes where the rank's own write beneath began, in
+/// shared pointer's calls (seek_shared, write_ordered, write_shared, read_shared) leave it;
+/// seek_shared's row has its SEEK_SET's offset, and the transfers where the rank's own
+/// transfer beneath began, in
 /// etypes of the default view and of one whose filetype is its etype, as the workload printed
 /// them (under Open MPI, in the default view only, and not for write_ordered, whose data
 /// OMPIO's rank 0 writes for all: those rows have none); after a SEEK_END the position is unknown,
@@ -2811,18 +2812,19 @@ fn mpi_pointers(mpi: Mpi) {
             "rank {r}"
         );
         // The shared pointer's calls: seek_shared's SEEK_SET, and where the workload said
-        // the writes go.
+        // the transfers go.
         let shared = shared_by.remove(&r).unwrap_or_default();
         assert_eq!(
             shared.len(),
-            if r == 0 { 5 } else { 3 },
+            if r == 0 { 7 } else { 4 },
             "rank {r}: {shared:?}"
         );
         assert_eq!(
             offsets(&[
                 "MPI_File_seek_shared",
                 "MPI_File_write_ordered",
-                "MPI_File_write_shared"
+                "MPI_File_write_shared",
+                "MPI_File_read_shared"
             ]),
             shared,
             "rank {r}"
