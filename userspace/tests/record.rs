@@ -10,7 +10,8 @@ use std::{
 };
 
 use common::{
-    Row, RowExt as _, Val, build_c, duckdb, require_root, rows, run, scratch, strata, workload_pid,
+    Row, RowExt as _, Val, build_c, duckdb, require_root, require_root_alone, rows, run, scratch,
+    strata, workload_pid,
 };
 
 /// The workload's rows, checked call by call against tests/workloads/posix_stdio.c, with
@@ -3465,7 +3466,8 @@ fn function_offset_bytes<R: std::borrow::Borrow<Row>>(calls: &[R]) -> Vec<String
 /// the default; naming stdio in both options, or a layer that does not exist, is refused.
 #[test]
 fn skipped_stdio_writes_no_breakpoints_into_libc() {
-    require_root();
+    // Alone: another test's strata would put its stdio breakpoints into this one's libc.
+    require_root_alone();
     let dir = std::fs::canonicalize(scratch("skip_stdio")).unwrap();
     let exe = build_c(
         "cc",

@@ -3,9 +3,11 @@
 #![allow(dead_code, reason = "each test binary uses a different subset")]
 
 use std::{
+    cell::RefCell,
     collections::HashMap,
     path::{Path, PathBuf},
     process::{Command, Output},
+    sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard},
 };
 
 use arrow::{
@@ -13,12 +15,50 @@ use arrow::{
     datatypes::{DataType, Int32Type, Int64Type},
 };
 
-/// Privileged tests fail loudly instead of skipping: CI runs as root and must run them.
+/// Privileged tests fail loudly instead of skipping: CI runs as root and must run them. The
+/// test then shares the node with the other tests of its binary, which run beside it.
 pub fn require_root() {
+    assert_root();
+    hold(|| Held::Shared(NODE.read().unwrap_or_else(PoisonError::into_inner)));
+}
+
+/// [`require_root`] for a test whose ground truth is the node's own state, which any other
+/// strata changes (uprobes go by file: a breakpoint in libc is in every process's copy): it
+/// waits for the tests beside it to end, and none starts until it has.
+pub fn require_root_alone() {
+    assert_root();
+    hold(|| Held::Alone(NODE.write().unwrap_or_else(PoisonError::into_inner)));
+}
+
+fn assert_root() {
     assert!(
         nix::unistd::geteuid().is_root(),
         "this test loads eBPF programs and must run as root (CI does); run `cargo xtask test` as root"
     );
+}
+
+/// The node's tracing, shared by the tests of one binary or held by one alone.
+static NODE: RwLock<()> = RwLock::new(());
+
+/// A test's hold on [`NODE`], kept by its thread (libtest runs each test on a thread of its
+/// own) and let go when the thread ends, passed or failed.
+enum Held {
+    Shared(#[allow(dead_code, reason = "held, not read")] RwLockReadGuard<'static, ()>),
+    Alone(#[allow(dead_code, reason = "held, not read")] RwLockWriteGuard<'static, ()>),
+}
+
+thread_local! {
+    static HELD: RefCell<Option<Held>> = const { RefCell::new(None) };
+}
+
+/// Takes the hold `take` gives, unless the thread has one (a helper's second call).
+fn hold(take: impl FnOnce() -> Held) {
+    HELD.with(|h| {
+        if h.borrow().is_none() {
+            let held = take();
+            *h.borrow_mut() = Some(held);
+        }
+    });
 }
 
 pub fn repo_root() -> PathBuf {
