@@ -19,8 +19,9 @@
  * COUNT" with the bytes its status counts (the last read moves none; under Open MPI the last
  * rank's first read may find the collective write's data not written yet, and none). Before
  * each call on the shared pointer, "R shared FUNCTION OFFSET VIEW" with the offset it will use:
- * for write_shared the position MPI_File_get_position_shared gives, for write_ordered that
- * position plus the 64 bytes of each lower rank (the standard orders them by rank).
+ * for write_shared and read_shared the position MPI_File_get_position_shared gives, for
+ * write_ordered that position plus the 64 bytes of each lower rank (the standard orders them
+ * by rank), and for seek_shared the etype it seeks to; VIEW is "default" or "built".
  * usage: mpi_pointers FILE */
 #include <mpi.h>
 #include <stdio.h>

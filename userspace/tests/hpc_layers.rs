@@ -2682,12 +2682,11 @@ fn fortran_io(mpi: Mpi) {
 /// MPI_File_set_view, under a view of MPI_DOUBLEs and one of a built type of 12 bytes. The
 /// shared pointer's calls (seek_shared, write_ordered, write_shared, read_shared) leave it;
 /// seek_shared's row has its SEEK_SET's offset, and the transfers where the rank's own
-/// transfer beneath began, in
-/// etypes of the default view and of one whose filetype is its etype, as the workload printed
-/// them (under Open MPI, in the default view only, and not for write_ordered, whose data
-/// OMPIO's rank 0 writes for all: those rows have none); after a SEEK_END the position is unknown,
-/// and after a read that moved less than it asked (the MPIs move the pointer differently
-/// then). A blocking read's bytes are those its status counts, as the workload printed them:
+/// transfer beneath began, in etypes of the default view and of one whose filetype is its
+/// etype, as the workload printed them (under Open MPI, in the default view only, and not for
+/// write_ordered, whose data OMPIO's rank 0 writes for all: those rows have none). After a
+/// SEEK_END the individual pointer's position is unknown, and after a read that moved less
+/// than it asked (the MPIs move the pointer differently then). A blocking read's bytes are those its status counts, as the workload printed them:
 /// none for the read at the end of the file. Ground truth: tests/workloads/mpi_pointers.c.
 #[test]
 fn mpi_io_calls_on_the_file_pointers_have_their_positions_in_etypes() {
