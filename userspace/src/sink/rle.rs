@@ -131,8 +131,11 @@ impl Rle {
             // 8 values of up to 8 bits fit a word: `width` bytes of it.
             let word = (self.group.iter().enumerate())
                 .fold(0u64, |w, (i, &v)| w | v << (width * i as u32));
-            self.out
-                .extend_from_slice(&word.to_le_bytes()[..width as usize]);
+            // All 8 bytes, then cut: a copy of a constant size is two stores, one of
+            // `width` bytes a call of memcpy.
+            let end = self.out.len() + width as usize;
+            self.out.extend_from_slice(&word.to_le_bytes());
+            self.out.truncate(end);
         } else {
             pack(self.group, width, &mut self.out);
         }
