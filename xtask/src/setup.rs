@@ -35,6 +35,8 @@ const PACKAGES: &[&str] = &[
     "openjdk-17-jre-headless",
     // headless Chromium renders the HTML report in its test
     "chromium",
+    // cargo xtask bench: strata's instructions per event, counted by callgrind
+    "valgrind",
 ];
 
 pub fn run() -> anyhow::Result<()> {
