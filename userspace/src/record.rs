@@ -356,11 +356,10 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
         let mut handled = 0;
         while let Some(item) = loaded.events.next_record() {
             recorded += 1;
-            // Decoded inside: an event moved into the closure was a call of memcpy.
-            corr.guarded(|c| match events::decode(item) {
-                Ok(ev) => c.handle(ev, &mut out),
+            match events::decode(item) {
+                Ok(ev) => corr.guarded(|c| c.handle(ev, &mut out)),
                 Err(e) => log::warn!("undecodable record: {e}"),
-            });
+            }
             handled += 1;
             if handled == crate::ring::RECORDS_PER_PASS {
                 pending = true;
@@ -441,11 +440,9 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
     // backlog, some 2M records (left to the end, their rows took some 150 MiB more).
     while let Some(item) = loaded.events.next_record() {
         recorded += 1;
-        corr.guarded(|c| {
-            if let Ok(ev) = events::decode(item) {
-                c.handle(ev, &mut out);
-            }
-        });
+        if let Ok(ev) = events::decode(item) {
+            corr.guarded(|c| c.handle(ev, &mut out));
+        }
         if write_error.is_none() {
             if let Err(e) = out.flush_if_full() {
                 write_error = Some(e);

@@ -86,10 +86,11 @@ impl Mapping {
 }
 
 /// A block of records copied out of the ring as it holds them (each: the kernel's header,
-/// its length with the flag bits, then its bytes padded to 8; discarded ones too). Chunks have one size and are mapped on their own, not taken
-/// from the heap: batches as large as what the ring held, up to its size, left the heap in
-/// pieces no later request fit, and under a sustained overload it grew by some 7 MiB/s with
-/// no more in use (from 170 to 530 MiB in 45 s, two thirds of it free).
+/// its length with the flag bits, then its bytes padded to 8; discarded ones too). Chunks
+/// have one size and are mapped on their own, not taken from the heap: batches as large as
+/// what the ring held, up to its size, left the heap in pieces no later request fit, and
+/// under a sustained overload it grew by some 7 MiB/s with no more in use (from 170 to
+/// 530 MiB in 45 s, two thirds of it free).
 struct Chunk {
     mem: Mapping,
     len: usize,

@@ -1610,9 +1610,10 @@ pub(crate) struct Stats {
 /// strata's user-space instructions per event (all its threads) under callgrind, for the
 /// paced write loop: three pairs of runs of `COUNTED_EVENTS` and five times as many, start-up
 /// cancelled, sorted. Pairs of one build differed by up to 6% (how many passes and flushes
-/// strata makes still depends on timing), where its CPU time per event moves by a third. What the figure leaves out: the kernel's work for strata (its reads of the ring
-/// and /proc, its writes), and the cost of a cache miss; and valgrind counts each byte a `rep
-/// movsb` copies as an instruction, so that large copies weigh more here than on the CPU.
+/// strata makes still depends on timing), where its CPU time per event moves by a third.
+/// The figure leaves out the kernel's work for strata (its reads of the ring and /proc, its
+/// writes) and the cost of a cache miss; and valgrind counts each byte a `rep movsb` copies
+/// as an instruction, so that large copies weigh more here than on the CPU.
 fn counted_instructions(strata: &Path, exe: &Path, dir: &Path) -> anyhow::Result<[f64; 3]> {
     let out_dir = dir.join("out-counted");
     let run = |n: u64| -> anyhow::Result<(u64, u64)> {
