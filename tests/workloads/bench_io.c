@@ -1,7 +1,7 @@
 /* Benchmark workload: a tight loop of one kind of I/O call. Prints the loop's own wall time in
  * nanoseconds on stdout, so tracer start-up and teardown are not counted.
  *
- * usage: bench_io syscall|stdio|meta|pagewrite|ioctl N DIR
+ * usage: bench_io syscall|stdio|meta|pagewrite|ioctl|uring|random|maplibc|mapld N DIR
  *        bench_io rate:R|paths:R N DIR
  *   pagewrite: N buffered 4 KiB writes to a new file, then fsync (the loop time includes it)
  *   ioctl: N TCGETS on /dev/null (ENOTTY), a command probes.toml does not name
@@ -13,16 +13,22 @@
  *     DIR/ + (i % 16) times "./" + bench.dat (records of many sizes)
  *   random: N preads and pwrites, each chosen at random, of 1 B to 64 KiB at random offsets
  *     in a 64 MiB file (an irregular access pattern; the sequence is the same every run)
+ *   maplibc, mapld: N mappings of the libc it runs (of its dynamic loader), read and execute
+ *     as the loader maps a library's text, each unmapped at once (a uprobe on that file writes
+ *     its breakpoint into each mapping)
  *   clock: nothing; prints CLOCK_MONOTONIC at its start instead (when a tracer let it run)
  * BENCH_IO_CPU=C in the environment pins the process to CPU C first (the benchmark keeps a
  * tracer's threads off the loop's CPU this way, also when the tracer starts the loop). */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <termios.h>
 #include <time.h>
@@ -71,6 +77,23 @@ static int uring_writes(const char *path, long n, long long *t0, long long *t1) 
     close(r.fd);
     close(fd);
     unlink(path);
+    return 0;
+}
+
+/* N mappings of the file that holds `in`, each unmapped at once; 0 or an exit code. */
+static int map_file_of(const void *in, long n, long long *t0, long long *t1) {
+    Dl_info lib;
+    struct stat st;
+    if (dladdr(in, &lib) == 0 || lib.dli_fname == NULL) return 19;
+    int fd = open(lib.dli_fname, O_RDONLY);
+    if (fd < 0 || fstat(fd, &st) != 0) return 20;
+    *t0 = now();
+    for (long i = 0; i < n; i++) {
+        void *p = mmap(NULL, st.st_size, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+        if (p == MAP_FAILED || munmap(p, st.st_size) != 0) return 21;
+    }
+    *t1 = now();
+    close(fd);
     return 0;
 }
 
@@ -173,6 +196,12 @@ int main(int argc, char **argv) {
         unlink(path);
     } else if (strcmp(argv[1], "uring") == 0) {
         int rc = uring_writes(path, n, &t0, &t1);
+        if (rc != 0) return rc;
+    } else if (strcmp(argv[1], "maplibc") == 0 || strcmp(argv[1], "mapld") == 0) {
+        /* fopen is libc's; the auxiliary vector's AT_BASE is where the kernel loaded the loader. */
+        const void *in = strcmp(argv[1], "maplibc") == 0 ? (const void *)fopen
+                                                         : (const void *)getauxval(AT_BASE);
+        int rc = map_file_of(in, n, &t0, &t1);
         if (rc != 0) return rc;
     } else if (strcmp(argv[1], "random") == 0) {
         static char block[65536];

@@ -1897,6 +1897,30 @@ fn attach_uprobe_status(
 /// Attaches library probe `p` to `symbol` in `path`: at its entry (None), or at its calls in
 /// the functions `calls_in` names (Some: how many), where its body is one load or its call is
 /// recorded at entry.
+/// Where a probe with `calls_in` sits instead of its function's entry (file offsets).
+pub enum AtCalls {
+    /// At the calls of a function whose body is one load, which the kernel side does there
+    /// (the load's displacement, the calls).
+    Load(u32, Vec<u64>),
+    /// At the calls of a function recorded at its entry (the loader's report, a bare `ret`).
+    Report(Vec<u64>),
+}
+
+/// Where probe `p` on `symbol` is probed in the library `table` when not at its entry: at
+/// its calls (`calls_in`), where they are found. None: at its entry.
+pub fn at_calls(p: &Probe, table: &SymbolTable, symbol: &str) -> Option<AtCalls> {
+    if p.calls_in.is_empty() {
+        return None;
+    }
+    if let Some((disp, sites)) = crate::symbols::load_calls(table, symbol, &p.calls_in) {
+        return Some(AtCalls::Load(disp, sites));
+    }
+    (p.spec().flags & strata_common::SPEC_EMIT_AT_ENTRY != 0)
+        .then(|| crate::symbols::call_sites(table, symbol, &p.calls_in))
+        .flatten()
+        .map(AtCalls::Report)
+}
+
 fn attach_uprobe(
     ebpf: &mut Ebpf,
     p: &Probe,
@@ -1940,13 +1964,10 @@ fn attach_uprobe(
         Some(_) => type_table(ebpf, uprobes, path, table, symbol),
         None => 0,
     };
+    let at_calls = at_calls(p, table, symbol);
     // A function that is one load, probed at its calls (each an emulated `call`) with the
     // load's displacement in the cookie, instead of at its single-stepped entry.
-    let calls = match p.calls_in.is_empty() {
-        true => None,
-        false => crate::symbols::load_calls(table, symbol, &p.calls_in),
-    };
-    if let Some((disp, sites)) = calls {
+    if let Some(AtCalls::Load(disp, sites)) = at_calls {
         let cookie = u64::from(spec.func_id)
             | (u64::from(disp) << COOKIE_TABLE_SHIFT)
             | strata_common::COOKIE_LOAD_AT_CALL;
@@ -1961,9 +1982,9 @@ fn attach_uprobe(
         // kernel single-steps (a second trap), is probed at its calls where `calls_in` finds
         // them, each an emulated `call` or `jmp`.
         let watched = watched_variable(p, table);
-        let sites = match p.calls_in.is_empty() {
-            true => None,
-            false => crate::symbols::call_sites(table, symbol, &p.calls_in),
+        let sites = match at_calls {
+            Some(AtCalls::Report(sites)) => Some(sites),
+            _ => None,
         };
         let at = sites.clone().unwrap_or_else(|| vec![offset]);
         for &site in &at {

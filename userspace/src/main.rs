@@ -567,6 +567,9 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
             let mut tables: HashMap<String, Option<(PathBuf, SymbolTable)>> = HashMap::new();
             // io_uring requests: whether this kernel has each field they read.
             let mut btf = None;
+            // Per library, the file offsets its probes that are on write a breakpoint at.
+            let mut written: std::collections::BTreeMap<String, std::collections::BTreeSet<u64>> =
+                Default::default();
             for p in &list {
                 let entry = match &p.target {
                     probes::Target::Uprobe { library, symbol } => {
@@ -574,12 +577,24 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
                             let path = strata::symbols::find_library(library).ok()?;
                             SymbolTable::read(&path).ok().map(|t| (path, t))
                         });
-                        // Probed at its calls instead (`calls_in`), where it is one load.
-                        let calls = lib.as_ref().filter(|_| !p.calls_in.is_empty()).and_then(
-                            |(_, table)| strata::symbols::load_calls(table, symbol, &p.calls_in),
-                        );
+                        // Probed at its calls instead (`calls_in`) where they are found.
+                        let calls = lib.as_ref().and_then(|(_, table)| {
+                            strata::attach::at_calls(p, table, symbol).map(|c| match c {
+                                strata::attach::AtCalls::Load(_, s)
+                                | strata::attach::AtCalls::Report(s) => s,
+                            })
+                        });
+                        if let (true, Some((_, table))) = (p.enabled, lib.as_ref()) {
+                            let at = calls
+                                .clone()
+                                .or_else(|| table.offset(symbol).map(|o| vec![o]));
+                            written
+                                .entry(library.clone())
+                                .or_default()
+                                .extend(at.into_iter().flatten());
+                        }
                         match calls {
-                            Some((_, sites)) => format!("{} calls", sites.len()),
+                            Some(sites) => format!("{} calls", sites.len()),
                             None => match strata::symbols::describe_entry(
                                 lib.as_ref().map(|(_, t)| t),
                                 symbol,
@@ -648,6 +663,24 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
                     p.function(),
                     p.ret.to_string()
                 );
+            }
+            if !written.is_empty() {
+                // The kernel writes them into every process that maps the library, traced or
+                // not, as it maps it: each page that holds one is copied for the process.
+                println!(
+                    "\nbreakpoints of the probes that are on: the kernel writes them into every process on the node that maps the library, traced or not, as it maps it, copying each page that holds one for the process:"
+                );
+                for (library, at) in &written {
+                    let pages: std::collections::BTreeSet<u64> =
+                        at.iter().map(|o| o / 4096).collect();
+                    let path = tables.get(library).and_then(|t| t.as_ref()).map(|(p, _)| p);
+                    println!(
+                        "  {library} ({}): {} on {} pages",
+                        path.map_or("-".into(), |p| p.display().to_string()),
+                        at.len(),
+                        pages.len()
+                    );
+                }
             }
             Ok(0)
         }

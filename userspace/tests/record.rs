@@ -3536,6 +3536,56 @@ fn skipped_stdio_writes_no_breakpoints_into_libc() {
     }
 }
 
+/// `strata probes` ends with the breakpoints each library's probes write into every process
+/// that maps it, and on how many pages. The kernel copies each such page of the library's
+/// text into the process: a process traced with the default probes (awk reading its own
+/// `/proc/self/smaps`) has exactly that many pages of its libc's executable mapping as its
+/// own (`Anonymous`), and the run's `probes` table has as many libc probes attached (an
+/// alias shares its first probe's address and writes nothing).
+#[test]
+fn strata_probes_counts_the_pages_each_process_gets_copied() {
+    // Alone: another test's strata would write its breakpoints into this one's libc too.
+    require_root_alone();
+    let dir = scratch("breakpoint_pages");
+    let listed = run(strata().arg("probes"));
+    assert!(listed.status.success(), "{listed:?}");
+    let listed = String::from_utf8(listed.stdout).unwrap();
+    let line = listed
+        .lines()
+        .find(|l| l.trim_start().starts_with("libc.so.6 ("))
+        .unwrap_or_else(|| panic!("no libc line in strata probes:\n{listed}"));
+    let words: Vec<&str> = line.rsplit("): ").next().unwrap().split(' ').collect();
+    let (breakpoints, pages): (usize, u64) = match words[..] {
+        [n, "on", p, "pages"] => (n.parse().unwrap(), p.parse().unwrap()),
+        _ => panic!("{line:?}"),
+    };
+    let out = dir.join("out");
+    let res = run(strata().args(["record", "-q", "-o"]).arg(&out).args([
+        "--",
+        "awk",
+        r"/^[0-9a-f]+-[0-9a-f]+ / { m = ($2 ~ /x/ && $6 ~ /\/libc\.so\.6$/) } m && /^Anonymous:/ { print $2 }",
+        "/proc/self/smaps",
+    ]));
+    assert!(res.status.success(), "{res:?}");
+    let kib: Vec<u64> = String::from_utf8_lossy(&res.stdout)
+        .lines()
+        .map(|l| l.trim().parse().unwrap())
+        .collect();
+    assert_eq!(
+        kib,
+        [pages * 4],
+        "libc's executable mapping's own KiB, {line:?}"
+    );
+    let attached = rows(&out, "probes")
+        .iter()
+        .filter(|p| {
+            p.s("status") == Some("attached")
+                && p.s("target").is_some_and(|t| t.ends_with("/libc.so.6"))
+        })
+        .count();
+    assert_eq!(attached, breakpoints, "{line:?}");
+}
+
 /// The `NAME INODE` lines a workload logged, in order.
 fn logged_inodes(log: &Path) -> Vec<(String, i64)> {
     std::fs::read_to_string(log)

@@ -1058,6 +1058,7 @@ pub fn run(calls: u64, only: Option<&str>, json_path: &Path) -> anyhow::Result<(
     results.push(crate::late_library::measure(&strata, &dir)?);
     results.push(crate::late_library::measure_own_libc(&strata, &dir)?);
     results.push(crate::churn::measure(&strata, &dir)?);
+    results.push(crate::churn::measure_breakpoints(&strata, &exe, &dir)?);
     let (idle_kib, peak_kib) = idle_memory(&strata, &dir.join("out-idle"))?;
     println!(
         "strata's resident memory while its command runs and makes no events (default layers): {:.1} MiB; its start's peak {:.1} MiB",

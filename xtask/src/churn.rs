@@ -15,6 +15,8 @@ const SHORT: u64 = 100;
 const LONG: u64 = 400;
 /// Pairs of runs; the median is reported.
 const PAIRS: usize = 3;
+/// Mappings of libc per run of the breakpoint figure.
+const MAPPINGS: u64 = 2_000;
 
 /// A shell loop running `cat` on a small file, untraced, traced with the default layers, and
 /// untraced beside a `strata record` of another command: a process strata does not trace
@@ -102,5 +104,74 @@ pub fn measure(strata: &Path, dir: &Path) -> anyhow::Result<Value> {
         "untraced_beside_no_stdio_us_per_process": beside_no_stdio / 1e3,
         "beside_no_stdio_ratio": beside_no_stdio / untraced,
         "pairs": PAIRS,
+    }))
+}
+
+/// What a process strata does not trace pays at its start for the library probes: the kernel
+/// maps its loader and the loader maps libc, and the kernel writes each probed address's
+/// breakpoint into that mapping's own copy of the page (copied from the file's on the first),
+/// whether the process ever calls the function or not. `bench_io maplibc` (`mapld`) maps the
+/// file as the loader maps a library's text and unmaps it, alone, beside a `strata record`
+/// of another command, and beside one with `--skip-layers stdio`, which probes nothing in
+/// libc; median of three rounds.
+pub fn measure_breakpoints(strata: &Path, exe: &Path, dir: &Path) -> anyhow::Result<Value> {
+    let maps = |mode: &str| -> anyhow::Result<f64> {
+        let text = output(
+            Command::new(exe)
+                .args([mode, &MAPPINGS.to_string()])
+                .arg(dir),
+        )?;
+        let ns: f64 = text
+            .trim()
+            .parse()
+            .with_context(|| format!("bench_io {mode} printed {text:?}"))?;
+        Ok(ns / MAPPINGS as f64)
+    };
+    let both = || Ok((maps("maplibc")?, maps("mapld")?));
+    let out = dir.join("out-breakpoints");
+    let (mut alone, mut beside, mut no_stdio) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..PAIRS {
+        alone.push(both()?);
+        beside.push(crate::bench::beside_strata(strata, &out, &[], both)?);
+        no_stdio.push(crate::bench::beside_strata(
+            strata,
+            &out,
+            &["--skip-layers", "stdio"],
+            both,
+        )?);
+    }
+    // Medians in µs, libc's and the loader's apart.
+    let median = |v: &[(f64, f64)]| {
+        let mid = |mut x: Vec<f64>| {
+            x.sort_by(f64::total_cmp);
+            x[x.len() / 2] / 1e3
+        };
+        (
+            mid(v.iter().map(|p| p.0).collect()),
+            mid(v.iter().map(|p| p.1).collect()),
+        )
+    };
+    let (alone, beside, no_stdio) = (median(&alone), median(&beside), median(&no_stdio));
+    println!(
+        "a process strata does not trace, at its start (its libc and its loader mapped, median of {PAIRS}): libc {:.1} µs alone, {:.1} µs beside a strata record of another command (+{:.1}: the stdio probes' breakpoints written into its copy of their pages), {:.1} µs beside one with --skip-layers stdio (+{:.1}); the loader {:.1} µs alone, {:.1} beside (+{:.1}: the probe of its library reports), {:.1} with --skip-layers stdio",
+        alone.0,
+        beside.0,
+        beside.0 - alone.0,
+        no_stdio.0,
+        no_stdio.0 - alone.0,
+        alone.1,
+        beside.1,
+        beside.1 - alone.1,
+        no_stdio.1,
+    );
+    Ok(json!({
+        "workload": "libc and the loader mapped beside a strata record (their breakpoints written)",
+        "libc_alone_us": alone.0,
+        "libc_beside_us": beside.0,
+        "libc_beside_no_stdio_us": no_stdio.0,
+        "loader_alone_us": alone.1,
+        "loader_beside_us": beside.1,
+        "loader_beside_no_stdio_us": no_stdio.1,
+        "rounds": PAIRS,
     }))
 }
