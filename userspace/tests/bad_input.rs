@@ -68,6 +68,8 @@ fn malformed_probes_file_names_file_and_line() {
 /// first instructions of Debian's glibc (objdump): fopen is `mov $1,%edx; jmp` (probed at the
 /// jmp, 5 bytes in), fwrite opens with `push %r15`, printf with `sub $0xd8,%rsp`; and HDF5's
 /// H5S_get_select_npoints, one load, is called twice in each of H5D__write and H5D__read.
+/// It ends with the breakpoints each library found gets: one per function, one per call of
+/// a function probed at its calls.
 #[test]
 fn probes_lists_how_each_uprobe_will_be_hit() {
     let dir = scratch("probes_entry");
@@ -93,7 +95,9 @@ fn probes_lists_how_each_uprobe_will_be_hit() {
     let out = run(strata().arg("probes").arg("--probes").arg(&probes));
     assert!(out.status.success(), "{out:?}");
     let stdout = String::from_utf8(out.stdout).unwrap();
-    let lines: Vec<&str> = stdout.lines().collect();
+    // The probes, then after a blank line the breakpoints per library.
+    let lines: Vec<&str> = stdout.lines().take_while(|l| !l.is_empty()).collect();
+    let written: Vec<&str> = stdout.lines().skip(lines.len() + 2).collect();
     let entry_at = lines[0].find("entry").expect("an entry column");
     let target_at = lines[0].find("target").unwrap();
     let entries: Vec<&str> = lines[1..]
@@ -113,6 +117,28 @@ fn probes_lists_how_each_uprobe_will_be_hit() {
             "-",
             "-"
         ],
+        "{stdout}"
+    );
+    // A breakpoint per function found (the missing one and the absent library have none),
+    // and one per call of the function probed at its calls.
+    let counts: Vec<(&str, &str)> = written
+        .iter()
+        .map(|l| {
+            let (library, rest) = l.trim().split_once(' ').unwrap();
+            (
+                library,
+                rest.rsplit("): ")
+                    .next()
+                    .unwrap()
+                    .split(' ')
+                    .next()
+                    .unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        counts,
+        [("libc.so.6", "3"), ("libhdf5_openmpi.so.103", "4")],
         "{stdout}"
     );
     // Where a syscall records only some values of an argument, which.
