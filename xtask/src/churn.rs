@@ -153,7 +153,7 @@ pub fn measure_breakpoints(strata: &Path, exe: &Path, dir: &Path) -> anyhow::Res
     };
     let (alone, beside, no_stdio) = (median(&alone), median(&beside), median(&no_stdio));
     println!(
-        "a process strata does not trace, at its start (its libc and its loader mapped, median of {PAIRS}): libc {:.1} µs alone, {:.1} µs beside a strata record of another command (+{:.1}: the stdio probes' breakpoints written into its copy of their pages), {:.1} µs beside one with --skip-layers stdio (+{:.1}); the loader {:.1} µs alone, {:.1} beside (+{:.1}: the probe of its library reports), {:.1} with --skip-layers stdio",
+        "a process strata does not trace, at its start (its libc and its loader mapped, median of {PAIRS}): libc {:.1} µs alone, {:.1} µs beside a strata record of another command ({:+.1}: the stdio probes' breakpoints written into its copy of their pages), {:.1} µs beside one with --skip-layers stdio ({:+.1}); the loader {:.1} µs alone, {:.1} beside ({:+.1}: the probe of its library reports), {:.1} with --skip-layers stdio",
         alone.0,
         beside.0,
         beside.0 - alone.0,
