@@ -1894,9 +1894,6 @@ fn attach_uprobe_status(
     r.map(|_| ())
 }
 
-/// Attaches library probe `p` to `symbol` in `path`: at its entry (None), or at its calls in
-/// the functions `calls_in` names (Some: how many), where its body is one load or its call is
-/// recorded at entry.
 /// Where a probe with `calls_in` sits instead of its function's entry (file offsets).
 pub enum AtCalls {
     /// At the calls of a function whose body is one load, which the kernel side does there
@@ -1921,6 +1918,9 @@ pub fn at_calls(p: &Probe, table: &SymbolTable, symbol: &str) -> Option<AtCalls>
         .map(AtCalls::Report)
 }
 
+/// Attaches library probe `p` to `symbol` in `path`: at its entry (None), or at its calls in
+/// the functions `calls_in` names (Some: how many), where its body is one load or its call is
+/// recorded at entry.
 fn attach_uprobe(
     ebpf: &mut Ebpf,
     p: &Probe,

@@ -15,7 +15,7 @@ const SHORT: u64 = 100;
 const LONG: u64 = 400;
 /// Pairs of runs; the median is reported.
 const PAIRS: usize = 3;
-/// Mappings of libc per run of the breakpoint figure.
+/// Mappings of each library (libc, the loader) per round of the breakpoint figure.
 const MAPPINGS: u64 = 2_000;
 
 /// A shell loop running `cat` on a small file, untraced, traced with the default layers, and
