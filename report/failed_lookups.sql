@@ -1,11 +1,13 @@
 -- detector: failed_lookups
 -- title: A process looking for files that are not there (search paths)
--- needs: calls, processes
+-- needs: calls, processes, mounts
 -- definition: a process's POSIX path lookups (open, stat, access; as syscalls or io_uring
 --   requests) that failed with ENOENT or ENOTDIR, outside /proc, /sys and /dev. Reports how
 --   many, their time, the name looked for in the most directories (a search path walked for
 --   it: LD_LIBRARY_PATH for a library, sys.path for a Python module) with its directory count,
---   and the directory with the most failures.
+--   and the directory with the most failures with the file system it is on (the deepest
+--   mount above it in the process's mount namespace: a lookup on lustre or nfs is a metadata
+--   server's round trip, one on tmpfs or overlay is not).
 -- threshold: at least 100 failed lookups by one process, at least 8 of them for one name in
 --   different directories.
 -- rationale: each lookup that finds nothing still costs a metadata request, and on a parallel
@@ -42,14 +44,30 @@ dirs AS (
          ROW_NUMBER() OVER (PARTITION BY host, pid ORDER BY count(*) DESC, dir) AS r
   FROM f
   GROUP BY host, pid, dir
+),
+-- The top directory's mount: among the mounts of the process's namespace above it, the
+-- deepest, and of several at one point the one mounted last (on top).
+mounted AS (
+  SELECT d.host, d.pid, m.fs_type, m.mount_point, m.mount_source,
+         ROW_NUMBER() OVER (PARTITION BY d.host, d.pid
+                            ORDER BY length(m.mount_point) DESC, m.seen_ns DESC,
+                                     m.mount_id DESC) AS r
+  FROM dirs d
+  JOIN processes p ON p.host = d.host AND p.pid = d.pid
+  JOIN mounts m ON m.host = d.host AND m.mnt_ns = p.mnt_ns
+  WHERE d.r = 1 AND substr(d.dir, 1, 1) = '/'
+    AND (m.mount_point = '/' OR d.dir = m.mount_point
+         OR substr(d.dir, 1, length(m.mount_point) + 1) = concat(m.mount_point, '/'))
 )
 SELECT per.host, per.pid, p.rank, p.exe, per.failed_lookups, per.failed_seconds,
        per.directories, n.name AS most_searched_name, n.name_directories,
        d.dir AS top_directory, d.dir_failures AS top_directory_failures,
-       per.first_ns, per.last_ns
+       mt.fs_type AS top_directory_fs_type, mt.mount_point AS top_directory_mount_point,
+       mt.mount_source AS top_directory_mount_source, per.first_ns, per.last_ns
 FROM per
 JOIN names n ON n.host = per.host AND n.pid = per.pid AND n.r = 1
 JOIN dirs d ON d.host = per.host AND d.pid = per.pid AND d.r = 1
 LEFT JOIN processes p ON p.host = per.host AND p.pid = per.pid
+LEFT JOIN mounted mt ON mt.host = per.host AND mt.pid = per.pid AND mt.r = 1
 WHERE per.failed_lookups >= 100 AND n.name_directories >= 8
 ORDER BY per.failed_lookups DESC, per.host, per.pid

@@ -16,7 +16,7 @@ import json
 import os
 import sys
 
-TABLES = ["calls", "handles", "files", "processes", "run", "probes", "block", "pagecache"]
+TABLES = ["calls", "handles", "files", "processes", "mounts", "run", "probes", "block", "pagecache"]
 
 
 def queries(report_dir):

@@ -482,6 +482,7 @@ impl Correlator {
     #[inline(always)]
     fn collect(&mut self, out: &mut Dataset) {
         if !(self.files.new_rows.is_empty()
+            && self.files.mounts.new_rows.is_empty()
             && self.handles.done.is_empty()
             && !self.procs.has_done()
             && self.kernel.block_rows.is_empty()
@@ -503,6 +504,9 @@ impl Correlator {
                 }
                 self.withheld.insert(r.file_id, r);
             }
+        }
+        for r in std::mem::take(&mut self.files.mounts.new_rows) {
+            out.mounts.push(r);
         }
         for r in std::mem::take(&mut self.handles.done) {
             if self.keep(r.file_id, None) {
@@ -548,6 +552,7 @@ impl Correlator {
         });
         self.write_released(out);
         self.kernel.tick(&self.files);
+        self.files.mounts.tick();
         for row in self.helpers.tick() {
             self.push_call(out, &row);
         }
@@ -604,6 +609,12 @@ impl Correlator {
                 self.ensure_process(pid);
                 self.procs
                     .exec(pid, comm(rec), crate::events::filename(rec));
+                // The kernel side's reading of the namespace (0 without BTF), else /proc's.
+                let ns = match rec.root.mnt_ns {
+                    0 => crate::views::mnt_ns(&pid.to_string()),
+                    ns => Some(u64::from(ns)),
+                };
+                self.see_mnt_ns(pid, ns);
                 // A chroot or a new mount namespace taken before the exec: the working
                 // directory is named from the new root (not known once the process is gone).
                 if self.files.views.exec(pid, rec.root) == Seen::Changed {
@@ -703,9 +714,19 @@ impl Correlator {
         let clock = self.clock;
         if self.procs.ensure(pid, |t| clock.epoch(t)) {
             self.files.views.see(pid);
+            self.see_mnt_ns(pid, crate::views::mnt_ns(&pid.to_string()));
             for fd in 0..3 {
                 self.fd_handle(pid, fd);
             }
+        }
+    }
+
+    /// `pid` is in mount namespace `ns`: its row says so, and the namespace's mounts are
+    /// written (those mounted since it was last looked at, for a namespace seen before).
+    fn see_mnt_ns(&mut self, pid: i32, ns: Option<u64>) {
+        self.procs.set_mnt_ns(pid, ns);
+        if let Some(ns) = ns {
+            self.files.mounts.see(ns, pid);
         }
     }
 

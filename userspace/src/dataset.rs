@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use crate::{
-    schema::{Block, Calls, Files, Handles, Pagecache, Probes, Processes, Run, RunRow},
+    schema::{Block, Calls, Files, Handles, Mounts, Pagecache, Probes, Processes, Run, RunRow},
     sink::TableWriter,
 };
 
@@ -18,6 +18,7 @@ pub struct Dataset {
     pub handles: TableWriter<Handles>,
     pub files: TableWriter<Files>,
     pub processes: TableWriter<Processes>,
+    pub mounts: TableWriter<Mounts>,
     pub probes: TableWriter<Probes>,
     pub block: TableWriter<Block>,
     pub pagecache: TableWriter<Pagecache>,
@@ -34,6 +35,7 @@ impl Dataset {
             handles: TableWriter::new(at)?,
             files: TableWriter::new(at)?,
             processes: TableWriter::new(at)?,
+            mounts: TableWriter::new(at)?,
             probes: TableWriter::new(at)?,
             block: TableWriter::new(at)?,
             pagecache: TableWriter::new(at)?,
@@ -48,6 +50,7 @@ impl Dataset {
             self.handles.dir(),
             self.files.dir(),
             self.processes.dir(),
+            self.mounts.dir(),
             self.probes.dir(),
             self.block.dir(),
             self.pagecache.dir(),
@@ -62,6 +65,7 @@ impl Dataset {
     pub fn flush(&mut self) -> anyhow::Result<()> {
         self.files.flush()?;
         self.processes.flush()?;
+        self.mounts.flush()?;
         self.handles.flush()?;
         self.calls.flush()?;
         self.block.flush()?;
@@ -82,6 +86,7 @@ impl Dataset {
             + self.handles.buffered()
             + self.files.buffered()
             + self.processes.buffered()
+            + self.mounts.buffered()
             + self.block.buffered()
             + self.pagecache.buffered()
     }
@@ -103,6 +108,7 @@ impl Dataset {
             + self.handles.rows_written
             + self.files.rows_written
             + self.processes.rows_written
+            + self.mounts.rows_written
             + self.block.rows_written
             + self.pagecache.rows_written
     }
@@ -112,6 +118,7 @@ impl Dataset {
             + self.handles.bytes_written
             + self.files.bytes_written
             + self.processes.bytes_written
+            + self.mounts.bytes_written
             + self.probes.bytes_written
             + self.block.bytes_written
             + self.pagecache.bytes_written

@@ -13,9 +13,9 @@ use std::{
     path::{Component, Path, PathBuf},
 };
 
-use procfs::process::{MountInfo, Process};
+use procfs::process::MountInfo;
 
-use crate::{fast::HashMap, schema::FileRow, views::Views};
+use crate::{fast::HashMap, mounts::Mounts, schema::FileRow, views::Views};
 
 /// The bytes of a name (a path, an object name) as text: UTF-8 as it is, and each byte that is
 /// not part of valid UTF-8 as `\xNN`. Parquet strings are UTF-8; a replacement character
@@ -111,8 +111,8 @@ pub struct Files {
     known: Known,
     older: Known,
     next: i64,
-    /// Mount tables by mount-namespace inode.
-    mounts: HashMap<u64, Vec<MountInfo>>,
+    /// Mount tables by mount namespace, written to the `mounts` table as they are read.
+    pub mounts: Mounts,
     /// New rows, written by the correlator.
     pub new_rows: Vec<FileRow>,
     /// Inode numbers of new regular files, for the kernel-layer programs to watch.
@@ -538,35 +538,21 @@ impl Files {
         Some(id)
     }
 
-    /// The mount holding a file, from the mount table of the process's namespace, read once
-    /// per namespace. A process already gone (or ending while its table is read) is seen
-    /// through strata's own mounts, as its paths are (`in_root`).
+    /// The mount holding a file, from the mount table of the process's namespace (read again
+    /// when a mount changed it). A process already gone (or ending while its table is read)
+    /// is seen through strata's own mounts, as its paths are (`in_root`).
     fn mount_of(&mut self, pid: i32, dev: u64, path: &str) -> Option<MountInfo> {
-        let ns_of = |who: &str| {
-            fs::metadata(format!("/proc/{who}/ns/mnt"))
-                .ok()
-                .map(|m| m.ino())
-        };
-        let mut ns = ns_of(&pid.to_string());
-        if let Some(n) = ns.filter(|n| !self.mounts.contains_key(n)) {
-            match Process::new(pid).and_then(|p| p.mountinfo()) {
-                Ok(table) => {
-                    self.mounts.insert(n, table.0);
-                }
-                Err(_) => ns = None,
-            }
-        }
+        let ns = crate::views::mnt_ns(&pid.to_string()).filter(|&ns| self.mounts.see(ns, pid));
         let ns = match ns {
-            Some(n) => n,
+            Some(ns) => ns,
             None => {
-                let own = ns_of("self")?;
-                if let std::collections::hash_map::Entry::Vacant(e) = self.mounts.entry(own) {
-                    e.insert(Process::myself().and_then(|p| p.mountinfo()).ok()?.0);
-                }
-                own
+                let own = self.mounts.own()?;
+                self.mounts
+                    .see(own, std::process::id() as i32)
+                    .then_some(own)?
             }
         };
-        pick_mount(self.mounts.get(&ns)?, dev, path).cloned()
+        pick_mount(self.mounts.table(ns)?, dev, path).cloned()
     }
 }
 

@@ -28,6 +28,7 @@ pub mod linux_aio;
 pub mod lockdown;
 pub mod lustre;
 pub mod maps;
+pub mod mounts;
 pub mod mpi_pointer;
 pub mod mpi_types;
 pub mod netcdf;

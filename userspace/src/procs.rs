@@ -121,6 +121,13 @@ impl Procs {
         }
     }
 
+    /// The mount namespace `pid` started or last exec'd in (None: not known).
+    pub fn set_mnt_ns(&mut self, pid: i32, ns: Option<u64>) {
+        if let Some(row) = self.live.get_mut(&pid) {
+            row.mnt_ns = ns.map(|n| n as i64);
+        }
+    }
+
     /// A successful chdir or fchdir to the absolute directory `dir` (None: not known).
     pub fn set_cwd(&mut self, pid: i32, dir: Option<String>) {
         match dir {

@@ -73,6 +73,7 @@ pub const TABLES: &[&str] = &[
     "handles",
     "files",
     "processes",
+    "mounts",
     "run",
     "probes",
     "block",

@@ -83,6 +83,21 @@ table!(Processes, ProcessRow, "processes", {
     end_ns: OptI64,
     exit_code: OptI32,
     exit_signal: OptI32,
+    mnt_ns: OptI64,
+});
+
+table!(Mounts, MountRow, "mounts", {
+    mnt_ns: I64,
+    mount_id: I32,
+    parent_id: I32,
+    dev: Str,
+    root: Str,
+    mount_point: Str,
+    fs_type: Str,
+    mount_source: OptStr,
+    options: Str,
+    fs_options: Str,
+    seen_ns: I64,
 });
 
 table!(Run, RunRow, "run", {

@@ -102,7 +102,7 @@ pub struct View {
 type RootKey = (u64, u64, u64);
 
 /// The inode number of a mount namespace, from its `/proc/<pid>/ns/mnt` link (`mnt:[N]`).
-fn mnt_ns(pid: &str) -> Option<u64> {
+pub fn mnt_ns(pid: &str) -> Option<u64> {
     let link = fs::read_link(format!("/proc/{pid}/ns/mnt")).ok()?;
     let text = link.to_str()?;
     text.strip_prefix("mnt:[")?.strip_suffix(']')?.parse().ok()

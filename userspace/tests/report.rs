@@ -5,7 +5,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{build_c, duckdb_with, require_root, run, scratch, strata};
+use common::{RowExt as _, build_c, duckdb_with, require_root, run, scratch, strata};
 use serde_json::Value;
 
 const RANKS: i64 = 4;
@@ -665,12 +665,7 @@ const SEARCH_ROUNDS: i64 = 10;
 /// LD_LIBRARY_PATH, whose entries the loader would search too: the report and the workload's
 /// pid.
 fn search(mode: &str) -> (Value, i64, PathBuf) {
-    require_root();
-    let dir = scratch(&format!("report_search_{mode}"));
-    let exe = build_c("cc", "search_path.c", &dir.join("search_path"), &[]);
-    let work = dir.join("work");
-    std::fs::create_dir(&work).unwrap();
-    let out = dir.join("out");
+    let (exe, work, out) = search_setup(&format!("report_search_{mode}"));
     let res = run(common::recording("posix", &out)
         .arg(&exe)
         .arg(mode)
@@ -680,6 +675,27 @@ fn search(mode: &str) -> (Value, i64, PathBuf) {
         .env_remove("LD_LIBRARY_PATH"));
     assert!(res.status.success(), "{:?}", res.status);
     (report(&out), common::workload_pid(&out, &exe), work)
+}
+
+/// search_path built in a scratch directory, its (canonical) work directory, the dataset's.
+fn search_setup(name: &str) -> (PathBuf, PathBuf, PathBuf) {
+    require_root();
+    let dir = scratch(name);
+    let exe = build_c("cc", "search_path.c", &dir.join("search_path"), &[]);
+    let work = dir.join("work");
+    std::fs::create_dir(&work).unwrap();
+    (exe, work.canonicalize().unwrap(), dir.join("out"))
+}
+
+/// What findmnt (util-linux) says of the mount holding `path` in strata's namespace.
+fn findmnt(path: &Path, column: &str) -> String {
+    let out = std::process::Command::new("findmnt")
+        .args(["-n", "-o", column, "--target"])
+        .arg(path)
+        .output()
+        .expect("findmnt runs (util-linux)");
+    assert!(out.status.success(), "findmnt {}", path.display());
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
 /// A library looked for in 20 directories 10 times over is found: 200 failed opens by the
@@ -703,6 +719,13 @@ fn a_search_path_walked_for_a_missing_library_is_found_and_one_that_finds_it_is_
     assert_eq!(f["top_directory"], work.join("d0").to_str().unwrap());
     assert_eq!(f["top_directory_failures"], SEARCH_ROUNDS);
     assert!(f["directories"].as_i64().unwrap() >= SEARCH_DIRS);
+    // The file system the walk was on, as util-linux finds it.
+    assert_eq!(f["top_directory_fs_type"], findmnt(&work, "FSTYPE"), "{f}");
+    assert_eq!(
+        f["top_directory_mount_point"],
+        findmnt(&work, "TARGET"),
+        "{f}"
+    );
 
     let (r, _, _) = search("present");
     assert_eq!(findings(&r, "failed_lookups", ""), Vec::<Value>::new());
@@ -712,5 +735,158 @@ fn a_search_path_walked_for_a_missing_library_is_found_and_one_that_finds_it_is_
             .unwrap()
             .iter()
             .any(|d| d["detector"] == "failed_lookups" && d["found"] == false)
+    );
+}
+
+/// One mount of a mountinfo text: (mount id, parent id, device, root, mount point, type,
+/// source, options, fs options), names unescaped and options sorted, as the `mounts`
+/// table's columns hold them.
+type MountLine = (
+    i64,
+    i64,
+    String,
+    String,
+    String,
+    String,
+    Option<String>,
+    String,
+    String,
+);
+
+fn mountinfo_lines(text: &str) -> Vec<MountLine> {
+    let unescape = |s: &str| {
+        let mut out = s.to_string();
+        for (code, c) in [
+            ("\\040", " "),
+            ("\\011", "\t"),
+            ("\\012", "\n"),
+            ("\\134", "\\"),
+        ] {
+            out = out.replace(code, c);
+        }
+        out
+    };
+    let sorted = |s: &str| {
+        let mut v: Vec<&str> = s.split(',').collect();
+        v.sort();
+        v.dedup();
+        v.join(",")
+    };
+    text.lines()
+        .map(|l| {
+            let (mine, fs) = l.split_once(" - ").expect("mountinfo's separator");
+            let m: Vec<&str> = mine.split(' ').collect();
+            let f: Vec<&str> = fs.split(' ').collect();
+            (
+                m[0].parse().unwrap(),
+                m[1].parse().unwrap(),
+                m[2].to_string(),
+                unescape(m[3]),
+                unescape(m[4]),
+                f[0].to_string(),
+                (f[1] != "none").then(|| unescape(f[1])),
+                sorted(m[5]),
+                sorted(f[2]),
+            )
+        })
+        .collect()
+}
+
+/// The same walk in a mount namespace of the workload's own, on a tmpfs mounted there half a
+/// second after the namespace began, so after strata first read its table:
+/// - the finding names tmpfs and its mount point, which strata's own namespace does not have;
+/// - the `mounts` table holds the namespace's mounts as the workload's own
+///   /proc/self/mountinfo lists them, row for row, the tmpfs read when the namespace said it
+///   changed, after the others;
+/// - the workload's process row names the namespace, as its /proc/self/ns/mnt does.
+///
+/// The shell waits a second at the end: a namespace is read while a process is in it, and
+/// one that ended before strata got to its first process is not in the table.
+#[test]
+fn failed_lookups_name_the_file_system_in_the_process_own_mount_namespace() {
+    let (exe, work, out) = search_setup("report_search_ns");
+    let dir = out.parent().unwrap();
+    let script = format!(
+        "sleep 0.5 && mount -t tmpfs strata-search {w} && cat /proc/self/mountinfo > {d}/mountinfo \
+         && readlink /proc/self/ns/mnt > {d}/ns && {exe} missing {w} {n} {r} && sleep 1",
+        w = work.display(),
+        d = dir.display(),
+        exe = exe.display(),
+        n = SEARCH_DIRS,
+        r = SEARCH_ROUNDS,
+    );
+    let res = run(common::recording("posix", &out)
+        .args(["unshare", "--mount", "--propagation", "private", "sh", "-c"])
+        .arg(&script)
+        .env_remove("LD_LIBRARY_PATH"));
+    assert!(res.status.success(), "{:?}", res.status);
+    assert_ne!(
+        findmnt(&work, "FSTYPE"),
+        "tmpfs",
+        "the node's own view of {work:?}"
+    );
+
+    let r = report(&out);
+    let found = findings(&r, "failed_lookups", "");
+    assert_eq!(found.len(), 1, "{found:#?}");
+    let f = &found[0];
+    assert_eq!(f["top_directory"], work.join("d0").to_str().unwrap());
+    assert_eq!(f["top_directory_fs_type"], "tmpfs", "{f}");
+    assert_eq!(
+        f["top_directory_mount_point"],
+        work.to_str().unwrap(),
+        "{f}"
+    );
+    assert_eq!(f["top_directory_mount_source"], "strata-search", "{f}");
+
+    let ns_link = std::fs::read_to_string(dir.join("ns")).unwrap();
+    let ns: i64 = ns_link
+        .trim()
+        .strip_prefix("mnt:[")
+        .and_then(|s| s.strip_suffix(']'))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("{ns_link:?}"));
+    let pid = common::workload_pid(&out, &exe);
+    let procs = common::rows(&out, "processes");
+    let row = procs.iter().find(|p| p.i("pid") == Some(pid)).unwrap();
+    assert_eq!(row.i("mnt_ns"), Some(ns));
+
+    let mounts: Vec<common::Row> = common::rows(&out, "mounts")
+        .into_iter()
+        .filter(|m| m.i("mnt_ns") == Some(ns))
+        .collect();
+    let mut got: Vec<MountLine> = mounts
+        .iter()
+        .map(|m| {
+            (
+                m.i("mount_id").unwrap(),
+                m.i("parent_id").unwrap(),
+                m.s("dev").unwrap().to_string(),
+                m.s("root").unwrap().to_string(),
+                m.s("mount_point").unwrap().to_string(),
+                m.s("fs_type").unwrap().to_string(),
+                m.s("mount_source").map(str::to_string),
+                m.s("options").unwrap().to_string(),
+                m.s("fs_options").unwrap().to_string(),
+            )
+        })
+        .collect();
+    let mut want = mountinfo_lines(&std::fs::read_to_string(dir.join("mountinfo")).unwrap());
+    got.sort();
+    want.sort();
+    assert_eq!(got, want);
+    // Read again once it changed: the tmpfs came after the namespace's other mounts.
+    let seen = |point: &str| {
+        mounts
+            .iter()
+            .filter(|m| m.s("mount_point") == Some(point))
+            .map(|m| m.i("seen_ns").unwrap())
+            .max()
+            .unwrap()
+    };
+    assert!(
+        seen(work.to_str().unwrap()) > seen("/"),
+        "the tmpfs was read with the namespace's first table: strata got to the namespace's \
+         first process only after its tmpfs was mounted, half a second later"
     );
 }

@@ -310,7 +310,7 @@ proptest! {
         corr.finish(&mut dataset);
         dataset.flush().unwrap();
         let calls = rows(&out, "calls");
-        for table in ["handles", "files", "processes", "block", "pagecache"] {
+        for table in ["handles", "files", "processes", "mounts", "block", "pagecache"] {
             rows(&out, table);
         }
         prop_assert!(calls <= sources, "{calls} call rows from {sources} records");

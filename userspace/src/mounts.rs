@@ -1,0 +1,286 @@
+//! The mount tables of the traced processes' mount namespaces (`/proc/<pid>/mountinfo`):
+//! read when a namespace is first seen, read again when the kernel says it changed, and each
+//! mount written once to the `mounts` table.
+//!
+//! A namespace's table is held open: the open file keeps the namespace readable after its
+//! last process ended (a container's, a job's private one), and polls with `POLLPRI` once a
+//! mount or an unmount changed it, so a file system mounted during the run (an automounted
+//! home directory, a job's own tmpfs) is seen without reading the table at every exec.
+use std::{
+    collections::HashSet,
+    fs::File,
+    io::{Read as _, Seek as _, SeekFrom},
+    os::fd::AsFd as _,
+    path::PathBuf,
+    time::{SystemTime, UNIX_EPOCH},
+};
+
+use procfs::{
+    FromRead as _,
+    process::{MountInfo, MountInfos},
+};
+
+use crate::{fast::HashMap, files::os_text, schema::MountRow};
+
+/// Ticks (flush intervals) a namespace no process was seen in stays held: after that its
+/// table is closed and forgotten, so that a node running job after job in namespaces of
+/// their own holds only the recent ones.
+const IDLE_TICKS: u64 = 600;
+
+/// Namespaces held at once, each an open file (well within the 1,024 files a process may
+/// open by default, with strata's own hundred or so); past it the one used longest ago
+/// makes room.
+const MAX_SPACES: usize = 256;
+
+#[derive(Default)]
+pub struct Mounts {
+    spaces: HashMap<u64, Space>,
+    /// strata's own namespace, read in place of a process's that is gone.
+    own: Option<Option<u64>>,
+    ticks: u64,
+    /// Rows of mounts not written yet, taken by the correlator.
+    pub new_rows: Vec<MountRow>,
+}
+
+struct Space {
+    file: File,
+    table: Vec<MountInfo>,
+    /// Mounts written: (mount id, device, mount point), as ids are reused after an unmount.
+    written: HashSet<(i32, String, PathBuf)>,
+    used: u64,
+}
+
+impl Mounts {
+    /// Makes the table of namespace `ns`, which process `pid` is (or was) in, current: read
+    /// from the process when the namespace is new, read again when it changed since. A
+    /// process already gone is stood in for by strata when the namespace is strata's own.
+    /// False when the table could not be read.
+    pub fn see(&mut self, ns: u64, pid: i32) -> bool {
+        let ticks = self.ticks;
+        if let Some(space) = self.spaces.get_mut(&ns) {
+            space.used = ticks;
+            if changed(&space.file) {
+                if let Some(table) = read(&mut space.file) {
+                    space.table = table;
+                    space.write_new(ns, &mut self.new_rows);
+                }
+            }
+            return true;
+        }
+        let own = *self.own.get_or_insert_with(|| crate::views::mnt_ns("self"));
+        let file = open(ns, &pid.to_string())
+            .or_else(|| (own == Some(ns)).then(|| open(ns, "self")).flatten());
+        let Some(mut file) = file else {
+            return false;
+        };
+        let Some(table) = read(&mut file) else {
+            return false;
+        };
+        if self.spaces.len() >= MAX_SPACES {
+            let oldest = self
+                .spaces
+                .iter()
+                .min_by_key(|(_, s)| s.used)
+                .map(|(k, _)| *k);
+            oldest.map(|k| self.spaces.remove(&k));
+        }
+        let mut space = Space {
+            file,
+            table,
+            written: HashSet::new(),
+            used: ticks,
+        };
+        space.write_new(ns, &mut self.new_rows);
+        self.spaces.insert(ns, space);
+        true
+    }
+
+    /// The table of namespace `ns` as last read.
+    pub fn table(&self, ns: u64) -> Option<&[MountInfo]> {
+        self.spaces.get(&ns).map(|s| s.table.as_slice())
+    }
+
+    /// strata's own namespace.
+    pub fn own(&mut self) -> Option<u64> {
+        *self.own.get_or_insert_with(|| crate::views::mnt_ns("self"))
+    }
+
+    /// Once per flush interval: namespaces no process was seen in for a while are let go.
+    pub fn tick(&mut self) {
+        self.ticks += 1;
+        let now = self.ticks;
+        self.spaces.retain(|_, s| now - s.used < IDLE_TICKS);
+    }
+}
+
+impl Space {
+    /// Rows for the mounts of the table not written before.
+    fn write_new(&mut self, ns: u64, out: &mut Vec<MountRow>) {
+        let seen_ns = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as i64);
+        for m in &self.table {
+            let key = (m.mnt_id, m.majmin.clone(), m.mount_point.clone());
+            if self.written.insert(key) {
+                out.push(MountRow {
+                    mnt_ns: ns as i64,
+                    mount_id: m.mnt_id,
+                    parent_id: m.pid,
+                    dev: m.majmin.clone(),
+                    root: m.root.clone(),
+                    mount_point: os_text(&m.mount_point),
+                    fs_type: m.fs_type.clone(),
+                    mount_source: m.mount_source.clone(),
+                    options: options(&m.mount_options),
+                    fs_options: options(&m.super_options),
+                    seen_ns,
+                });
+            }
+        }
+    }
+}
+
+/// `/proc/<who>/mountinfo`, if `who` is in namespace `ns` once it is open (the open file
+/// shows the namespace the process was in when it was opened).
+fn open(ns: u64, who: &str) -> Option<File> {
+    let file = File::open(format!("/proc/{who}/mountinfo")).ok()?;
+    (crate::views::mnt_ns(who) == Some(ns)).then_some(file)
+}
+
+/// The table, from its start.
+fn read(file: &mut File) -> Option<Vec<MountInfo>> {
+    file.seek(SeekFrom::Start(0)).ok()?;
+    let mut text = Vec::with_capacity(8192);
+    file.read_to_end(&mut text).ok()?;
+    let mut table = MountInfos::from_read(text.as_slice()).ok()?.0;
+    for m in &mut table {
+        m.root = unescape(&m.root);
+        m.mount_point = unescape(&m.mount_point.to_string_lossy()).into();
+        m.mount_source = m.mount_source.as_deref().map(unescape);
+    }
+    Some(table)
+}
+
+/// A name as mountinfo writes it, with its space, tab, newline and backslash as `\ooo`,
+/// as the name itself (as paths in calls and files have it).
+fn unescape(s: &str) -> String {
+    if !s.contains('\\') {
+        return s.to_string();
+    }
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i..] {
+            [
+                b'\\',
+                d0 @ b'0'..=b'3',
+                d1 @ b'0'..=b'7',
+                d2 @ b'0'..=b'7',
+                ..,
+            ] => {
+                out.push((d0 - b'0') * 64 + (d1 - b'0') * 8 + (d2 - b'0'));
+                i += 4;
+            }
+            _ => {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Whether the namespace's mounts changed since the file was opened or last polled.
+fn changed(file: &File) -> bool {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    let mut fds = [PollFd::new(file.as_fd(), PollFlags::POLLPRI)];
+    poll(&mut fds, PollTimeout::ZERO).is_ok_and(|_| {
+        fds[0]
+            .revents()
+            .is_some_and(|r| r.intersects(PollFlags::POLLPRI | PollFlags::POLLERR))
+    })
+}
+
+/// Mount options as mountinfo gives them, in a fixed order: `rw,nosuid,mode=755`.
+fn options(opts: &std::collections::HashMap<String, Option<String>>) -> String {
+    let mut all: Vec<String> = opts
+        .iter()
+        .map(|(k, v)| match v {
+            Some(v) => format!("{k}={v}"),
+            None => k.clone(),
+        })
+        .collect();
+    all.sort();
+    all.join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// strata's own namespace: its table is read once and written once; a pid that is gone
+    /// is read through strata only in strata's own namespace. (A mount made during a run is
+    /// tested end to end, in a namespace of the workload's own: `record.rs`.)
+    #[test]
+    fn a_namespace_is_written_once_and_a_gone_process_read_through_strata() {
+        let mut m = Mounts::default();
+        let own = m.own().expect("/proc/self/ns/mnt");
+        assert!(m.see(own, std::process::id() as i32));
+        let first = std::mem::take(&mut m.new_rows);
+        assert!(
+            first.iter().any(|r| r.mount_point == "/"),
+            "{}",
+            first.len()
+        );
+        assert!(first.iter().all(|r| r.mnt_ns == own as i64));
+        assert_eq!(first.len(), m.table(own).unwrap().len());
+        assert!(m.see(own, std::process::id() as i32));
+        assert!(m.new_rows.is_empty());
+        // A pid that is not there, in strata's namespace: read through strata.
+        let mut other = Mounts::default();
+        assert!(other.see(own, i32::MAX));
+        assert!(!other.see(own + 1, i32::MAX));
+    }
+
+    /// A namespace no process was seen in for IDLE_TICKS is let go (its file closed), and
+    /// written again when seen again; one seen within them stays.
+    #[test]
+    fn an_idle_namespace_is_let_go_and_written_again_when_seen_again() {
+        let mut m = Mounts::default();
+        let own = m.own().unwrap();
+        let me = std::process::id() as i32;
+        assert!(m.see(own, me));
+        let rows = std::mem::take(&mut m.new_rows).len();
+        for _ in 0..IDLE_TICKS - 1 {
+            m.tick();
+        }
+        assert!(m.see(own, me));
+        for _ in 0..IDLE_TICKS - 1 {
+            m.tick();
+        }
+        assert!(m.table(own).is_some() && m.new_rows.is_empty());
+        m.tick();
+        assert!(m.table(own).is_none());
+        assert!(m.see(own, me));
+        assert_eq!(m.new_rows.len(), rows);
+    }
+
+    #[test]
+    fn names_are_unescaped_as_mountinfo_escapes_them() {
+        assert_eq!(unescape("/mnt/my\\040disk"), "/mnt/my disk");
+        assert_eq!(unescape("/a\\011b\\012c\\134d"), "/a\tb\nc\\d");
+        assert_eq!(unescape("/plain"), "/plain");
+        // Not an escape mountinfo writes: left as it is.
+        assert_eq!(unescape("/x\\9y\\04"), "/x\\9y\\04");
+    }
+
+    #[test]
+    fn options_are_written_in_a_fixed_order() {
+        let opts = [("rw", None), ("mode", Some("755")), ("nosuid", None)]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.map(str::to_string)))
+            .collect();
+        assert_eq!(options(&opts), "mode=755,nosuid,rw");
+    }
+}
