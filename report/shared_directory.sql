@@ -1,6 +1,6 @@
 -- detector: shared_directory
 -- title: Many processes creating or removing files in one directory
--- needs: calls, files
+-- needs: calls, files, processes, mounts
 -- definition: POSIX calls that add, remove or rename a directory's entries (opens with
 --   O_CREAT, creat, mkdir, mknod, link, symlink, unlink, rmdir, rename; as syscalls or io_uring
 --   requests) grouped by the directory the entry is in (a rename's: the one it renames from;
@@ -8,7 +8,8 @@
 --   knows for the call (resolved against the working directory), or the path argument when it
 --   is absolute; a relative name of a file strata never saw opened is left out. Reports the
 --   calls of each kind (of them on subdirectories: mkdir and rmdir), their time, the slowest,
---   and the most in one second.
+--   the most in one second, and the file system the directory is on (the deepest mount above
+--   it in the mount namespace most of the calls' processes were in).
 -- threshold: at least 4 processes and at least 100 such calls on files in one directory
 --   (mkdir and rmdir do not count toward the 100: an MPI runtime makes and removes a
 --   directory per rank in its node-local session directory, in every job).
@@ -57,6 +58,27 @@ per AS (
     AND dir NOT LIKE '/usr/%'
   GROUP BY host, dir
 ),
+-- The mount namespace most of a directory's calls came from, and its deepest mount above the
+-- directory (of several at one point, the one mounted last).
+spaces AS (
+  SELECT d.host, d.dir, p.mnt_ns,
+         ROW_NUMBER() OVER (PARTITION BY d.host, d.dir ORDER BY count(*) DESC, p.mnt_ns) AS r
+  FROM d
+  JOIN processes p ON p.host = d.host AND p.pid = d.pid
+  WHERE p.mnt_ns IS NOT NULL
+  GROUP BY d.host, d.dir, p.mnt_ns
+),
+mounted AS (
+  SELECT s.host, s.dir, m.fs_type, m.mount_point, m.mount_source,
+         ROW_NUMBER() OVER (PARTITION BY s.host, s.dir
+                            ORDER BY length(m.mount_point) DESC, m.seen_ns DESC,
+                                     m.mount_id DESC) AS r
+  FROM spaces s
+  JOIN mounts m ON m.host = s.host AND m.mnt_ns = s.mnt_ns
+  WHERE s.r = 1
+    AND (m.mount_point = '/' OR s.dir = m.mount_point
+         OR substr(s.dir, 1, length(m.mount_point) + 1) = concat(m.mount_point, '/'))
+),
 peak AS (
   SELECT host, dir, max(n) AS peak_per_second
   FROM (SELECT host, dir, count(*) AS n FROM d GROUP BY host, dir, floor(b / 1000000000)) s
@@ -64,8 +86,10 @@ peak AS (
 )
 SELECT per.host, per.path, per.processes, per.entry_calls, per.creates, per.removes,
        per.renames, per.directory_calls, per.failed, per.seconds, per.slowest_seconds,
-       peak.peak_per_second, per.first_ns, per.last_ns
+       peak.peak_per_second, mt.fs_type, mt.mount_point, mt.mount_source, per.first_ns,
+       per.last_ns
 FROM per
 JOIN peak ON peak.host = per.host AND peak.dir = per.path
+LEFT JOIN mounted mt ON mt.host = per.host AND mt.dir = per.path AND mt.r = 1
 WHERE per.processes >= 4 AND per.entry_calls - per.directory_calls >= 100
 ORDER BY per.entry_calls DESC, per.host, per.path

@@ -302,6 +302,9 @@ fn a_shared_directory_is_found_where_ranks_make_their_files_and_not_in_directori
     assert_eq!(f["failed"], 0, "{f}");
     let peak = f["peak_per_second"].as_i64().unwrap();
     assert!(peak > 0 && peak <= RANKS * 75 + 1, "{f}");
+    // The file system the directory is on, as util-linux finds it.
+    assert_eq!(f["fs_type"], findmnt(Path::new(dir), "FSTYPE"), "{f}");
+    assert_eq!(f["mount_point"], findmnt(Path::new(dir), "TARGET"), "{f}");
     // No other directory has one: the entries are all in the file's.
     let all = of_detector(&r, "shared_directory");
     assert_eq!(all.len(), 1, "{all:#?}");
