@@ -603,6 +603,7 @@ impl Correlator {
                 }
                 self.procs.fork(parent, child, ts, comm(rec));
                 self.handles.fork(parent, child, Some(ts));
+                self.files.mounts.fork(parent, child);
             }
             ProcEvent::Exec => {
                 let pid = rec.pid as i32;
@@ -726,7 +727,7 @@ impl Correlator {
     fn see_mnt_ns(&mut self, pid: i32, ns: Option<u64>) {
         self.procs.set_mnt_ns(pid, ns);
         if let Some(ns) = ns {
-            self.files.mounts.see(ns, pid);
+            self.files.mounts.enter(pid, ns);
         }
     }
 

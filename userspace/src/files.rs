@@ -92,6 +92,8 @@ struct Known {
     ids: HashMap<Key, i64>,
     /// Paths by file id, for the summary and the path filter.
     paths: HashMap<i64, String>,
+    /// File systems by file id, for the summary: indexes into `Files::file_systems`.
+    mounts: HashMap<i64, u32>,
     /// File ids by inode number alone (writeback events name no device); 0: ambiguous.
     by_ino: HashMap<u64, i64>,
     /// Files with no position to read or write at: FIFOs, sockets, character devices.
@@ -113,6 +115,9 @@ pub struct Files {
     next: i64,
     /// Mount tables by mount namespace, written to the `mounts` table as they are read.
     pub mounts: Mounts,
+    /// The (type, mount point) pairs files were found on, each once.
+    file_systems: Vec<(String, String)>,
+    file_system_ids: HashMap<(String, String), u32>,
     /// New rows, written by the correlator.
     pub new_rows: Vec<FileRow>,
     /// Inode numbers of new regular files, for the kernel-layer programs to watch.
@@ -315,6 +320,15 @@ impl Files {
             mount_source: mount.as_ref().and_then(|m| m.mount_source.clone()),
             ..FileRow::default()
         };
+        if let (Some(fs_type), Some(point)) = (&row.fs_type, &row.mount_point) {
+            let key = (fs_type.clone(), point.clone());
+            let n = self.file_systems.len() as u32;
+            let fs = *self.file_system_ids.entry(key.clone()).or_insert(n);
+            if fs == n {
+                self.file_systems.push(key);
+            }
+            self.known.mounts.insert(id, fs);
+        }
         if let (true, Some(at)) = (mount.is_some_and(|m| m.fs_type == "lustre"), found_at) {
             add_lustre_layout(&mut row, &bytes_of(&at).unwrap_or_else(|| at.into()));
         }
@@ -436,6 +450,7 @@ impl Files {
     /// Forgets the names a process opened, and its root (it exited; its pid may be reused).
     pub fn forget_process(&mut self, pid: i32) {
         self.views.forget(pid);
+        self.mounts.forget(pid);
         if let Some(m) = self.recent.remove(&pid) {
             self.recent_len -= m.len();
         }
@@ -458,6 +473,16 @@ impl Files {
             .get(&id)
             .or_else(|| self.older.paths.get(&id))
             .cloned()
+    }
+
+    /// The file system (type, mount point) of file `id`, when its mount was read.
+    pub fn mount(&self, id: i64) -> Option<(String, String)> {
+        let fs = self
+            .known
+            .mounts
+            .get(&id)
+            .or_else(|| self.older.mounts.get(&id))?;
+        self.file_systems.get(*fs as usize).cloned()
     }
 
     /// The file the kernel side found behind a descriptor a call made, by its device (as
@@ -539,10 +564,13 @@ impl Files {
     }
 
     /// The mount holding a file, from the mount table of the process's namespace (read again
-    /// when a mount changed it). A process already gone (or ending while its table is read)
-    /// is seen through strata's own mounts, as its paths are (`in_root`).
+    /// when a mount changed it): the one its start or exec was in, else /proc's. The table
+    /// strata holds is read even once the process is gone; where strata holds none, a
+    /// process already gone is seen through strata's own mounts, as its paths are (`in_root`).
     fn mount_of(&mut self, pid: i32, dev: u64, path: &str) -> Option<MountInfo> {
-        let ns = crate::views::mnt_ns(&pid.to_string()).filter(|&ns| self.mounts.see(ns, pid));
+        let ns = (self.mounts.ns_of(pid))
+            .or_else(|| crate::views::mnt_ns(&pid.to_string()))
+            .filter(|&ns| self.mounts.see(ns, pid));
         let ns = match ns {
             Some(ns) => ns,
             None => {

@@ -38,6 +38,9 @@ pub struct Mounts {
     /// strata's own namespace, read in place of a process's that is gone.
     own: Option<Option<u64>>,
     ticks: u64,
+    /// The namespace of each live traced process, as the kernel side or /proc gave it at
+    /// its start or exec: its files' mounts are looked up there even once it is gone.
+    by_pid: HashMap<i32, u64>,
     /// Rows of mounts not written yet, taken by the correlator.
     pub new_rows: Vec<MountRow>,
 }
@@ -93,6 +96,30 @@ impl Mounts {
         space.write_new(ns, &mut self.new_rows);
         self.spaces.insert(ns, space);
         true
+    }
+
+    /// Process `pid` is in namespace `ns` (at its start or exec): [`Mounts::see`], and its
+    /// files are looked up there from now on.
+    pub fn enter(&mut self, pid: i32, ns: u64) {
+        self.by_pid.insert(pid, ns);
+        self.see(ns, pid);
+    }
+
+    /// A new process is in its parent's namespace.
+    pub fn fork(&mut self, parent: i32, child: i32) {
+        if let Some(&ns) = self.by_pid.get(&parent) {
+            self.by_pid.insert(child, ns);
+        }
+    }
+
+    /// `pid` ended.
+    pub fn forget(&mut self, pid: i32) {
+        self.by_pid.remove(&pid);
+    }
+
+    /// The namespace `pid` is in, as strata was told at its start or exec.
+    pub fn ns_of(&self, pid: i32) -> Option<u64> {
+        self.by_pid.get(&pid).copied()
     }
 
     /// The table of namespace `ns` as last read.

@@ -491,7 +491,11 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
             human(out.bytes_written() as i64),
             args.output.display()
         );
-        eprint!("{}", corr.summary.render(|id| corr.files.path(id)));
+        let (files, summary) = (&corr.files, &corr.summary);
+        eprint!(
+            "{}",
+            summary.render(|id| files.path(id), |id| files.mount(id))
+        );
         eprintln!("{}", cost_line(&run_row));
     }
     if tree_ended && !args.quiet {

@@ -142,8 +142,13 @@ impl Summary {
         self.files.iter().map(|(id, s)| (id, s))
     }
 
-    /// The summary table; `path_of` names files by id.
-    pub fn render(&self, path_of: impl Fn(i64) -> Option<String>) -> String {
+    /// The summary table; `path_of` names files by id, `mount_of` gives the file system
+    /// (type, mount point) a file is on.
+    pub fn render(
+        &self,
+        path_of: impl Fn(i64) -> Option<String>,
+        mount_of: impl Fn(i64) -> Option<(String, String)>,
+    ) -> String {
         let mut out = String::new();
         let _ = writeln!(
             out,
@@ -188,7 +193,7 @@ impl Summary {
                 "reads", "bytes read", "writes", "bytes written"
             );
         }
-        for (id, s) in files.into_iter().take(TOP_FILES) {
+        for (id, s) in files.iter().take(TOP_FILES) {
             let _ = writeln!(
                 out,
                 "{:>9} {:>12} {:>9} {:>12}  {}",
@@ -196,10 +201,57 @@ impl Summary {
                 human(s.bytes_read),
                 s.writes,
                 human(s.bytes_written),
-                path_of(*id).unwrap_or_else(|| format!("file {id}"))
+                path_of(**id).unwrap_or_else(|| format!("file {id}"))
             );
         }
+        by_file_system(&mut out, &files, mount_of);
         out
+    }
+}
+
+/// The POSIX traffic of the files per file system (type and mount point), most bytes first:
+/// which of the node's file systems a job's I/O went to. Pipes, sockets and files whose mount
+/// strata could not read are left out; nothing is printed when no file's mount is known.
+fn by_file_system(
+    out: &mut String,
+    files: &[(&i64, &LayerStats)],
+    mount_of: impl Fn(i64) -> Option<(String, String)>,
+) {
+    let mut per: HashMap<(String, String), (LayerStats, u64)> = HashMap::default();
+    for (id, s) in files {
+        let Some(m) = mount_of(**id) else { continue };
+        let e = per.entry(m).or_default();
+        e.0.reads += s.reads;
+        e.0.writes += s.writes;
+        e.0.bytes_read = e.0.bytes_read.saturating_add(s.bytes_read);
+        e.0.bytes_written = e.0.bytes_written.saturating_add(s.bytes_written);
+        e.1 += 1;
+    }
+    let mut per: Vec<_> = per.into_iter().collect();
+    per.sort_by(|(ka, (a, _)), (kb, (b, _))| {
+        let bytes =
+            |s: &LayerStats| std::cmp::Reverse(s.bytes_read.saturating_add(s.bytes_written));
+        (bytes(a), ka).cmp(&(bytes(b), kb))
+    });
+    if per.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\nPOSIX traffic per file system:");
+    let _ = writeln!(
+        out,
+        "{:>9} {:>12} {:>9} {:>12} {:>7}  type and mount point",
+        "reads", "bytes read", "writes", "bytes written", "files"
+    );
+    for ((fs_type, point), (s, n)) in per.into_iter().take(TOP_FILES) {
+        let _ = writeln!(
+            out,
+            "{:>9} {:>12} {:>9} {:>12} {:>7}  {fs_type} {point}",
+            s.reads,
+            human(s.bytes_read),
+            s.writes,
+            human(s.bytes_written),
+            n,
+        );
     }
 }
 
@@ -275,7 +327,7 @@ mod tests {
             (p.calls, p.writes, p.bytes_written, p.bytes_read),
             (3, 2, 5120, 10)
         );
-        let text = s.render(|id| Some(format!("/f{id}")));
+        let text = s.render(|id| Some(format!("/f{id}")), |_| None);
         assert!(text.contains("5.0 KiB"), "{text}");
         assert!(text.contains("/f1"), "{text}");
         // Layers in name order, those without calls left out.
@@ -307,12 +359,68 @@ mod tests {
             .collect();
         files.sort();
         assert_eq!(files, [(1, 3, 21), (2, 2, 34), (3, 1, 8)]);
-        let text = s.render(|id| Some(format!("/f{id}")));
+        let text = s.render(|id| Some(format!("/f{id}")), |_| None);
         let order: Vec<&str> = (text.lines())
             .filter_map(|l| l.split_whitespace().last())
             .filter(|w| w.starts_with("/f"))
             .collect();
         assert_eq!(order, ["/f2", "/f1", "/f3"], "most bytes first: {text}");
+    }
+
+    /// Files on one file system add up on its line; file systems come most bytes first;
+    /// files of no known mount (a pipe) are left out; no known mount at all, no section.
+    #[test]
+    fn traffic_adds_up_per_file_system() {
+        let mut s = Summary::default();
+        // (file, op, bytes): 1 and 2 on ext4 /, 3 on lustre, 4 a pipe.
+        for (f, op, bytes) in [
+            (1, Op::Write, 100),
+            (2, Op::Read, 50),
+            (2, Op::Read, 0),
+            (3, Op::Write, 1000),
+            (4, Op::Write, 7),
+        ] {
+            let row = CallRow {
+                file_id: Some(f),
+                bytes_result: Some(bytes),
+                ..CallRow::default()
+            };
+            s.add_call(Layer::Posix, op, &row);
+        }
+        let mount = |id: i64| match id {
+            1 | 2 => Some(("ext4".to_string(), "/".to_string())),
+            3 => Some(("lustre".to_string(), "/lustre/scratch".to_string())),
+            _ => None,
+        };
+        let text = s.render(|id| Some(format!("/f{id}")), mount);
+        let section: Vec<Vec<&str>> = text
+            .split("POSIX traffic per file system:\n")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{text}"))
+            .lines()
+            .skip(1)
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        assert_eq!(
+            section,
+            [
+                vec![
+                    "0",
+                    "0",
+                    "B",
+                    "1",
+                    "1000",
+                    "B",
+                    "1",
+                    "lustre",
+                    "/lustre/scratch"
+                ],
+                vec!["2", "50", "B", "1", "100", "B", "2", "ext4", "/"],
+            ],
+            "{text}"
+        );
+        let none = s.render(|id| Some(format!("/f{id}")), |_| None);
+        assert!(!none.contains("per file system"), "{none}");
     }
 
     /// Past `MAX_FILES` files, the busiest `KEEP_FILES` stay, and calls on them and on new

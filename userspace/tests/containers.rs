@@ -332,15 +332,8 @@ fn record_in_namespace(out: &Path, script: &[&str]) {
         strata()
             .args(["record", "-q", "--layers", "posix", "-o"])
             .arg(out)
-            .args([
-                "--",
-                "unshare",
-                "--mount",
-                "--propagation",
-                "private",
-                "sh",
-                "-c",
-            ])
+            .arg("--")
+            .args(common::PRIVATE_NAMESPACE_SH)
             .args(script),
     );
     assert!(res.status.success(), "{:?}", res.status);

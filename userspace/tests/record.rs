@@ -3536,6 +3536,60 @@ fn skipped_stdio_writes_no_breakpoints_into_libc() {
     }
 }
 
+/// The summary's traffic per file system: in a mount namespace of the job's own, dd writes 5
+/// blocks of 4 KiB to a file on a tmpfs mounted there and reads them back (6 reads, the last
+/// at its end): the tmpfs's line, named by its type and its mount point as the job sees it,
+/// holds exactly those calls and bytes, of one file, and the file's row names that tmpfs.
+/// The shell waits a second at its end, so that the namespace is still there when strata
+/// first looks at it.
+#[test]
+fn the_summary_adds_up_the_traffic_of_each_file_system() {
+    require_root();
+    let dir = scratch("summary_file_systems");
+    let point = dir.join("fs");
+    std::fs::create_dir(&point).unwrap();
+    let point = point.canonicalize().unwrap();
+    let script = format!(
+        "mount -t tmpfs strata-summary {p} && dd if=/dev/zero of={p}/f bs=4096 count=5 \
+         && dd if={p}/f of=/dev/null bs=4096 && sleep 1",
+        p = point.display()
+    );
+    let res = run(strata()
+        .args(["record", "--layers", "posix", "-o"])
+        .arg(dir.join("out"))
+        .arg("--")
+        .args(common::PRIVATE_NAMESPACE_SH)
+        .arg(&script));
+    assert!(res.status.success(), "{:?}", res.status);
+    let err = String::from_utf8_lossy(&res.stderr);
+    let section = err
+        .split("POSIX traffic per file system:")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no per file system section:\n{err}"));
+    let want = format!(" tmpfs {}", point.display());
+    let line: Vec<&str> = section
+        .lines()
+        .find(|l| l.ends_with(&want))
+        .unwrap_or_else(|| panic!("no line for the tmpfs:\n{err}"))
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        line[..7],
+        ["6", "20.0", "KiB", "5", "20.0", "KiB", "1"],
+        "{err}"
+    );
+    // The file's row has the same mount, though dd was gone by the time strata named it.
+    let files = rows(&dir.join("out"), "files");
+    let f = files
+        .iter()
+        .find(|f| f.s("path") == point.join("f").to_str())
+        .expect("the tmpfs file's row");
+    assert_eq!(
+        (f.s("fs_type"), f.s("mount_point"), f.s("mount_source")),
+        (Some("tmpfs"), point.to_str(), Some("strata-summary"))
+    );
+}
+
 /// `strata probes` ends with the breakpoints each library's probes write into every process
 /// that maps it, and on how many pages. The kernel copies each such page of the library's
 /// text into the process: a process traced with the default probes (awk reading its own

@@ -819,7 +819,7 @@ fn failed_lookups_name_the_file_system_in_the_process_own_mount_namespace() {
         r = SEARCH_ROUNDS,
     );
     let res = run(common::recording("posix", &out)
-        .args(["unshare", "--mount", "--propagation", "private", "sh", "-c"])
+        .args(common::PRIVATE_NAMESPACE_SH)
         .arg(&script)
         .env_remove("LD_LIBRARY_PATH"));
     assert!(res.status.success(), "{:?}", res.status);

@@ -137,6 +137,11 @@ pub fn without_probe(symbol: &str) -> String {
     format!("{}{}", &text[..start], &text[end..])
 }
 
+/// A shell in a mount namespace of its own, whose mounts the node does not see: the script
+/// follows.
+pub const PRIVATE_NAMESPACE_SH: [&str; 6] =
+    ["unshare", "--mount", "--propagation", "private", "sh", "-c"];
+
 /// `strata record -q --layers LAYERS -o OUT --`: the traced command and its arguments follow.
 pub fn recording(layers: &str, out: &Path) -> Command {
     let mut cmd = strata();
