@@ -8,10 +8,10 @@
 //! home directory, a job's own tmpfs) is seen without reading the table at every exec.
 use std::{
     collections::HashSet,
-    fs::File,
+    fs::{self, File},
     io::{Read as _, Seek as _, SeekFrom},
     os::fd::AsFd as _,
-    path::PathBuf,
+    path::{Path, PathBuf},
     time::{SystemTime, UNIX_EPOCH},
 };
 
@@ -47,7 +47,15 @@ pub struct Mounts {
 
 struct Space {
     file: File,
+    /// The root of the process the table was opened through, as strata names it: the table
+    /// lists the mounts under it, from it, and its mount points are named from the
+    /// namespace's root by putting it before them.
+    from: PathBuf,
     table: Vec<MountInfo>,
+    /// Whether the table has the namespace's root: not where it was opened through a
+    /// process in a chroot, nor once that process's root left the namespace (`pivot_root`
+    /// and an unmount of the old root, as container runtimes do).
+    whole: bool,
     /// Mounts written: (mount id, device, mount point), as ids are reused after an unmount.
     written: HashSet<(i32, String, PathBuf)>,
     used: u64,
@@ -55,28 +63,35 @@ struct Space {
 
 impl Mounts {
     /// Makes the table of namespace `ns`, which process `pid` is (or was) in, current: read
-    /// from the process when the namespace is new, read again when it changed since. A
-    /// process already gone is stood in for by strata when the namespace is strata's own.
-    /// False when the table could not be read.
+    /// from the process when the namespace is new, read again when it changed since, and
+    /// through the process instead when it sees the whole namespace where the table did not.
+    /// strata's own namespace is read through strata. False when the table could not be read.
     pub fn see(&mut self, ns: u64, pid: i32) -> bool {
         let ticks = self.ticks;
+        let own = self.own() == Some(ns);
+        let who = if own {
+            "self".to_string()
+        } else {
+            pid.to_string()
+        };
         if let Some(space) = self.spaces.get_mut(&ns) {
             space.used = ticks;
             if changed(&space.file) {
-                if let Some(table) = read(&mut space.file) {
+                if let Some(table) = read(&mut space.file, &space.from) {
+                    space.whole = has_root(&table);
                     space.table = table;
-                    space.write_new(ns, &mut self.new_rows);
                 }
             }
+            if !space.whole && at_root(&who) {
+                if let Some(mut wider) = Space::open(ns, &who, ticks).filter(|s| s.whole) {
+                    wider.written = std::mem::take(&mut space.written);
+                    *space = wider;
+                }
+            }
+            space.write_new(ns, &mut self.new_rows);
             return true;
         }
-        let own = *self.own.get_or_insert_with(|| crate::views::mnt_ns("self"));
-        let file = open(ns, &pid.to_string())
-            .or_else(|| (own == Some(ns)).then(|| open(ns, "self")).flatten());
-        let Some(mut file) = file else {
-            return false;
-        };
-        let Some(table) = read(&mut file) else {
+        let Some(mut space) = Space::open(ns, &who, ticks) else {
             return false;
         };
         if self.spaces.len() >= MAX_SPACES {
@@ -87,12 +102,6 @@ impl Mounts {
                 .map(|(k, _)| *k);
             oldest.map(|k| self.spaces.remove(&k));
         }
-        let mut space = Space {
-            file,
-            table,
-            written: HashSet::new(),
-            used: ticks,
-        };
         space.write_new(ns, &mut self.new_rows);
         self.spaces.insert(ns, space);
         true
@@ -141,6 +150,27 @@ impl Mounts {
 }
 
 impl Space {
+    /// The table of namespace `ns` through process `who` (a pid, or `self`), if it is in
+    /// that namespace, with the same root, once the table is open (the open file shows the
+    /// namespace and root the process had when it was opened).
+    fn open(ns: u64, who: &str, used: u64) -> Option<Space> {
+        let root = || fs::read_link(format!("/proc/{who}/root")).ok();
+        let from = root()?;
+        let mut file = File::open(format!("/proc/{who}/mountinfo")).ok()?;
+        if crate::views::mnt_ns(who) != Some(ns) || root().as_ref() != Some(&from) {
+            return None;
+        }
+        let table = read(&mut file, &from)?;
+        Some(Space {
+            file,
+            whole: has_root(&table),
+            from,
+            table,
+            written: HashSet::new(),
+            used,
+        })
+    }
+
     /// Rows for the mounts of the table not written before.
     fn write_new(&mut self, ns: u64, out: &mut Vec<MountRow>) {
         let seen_ns = SystemTime::now()
@@ -167,25 +197,33 @@ impl Space {
     }
 }
 
-/// `/proc/<who>/mountinfo`, if `who` is in namespace `ns` once it is open (the open file
-/// shows the namespace the process was in when it was opened).
-fn open(ns: u64, who: &str) -> Option<File> {
-    let file = File::open(format!("/proc/{who}/mountinfo")).ok()?;
-    (crate::views::mnt_ns(who) == Some(ns)).then_some(file)
-}
-
-/// The table, from its start.
-fn read(file: &mut File) -> Option<Vec<MountInfo>> {
+/// The table, from its start, its mount points named from the namespace's root (the file
+/// names them from `from`, the root of the process it was opened through).
+fn read(file: &mut File, from: &Path) -> Option<Vec<MountInfo>> {
     file.seek(SeekFrom::Start(0)).ok()?;
     let mut text = Vec::with_capacity(8192);
     file.read_to_end(&mut text).ok()?;
     let mut table = MountInfos::from_read(text.as_slice()).ok()?.0;
     for m in &mut table {
         m.root = unescape(&m.root);
-        m.mount_point = unescape(&m.mount_point.to_string_lossy()).into();
+        let point = unescape(&m.mount_point.to_string_lossy());
+        m.mount_point = match from == Path::new("/") {
+            true => point.into(),
+            false => from.join(point.trim_start_matches('/')),
+        };
         m.mount_source = m.mount_source.as_deref().map(unescape);
     }
     Some(table)
+}
+
+/// Whether a table has a mount at the namespace's root.
+fn has_root(table: &[MountInfo]) -> bool {
+    table.iter().any(|m| m.mount_point == Path::new("/"))
+}
+
+/// Whether process `who` is at its namespace's root (no chroot), as /proc names its root.
+fn at_root(who: &str) -> bool {
+    fs::read_link(format!("/proc/{who}/root")).is_ok_and(|r| r == Path::new("/"))
 }
 
 /// A name as mountinfo writes it, with its space, tab, newline and backslash as `\ooo`,

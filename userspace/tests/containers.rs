@@ -536,3 +536,163 @@ fn a_chroot_just_before_a_gone_programs_exec_is_its_root() {
         "the file the overlay's program opened"
     );
 }
+
+/// The mount namespace a job wrote as `readlink /proc/self/ns/mnt` does (`mnt:[N]`) to `at`.
+fn job_namespace(at: &Path) -> i64 {
+    let text = fs::read_to_string(at).unwrap();
+    text.trim()
+        .strip_prefix("mnt:[")
+        .and_then(|n| n.strip_suffix(']'))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{text:?}"))
+}
+
+/// The `files` row of `path`, on a tmpfs mounted at `point` from `source`: it names them.
+fn assert_on_tmpfs(out: &Path, path: &Path, point: &Path, source: &str) {
+    let files = rows(out, "files");
+    let f = files
+        .iter()
+        .find(|f| f.s("path") == path.to_str())
+        .unwrap_or_else(|| panic!("the row of {}: {files:?}", path.display()));
+    assert_eq!(
+        (f.s("fs_type"), f.s("mount_point"), f.s("mount_source")),
+        (Some("tmpfs"), point.to_str(), Some(source))
+    );
+}
+
+/// The `mounts` rows of namespace `ns`.
+fn mounts_of(out: &Path, ns: i64) -> Vec<common::Row> {
+    rows(out, "mounts")
+        .into_iter()
+        .filter(|m| m.i("mnt_ns") == Some(ns))
+        .collect()
+}
+
+/// A container whose namespace strata first sees through a process already in its chroot
+/// (`unshare --mount --root`, as a runtime that chroots before it execs the job): the kernel
+/// shows that process only the mounts under its root, named from there. Ground truth: the
+/// namespace's mountinfo as the job saw it in its chroot, and as a process that joined the
+/// namespace later (nsenter, at the namespace's root) saw it.
+/// - The job's file, on a tmpfs mounted under the chroot, has that tmpfs's row in `files`
+///   (it had none: the chroot's `/fs` is not a prefix of the file's name as the node sees it).
+/// - The `mounts` table names each mount from the namespace's root: the chroot's table with
+///   the chroot's directory before each mount point, and, once the process at the root was
+///   seen, the whole namespace, row for row as that process saw it, each mount once.
+/// - `processes.mnt_ns` of the job is the namespace the job named from inside.
+#[test]
+fn a_namespace_first_seen_from_a_chroot_names_its_mounts_from_its_root() {
+    require_root();
+    let dir = fs::canonicalize(scratch("container_chroot_mounts")).unwrap();
+    let root = dir.join("root");
+    chroot_tree(&root, &[Path::new("fs"), Path::new("proc")]);
+    let inner = "readlink /proc/self/ns/mnt > /job/ns && cat /proc/self/mountinfo > /job/chroot \
+                 && dd if=/job/chroot of=/fs/f && sleep 2";
+    let outer = format!(
+        "mount --rbind /usr {r}/usr && mount -t tmpfs strata-chroot {r}/fs \
+         && mount -t proc proc {r}/proc || exit 96; \
+         unshare --mount --propagation private --root={r} sh -c '{inner}' & j=$!; \
+         sleep 1; nsenter --mount --target $j sh -c 'cat /proc/self/mountinfo > {d}/whole \
+         && sleep 1' || exit 95; wait $j",
+        r = root.display(),
+        d = dir.display()
+    );
+    let out = dir.join("out");
+    record_in_namespace(&out, &[&outer]);
+
+    let ns = job_namespace(&root.join("job/ns"));
+    let processes = rows(&out, "processes");
+    let dd = processes
+        .iter()
+        .find(|p| p.s("comm") == Some("dd"))
+        .expect("dd's row");
+    assert_eq!(dd.i("mnt_ns"), Some(ns), "dd's namespace");
+
+    let point = root.join("fs");
+    assert_on_tmpfs(&out, &point.join("f"), &point, "strata-chroot");
+
+    let mounts = mounts_of(&out, ns);
+    let mut got = common::mount_lines(&mounts);
+    got.sort();
+    // Each mount once, as the process at the namespace's root named it.
+    let mut whole = common::mountinfo_lines(&fs::read_to_string(dir.join("whole")).unwrap());
+    whole.sort();
+    assert_eq!(got, whole);
+    // The chroot's mounts are among them, under its directory; its tmpfs among those.
+    let chroot = common::mountinfo_lines(&fs::read_to_string(root.join("job/chroot")).unwrap());
+    assert!(chroot.iter().any(|m| m.4 == "/fs" && m.5 == "tmpfs"));
+    for m in chroot {
+        let from_root = match m.4.as_str() {
+            "/" => root.display().to_string(),
+            p => format!("{}{p}", root.display()),
+        };
+        let row = mounts
+            .iter()
+            .find(|r| r.i("mount_id") == Some(m.0))
+            .unwrap_or_else(|| panic!("the chroot's mount {m:?}"));
+        assert_eq!(row.s("mount_point"), Some(from_root.as_str()), "{m:?}");
+    }
+    // The chroot's table was written first: its mounts were read before the others.
+    let seen = |r: &common::Row| r.i("seen_ns").unwrap();
+    let tmpfs = mounts
+        .iter()
+        .find(|r| r.s("mount_point") == point.to_str())
+        .unwrap();
+    let slash = mounts
+        .iter()
+        .find(|r| r.s("mount_point") == Some("/"))
+        .unwrap();
+    assert!(
+        seen(tmpfs) < seen(slash),
+        "strata saw the namespace first from the chroot"
+    );
+}
+
+/// A container runtime's `pivot_root`: strata first reads the namespace's table from the
+/// shell that makes the container, at the node's root; the shell then moves the namespace's
+/// root to the container's tmpfs and unmounts the old one (as runc, crun and Apptainer do),
+/// after which that first table shows nothing of the namespace, and execs the job. Ground
+/// truth: the namespace's mountinfo as the job saw it.
+/// - The job's file, on a tmpfs in the container, has that tmpfs's row in `files` (it had
+///   none: the table strata held was the old root's).
+/// - The `mounts` table holds every mount as the job saw it, and the rows read before the
+///   move, named from the old root (the container's tmpfs where the shell mounted it).
+#[test]
+fn a_namespace_whose_root_moved_is_read_from_its_new_root() {
+    require_root();
+    let dir = fs::canonicalize(scratch("container_pivot_root")).unwrap();
+    let new_root = dir.join("new_root");
+    let out_dir = dir.join("job");
+    fs::create_dir_all(&new_root).unwrap();
+    fs::create_dir_all(&out_dir).unwrap();
+    let job = "umount -l /old && readlink /proc/self/ns/mnt > /out/ns \
+               && cat /proc/self/mountinfo > /out/mountinfo && dd if=/out/ns of=/fs/f && sleep 1";
+    let outer = format!(
+        "sleep 0.5; n={n}; mount -t tmpfs strata-pivot $n \
+         && mkdir $n/usr $n/proc $n/fs $n/old $n/out && ln -s usr/bin $n/bin \
+         && ln -s usr/lib $n/lib && ln -s usr/lib64 $n/lib64 && mount --rbind /usr $n/usr \
+         && mount -t proc proc $n/proc && mount -t tmpfs strata-fs $n/fs \
+         && mount --bind {o} $n/out || exit 96; \
+         cd $n && pivot_root . old && cd / && exec /usr/bin/sh -c '{job}'",
+        n = new_root.display(),
+        o = out_dir.display()
+    );
+    let out = dir.join("out");
+    record_in_namespace(&out, &[&outer]);
+
+    let ns = job_namespace(&out_dir.join("ns"));
+    assert_on_tmpfs(&out, Path::new("/fs/f"), Path::new("/fs"), "strata-fs");
+
+    let got = common::mount_lines(&mounts_of(&out, ns));
+    let job = common::mountinfo_lines(&fs::read_to_string(out_dir.join("mountinfo")).unwrap());
+    for m in &job {
+        assert!(got.contains(m), "the job's mount {m:?} among {got:#?}");
+    }
+    // Read first from the node's root: the container's tmpfs where the shell mounted it.
+    let root = job.iter().find(|m| m.4 == "/").unwrap();
+    assert_eq!(root.5, "tmpfs");
+    assert!(
+        got.iter()
+            .any(|m| m.0 == root.0 && Some(m.4.as_str()) == new_root.to_str()),
+        "the container's tmpfs named from the node's root: {got:#?}"
+    );
+}

@@ -741,60 +741,6 @@ fn a_search_path_walked_for_a_missing_library_is_found_and_one_that_finds_it_is_
     );
 }
 
-/// One mount of a mountinfo text: (mount id, parent id, device, root, mount point, type,
-/// source, options, fs options), names unescaped and options sorted, as the `mounts`
-/// table's columns hold them.
-type MountLine = (
-    i64,
-    i64,
-    String,
-    String,
-    String,
-    String,
-    Option<String>,
-    String,
-    String,
-);
-
-fn mountinfo_lines(text: &str) -> Vec<MountLine> {
-    let unescape = |s: &str| {
-        let mut out = s.to_string();
-        for (code, c) in [
-            ("\\040", " "),
-            ("\\011", "\t"),
-            ("\\012", "\n"),
-            ("\\134", "\\"),
-        ] {
-            out = out.replace(code, c);
-        }
-        out
-    };
-    let sorted = |s: &str| {
-        let mut v: Vec<&str> = s.split(',').collect();
-        v.sort();
-        v.dedup();
-        v.join(",")
-    };
-    text.lines()
-        .map(|l| {
-            let (mine, fs) = l.split_once(" - ").expect("mountinfo's separator");
-            let m: Vec<&str> = mine.split(' ').collect();
-            let f: Vec<&str> = fs.split(' ').collect();
-            (
-                m[0].parse().unwrap(),
-                m[1].parse().unwrap(),
-                m[2].to_string(),
-                unescape(m[3]),
-                unescape(m[4]),
-                f[0].to_string(),
-                (f[1] != "none").then(|| unescape(f[1])),
-                sorted(m[5]),
-                sorted(f[2]),
-            )
-        })
-        .collect()
-}
-
 /// The same walk in a mount namespace of the workload's own, on a tmpfs mounted there half a
 /// second after the namespace began, so after strata first read its table:
 /// - the finding names tmpfs and its mount point, which strata's own namespace does not have;
@@ -858,23 +804,9 @@ fn failed_lookups_name_the_file_system_in_the_process_own_mount_namespace() {
         .into_iter()
         .filter(|m| m.i("mnt_ns") == Some(ns))
         .collect();
-    let mut got: Vec<MountLine> = mounts
-        .iter()
-        .map(|m| {
-            (
-                m.i("mount_id").unwrap(),
-                m.i("parent_id").unwrap(),
-                m.s("dev").unwrap().to_string(),
-                m.s("root").unwrap().to_string(),
-                m.s("mount_point").unwrap().to_string(),
-                m.s("fs_type").unwrap().to_string(),
-                m.s("mount_source").map(str::to_string),
-                m.s("options").unwrap().to_string(),
-                m.s("fs_options").unwrap().to_string(),
-            )
-        })
-        .collect();
-    let mut want = mountinfo_lines(&std::fs::read_to_string(dir.join("mountinfo")).unwrap());
+    let mut got = common::mount_lines(&mounts);
+    let mut want =
+        common::mountinfo_lines(&std::fs::read_to_string(dir.join("mountinfo")).unwrap());
     got.sort();
     want.sort();
     assert_eq!(got, want);

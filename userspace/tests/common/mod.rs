@@ -142,6 +142,80 @@ pub fn without_probe(symbol: &str) -> String {
 pub const PRIVATE_NAMESPACE_SH: [&str; 6] =
     ["unshare", "--mount", "--propagation", "private", "sh", "-c"];
 
+/// One mount of a mountinfo text: (mount id, parent id, device, root, mount point, type,
+/// source, options, fs options), names unescaped and options sorted, as the `mounts`
+/// table's columns hold them.
+pub type MountLine = (
+    i64,
+    i64,
+    String,
+    String,
+    String,
+    String,
+    Option<String>,
+    String,
+    String,
+);
+
+pub fn mountinfo_lines(text: &str) -> Vec<MountLine> {
+    let unescape = |s: &str| {
+        let mut out = s.to_string();
+        for (code, c) in [
+            ("\\040", " "),
+            ("\\011", "\t"),
+            ("\\012", "\n"),
+            ("\\134", "\\"),
+        ] {
+            out = out.replace(code, c);
+        }
+        out
+    };
+    let sorted = |s: &str| {
+        let mut v: Vec<&str> = s.split(',').collect();
+        v.sort();
+        v.dedup();
+        v.join(",")
+    };
+    text.lines()
+        .map(|l| {
+            let (mine, fs) = l.split_once(" - ").expect("mountinfo's separator");
+            let m: Vec<&str> = mine.split(' ').collect();
+            let f: Vec<&str> = fs.split(' ').collect();
+            (
+                m[0].parse().unwrap(),
+                m[1].parse().unwrap(),
+                m[2].to_string(),
+                unescape(m[3]),
+                unescape(m[4]),
+                f[0].to_string(),
+                (f[1] != "none").then(|| unescape(f[1])),
+                sorted(m[5]),
+                sorted(f[2]),
+            )
+        })
+        .collect()
+}
+
+/// The rows of a `mounts` table as [`MountLine`]s.
+pub fn mount_lines(mounts: &[Row]) -> Vec<MountLine> {
+    mounts
+        .iter()
+        .map(|m| {
+            (
+                m.i("mount_id").unwrap(),
+                m.i("parent_id").unwrap(),
+                m.s("dev").unwrap().to_string(),
+                m.s("root").unwrap().to_string(),
+                m.s("mount_point").unwrap().to_string(),
+                m.s("fs_type").unwrap().to_string(),
+                m.s("mount_source").map(str::to_string),
+                m.s("options").unwrap().to_string(),
+                m.s("fs_options").unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
 /// `strata record -q --layers LAYERS -o OUT --`: the traced command and its arguments follow.
 pub fn recording(layers: &str, out: &Path) -> Command {
     let mut cmd = strata();
