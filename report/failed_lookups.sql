@@ -6,8 +6,9 @@
 --   many, their time, the name looked for in the most directories (a search path walked for
 --   it: LD_LIBRARY_PATH for a library, sys.path for a Python module) with its directory count,
 --   and the directory with the most failures with the file system it is on (the deepest
---   mount above it in the process's mount namespace: a lookup on lustre or nfs is a metadata
---   server's round trip, one on tmpfs or overlay is not).
+--   mount above it in the process's mount namespace, its mount point named from the
+--   namespace's root: a lookup on lustre or nfs is a metadata server's round trip, one on
+--   tmpfs or overlay is not).
 -- threshold: at least 100 failed lookups by one process, at least 8 of them for one name in
 --   different directories.
 -- rationale: each lookup that finds nothing still costs a metadata request, and on a parallel
@@ -45,19 +46,27 @@ dirs AS (
   FROM f
   GROUP BY host, pid, dir
 ),
--- The top directory's mount: among the mounts of the process's namespace above it, the
--- deepest, and of several at one point the one mounted last (on top).
-mounted AS (
-  SELECT d.host, d.pid, m.fs_type, m.mount_point, m.mount_source,
-         ROW_NUMBER() OVER (PARTITION BY d.host, d.pid
-                            ORDER BY length(m.mount_point) DESC, m.seen_ns DESC,
-                                     m.mount_id DESC) AS r
+-- The top directory named from its namespace's root, as mount points are (a chroot's
+-- directory before it).
+top AS (
+  SELECT d.host, d.pid, p.mnt_ns,
+         CASE WHEN p.root_dir IS NULL OR p.root_dir = '/' THEN d.dir
+              ELSE concat(p.root_dir, d.dir) END AS dir
   FROM dirs d
   JOIN processes p ON p.host = d.host AND p.pid = d.pid
-  JOIN mounts m ON m.host = d.host AND m.mnt_ns = p.mnt_ns
   WHERE d.r = 1 AND substr(d.dir, 1, 1) = '/'
-    AND (m.mount_point = '/' OR d.dir = m.mount_point
-         OR substr(d.dir, 1, length(m.mount_point) + 1) = concat(m.mount_point, '/'))
+),
+-- Its mount: among the mounts of the process's namespace above it, the deepest, and of
+-- several at one point the one mounted last (on top).
+mounted AS (
+  SELECT t.host, t.pid, m.fs_type, m.mount_point, m.mount_source,
+         ROW_NUMBER() OVER (PARTITION BY t.host, t.pid
+                            ORDER BY length(m.mount_point) DESC, m.seen_ns DESC,
+                                     m.mount_id DESC) AS r
+  FROM top t
+  JOIN mounts m ON m.host = t.host AND m.mnt_ns = t.mnt_ns
+  WHERE m.mount_point = '/' OR t.dir = m.mount_point
+     OR substr(t.dir, 1, length(m.mount_point) + 1) = concat(m.mount_point, '/')
 )
 SELECT per.host, per.pid, p.rank, p.exe, per.failed_lookups, per.failed_seconds,
        per.directories, n.name AS most_searched_name, n.name_directories,

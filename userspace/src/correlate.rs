@@ -600,6 +600,8 @@ impl Correlator {
                 // an exec): its working directory is named from the new root.
                 if self.files.views.fork(parent, child, rec.root) == Seen::Changed {
                     self.procs.set_cwd(parent, crate::views::cwd(parent));
+                    self.procs
+                        .set_root_dir(parent, self.files.views.root_dir(parent));
                 }
                 self.procs.fork(parent, child, ts, comm(rec));
                 self.handles.fork(parent, child, Some(ts));
@@ -621,6 +623,7 @@ impl Correlator {
                 if self.files.views.exec(pid, rec.root) == Seen::Changed {
                     self.procs.set_cwd(pid, crate::views::cwd(pid));
                 }
+                self.procs.set_root_dir(pid, self.files.views.root_dir(pid));
                 self.handles.exec(pid, Some(ts));
                 // HDF5 ids of the old image mean nothing in the new one.
                 self.dataspaces.forget(pid);
@@ -715,6 +718,7 @@ impl Correlator {
         let clock = self.clock;
         if self.procs.ensure(pid, |t| clock.epoch(t)) {
             self.files.views.see(pid);
+            self.procs.set_root_dir(pid, self.files.views.root_dir(pid));
             self.see_mnt_ns(pid, crate::views::mnt_ns(&pid.to_string()));
             for fd in 0..3 {
                 self.fd_handle(pid, fd);

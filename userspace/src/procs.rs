@@ -128,6 +128,14 @@ impl Procs {
         }
     }
 
+    /// The root directory `pid` started or last exec'd with, as strata names it (None: not
+    /// known).
+    pub fn set_root_dir(&mut self, pid: i32, dir: Option<String>) {
+        if let Some(row) = self.live.get_mut(&pid) {
+            row.root_dir = dir;
+        }
+    }
+
     /// A successful chdir or fchdir to the absolute directory `dir` (None: not known).
     pub fn set_cwd(&mut self, pid: i32, dir: Option<String>) {
         match dir {

@@ -84,6 +84,7 @@ table!(Processes, ProcessRow, "processes", {
     exit_code: OptI32,
     exit_signal: OptI32,
     mnt_ns: OptI64,
+    root_dir: OptStr,
 });
 
 table!(Mounts, MountRow, "mounts", {

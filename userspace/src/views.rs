@@ -114,6 +114,12 @@ pub fn mnt_ns(pid: &str) -> Option<u64> {
 const MAX_ROOTS: usize = 256;
 
 impl View {
+    /// The root's directory as strata names it (from its mount namespace's root); None for
+    /// a root strata never saw live (only the kernel's reading of it is known).
+    fn dir(&self) -> Option<String> {
+        (self.key.1 != 0).then(|| crate::files::os_text(&self.link))
+    }
+
     /// `path` (strata's name of a file, as /proc gives it) as the process names it.
     pub fn inside(&self, path: &str) -> String {
         crate::files::os_text(inside(&self.link, Path::new(path)))
@@ -296,6 +302,15 @@ impl Views {
 
     pub fn get(&self, pid: i32) -> Option<&View> {
         self.by_pid.get(&pid).map(|v| &**v)
+    }
+
+    /// `pid`'s root directory as strata names it (`/` where it sees the files as strata
+    /// does); None where strata knows only the kernel's reading of it.
+    pub fn root_dir(&self, pid: i32) -> Option<String> {
+        match self.by_pid.get(&pid) {
+            Some(view) => view.dir(),
+            None => Some("/".to_string()),
+        }
     }
 
     /// Sets `pid`'s view to `dir` (in strata's mount namespace), named `link` by strata, its

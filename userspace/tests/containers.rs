@@ -310,21 +310,6 @@ fn the_daemon_traces_a_running_job_in_a_container() {
     job.check(&dir.join("root/job"));
 }
 
-/// A chroot's tree: `usr` (the job's shell bind-mounts the node's there), `job`, `dirs`, and
-/// the node's links into `usr`.
-fn chroot_tree(root: &Path, dirs: &[&Path]) {
-    for d in [Path::new("usr"), Path::new("job")].iter().chain(dirs) {
-        fs::create_dir_all(root.join(d)).unwrap();
-    }
-    for (link, to) in [
-        ("lib", "usr/lib"),
-        ("lib64", "usr/lib64"),
-        ("bin", "usr/bin"),
-    ] {
-        std::os::unix::fs::symlink(to, root.join(link)).unwrap();
-    }
-}
-
 /// Records the POSIX calls of `sh -c SCRIPT ARGS...` (`script` its first) run in a private
 /// mount namespace, into `out`; the script must succeed.
 fn record_in_namespace(out: &Path, script: &[&str]) {
@@ -349,7 +334,7 @@ fn a_gone_jobs_names_in_a_chroot_are_its_files() {
     require_root();
     let dir = fs::canonicalize(scratch("container_names")).unwrap();
     let root = dir.join("root");
-    chroot_tree(&root, &[Path::new("home"), Path::new("scratch")]);
+    common::chroot_tree(&root, &[Path::new("home"), Path::new("scratch")]);
     std::os::unix::fs::symlink("/scratch", root.join("data")).unwrap();
     build_c("cc", "chdir.c", &root.join("job/chdir"), &["-pthread"]);
     build_c("cc", "short_lived.c", &root.join("job/short_lived"), &[]);
@@ -438,7 +423,7 @@ fn a_chroot_just_before_a_gone_programs_exec_is_its_root() {
     let (layer, work, merged) = (dir.join("layer"), dir.join("work"), dir.join("merged"));
     let inside = dir.strip_prefix("/").unwrap();
     for root in [&held, &bare, &image] {
-        chroot_tree(root, &[inside]);
+        common::chroot_tree(root, &[inside]);
         build_c("cc", "short_lived.c", &root.join("job/short_lived"), &[]);
     }
     for d in [&layer, &work, &merged] {
@@ -584,7 +569,7 @@ fn a_namespace_first_seen_from_a_chroot_names_its_mounts_from_its_root() {
     require_root();
     let dir = fs::canonicalize(scratch("container_chroot_mounts")).unwrap();
     let root = dir.join("root");
-    chroot_tree(&root, &[Path::new("fs"), Path::new("proc")]);
+    common::chroot_tree(&root, &[Path::new("fs"), Path::new("proc")]);
     let inner = "readlink /proc/self/ns/mnt > /job/ns && cat /proc/self/mountinfo > /job/chroot \
                  && dd if=/job/chroot of=/fs/f && sleep 2";
     let outer = format!(

@@ -2076,17 +2076,9 @@ fn a_containers_own_hdf5_is_probed_at_exec() {
     require_root();
     let dir = scratch("hdf5_container");
     let root = dir.join("root");
-    for d in ["etc", "opt/hdf5/lib", "opt/view/lib", "job", "usr", "data"] {
-        std::fs::create_dir_all(root.join(d)).unwrap();
-    }
-    // The node's /usr is bind-mounted into the container below; its merged-/usr links.
-    for (link, to) in [
-        ("lib", "usr/lib"),
-        ("lib64", "usr/lib64"),
-        ("bin", "usr/bin"),
-    ] {
-        std::os::unix::fs::symlink(to, root.join(link)).unwrap();
-    }
+    // The node's /usr is bind-mounted into the container below.
+    let dirs = ["etc", "opt/hdf5/lib", "opt/view/lib", "data"].map(std::path::Path::new);
+    common::chroot_tree(&root, &dirs);
     let serial = "/usr/lib/x86_64-linux-gnu/libhdf5_serial.so.103";
     std::fs::copy(serial, root.join("opt/hdf5/lib/libhdf5_serial.so.103")).unwrap();
     std::os::unix::fs::symlink(

@@ -690,6 +690,18 @@ fn search_setup(name: &str) -> (PathBuf, PathBuf, PathBuf) {
     (exe, work.canonicalize().unwrap(), dir.join("out"))
 }
 
+/// `sh -c SCRIPT` in a mount namespace of its own under `strata record` (posix layer) into
+/// `out`, as [`search`] runs the walk; the script must succeed.
+fn search_in_namespace(out: &Path, script: &str) {
+    let res = run(common::recording("posix", out)
+        .args(common::PRIVATE_NAMESPACE_SH)
+        .arg(script)
+        .env_remove("LD_LIBRARY_PATH")
+        // chroot(1) looks for locale files before it execs the walk, as the same process.
+        .env("LC_ALL", "C"));
+    assert!(res.status.success(), "{:?}", res.status);
+}
+
 /// What findmnt (util-linux) says of the mount holding `path` in strata's namespace.
 fn findmnt(path: &Path, column: &str) -> String {
     let out = std::process::Command::new("findmnt")
@@ -741,6 +753,57 @@ fn a_search_path_walked_for_a_missing_library_is_found_and_one_that_finds_it_is_
     );
 }
 
+/// The same walk by a program in a chroot, in a mount namespace of its own, on a tmpfs mounted
+/// under the chroot: the finding gives the top directory as the program named it, and the
+/// tmpfs with its mount point named from the namespace's root (the chroot's directory before
+/// it, as the program's `processes.root_dir` gives it). Without the root, the program's names
+/// were matched against the namespace's mount points as they are, and the tmpfs was missed.
+#[test]
+fn failed_lookups_in_a_chroot_name_the_file_system_under_it() {
+    let (exe, _, out) = search_setup("report_search_chroot");
+    let root = out.parent().unwrap().canonicalize().unwrap().join("root");
+    common::chroot_tree(&root, &[Path::new("work")]);
+    std::fs::copy(&exe, root.join("job/search_path")).unwrap();
+    let script = format!(
+        "mount --rbind /usr {r}/usr && mount -t tmpfs strata-search-chroot {r}/work \
+         && chroot {r} /job/search_path missing /work {n} {rounds} && sleep 1",
+        r = root.display(),
+        n = SEARCH_DIRS,
+        rounds = SEARCH_ROUNDS,
+    );
+    search_in_namespace(&out, &script);
+
+    let r = report(&out);
+    let found = findings(&r, "failed_lookups", "");
+    assert_eq!(found.len(), 1, "{found:#?}");
+    let f = &found[0];
+    assert_eq!(f["top_directory"], "/work/d0", "{f}");
+    assert_eq!(f["top_directory_fs_type"], "tmpfs", "{f}");
+    let point = root.join("work");
+    assert_eq!(
+        f["top_directory_mount_point"],
+        point.to_str().unwrap(),
+        "{f}"
+    );
+    assert_eq!(
+        f["top_directory_mount_source"], "strata-search-chroot",
+        "{f}"
+    );
+    let procs = common::rows(&out, "processes");
+    let row = procs
+        .iter()
+        .find(|p| Some(p.i("pid").unwrap()) == f["pid"].as_i64())
+        .unwrap();
+    assert_eq!(row.s("root_dir"), root.to_str(), "{row:?}");
+    // The shell that made the chroot, at its namespace's root.
+    assert!(
+        procs
+            .iter()
+            .any(|p| p.s("comm") == Some("sh") && p.s("root_dir") == Some("/")),
+        "{procs:?}"
+    );
+}
+
 /// The same walk in a mount namespace of the workload's own, on a tmpfs mounted there half a
 /// second after the namespace began, so after strata first read its table:
 /// - the finding names tmpfs and its mount point, which strata's own namespace does not have;
@@ -764,11 +827,7 @@ fn failed_lookups_name_the_file_system_in_the_process_own_mount_namespace() {
         n = SEARCH_DIRS,
         r = SEARCH_ROUNDS,
     );
-    let res = run(common::recording("posix", &out)
-        .args(common::PRIVATE_NAMESPACE_SH)
-        .arg(&script)
-        .env_remove("LD_LIBRARY_PATH"));
-    assert!(res.status.success(), "{:?}", res.status);
+    search_in_namespace(&out, &script);
     assert_ne!(
         findmnt(&work, "FSTYPE"),
         "tmpfs",

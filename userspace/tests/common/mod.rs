@@ -216,6 +216,21 @@ pub fn mount_lines(mounts: &[Row]) -> Vec<MountLine> {
         .collect()
 }
 
+/// A chroot's tree: `usr` (the job's shell bind-mounts the node's there), `job`, `dirs`, and
+/// the node's links into `usr`.
+pub fn chroot_tree(root: &Path, dirs: &[&Path]) {
+    for d in [Path::new("usr"), Path::new("job")].iter().chain(dirs) {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
+    for (link, to) in [
+        ("lib", "usr/lib"),
+        ("lib64", "usr/lib64"),
+        ("bin", "usr/bin"),
+    ] {
+        std::os::unix::fs::symlink(to, root.join(link)).unwrap();
+    }
+}
+
 /// `strata record -q --layers LAYERS -o OUT --`: the traced command and its arguments follow.
 pub fn recording(layers: &str, out: &Path) -> Command {
     let mut cmd = strata();
