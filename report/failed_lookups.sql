@@ -47,11 +47,11 @@ dirs AS (
   GROUP BY host, pid, dir
 ),
 -- The top directory named from its namespace's root, as mount points are (a chroot's
--- directory before it).
+-- directory before it; none where the process's root is not known).
 top AS (
   SELECT d.host, d.pid, p.mnt_ns,
-         CASE WHEN p.root_dir IS NULL OR p.root_dir = '/' THEN d.dir
-              ELSE concat(p.root_dir, d.dir) END AS dir
+         CASE WHEN p.root_dir = '/' THEN d.dir
+              WHEN p.root_dir IS NOT NULL THEN concat(p.root_dir, d.dir) END AS dir
   FROM dirs d
   JOIN processes p ON p.host = d.host AND p.pid = d.pid
   WHERE d.r = 1 AND substr(d.dir, 1, 1) = '/'

@@ -758,6 +758,8 @@ fn a_search_path_walked_for_a_missing_library_is_found_and_one_that_finds_it_is_
 /// tmpfs with its mount point named from the namespace's root (the chroot's directory before
 /// it, as the program's `processes.root_dir` gives it). Without the root, the program's names
 /// were matched against the namespace's mount points as they are, and the tmpfs was missed.
+/// The chroot's shell waits a second before it execs the walk, so that strata sees the
+/// chroot live (the root of a program gone before strata read it is not known by name).
 #[test]
 fn failed_lookups_in_a_chroot_name_the_file_system_under_it() {
     let (exe, _, out) = search_setup("report_search_chroot");
@@ -766,7 +768,8 @@ fn failed_lookups_in_a_chroot_name_the_file_system_under_it() {
     std::fs::copy(&exe, root.join("job/search_path")).unwrap();
     let script = format!(
         "mount --rbind /usr {r}/usr && mount -t tmpfs strata-search-chroot {r}/work \
-         && chroot {r} /job/search_path missing /work {n} {rounds} && sleep 1",
+         && chroot {r} sh -c 'sleep 1 && exec /job/search_path missing /work {n} {rounds}' \
+         && sleep 1",
         r = root.display(),
         n = SEARCH_DIRS,
         rounds = SEARCH_ROUNDS,
