@@ -1142,8 +1142,13 @@ pub(crate) fn record_result(
 }
 
 fn inode(path: &Path) -> Option<(u64, u64)> {
+    std::fs::metadata(path).ok().map(|m| file_key(&m))
+}
+
+/// A file's device and inode, as the probed files are kept by.
+pub fn file_key(meta: &std::fs::Metadata) -> (u64, u64) {
     use std::os::unix::fs::MetadataExt as _;
-    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+    (meta.dev(), meta.ino())
 }
 
 impl Loaded {
@@ -1216,16 +1221,15 @@ impl Loaded {
     }
 
     /// Attaches the library probes whose functions an executable defines itself: a program
-    /// linked statically against HDF5, NetCDF, MPI or libc. Each file is looked at once.
+    /// linked statically against HDF5, NetCDF, MPI or libc. Each file (`ino`: its
+    /// [`file_key`]) is looked at once.
     pub fn attach_executable(
         &mut self,
         probes: &[Probe],
         file: &Path,
         shown: &str,
+        ino: (u64, u64),
     ) -> Vec<ProbeStatus> {
-        let Some(ino) = inode(file) else {
-            return Vec::new();
-        };
         if !self.lib_inodes.insert(ino) {
             return Vec::new();
         }

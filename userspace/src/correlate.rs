@@ -139,8 +139,8 @@ pub struct Correlator {
     /// Probed libraries that traced processes opened or mapped, for the loader to attach.
     pub library_opens: Vec<LibraryOpen>,
     /// Traced processes that executed a new program, for the loader to look at its own
-    /// functions (statically linked libraries).
-    pub execs: Vec<i32>,
+    /// functions (statically linked libraries) and the libraries it will load.
+    pub execs: Vec<Exec>,
     /// Processes whose dynamic loader reported libraries loaded (dlopen, or its start-up):
     /// their mappings are searched for probed libraries.
     pub loader_reports: Vec<i32>,
@@ -176,6 +176,15 @@ pub struct Correlator {
     wanted_files: std::collections::HashSet<i64>,
     /// Per probe: whether its rows take [`Self::plain_transfer`].
     plain: Vec<bool>,
+}
+
+/// A traced process that executed a new program, as strata knew it then.
+pub struct Exec {
+    pub pid: i32,
+    /// It sees the files as strata does (no view of its own).
+    pub own_view: bool,
+    /// `LD_LIBRARY_PATH` in its environment, as /proc gave it at the exec.
+    pub ld_library_path: Option<String>,
 }
 
 /// A library a traced process opened or mapped.
@@ -610,7 +619,8 @@ impl Correlator {
             ProcEvent::Exec => {
                 let pid = rec.pid as i32;
                 self.ensure_process(pid);
-                self.procs
+                let ld_library_path = self
+                    .procs
                     .exec(pid, comm(rec), crate::events::filename(rec));
                 // The kernel side's reading of the namespace (0 without BTF), else /proc's.
                 let ns = match rec.root.mnt_ns {
@@ -634,7 +644,11 @@ impl Correlator {
                     self.peers.push(pid);
                     return;
                 }
-                self.execs.push(pid);
+                self.execs.push(Exec {
+                    pid,
+                    own_view: self.files.views.get(pid).is_none(),
+                    ld_library_path,
+                });
             }
             ProcEvent::Exit => self.exited(rec.pid as i32, Some(ts)),
         }

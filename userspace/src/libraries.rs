@@ -343,6 +343,34 @@ pub struct StartLibraries {
     own_ns: Option<Option<PathBuf>>,
 }
 
+/// A process that has just executed a new image, as strata read it then: read once for all
+/// that look at it (its identity, its probes, its libraries).
+pub struct NewImage {
+    pub pid: i32,
+    /// Its program as /proc names it (the `/proc/<pid>/exe` link), and the file's metadata.
+    pub exe: PathBuf,
+    pub meta: fs::Metadata,
+    /// `LD_LIBRARY_PATH` in the environment it started with.
+    pub ld_library_path: Option<String>,
+    /// Whether strata knows it sees the files as strata does (its mount namespace and root):
+    /// else its namespace and root are read from /proc.
+    pub own_view: bool,
+}
+
+impl NewImage {
+    /// Process `pid` as /proc shows it now; None where it is gone.
+    pub fn read(pid: i32, own_view: bool, ld_library_path: Option<String>) -> Option<NewImage> {
+        let exe = format!("/proc/{pid}/exe");
+        Some(NewImage {
+            pid,
+            exe: fs::read_link(&exe).ok()?,
+            meta: fs::metadata(&exe).ok()?,
+            ld_library_path,
+            own_view,
+        })
+    }
+}
+
 /// What [`StartLibraries::of`] found.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Start {
@@ -375,27 +403,29 @@ const MAX_PROGRAMS: usize = 4_096;
 const MAX_CACHES: usize = 64;
 
 impl StartLibraries {
-    /// The shared objects process `pid`, which has just executed a new image, loads at start,
-    /// as paths in its view; none where it is gone or not a dynamic program. `own_cache`:
-    /// strata's loader cache.
-    pub fn of(&mut self, pid: i32, own_cache: &HashMap<String, PathBuf>) -> Start {
+    /// The shared objects process `image.pid`, which has just executed a new image, loads at
+    /// start, as paths in its view; none where it is gone or not a dynamic program.
+    /// `own_cache`: strata's loader cache.
+    pub fn of(&mut self, image: &NewImage, own_cache: &HashMap<String, PathBuf>) -> Start {
+        let pid = image.pid;
         let own_ns = self
             .own_ns
             .get_or_insert_with(|| fs::read_link("/proc/self/ns/mnt").ok())
             .clone();
-        let ns = fs::read_link(format!("/proc/{pid}/ns/mnt")).ok();
-        let exe = format!("/proc/{pid}/exe");
-        let (Ok(root_link), Ok(meta), Ok(link)) = (
-            fs::read_link(format!("/proc/{pid}/root")),
-            fs::metadata(&exe),
-            fs::read_link(&exe),
-        ) else {
-            return Start::default();
+        let (ns, root_link) = match image.own_view {
+            true => (own_ns.clone(), PathBuf::from("/")),
+            false => {
+                let ns = fs::read_link(format!("/proc/{pid}/ns/mnt")).ok();
+                let Ok(root_link) = fs::read_link(format!("/proc/{pid}/root")) else {
+                    return Start::default();
+                };
+                (ns, root_link)
+            }
         };
         let own = own_ns.is_some() && ns == own_ns && root_link == Path::new("/");
         // The program's path in its own view: /proc gives it from strata's root, through a
         // chroot's directory where strata sees one.
-        let path = crate::views::inside(&root_link, &link);
+        let path = crate::views::inside(&root_link, &image.exe);
         let root = if own {
             None
         } else {
@@ -408,13 +438,12 @@ impl StartLibraries {
             None => CacheId::Own,
             Some(root) => self.cache_of(root).map_or(CacheId::Missing, CacheId::Other),
         };
-        let env = crate::procs::read_small(&format!("/proc/{pid}/environ")).unwrap_or_default();
         let key = (
             ns,
             root_link,
-            file_id(&meta),
+            file_id(&image.meta),
             cache_id,
-            ld_library_path(&env),
+            image.ld_library_path.clone(),
         );
         if let Some(libs) = self.known.get(&key) {
             return Start {
@@ -469,7 +498,7 @@ fn file_id(meta: &fs::Metadata) -> FileId {
 }
 
 /// `LD_LIBRARY_PATH` in an environment as /proc gives it (`name=value`, NUL after each).
-fn ld_library_path(env: &[u8]) -> Option<String> {
+pub fn ld_library_path(env: &[u8]) -> Option<String> {
     env.split(|b| *b == 0)
         .find_map(|kv| kv.strip_prefix(b"LD_LIBRARY_PATH="))
         .map(|v| String::from_utf8_lossy(v).into_owned())
@@ -494,16 +523,19 @@ mod tests {
         let cache = crate::symbols::ld_cache();
         let mut start = StartLibraries::default();
         let pid = std::process::id() as i32;
-        let found = start.of(pid, &cache);
+        let env = crate::procs::read_small("/proc/self/environ").unwrap();
+        let ld_path = ld_library_path(&env);
+        let image = |own_view| NewImage::read(pid, own_view, ld_path.clone()).unwrap();
+        // What strata knew of its view, or not.
+        let found = start.of(&image(true), &cache);
         assert!(found.own_view);
         let libs = &found.libraries;
         let names: Vec<&str> = libs.iter().filter_map(|l| l.rsplit('/').next()).collect();
         assert!(names.contains(&"libc.so.6"), "{libs:?}");
-        assert_eq!(start.of(pid, &cache), found);
+        assert_eq!(start.of(&image(false), &cache), found);
         assert_eq!(start.known.len(), 1);
-        assert_eq!(
-            start.of(i32::MAX, &cache),
-            Start::default(),
+        assert!(
+            NewImage::read(i32::MAX, true, None).is_none(),
             "no such process"
         );
     }

@@ -69,10 +69,10 @@ impl Mounts {
     pub fn see(&mut self, ns: u64, pid: i32) -> bool {
         let ticks = self.ticks;
         let own = self.own() == Some(ns);
-        let who = if own {
-            "self".to_string()
-        } else {
-            pid.to_string()
+        // Named only where /proc is read: not at most execs.
+        let who = || match own {
+            true => "self".to_string(),
+            false => pid.to_string(),
         };
         if let Some(space) = self.spaces.get_mut(&ns) {
             space.used = ticks;
@@ -82,8 +82,8 @@ impl Mounts {
                     space.table = table;
                 }
             }
-            if !space.whole && at_root(&who) {
-                if let Some(mut wider) = Space::open(ns, &who, ticks).filter(|s| s.whole) {
+            if !space.whole && at_root(&who()) {
+                if let Some(mut wider) = Space::open(ns, &who(), ticks).filter(|s| s.whole) {
                     wider.written = std::mem::take(&mut space.written);
                     *space = wider;
                 }
@@ -91,7 +91,7 @@ impl Mounts {
             space.write_new(ns, &mut self.new_rows);
             return true;
         }
-        let Some(mut space) = Space::open(ns, &who, ticks) else {
+        let Some(mut space) = Space::open(ns, &who(), ticks) else {
             return false;
         };
         if self.spaces.len() >= MAX_SPACES {

@@ -145,24 +145,26 @@ impl Procs {
     }
 
     /// After exec: the new image, from /proc while the process lives, else from the
-    /// kernel's record of the executed file (the command line is then unknown).
-    pub fn exec(&mut self, pid: i32, comm: String, filename: Option<String>) {
-        if let Some(row) = self.live.get_mut(&pid) {
-            row.comm = Some(comm);
-            let (old_exe, old_cmdline) = (row.exe.take(), row.cmdline.take());
-            if !refresh_identity(row) {
-                // Gone already: keep what strata knew if it is the same program.
-                let same = filename.as_deref().is_some_and(|f| {
-                    old_exe.as_deref() == Some(f)
-                        || crate::files::look_up(f, |p| std::fs::canonicalize(p))
-                            .is_ok_and(|c| old_exe == Some(crate::files::os_text(c)))
-                });
-                row.exe = filename;
-                if same {
-                    row.cmdline = old_cmdline;
-                }
+    /// kernel's record of the executed file (the command line is then unknown). Gives the
+    /// new image's `LD_LIBRARY_PATH`, where /proc could be read.
+    pub fn exec(&mut self, pid: i32, comm: String, filename: Option<String>) -> Option<String> {
+        let row = self.live.get_mut(&pid)?;
+        row.comm = Some(comm);
+        let (old_exe, old_cmdline) = (row.exe.take(), row.cmdline.take());
+        let ld_library_path = refresh_identity(row);
+        if ld_library_path.is_none() {
+            // Gone already: keep what strata knew if it is the same program.
+            let same = filename.as_deref().is_some_and(|f| {
+                old_exe.as_deref() == Some(f)
+                    || crate::files::look_up(f, |p| std::fs::canonicalize(p))
+                        .is_ok_and(|c| old_exe == Some(crate::files::os_text(c)))
+            });
+            row.exe = filename;
+            if same {
+                row.cmdline = old_cmdline;
             }
         }
+        ld_library_path.flatten()
     }
 
     /// A part of a new image's arguments or environment, sent by the kernel side at exec:
@@ -194,14 +196,7 @@ impl Procs {
             return;
         };
         if what == IMAGE_ARGS {
-            let args: Vec<String> = buf
-                .split(|b| *b == 0)
-                .filter(|s| !s.is_empty())
-                .map(crate::files::text)
-                .collect();
-            if !args.is_empty() {
-                row.cmdline = Some(args.join(" "));
-            }
+            set_cmdline(row, &buf);
         } else {
             apply_env(row, &id_vars(&buf));
         }
@@ -323,33 +318,55 @@ impl Procs {
     }
 }
 
-/// Reads exe, cmdline and environment from /proc; false when the process is gone.
-fn refresh_identity(row: &mut ProcessRow) -> bool {
-    let Ok(p) = Process::new(row.pid) else {
-        return false;
-    };
-    let Ok(exe) = p.exe() else {
-        return false;
-    };
+/// Reads exe, cmdline and environment from /proc; None when the process is gone, else the
+/// environment's `LD_LIBRARY_PATH` (where the loader will look for its libraries).
+fn refresh_identity(row: &mut ProcessRow) -> Option<Option<String>> {
+    let exe = std::fs::read_link(format!("/proc/{}/exe", row.pid)).ok()?;
     row.exe = Some(crate::files::os_text(exe));
-    if let Ok(args) = p.cmdline() {
-        if !args.is_empty() {
-            row.cmdline = Some(args.join(" "));
-        }
+    if let Some(args) = read_small(&format!("/proc/{}/cmdline", row.pid)) {
+        set_cmdline(row, &args);
     }
-    if let Some(env) = read_small(&format!("/proc/{}/environ", row.pid)) {
-        apply_env(row, &id_vars(&env));
+    let env = read_small(&format!("/proc/{}/environ", row.pid));
+    if let Some(env) = &env {
+        apply_env(row, &id_vars(env));
     }
-    true
+    Some(env.and_then(|env| crate::libraries::ld_library_path(&env)))
+}
+
+/// The command line from its arguments as the kernel keeps them (NUL after each), where
+/// there are any.
+fn set_cmdline(row: &mut ProcessRow, args: &[u8]) {
+    let args: Vec<String> = (args.split(|b| *b == 0))
+        .filter(|s| !s.is_empty())
+        .map(crate::files::text)
+        .collect();
+    if !args.is_empty() {
+        row.cmdline = Some(args.join(" "));
+    }
 }
 
 /// A /proc file read whole, into room for a typical one from the start: a growing buffer
 /// reads it in small pieces, each a system call (and for a seq_file such as maps, each a
-/// new search for where the last one stopped).
+/// new search for where the last one stopped). Read until the end without asking the file's
+/// size first, as `read_to_end` does with a `statx` and an `lseek` that /proc answers with 0:
+/// two of the dozen system calls of a new process's /proc reads.
 pub(crate) fn read_small(path: &str) -> Option<Vec<u8>> {
     use std::io::Read as _;
-    let mut buf = Vec::with_capacity(16 << 10);
-    std::fs::File::open(path).ok()?.read_to_end(&mut buf).ok()?;
+    let mut file = std::fs::File::open(path).ok()?;
+    let mut buf = vec![0; 16 << 10];
+    let mut len = 0;
+    loop {
+        if len == buf.len() {
+            buf.resize(2 * len, 0);
+        }
+        match file.read(&mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    buf.truncate(len);
     Some(buf)
 }
 

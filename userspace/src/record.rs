@@ -273,7 +273,11 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
             .map(|f| std::fs::canonicalize(&f).unwrap_or(f))
             .collect();
         for file in &programs {
-            for s in loaded.attach_executable(&probes, file, &file.display().to_string()) {
+            let Ok(meta) = std::fs::metadata(file) else {
+                continue;
+            };
+            let key = attach::file_key(&meta);
+            for s in loaded.attach_executable(&probes, file, &file.display().to_string(), key) {
                 tally(&s, &mut attached, &mut failed);
                 out.probes
                     .push(probe_row(&run_id, &probes[s.probe_id as usize], &s));
@@ -625,7 +629,7 @@ pub(crate) fn attach_opened_libraries(
     // What a process maps when its loader reports new libraries, and at an exec: the loader
     // itself is mapped by the kernel, never opened (a container's has its own inode).
     let mut mapped: Vec<i32> = std::mem::take(&mut corr.loader_reports);
-    mapped.extend(&execs);
+    mapped.extend(execs.iter().map(|e| e.pid));
     mapped.sort_unstable();
     mapped.dedup();
     queue_mapped(corr, mapped);
@@ -635,18 +639,26 @@ pub(crate) fn attach_opened_libraries(
         && probes
             .iter()
             .any(|p| p.enabled && matches!(p.target, probes::Target::Uprobe { .. }));
-    for pid in execs {
-        let file = std::path::PathBuf::from(format!("/proc/{pid}/exe"));
-        let Ok(shown) = std::fs::read_link(&file) else {
+    for exec in execs {
+        let pid = exec.pid;
+        let Some(image) =
+            crate::libraries::NewImage::read(pid, exec.own_view, exec.ld_library_path)
+        else {
             continue;
         };
-        statuses.extend(loaded.attach_executable(probes, &file, &shown.display().to_string()));
+        let file = std::path::PathBuf::from(format!("/proc/{pid}/exe"));
+        statuses.extend(loaded.attach_executable(
+            probes,
+            &file,
+            &image.exe.display().to_string(),
+            attach::file_key(&image.meta),
+        ));
         if !library_probes {
             continue;
         }
         // Before the loader has mapped them: its report comes once it has, and reaches strata
         // as the program runs.
-        let start = loaded.start_libraries.of(pid, &loaded.ld_cache);
+        let start = loaded.start_libraries.of(&image, &loaded.ld_cache);
         for lib in start.libraries {
             if start.own_view {
                 statuses.extend(loaded.attach_library(probes, std::path::Path::new(&lib), &lib));

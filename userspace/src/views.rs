@@ -235,6 +235,15 @@ impl Views {
         self.ids.insert(pid, id).is_some_and(|was| was != id)
     }
 
+    /// Whether `pid`'s view is root `id` as the kernel reads it, held live: strata's own
+    /// where it has none.
+    fn holds(&mut self, pid: i32, id: RootId) -> bool {
+        match self.by_pid.get(&pid) {
+            Some(view) => view.root.is_some() && view.id == id,
+            None => self.own().is_some_and(|own| own.1 == id),
+        }
+    }
+
     /// `pid`, gone, had root `id` where strata knew another: it takes the held view of that
     /// root, or strata's own; where neither is it, a view strata holds no root of (its names
     /// are not resolved, rather than in the root it had before).
@@ -261,6 +270,12 @@ impl Views {
     /// since its fork.
     pub fn exec(&mut self, pid: i32, id: RootId) -> Seen {
         let moved = self.moved(pid, id);
+        // The root strata holds for it (or its own), as the kernel read it at the exec: no
+        // chroot or new namespace since, and nothing to read in /proc (three system calls
+        // of every new program's).
+        if id != RootId::default() && self.holds(pid, id) {
+            return Seen::Same;
+        }
         match self.see(pid) {
             Seen::Gone if moved => {
                 self.settle(pid, &id);
@@ -367,9 +382,10 @@ mod tests {
         let (parent, pid) = (i32::MAX - 11, i32::MAX - 12);
         let root_of = |v: &Views, pid| v.get(pid).map(|v| (v.id, v.root.is_some()));
 
-        // Forked in strata's view, an exec with the same root: strata's view.
+        // Forked in strata's view, an exec with the same root: strata's view, known without
+        // a look in /proc.
         views.fork(parent, pid, own);
-        assert_eq!(views.exec(pid, own), Seen::Gone);
+        assert_eq!(views.exec(pid, own), Seen::Same);
         assert_eq!(root_of(&views, pid), None);
         // A chroot into the held root before the exec: its view.
         assert_eq!(views.exec(pid, held), Seen::Changed);
@@ -394,7 +410,7 @@ mod tests {
         assert_eq!(root_of(&views, parent), Some((held, true)));
         assert_eq!(root_of(&views, pid), Some((held, true)));
         // ... and the child's own exec in that root changes nothing.
-        assert_eq!(views.exec(pid, held), Seen::Gone);
+        assert_eq!(views.exec(pid, held), Seen::Same);
         assert_eq!(root_of(&views, pid), Some((held, true)));
         fs::remove_dir_all(&dir).unwrap();
     }
