@@ -80,6 +80,14 @@ pub struct Loaded {
     pub expedite: bool,
 }
 
+impl Loaded {
+    /// Whether the kernel side sends each new image's arguments and environment at its exec
+    /// (this kernel's BTF gave the fields it reads).
+    pub fn images_from_kernel(&self) -> bool {
+        self.config_value.task_mm_off != 0
+    }
+}
+
 /// Stops the programs from recording (they return at once), so the ring buffer can be
 /// drained to the last event while the probes are still attached.
 pub fn stop(loaded: &mut Loaded) -> anyhow::Result<()> {

@@ -183,7 +183,8 @@ pub struct Exec {
     pub pid: i32,
     /// It sees the files as strata does (no view of its own).
     pub own_view: bool,
-    /// `LD_LIBRARY_PATH` in its environment, as /proc gave it at the exec.
+    /// `LD_LIBRARY_PATH` in its environment, as the kernel side sent it or /proc gave it
+    /// (see [`Procs::read_awaited`]).
     pub ld_library_path: Option<String>,
 }
 
@@ -405,7 +406,16 @@ impl Correlator {
                 offset,
                 total,
                 data,
-            } => self.procs.image(pid as i32, what, offset, total, &data),
+            } => {
+                let pid = pid as i32;
+                if let Some(ld_library_path) = self.procs.image(pid, what, offset, total, &data) {
+                    // The environment of the exec just handled (records of a process come in
+                    // order), for its library search.
+                    if let Some(exec) = self.execs.iter_mut().rev().find(|e| e.pid == pid) {
+                        exec.ld_library_path = ld_library_path;
+                    }
+                }
+            }
             Event::Kernel { event, rec } => {
                 self.kernel.event(event, &rec, &self.clock, &self.files);
             }

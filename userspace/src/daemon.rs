@@ -406,6 +406,8 @@ impl Daemon {
         out.write_run(run.clone())?;
         out.flush()?;
         let mut corr = Correlator::new(self.probes.clone(), clock);
+        corr.procs
+            .set_images_from_kernel(self.loaded.images_from_kernel());
         corr.path_filter = self
             .args
             .paths

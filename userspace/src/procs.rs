@@ -60,6 +60,12 @@ pub struct Procs {
     /// The process `ensure` found live last, while it stays live: calls come in runs of
     /// one process, and each would look it up again.
     last_ensured: Option<i32>,
+    /// Whether the kernel side sends each new image's arguments and environment (kernels
+    /// with BTF): /proc is then read for them only where the kernel's did not come.
+    images_from_kernel: bool,
+    /// New images whose arguments or environment (by (pid, what)) the kernel side is still
+    /// to send, or whose parts did not all come: see [`Procs::read_awaited`].
+    awaiting: HashMap<(i32, u32), ()>,
 }
 
 /// Sweeps a process must be found gone at before it is taken for exited.
@@ -144,61 +150,104 @@ impl Procs {
         };
     }
 
+    /// The kernel side sends each new image's arguments and environment (see
+    /// [`Procs::image`]).
+    pub fn set_images_from_kernel(&mut self, on: bool) {
+        self.images_from_kernel = on;
+    }
+
     /// After exec: the new image, from /proc while the process lives, else from the
-    /// kernel's record of the executed file (the command line is then unknown). Gives the
-    /// new image's `LD_LIBRARY_PATH`, where /proc could be read.
+    /// kernel's record of the executed file (the command line is then unknown). Its command
+    /// line and environment are read from /proc only where the kernel side does not send
+    /// them, and then the new image's `LD_LIBRARY_PATH` is given.
     pub fn exec(&mut self, pid: i32, comm: String, filename: Option<String>) -> Option<String> {
         let row = self.live.get_mut(&pid)?;
         row.comm = Some(comm);
         let (old_exe, old_cmdline) = (row.exe.take(), row.cmdline.take());
-        let ld_library_path = refresh_identity(row);
-        if ld_library_path.is_none() {
-            // Gone already: keep what strata knew if it is the same program.
-            let same = filename.as_deref().is_some_and(|f| {
-                old_exe.as_deref() == Some(f)
-                    || crate::files::look_up(f, |p| std::fs::canonicalize(p))
-                        .is_ok_and(|c| old_exe == Some(crate::files::os_text(c)))
-            });
-            row.exe = filename;
-            if same {
-                row.cmdline = old_cmdline;
+        match (read_exe(row), self.images_from_kernel) {
+            (true, true) => {
+                for what in [IMAGE_ARGS, IMAGE_ENV] {
+                    self.awaiting.insert((pid, what), ());
+                }
+                None
+            }
+            (true, false) => read_args_env(row, true, true),
+            (false, from_kernel) => {
+                // Gone already: keep what strata knew if it is the same program (the
+                // kernel side's copy of the arguments, where it sends one, comes next).
+                let same = !from_kernel
+                    && filename.as_deref().is_some_and(|f| {
+                        old_exe.as_deref() == Some(f)
+                            || crate::files::look_up(f, |p| std::fs::canonicalize(p))
+                                .is_ok_and(|c| old_exe == Some(crate::files::os_text(c)))
+                    });
+                row.exe = filename;
+                if same {
+                    row.cmdline = old_cmdline;
+                }
+                None
             }
         }
-        ld_library_path.flatten()
+    }
+
+    /// Whether the kernel side's copy of `pid`'s new arguments or environment has not (all)
+    /// come.
+    pub fn awaits_image(&self, pid: i32) -> bool {
+        [IMAGE_ARGS, IMAGE_ENV]
+            .iter()
+            .any(|&what| self.awaiting.contains_key(&(pid, what)))
+    }
+
+    /// Reads from /proc what the kernel side did not send of `pid`'s new image (its record
+    /// lost to a full ring buffer, or still to be handled); gives its `LD_LIBRARY_PATH` where
+    /// the environment was read.
+    pub fn read_awaited(&mut self, pid: i32) -> Option<Option<String>> {
+        let args = self.awaiting.remove(&(pid, IMAGE_ARGS)).is_some();
+        let env = self.awaiting.remove(&(pid, IMAGE_ENV)).is_some();
+        let row = self.live.get_mut(&pid)?;
+        let ld_library_path = read_args_env(row, args, env);
+        env.then_some(ld_library_path)
     }
 
     /// A part of a new image's arguments or environment, sent by the kernel side at exec:
     /// once whole (or cut at the kernel's cap), it gives the command line, or the rank and
     /// job ids, whether or not /proc could still be read.
-    pub fn image(&mut self, pid: i32, what: u32, offset: u32, total: u32, data: &[u8]) {
+    pub fn image(
+        &mut self,
+        pid: i32,
+        what: u32,
+        offset: u32,
+        total: u32,
+        data: &[u8],
+    ) -> Option<Option<String>> {
         let cap = match what {
             IMAGE_ARGS => IMAGE_ARGS_PARTS * IMAGE_PART,
             IMAGE_ENV => IMAGE_ENV_PARTS * IMAGE_PART,
-            _ => return,
+            _ => return None,
         };
         let buf = self.images.entry((pid, what)).or_default();
         if offset == 0 {
             buf.clear();
         }
-        // A part lost (full ring buffer): /proc's reading stands.
+        // A part lost (full ring buffer): /proc's reading stands, or is made at the next
+        // pass (`read_awaited`).
         if offset as usize != buf.len() {
             self.images.remove(&(pid, what));
-            return;
+            return None;
         }
         buf.extend_from_slice(data);
         if buf.len() < cap.min(total as usize) {
-            return;
+            return None;
         }
-        let Some(buf) = self.images.remove(&(pid, what)) else {
-            return;
-        };
-        let Some(row) = self.live.get_mut(&pid) else {
-            return;
-        };
+        let buf = self.images.remove(&(pid, what))?;
+        self.awaiting.remove(&(pid, what));
+        let row = self.live.get_mut(&pid)?;
         if what == IMAGE_ARGS {
             set_cmdline(row, &buf);
+            None
         } else {
             apply_env(row, &id_vars(&buf));
+            Some(crate::libraries::ld_library_path(&buf))
         }
     }
 
@@ -265,6 +314,7 @@ impl Procs {
     /// `pid` exited at `ts` (None: when is not known).
     pub fn exit(&mut self, pid: i32, ts: Option<i64>) {
         self.images.retain(|(p, _), _| *p != pid);
+        self.awaiting.retain(|(p, _), _| *p != pid);
         self.cwds.remove(&pid);
         self.gone.remove(&pid);
         if self.last_ensured == Some(pid) {
@@ -321,16 +371,32 @@ impl Procs {
 /// Reads exe, cmdline and environment from /proc; None when the process is gone, else the
 /// environment's `LD_LIBRARY_PATH` (where the loader will look for its libraries).
 fn refresh_identity(row: &mut ProcessRow) -> Option<Option<String>> {
-    let exe = std::fs::read_link(format!("/proc/{}/exe", row.pid)).ok()?;
+    read_exe(row).then(|| read_args_env(row, true, true))
+}
+
+/// Reads the program's link from /proc; false when the process is gone.
+fn read_exe(row: &mut ProcessRow) -> bool {
+    let Ok(exe) = std::fs::read_link(format!("/proc/{}/exe", row.pid)) else {
+        return false;
+    };
     row.exe = Some(crate::files::os_text(exe));
-    if let Some(args) = read_small(&format!("/proc/{}/cmdline", row.pid)) {
-        set_cmdline(row, &args);
+    true
+}
+
+/// Reads the command line (`args`) and the environment (`env`) from /proc; gives the
+/// environment's `LD_LIBRARY_PATH` where it was read.
+fn read_args_env(row: &mut ProcessRow, args: bool, env: bool) -> Option<String> {
+    if args {
+        if let Some(args) = read_small(&format!("/proc/{}/cmdline", row.pid)) {
+            set_cmdline(row, &args);
+        }
     }
-    let env = read_small(&format!("/proc/{}/environ", row.pid));
-    if let Some(env) = &env {
-        apply_env(row, &id_vars(env));
+    if !env {
+        return None;
     }
-    Some(env.and_then(|env| crate::libraries::ld_library_path(&env)))
+    let env = read_small(&format!("/proc/{}/environ", row.pid))?;
+    apply_env(row, &id_vars(&env));
+    crate::libraries::ld_library_path(&env)
 }
 
 /// The command line from its arguments as the kernel keeps them (NUL after each), where
@@ -611,6 +677,75 @@ mod tests {
         assert_eq!(p.live[&51].rank, Some(5));
         p.image(51, IMAGE_ARGS, 0, 1000, b"/bin/x\0");
         assert_eq!(p.live[&51].cmdline.as_deref(), Some("app"));
+    }
+
+    /// At an exec, a kernel that sends the new image's arguments and environment leaves
+    /// /proc unread for them: the kernel's copy gives the command line, the ids and the
+    /// environment's `LD_LIBRARY_PATH`. What did not come whole is read from /proc at the
+    /// next pass; without the kernel's copy, /proc is read at the exec.
+    #[test]
+    fn an_exec_reads_from_proc_only_what_the_kernel_did_not_send() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("10")
+            .env_clear()
+            .env("PMIX_RANK", "5")
+            .env("LD_LIBRARY_PATH", "/opt/proc/lib")
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        let mut p = Procs::default();
+        p.set_images_from_kernel(true);
+        p.ensure(pid, |t| t as i64);
+        p.live.get_mut(&pid).unwrap().rank = None;
+
+        assert_eq!(p.exec(pid, "sleep".into(), None), None);
+        let row = &p.live[&pid];
+        assert!(row.exe.as_deref().is_some_and(|e| e.ends_with("/sleep")));
+        assert_eq!(
+            (row.cmdline.as_deref(), row.rank),
+            (None, None),
+            "/proc unread"
+        );
+        assert!(p.awaits_image(pid));
+        let args = b"sleep\0ten\0";
+        assert_eq!(p.image(pid, IMAGE_ARGS, 0, 10, args), None);
+        let env = b"PMIX_RANK=6\0LD_LIBRARY_PATH=/opt/kernel/lib\0";
+        assert_eq!(
+            p.image(pid, IMAGE_ENV, 0, env.len() as u32, env),
+            Some(Some("/opt/kernel/lib".into()))
+        );
+        assert!(!p.awaits_image(pid));
+        let row = &p.live[&pid];
+        assert_eq!(
+            (row.cmdline.as_deref(), row.rank),
+            (Some("sleep ten"), Some(6))
+        );
+        assert_eq!(p.read_awaited(pid), None, "nothing left to read");
+
+        // The environment's second part lost: /proc's, read at the next pass.
+        p.exec(pid, "sleep".into(), None);
+        p.image(pid, IMAGE_ARGS, 0, 10, args);
+        assert_eq!(p.image(pid, IMAGE_ENV, 0, 40_000, &env[..]), None);
+        assert_eq!(p.image(pid, IMAGE_ENV, 32_768, 40_000, b"X=1\0"), None);
+        assert!(p.awaits_image(pid));
+        assert_eq!(p.read_awaited(pid), Some(Some("/opt/proc/lib".into())));
+        let row = &p.live[&pid];
+        assert_eq!(
+            (row.cmdline.as_deref(), row.rank),
+            (Some("sleep ten"), Some(5))
+        );
+        assert!(!p.awaits_image(pid));
+
+        // No copy from the kernel: /proc at the exec.
+        p.set_images_from_kernel(false);
+        assert_eq!(
+            p.exec(pid, "sleep".into(), None),
+            Some("/opt/proc/lib".into())
+        );
+        assert_eq!(p.live[&pid].cmdline.as_deref(), Some("sleep 10"));
+        assert!(!p.awaits_image(pid));
+        let _ = child.kill();
+        let _ = child.wait();
     }
 
     #[test]

@@ -226,6 +226,8 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
     };
     let mut corr = Correlator::new(probes.clone(), clock);
     corr.path_filter = args.paths.as_deref().map(crate::filter::PathFilter::new);
+    corr.procs
+        .set_images_from_kernel(loaded.images_from_kernel());
     // Every process of a running tree is a traced process, whether or not it makes a
     // traced call.
     for pid in tree.iter().flatten() {
@@ -641,8 +643,13 @@ pub(crate) fn attach_opened_libraries(
             .any(|p| p.enabled && matches!(p.target, probes::Target::Uprobe { .. }));
     for exec in execs {
         let pid = exec.pid;
-        let Some(image) =
-            crate::libraries::NewImage::read(pid, exec.own_view, exec.ld_library_path)
+        // What the kernel side did not send of the new image (lost, or still in the ring):
+        // read from /proc while the process lives.
+        let ld_library_path = match corr.procs.awaits_image(pid) {
+            true => corr.procs.read_awaited(pid).unwrap_or(exec.ld_library_path),
+            false => exec.ld_library_path,
+        };
+        let Some(image) = crate::libraries::NewImage::read(pid, exec.own_view, ld_library_path)
         else {
             continue;
         };
