@@ -65,7 +65,7 @@ pub struct Procs {
     images_from_kernel: bool,
     /// New images whose arguments or environment (by (pid, what)) the kernel side is still
     /// to send, or whose parts did not all come: see [`Procs::read_awaited`].
-    awaiting: HashMap<(i32, u32), ()>,
+    awaiting: std::collections::HashSet<(i32, u32), foldhash::fast::RandomState>,
 }
 
 /// Sweeps a process must be found gone at before it is taken for exited.
@@ -167,7 +167,7 @@ impl Procs {
         match (read_exe(row), self.images_from_kernel) {
             (true, true) => {
                 for what in [IMAGE_ARGS, IMAGE_ENV] {
-                    self.awaiting.insert((pid, what), ());
+                    self.awaiting.insert((pid, what));
                 }
                 None
             }
@@ -195,15 +195,15 @@ impl Procs {
     pub fn awaits_image(&self, pid: i32) -> bool {
         [IMAGE_ARGS, IMAGE_ENV]
             .iter()
-            .any(|&what| self.awaiting.contains_key(&(pid, what)))
+            .any(|&what| self.awaiting.contains(&(pid, what)))
     }
 
     /// Reads from /proc what the kernel side did not send of `pid`'s new image (its record
     /// lost to a full ring buffer, or still to be handled); gives its `LD_LIBRARY_PATH` where
     /// the environment was read.
     pub fn read_awaited(&mut self, pid: i32) -> Option<Option<String>> {
-        let args = self.awaiting.remove(&(pid, IMAGE_ARGS)).is_some();
-        let env = self.awaiting.remove(&(pid, IMAGE_ENV)).is_some();
+        let args = self.awaiting.remove(&(pid, IMAGE_ARGS));
+        let env = self.awaiting.remove(&(pid, IMAGE_ENV));
         let row = self.live.get_mut(&pid)?;
         let ld_library_path = read_args_env(row, args, env);
         env.then_some(ld_library_path)
@@ -314,7 +314,7 @@ impl Procs {
     /// `pid` exited at `ts` (None: when is not known).
     pub fn exit(&mut self, pid: i32, ts: Option<i64>) {
         self.images.retain(|(p, _), _| *p != pid);
-        self.awaiting.retain(|(p, _), _| *p != pid);
+        self.awaiting.retain(|(p, _)| *p != pid);
         self.cwds.remove(&pid);
         self.gone.remove(&pid);
         if self.last_ensured == Some(pid) {
