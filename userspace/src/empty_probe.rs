@@ -26,7 +26,7 @@ use aya::{
 use strata_common::{Config, maps, programs};
 
 use crate::{
-    attach::{load_object, program},
+    attach::{EBPF, load_object, program},
     ring::EventRing,
 };
 
@@ -37,7 +37,9 @@ pub enum Mechanism {
     Tracepoint,
     /// The trace events raw_syscalls/sys_enter and sys_exit (`--syscall-mode raw`).
     RawSyscalls,
-    /// A uprobe and a uretprobe on one function of a library.
+    /// A uprobe and a uretprobe on one function of a library, linked as strata links its
+    /// library probes: by a multi-uprobe link where the kernel has them (Linux 6.6+), else
+    /// by a perf event each. stderr says which.
     Uprobe,
     /// Not empty: on the BTF raw tracepoints, the least any tracer does to keep each
     /// syscall of every other process as one record of strata's size (arguments and a clock
@@ -93,6 +95,17 @@ pub fn run(
         &strata_common::PageOffsets::NONE,
         &strata_common::BlockOffsets::NONE,
     )?;
+    let uprobe_pair = match mechanism {
+        Uprobe => Some([programs::EMPTY_UPROBE, programs::EMPTY_URETPROBE]),
+        FloorUprobe | StampUprobe => Some([programs::FLOOR_UPROBE, programs::FLOOR_URETPROBE]),
+        _ => None,
+    };
+    // Uprobes are linked as strata links its library probes: by a multi-uprobe link where
+    // the kernel has them, else by a perf event each. The two reach the programs through
+    // kernel paths of different cost, which is the trap's, not the programs'. Loading starts
+    // before the ring buffer is taken out of `ebpf`: the programs get the maps from it.
+    let loading = uprobe_pair
+        .map(|[entry, ret]| crate::uprobe_multi::Programs::load(&ebpf, EBPF, entry, ret));
     let drain = if floor {
         // Borrowed, not taken: a map taken out and dropped would close its descriptor
         // before the programs that use it are loaded.
@@ -113,6 +126,8 @@ pub fn run(
     } else {
         None
     };
+    // The multi-uprobe programs and their links, kept while the command runs.
+    let mut multi_links = None;
     match mechanism {
         RawSyscalls => {
             let tp = program::<TracePoint>(&mut ebpf, programs::EMPTY_TRACEPOINT)?;
@@ -137,24 +152,39 @@ pub fn run(
                     [programs::EMPTY_BTF_SYS_ENTER, programs::EMPTY_BTF_SYS_EXIT],
                 )?;
             }
-            let pair = if floor {
-                [programs::FLOOR_UPROBE, programs::FLOOR_URETPROBE]
-            } else {
-                [programs::EMPTY_UPROBE, programs::EMPTY_URETPROBE]
+            let (Some(pair), Some(loading)) = (uprobe_pair, loading) else {
+                unreachable!("a uprobe mechanism has its programs")
             };
             let table = crate::symbols::SymbolTable::read(library)?;
             let offset = table
                 .offset(function)
                 .with_context(|| format!("no {function} in {}", library.display()))?;
-            for prog in pair {
-                let p = program::<UProbe>(&mut ebpf, prog)?;
-                p.load()?;
-                let point = UProbeAttachPoint {
-                    location: UProbeAttachLocation::AbsoluteOffset(offset),
-                    cookie: None,
-                };
-                p.attach(point, library, UProbeScope::AllProcesses)
-                    .with_context(|| format!("uprobe on {function} in {}", library.display()))?;
+            let multi = loading.and_then(|l| l.wait()).and_then(|m| {
+                let links = m.attach(library, &[offset], &[0]).with_context(|| {
+                    format!("multi-uprobe link on {function} in {}", library.display())
+                })?;
+                Ok((m, links))
+            });
+            match multi {
+                Ok(m) => {
+                    eprintln!("uprobes by multi link");
+                    multi_links = Some(m);
+                }
+                Err(e) => {
+                    eprintln!("uprobes by perf event ({e:#})");
+                    for prog in pair {
+                        let p = program::<UProbe>(&mut ebpf, prog)?;
+                        p.load()?;
+                        let point = UProbeAttachPoint {
+                            location: UProbeAttachLocation::AbsoluteOffset(offset),
+                            cookie: None,
+                        };
+                        p.attach(point, library, UProbeScope::AllProcesses)
+                            .with_context(|| {
+                                format!("uprobe on {function} in {}", library.display())
+                            })?;
+                    }
+                }
             }
         }
     }
@@ -177,7 +207,8 @@ pub fn run(
     }
     // With kernel BPF statistics on, what the empty programs cost themselves (the benchmark
     // subtracts it from strata's programs: the statistics add their own clock reads).
-    if let Some((ns, runs)) = crate::attach::program_stats(&ebpf, &[]) {
+    let multi_fds: Vec<_> = multi_links.iter().flat_map(|(m, _)| m.fds()).collect();
+    if let Some((ns, runs)) = crate::attach::program_stats(&ebpf, &multi_fds) {
         eprintln!("bpf_run_ns {ns} bpf_runs {runs}");
     }
     Ok(status.code().unwrap_or(1))
