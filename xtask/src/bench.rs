@@ -477,13 +477,17 @@ pub fn run(calls: u64, only: Option<&str>, json_path: &Path) -> anyhow::Result<(
         // tracer's threads on the others (see `Cpus`).
         let pin = case.empty.and(cpus.as_ref());
         // The same loop under empty probes of the same kind and under the floor's: one run.
-        let under = |args: &[&str]| -> anyhow::Result<f64> {
+        // `strata bench-empty` of a baseline over `argv`, held to the CPUs as the timed runs.
+        let baseline = |args: &[&str], argv: &[OsString]| {
             let mut cmd = Command::new(&strata);
-            cmd.arg("bench-empty").args(args).arg("--").args(&argv);
+            cmd.arg("bench-empty").args(args).arg("--").args(argv);
             if let Some(cpus) = pin {
                 cpus.pin(&mut cmd);
             }
-            let text = output(&mut cmd)?;
+            cmd
+        };
+        let under = |args: &[&str]| -> anyhow::Result<f64> {
+            let text = output(&mut baseline(args, &argv))?;
             text.trim()
                 .parse()
                 .with_context(|| format!("bench_io printed {text:?}"))
@@ -571,12 +575,9 @@ pub fn run(calls: u64, only: Option<&str>, json_path: &Path) -> anyhow::Result<(
         // The floor alone under the statistics: its programs' time, their runs and the
         // records they sent.
         let floor_alone = |argv: &[OsString], floor: &[&str]| {
-            let mut cmd = Command::new(&strata);
-            cmd.arg("bench-empty").args(floor).arg("--").args(argv);
-            if let Some(cpus) = pin {
-                cpus.pin(&mut cmd);
-            }
-            let out = cmd.output().context("cannot run strata bench-empty")?;
+            let out = baseline(floor, argv)
+                .output()
+                .context("cannot run strata bench-empty")?;
             let err = String::from_utf8_lossy(&out.stderr);
             anyhow::ensure!(out.status.success(), "the floor's run failed: {err}");
             bench_empty_figures(&err)
