@@ -494,27 +494,32 @@ pub fn run(calls: u64, only: Option<&str>, json_path: &Path) -> anyhow::Result<(
         };
         // Untraced, traced and under each baseline in turn; the best of each. In turn, so
         // that a slow spell of a shared machine weighs on all of them alike, not on strata's
-        // runs or the floor's alone. Three rounds; fifteen where strata is held to the floor,
-        // with the loop pinned apart from the tracers: unpinned, a traced loop's time is
-        // bimodal here (with a tracer's reader on the loop's CPU or not), and strata's reader,
-        // which does more per record than the floor's, lands there more. The reader's cost
-        // is measured apart (its CPU time per event, below). Each round also runs the loop
-        // untraced and traced unpinned, for what a job whose CPUs strata shares sees.
-        let rounds = if case.empty.is_some() { 15 } else { 3 };
+        // runs or the floor's alone. Fifteen rounds where strata is held to the floor, with
+        // the loop pinned apart from the tracers: unpinned, a traced loop's time is bimodal
+        // here (with a tracer's reader on the loop's CPU or not), and strata's reader, which
+        // does more per record than the floor's, lands there more. The reader's cost is
+        // measured apart (its CPU time per event, below). Each round also runs the loop
+        // untraced and traced unpinned, for what a job whose CPUs strata shares sees. Five
+        // for the others: the ratio of their best runs moved by a third between runs of a
+        // busy machine (4 ranks sharing 2 CPUs), and the ratios of the rounds show how far
+        // one run can say it.
+        let rounds = if case.empty.is_some() { 15 } else { 5 };
         // Per round: untraced, traced, then each baseline's loop time.
         let mut timed: Vec<[f64; 5]> = Vec::new();
         let mut traced = f64::MAX;
         let mut st = None;
         let mut shared = pin.map(|_| (f64::MAX, f64::MAX));
-        // The loop's CPU's irq-work interrupts in each pinned traced run: a ring-buffer
-        // record that wakes the reader raises one on the CPU that made it.
+        // The irq-work interrupts of each traced run, on the loop's CPU where it is pinned,
+        // else on all (the ranks move): a ring-buffer record that wakes the reader raises one
+        // on the CPU that made it.
+        let iwi_cpu = pin.map(|c| c.traced);
         let mut interrupts = Vec::new();
         for _ in 0..rounds {
             let mut round = [f64::MAX; 5];
             round[0] = loop_ns_of(false, &argv, pin)?.0;
-            let before = pin.and_then(|c| irq_work_interrupts(c.traced));
+            let before = irq_work_interrupts(iwi_cpu);
             let (t, s) = loop_ns_of(true, &argv, pin)?;
-            if let (Some(b), Some(a)) = (before, pin.and_then(|c| irq_work_interrupts(c.traced))) {
+            if let (Some(b), Some(a)) = (before, irq_work_interrupts(iwi_cpu)) {
                 interrupts.push(a.saturating_sub(b));
             }
             round[1] = t;
@@ -660,6 +665,7 @@ pub fn run(calls: u64, only: Option<&str>, json_path: &Path) -> anyhow::Result<(
             st.lost,
             st.peak_rss_kib as f64 / 1024.0
         );
+        let iwi = median(&mut interrupts);
         results.push(json!({
             "workload": case.name,
             "iterations": n,
@@ -686,7 +692,8 @@ pub fn run(calls: u64, only: Option<&str>, json_path: &Path) -> anyhow::Result<(
             "floor_program_ns_per_call_with_empty": floor_prog.map(|f| f.with_empty),
             "program_rounds_ns_per_call_with_empty": program_rounds,
             "pinned": pin.is_some(),
-            "loop_cpu_irq_work_per_traced_run": median(&mut interrupts),
+            "loop_cpu_irq_work_per_traced_run": iwi.filter(|_| pin.is_some()),
+            "irq_work_per_traced_run_all_cpus": iwi.filter(|_| pin.is_none()),
             // Every round's loop times, for telling a slow spell from a steady cost.
             "untraced_rounds_ns": timed.iter().map(|r| r[0]).collect::<Vec<_>>(),
             "traced_rounds_ns": timed.iter().map(|r| r[1]).collect::<Vec<_>>(),
@@ -708,6 +715,18 @@ pub fn run(calls: u64, only: Option<&str>, json_path: &Path) -> anyhow::Result<(
                 "",
                 ms(0),
                 ms(1)
+            );
+        }
+        if case.empty.is_none() {
+            let mut r: Vec<f64> = timed.iter().map(|r| r[1] / r[0]).collect();
+            r.sort_by(f64::total_cmp);
+            println!(
+                "{:<20} traced/untraced in each of {} rounds: {:.2}-{:.2}x, median {:.2}x",
+                "",
+                r.len(),
+                r[0],
+                r[r.len() - 1],
+                r[r.len() / 2]
             );
         }
         if let Some((b, t)) = shared {
@@ -741,10 +760,15 @@ pub fn run(calls: u64, only: Option<&str>, json_path: &Path) -> anyhow::Result<(
                 "", prog.ns, prog.runs
             ),
         }
-        if let Some(m) = median(&mut interrupts) {
+        if let Some(m) = iwi {
             println!(
-                "{:<20} irq-work interrupts on the loop's CPU (the reader's wakeups): {m} per traced run of {} calls (median of {})",
+                "{:<20} irq-work interrupts on {} (the reader's wakeups): {m} per traced run of {} calls (median of {})",
                 "",
+                if pin.is_some() {
+                    "the loop's CPU"
+                } else {
+                    "all CPUs"
+                },
                 calls_made,
                 interrupts.len()
             );
@@ -1299,25 +1323,29 @@ fn monotonic_ns() -> f64 {
     t.tv_sec as f64 * 1e9 + t.tv_nsec as f64
 }
 
-/// The CPUs of the pinned runs: the traced loop on one (the last this process may use), the
-/// tracer's threads on the others, as an HPC job's ranks are bound to cores and a tracer can
-/// be kept on others. The loop pins itself (bench_io's `BENCH_IO_CPU`), as strata starts it.
-/// CPU `cpu`'s count of irq-work interrupts (`IWI` in /proc/interrupts; x86), None where the
-/// kernel shows none.
-fn irq_work_interrupts(cpu: usize) -> Option<u64> {
+/// CPU `cpu`'s count of irq-work interrupts (`IWI` in /proc/interrupts; x86), or all CPUs'
+/// (None); None where the kernel shows none.
+fn irq_work_interrupts(cpu: Option<usize>) -> Option<u64> {
     irq_work_of(&fs::read_to_string("/proc/interrupts").ok()?, cpu)
 }
 
-/// CPU `cpu`'s `IWI` count in the text of /proc/interrupts.
-fn irq_work_of(text: &str, cpu: usize) -> Option<u64> {
+/// CPU `cpu`'s `IWI` count in the text of /proc/interrupts, or the sum of all CPUs' (None).
+fn irq_work_of(text: &str, cpu: Option<usize>) -> Option<u64> {
     let mut lines = text.lines();
     // The header names the online CPUs, one column each.
-    let column = lines
-        .next()?
-        .split_whitespace()
-        .position(|c| c == format!("CPU{cpu}"))?;
+    let header: Vec<&str> = lines.next()?.split_whitespace().collect();
     let iwi = lines.find(|l| l.trim_start().starts_with("IWI:"))?;
-    iwi.split_whitespace().nth(1 + column)?.parse().ok()
+    let mut counts = iwi
+        .split_whitespace()
+        .skip(1)
+        .map(|c| c.parse::<u64>().ok());
+    match cpu {
+        Some(cpu) => {
+            let column = header.iter().position(|c| *c == format!("CPU{cpu}"))?;
+            counts.nth(column)?
+        }
+        None => counts.take(header.len()).sum(),
+    }
 }
 
 /// The median of `v` (sorted in place), None when empty.
@@ -1326,6 +1354,9 @@ fn median(v: &mut [u64]) -> Option<u64> {
     v.get(v.len() / 2).copied()
 }
 
+/// The CPUs of the pinned runs: the traced loop on one (the last this process may use), the
+/// tracer's threads on the others, as an HPC job's ranks are bound to cores and a tracer can
+/// be kept on others. The loop pins itself (bench_io's `BENCH_IO_CPU`), as strata starts it.
 struct Cpus {
     traced: usize,
     tracer: Vec<usize>,
@@ -1753,18 +1784,32 @@ pub(crate) fn stats(out: &Path) -> anyhow::Result<Stats> {
 mod tests {
     use super::*;
 
-    /// The count is the named CPU's column, also where the header skips an offline CPU.
+    /// The count is the named CPU's column, also where the header skips an offline CPU; all
+    /// CPUs' is the sum of the columns.
     #[test]
     fn irq_work_is_read_from_the_cpus_own_column() {
         let text = "           CPU0       CPU2       CPU3\n\
                     \x20 0:         44          0          0   IO-APIC    2-edge      timer\n\
                     \x20IWI:    1884836       5121    2323471   IRQ work interrupts\n\
                     \x20RTR:          0          0          0   APIC ICR read retries\n";
-        assert_eq!(irq_work_of(text, 0), Some(1_884_836));
-        assert_eq!(irq_work_of(text, 2), Some(5121));
-        assert_eq!(irq_work_of(text, 3), Some(2_323_471));
-        assert_eq!(irq_work_of(text, 1), None, "an offline CPU has no column");
-        assert_eq!(irq_work_of("           CPU0\n  0: 1 IO-APIC\n", 0), None);
+        assert_eq!(irq_work_of(text, Some(0)), Some(1_884_836));
+        assert_eq!(irq_work_of(text, Some(2)), Some(5121));
+        assert_eq!(irq_work_of(text, Some(3)), Some(2_323_471));
+        assert_eq!(
+            irq_work_of(text, Some(1)),
+            None,
+            "an offline CPU has no column"
+        );
+        assert_eq!(
+            irq_work_of(text, None),
+            Some(1_884_836 + 5121 + 2_323_471),
+            "all CPUs: the counts' columns only, not the legend's words"
+        );
+        assert_eq!(
+            irq_work_of("           CPU0\n  0: 1 IO-APIC\n", Some(0)),
+            None
+        );
+        assert_eq!(irq_work_of("           CPU0\n  0: 1 IO-APIC\n", None), None);
         assert_eq!(median(&mut [9, 7, 45, 8, 8]), Some(8));
         assert_eq!(median(&mut []), None);
     }
