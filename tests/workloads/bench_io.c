@@ -2,13 +2,15 @@
  * nanoseconds on stdout, so tracer start-up and teardown are not counted.
  *
  * usage: bench_io syscall|stdio|meta|pagewrite|ioctl|uring|random|maplibc|mapld N DIR
- *        bench_io rate:R|paths:R N DIR
+ *        bench_io rate:R|stdiorate:R|paths:R N DIR
  *   pagewrite: N buffered 4 KiB writes to a new file, then fsync (the loop time includes it)
  *   ioctl: N TCGETS on /dev/null (ENOTTY), a command probes.toml does not name
  *   uring: N io_uring writes of 4 KiB (IORING_OP_WRITE, raw syscalls), 8 submitted and waited
  *     for per io_uring_enter, over the first MiB of a file (cached pages, rewritten), on the
  *     one CPU the loop starts on
  *   rate:R: N 1-byte writes to /dev/null paced at R per second (a sustained event rate)
+ *   stdiorate:R: N fwrites of 16 bytes to DIR/bench.dat paced at R per second (library calls
+ *     at a steady rate)
  *   paths:R: N opens and closes of DIR/bench.dat paced at R per second, open i naming it
  *     DIR/ + (i % 16) times "./" + bench.dat (records of many sizes)
  *   random: N preads and pwrites, each chosen at random, of 1 B to 64 KiB at random offsets
@@ -175,6 +177,20 @@ int main(int argc, char **argv) {
         }
         t1 = now();
         close(fd);
+    } else if (strncmp(argv[1], "stdiorate:", 10) == 0) {
+        long rate = atol(argv[1] + 10);
+        if (rate <= 0) return 2;
+        FILE *f = fopen(path, "w");
+        t0 = now();
+        for (long i = 0; i < n; i++) {
+            long long due = t0 + (long long)((double)i * 1e9 / rate);
+            while (now() < due) {
+            }
+            if (fwrite(buf, 16, 1, f) != 1) return 4;
+        }
+        fclose(f);
+        t1 = now();
+        unlink(path);
     } else if (strncmp(argv[1], "paths:", 6) == 0) {
         long rate = atol(argv[1] + 6);
         if (rate <= 0) return 2;

@@ -494,6 +494,98 @@ fn floors_record_every_call() {
     }
 }
 
+/// Library calls wake strata's reader at once, but at most once a millisecond on the whole
+/// node, whichever CPUs make them: two loops of `fwrite`s, 20,000 a second each, one on each
+/// of two CPUs, raise about as many wakeups (irq-work interrupts, node-wide) as one loop
+/// would, not one per millisecond each, and every call of both is recorded.
+#[test]
+fn library_calls_wake_the_reader_at_most_once_a_millisecond_on_the_node() {
+    // The node's interrupt count is the ground truth: no other strata beside it.
+    require_root_alone();
+    // SAFETY: a zeroed cpu_set_t is empty; the call fills it for this process.
+    let allowed = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        assert_eq!(
+            libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set),
+            0
+        );
+        set
+    };
+    let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: a CPU number below the set's size.
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &allowed) })
+        .take(2)
+        .collect();
+    assert_eq!(
+        cpus.len(),
+        2,
+        "this test needs two CPUs (CI's machines have them), one for each loop"
+    );
+    let dir = scratch("wakeups");
+    let exe = build_c("cc", "bench_io.c", &dir.join("bench_io"), &["-O2"]);
+    const CALLS: u64 = 30_000;
+    let loops: Vec<String> = cpus
+        .iter()
+        .map(|cpu| {
+            let d = dir.join(format!("cpu{cpu}"));
+            std::fs::create_dir_all(&d).unwrap();
+            format!(
+                "BENCH_IO_CPU={cpu} {} stdiorate:20000 {CALLS} {} &",
+                exe.display(),
+                d.display()
+            )
+        })
+        .collect();
+    let out = dir.join("out");
+    let before = irq_work_interrupts();
+    let res = run(common::recording("stdio", &out)
+        .args(["sh", "-c"])
+        .arg(format!("{} wait", loops.join(" "))));
+    let wakeups = irq_work_interrupts() - before;
+    assert!(res.status.success(), "{res:?}");
+    let stdout = String::from_utf8_lossy(&res.stdout);
+    let secs: Vec<f64> = stdout
+        .split_whitespace()
+        .map(|ns| ns.parse::<f64>().unwrap() / 1e9)
+        .collect();
+    assert_eq!(secs.len(), 2, "each loop prints its time: {stdout:?}");
+    let fwrites: u64 = duckdb(&format!(
+        "SELECT count(*) FROM read_parquet('{}/calls/**/*.parquet') WHERE function = 'fwrite'",
+        out.display()
+    ))[0]
+        .parse()
+        .unwrap();
+    assert_eq!(fwrites, 2 * CALLS, "both loops' fwrites are recorded");
+    // Both loops run at once for 1.5 s, each with a record every 50 us: one forced wakeup a
+    // millisecond over the longer loop, where one per CPU would be about twice that. The
+    // allowance covers the wakeups per 256 KiB of records (some 30) and strata's start and
+    // stop.
+    let longer = secs.iter().copied().fold(0.0, f64::max);
+    let (least, most) = (500.0 * longer, 1_300.0 * longer + 150.0);
+    eprintln!("{wakeups} irq-work interrupts, loops of {secs:?} s");
+    assert!(
+        (least..=most).contains(&(wakeups as f64)),
+        "{wakeups} irq-work interrupts while loops of {secs:?} s ran on CPUs {cpus:?}: \
+         expected {least:.0}-{most:.0}, one a millisecond"
+    );
+}
+
+/// The irq-work interrupts of all CPUs so far (`IWI` in /proc/interrupts): each is a wakeup
+/// of a ring buffer's reader, among others the kernel raises (few on an idle machine).
+fn irq_work_interrupts() -> u64 {
+    let text = std::fs::read_to_string("/proc/interrupts").unwrap();
+    let cpus = text.lines().next().unwrap().split_whitespace().count();
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("IWI:"))
+        .expect("this kernel counts irq-work interrupts (x86: IWI in /proc/interrupts)");
+    line.split_whitespace()
+        .skip(1)
+        .take(cpus)
+        .map(|c| c.parse::<u64>().unwrap())
+        .sum()
+}
+
 /// A process that appends a line to `file` every 20 ms, until killed.
 fn writer(file: &Path) -> std::process::Child {
     Command::new("sh")
