@@ -63,7 +63,8 @@ pub mod maps {
     pub const USERS: &str = "STRATA_USERS";
     pub const LAST_WAKE: &str = "STRATA_LAST_WAKE";
     /// `u64`, one: the data waiting below which the kernel wakes the ring's reader for no
-    /// crossing of [`super::WAKEUP_BYTES`]; [`super::QUIET_NEVER`] while it waits for them.
+    /// crossing of [`super::WAKEUP_BYTES`] (and forces no wakeup for a library call);
+    /// [`super::QUIET_NEVER`] while it waits for them.
     pub const QUIET_BELOW: &str = "STRATA_QUIET_BELOW";
     pub const TYPE_TABLES: &str = "STRATA_TYPE_TABLES";
     /// Processes whose predefined type ids were sent (tgid -> type table index).

@@ -44,11 +44,11 @@ use strata_common::{
     COUNTER_SLOTS, CallRecord, Config, Counter, DEREF_FAILED, FD_FROM_RET, FRAME_KERNEL,
     FRAME_STR_RETRY, Frame, FuncSpec, JobRecord, MAX_ARGS, MAX_CGROUP_DEPTHS, MAX_DEPTH, MAX_FUNCS,
     MAX_ONLY_VALUES, MAX_SYSCALLS, MAX_TYPE_REFS, MAX_TYPE_TABLES, NO_ARG, NO_CGROUP_LEVEL,
-    OUT_BUFFERED, OUT_MPI_STATUS, OUT_TEXT, OnlyKey, RecordKind, SPEC_AIO_REAP, SPEC_AIO_SUBMIT,
-    SPEC_AIO_WAIT, SPEC_EMIT_AT_ENTRY, SPEC_ENABLED, SPEC_IF_ZERO, SPEC_IMPLICIT_STREAM,
-    SPEC_STREAM_END, SPEC_WAKE, STR_CAP, STR_FAILED, StrHeader, StrRecord, TEXT_PIECES,
-    TRACED_BLOCK, TRACED_BLOCKS, ThreadStack, TypeId, TypeIdsRecord, TypeTable, WAKEUP_BYTES,
-    stream_var_delta,
+    OUT_BUFFERED, OUT_MPI_STATUS, OUT_TEXT, OnlyKey, QUIET_NEVER, RecordKind, SPEC_AIO_REAP,
+    SPEC_AIO_SUBMIT, SPEC_AIO_WAIT, SPEC_EMIT_AT_ENTRY, SPEC_ENABLED, SPEC_IF_ZERO,
+    SPEC_IMPLICIT_STREAM, SPEC_STREAM_END, SPEC_WAKE, STR_CAP, STR_FAILED, StrHeader, StrRecord,
+    TEXT_PIECES, TRACED_BLOCK, TRACED_BLOCKS, ThreadStack, TypeId, TypeIdsRecord, TypeTable,
+    WAKEUP_BYTES, stream_var_delta,
 };
 
 #[map]
@@ -196,7 +196,8 @@ static STRATA_TYPES_SENT: LruHashMap<u32, u32> = LruHashMap::with_max_entries(16
 static STRATA_STR_SCRATCH: PerCpuArray<StrRecord> = PerCpuArray::with_max_entries(1, 0);
 
 /// Set by the ring's reader: while it looks at the ring on a timer of its own, the data
-/// waiting below which a crossing of `WAKEUP_BYTES` wakes no one (0 else).
+/// waiting below which a crossing of `WAKEUP_BYTES` wakes no one, nor a library call
+/// (0 else).
 #[map]
 static STRATA_QUIET_BELOW: Array<u64> = Array::with_max_entries(1, 0);
 
@@ -259,8 +260,13 @@ static STRATA_LAST_WAKE: Array<u64> = Array::with_max_entries(1, 0);
 const PROMPT_WAKE_NS: u64 = 1_000_000;
 
 /// Submit flags for records user space should see soon: a forced wakeup unless one was
-/// forced less than `PROMPT_WAKE_NS` ago on any CPU (then the usual threshold applies).
-/// `now`: the record's own time stamp (a clock read costs tens of ns here).
+/// forced less than `PROMPT_WAKE_NS` ago on any CPU (then the usual threshold applies), or
+/// the reader looks at the ring on its own timer (`STRATA_QUIET_BELOW`), as it does while
+/// records come: it takes them within two of its ticks then (the copier's), and the
+/// wakeups bought nothing but interrupts, an exit to the host on a virtual machine and a
+/// pass of the reader each (4 ranks of collective HDF5 writes on 2 CPUs: some 1,000 a
+/// second, a fifth of strata's CPU time). `now`: the record's own time stamp (a clock read
+/// costs tens of ns here).
 ///
 /// Node-wide, not per CPU: a job's ranks making library calls on every core forced up to
 /// one wakeup per millisecond each, an interrupt on the rank's CPU and a pass of strata's
@@ -271,6 +277,12 @@ const PROMPT_WAKE_NS: u64 = 1_000_000;
 /// line stays shared between the CPUs that read it.
 #[inline(always)]
 fn prompt_wakeup(len: usize, now: u64) -> u64 {
+    if STRATA_QUIET_BELOW
+        .get(0)
+        .is_some_and(|quiet| *quiet != QUIET_NEVER)
+    {
+        return quiet_wakeup(len);
+    }
     if let Some(last) = STRATA_LAST_WAKE.get_ptr_mut(0) {
         // SAFETY: an aligned 8-byte slot of a map value: each load and store is whole.
         unsafe {
@@ -840,10 +852,10 @@ fn emit_call<const QUIET: bool>(
         store_words(&raw mut (*rec).args, args);
     }
     // Library calls: deliver them promptly, so user space still finds the process alive
-    // when it reads /proc or its memory; but a wakeup costs ~3 us, more than a tight fwrite
-    // loop's whole call, so at most one per millisecond on the node; the loader's report
-    // always (`SPEC_WAKE`: one held back left the libraries it reports unprobed for up to
-    // 100 ms).
+    // when it reads /proc; but a wakeup costs ~3 us, more than a tight fwrite loop's whole
+    // call, so at most one per millisecond on the node, and none while the reader looks on
+    // its own timer; the loader's report always (`SPEC_WAKE`: one held back left the
+    // libraries it reports unprobed for up to 100 ms).
     const LEN: usize = core::mem::size_of::<CallRecord>();
     entry.submit(if wake && spec.flags & SPEC_WAKE != 0 {
         u64::from(BPF_RB_FORCE_WAKEUP)
