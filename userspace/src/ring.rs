@@ -576,10 +576,10 @@ fn entry_at(bytes: &[u8], at: usize) -> Option<(Option<std::ops::Range<usize>>, 
 /// (it writes a file, or waits for a CPU) and the ring fills. It also wakes the reading loop
 /// for records the kernel left unannounced: syscall records wake it only per `WAKEUP_BYTES`,
 /// library calls at most once a millisecond on the node, and neither while the copier looks
-/// (below), so a few of them could wait for the loop's own timeout (100 ms). A process that exits meanwhile takes with it what strata
-/// reads from /proc for them (the file behind an fd opened before tracing): held back 100 ms,
-/// both writes of a process that ended 60 ms after them had no file; now they wait at most
-/// `COPIER_WAIT` plus a tick.
+/// (below), so a few of them could wait for the loop's own timeout (100 ms). A process that
+/// exits meanwhile takes with it what strata reads from /proc for them (the file behind an fd
+/// opened before tracing): held back 100 ms, both writes of a process that ended 60 ms after
+/// them had no file; now they wait at most `COPIER_WAIT` plus a tick.
 ///
 /// While records come, it looks every `COPIER_TICK` even when the loop has taken them all,
 /// and tells the kernel so (`say`, the word for [`maps::QUIET_BELOW`]), which then wakes no
