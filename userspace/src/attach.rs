@@ -71,6 +71,9 @@ pub struct Loaded {
     uprobes: Uprobes,
     /// (dev, inode) of every library file probes are attached to.
     lib_inodes: std::collections::HashSet<(u64, u64)>,
+    /// Whether some probe may be of a library file of this name ([`libraries::named`], a
+    /// pass over every probe): each new process brings its loader and libc again.
+    probed_names: HashMap<String, bool>,
     /// The loader's cache as read at load (soname -> path).
     pub ld_cache: HashMap<String, PathBuf>,
     /// What new images load at start, found at their exec.
@@ -1028,6 +1031,7 @@ fn load_parsed(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
         config_value: config,
         uprobes,
         lib_inodes,
+        probed_names: HashMap::new(),
         ld_cache,
         start_libraries: Default::default(),
         expedite: false,
@@ -1197,8 +1201,7 @@ impl Loaded {
             .file_name()
             .and_then(|n| n.to_str())
             .unwrap_or("");
-        let named = libraries::named(probes, name);
-        if named.is_empty() {
+        if !self.may_be_probed(probes, name) {
             return Vec::new();
         }
         let Some(ino) = inode(file) else {
@@ -1207,6 +1210,7 @@ impl Loaded {
         if !self.lib_inodes.insert(ino) {
             return Vec::new();
         }
+        let named = libraries::named(probes, name);
         let started = std::time::Instant::now();
         let table = match SymbolTable::read(file) {
             Ok(t) => t,
@@ -1226,6 +1230,20 @@ impl Loaded {
             started.elapsed().as_secs_f64() * 1e3
         );
         out
+    }
+
+    /// Whether some probe may be of library file `name`, remembered per name.
+    fn may_be_probed(&mut self, probes: &[Probe], name: &str) -> bool {
+        if let Some(&known) = self.probed_names.get(name) {
+            return known;
+        }
+        // Bounded: a node's names of shared objects are a few thousand.
+        if self.probed_names.len() >= 4_096 {
+            self.probed_names.clear();
+        }
+        let probed = !libraries::named(probes, name).is_empty();
+        self.probed_names.insert(name.to_string(), probed);
+        probed
     }
 
     /// Attaches the library probes whose functions an executable defines itself: a program

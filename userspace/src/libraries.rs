@@ -15,7 +15,7 @@ use std::{
 
 use object::{
     Endianness, ReadCache, ReadRef, elf,
-    read::elf::{Dyn as _, FileHeader as _},
+    read::elf::{Dyn as _, FileHeader as _, ProgramHeader as _},
 };
 
 use crate::{
@@ -148,6 +148,8 @@ pub fn confirmed<'a>(named: &[(&'a Probe, LibraryMatch)], table: &SymbolTable) -
 /// What the loader reads from one object.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Dynamic {
+    /// The loader the kernel maps with a program (PT_INTERP), where it names one.
+    pub interpreter: Option<String>,
     pub needed: Vec<String>,
     pub rpath: Vec<String>,
     pub runpath: Vec<String>,
@@ -177,7 +179,14 @@ fn dynamic_of<'data, R: ReadRef<'data>>(data: R) -> Option<Dynamic> {
     let sections = header.sections(endian, data).ok()?;
     let (entries, link) = sections.dynamic(endian, data).ok()??;
     let strings = sections.strings(endian, data, link).ok()?;
-    let mut out = Dynamic::default();
+    let mut out = Dynamic {
+        interpreter: (header.program_headers(endian, data).ok())
+            .and_then(|headers| {
+                (headers.iter()).find_map(|h| h.interpreter(endian, data).ok().flatten())
+            })
+            .map(|p| String::from_utf8_lossy(p).into_owned()),
+        ..Default::default()
+    };
     for d in entries {
         let tag = d.tag32(endian)?;
         if tag == elf::DT_NULL {
@@ -250,6 +259,16 @@ impl Loader<'_> {
             Vec::new()
         };
         let mut seen: HashSet<String> = HashSet::new();
+        // The loader comes first, mapped by the kernel; an object that needs it by name (libc
+        // does) is given the one loaded, as the loader matches its own name.
+        if let Some(interp) = top
+            .interpreter
+            .as_ref()
+            .filter(|p| self.dynamic(p).is_some())
+        {
+            seen.insert(interp.rsplit('/').next().unwrap_or(interp).to_string());
+            out.push(interp.clone());
+        }
         let mut todo: VecDeque<(Dynamic, String)> = VecDeque::from([(top, exe_origin)]);
         while let Some((object, origin)) = todo.pop_front() {
             for name in &object.needed {
@@ -335,7 +354,8 @@ fn expand(dirs: &[String], origin: &str) -> Vec<String> {
 /// path, so that a script's thousand `sed`s cost one search.
 #[derive(Debug, Default)]
 pub struct StartLibraries {
-    known: HashMap<ProgramKey, Vec<String>>,
+    /// Each program's libraries, and whether its loader is the first of them.
+    known: HashMap<ProgramKey, (Vec<String>, bool)>,
     /// The loader's caches of other roots (containers), by their file's identity.
     caches: HashMap<FileId, HashMap<String, PathBuf>>,
     /// strata's own mount namespace: there, under `/`, the paths and the loader's cache are
@@ -378,6 +398,10 @@ pub struct Start {
     /// paths are strata's too. Else they are under `/proc/<pid>/root`.
     pub own_view: bool,
     pub libraries: Vec<String>,
+    /// The program's loader, which the kernel maps with it, is the first of `libraries`: a
+    /// look at what the process maps at its exec would find nothing else that its loader's
+    /// report will not show.
+    pub loader: bool,
 }
 
 /// What a search depends on: the process's mount namespace and root, its program's file, the
@@ -445,10 +469,11 @@ impl StartLibraries {
             cache_id,
             image.ld_library_path.clone(),
         );
-        if let Some(libs) = self.known.get(&key) {
+        if let Some((libs, loader)) = self.known.get(&key) {
             return Start {
                 own_view: own,
                 libraries: libs.clone(),
+                loader: *loader,
             };
         }
         let none = HashMap::new();
@@ -457,19 +482,23 @@ impl StartLibraries {
             CacheId::Other(id) => self.caches.get(&id).unwrap_or(&none),
             CacheId::Missing => &none,
         };
-        let libs = Loader {
+        let search = Loader {
             ld_library_path: key.4.as_deref(),
             cache,
             root: root.as_ref(),
-        }
-        .closure(&path.to_string_lossy());
+        };
+        let path = path.to_string_lossy();
+        let libs = search.closure(&path);
+        let loader = (search.dynamic(&path).and_then(|d| d.interpreter))
+            .is_some_and(|interp| libs.first() == Some(&interp));
         if self.known.len() >= MAX_PROGRAMS {
             self.known.clear();
         }
-        self.known.insert(key, libs.clone());
+        self.known.insert(key, (libs.clone(), loader));
         Start {
             own_view: own,
             libraries: libs,
+            loader,
         }
     }
 
@@ -532,6 +561,19 @@ mod tests {
         let libs = &found.libraries;
         let names: Vec<&str> = libs.iter().filter_map(|l| l.rsplit('/').next()).collect();
         assert!(names.contains(&"libc.so.6"), "{libs:?}");
+        // First the loader the kernel mapped, the one this process maps, and once.
+        assert!(found.loader, "{libs:?}");
+        let loader = fs::metadata(&libs[0]).unwrap();
+        use std::os::unix::fs::MetadataExt as _;
+        assert!(
+            crate::maps::shared_objects(pid)
+                .iter()
+                .any(|(_, f)| *f == (loader.dev(), loader.ino())),
+            "{} is not mapped",
+            libs[0]
+        );
+        let same_file = |p: &String| fs::metadata(p).is_ok_and(|m| m.ino() == loader.ino());
+        assert_eq!(libs.iter().filter(|p| same_file(p)).count(), 1, "{libs:?}");
         assert_eq!(start.of(&image(false), &cache), found);
         assert_eq!(start.known.len(), 1);
         assert!(

@@ -417,8 +417,12 @@ fn set_cmdline(row: &mut ProcessRow, args: &[u8]) {
 /// size first, as `read_to_end` does with a `statx` and an `lseek` that /proc answers with 0:
 /// two of the dozen system calls of a new process's /proc reads.
 pub(crate) fn read_small(path: &str) -> Option<Vec<u8>> {
+    read_whole(&mut std::fs::File::open(path).ok()?)
+}
+
+/// An open /proc file read whole, as [`read_small`] reads one.
+pub(crate) fn read_whole(file: &mut std::fs::File) -> Option<Vec<u8>> {
     use std::io::Read as _;
-    let mut file = std::fs::File::open(path).ok()?;
     let mut buf = vec![0; 16 << 10];
     let mut len = 0;
     loop {

@@ -631,16 +631,18 @@ pub(crate) fn attach_opened_libraries(
     // What a process maps when its loader reports new libraries, and at an exec: the loader
     // itself is mapped by the kernel, never opened (a container's has its own inode).
     let mut mapped: Vec<i32> = std::mem::take(&mut corr.loader_reports);
-    mapped.extend(execs.iter().map(|e| e.pid));
-    mapped.sort_unstable();
-    mapped.dedup();
-    queue_mapped(corr, mapped);
-    // None under `--layers posix`: then the search would find nothing to probe. Looked for
-    // only where a program started: this runs at each pass of the event loop.
-    let library_probes = !execs.is_empty()
+    // None under `--layers posix`: then neither look would find anything to probe. Looked
+    // for only where a program started or a loader reported: this runs at each pass of the
+    // event loop.
+    let library_probes = !(execs.is_empty() && mapped.is_empty())
         && probes
             .iter()
             .any(|p| p.enabled && matches!(p.target, probes::Target::Uprobe { .. }));
+    if library_probes {
+        mapped.sort_unstable();
+        mapped.dedup();
+        queue_mapped(corr, mapped.iter().copied());
+    }
     for exec in execs {
         let pid = exec.pid;
         // What the kernel side did not send of the new image (lost, or still in the ring):
@@ -666,6 +668,12 @@ pub(crate) fn attach_opened_libraries(
         // Before the loader has mapped them: its report comes once it has, and reaches strata
         // as the program runs.
         let start = loaded.start_libraries.of(&image, &loaded.ld_cache);
+        // The kernel mapped the program and its loader; where the search knows that loader,
+        // there is nothing to look for in the process's maps before the loader reports (half
+        // of the /proc looks of a loop of short processes).
+        if !(start.own_view && start.loader) && mapped.binary_search(&pid).is_err() {
+            queue_mapped(corr, [pid]);
+        }
         for lib in start.libraries {
             if start.own_view {
                 statuses.extend(loaded.attach_library(probes, std::path::Path::new(&lib), &lib));

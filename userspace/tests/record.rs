@@ -1315,6 +1315,17 @@ fn dlopen_files(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
     (lib, exe, probes)
 }
 
+/// A probes file in `dir`: the shipped probes, and the test library's function.
+fn shipped_probes_and_stt_write(dir: &Path) -> PathBuf {
+    let mut probes = std::fs::read_to_string(common::repo_root().join("probes.toml")).unwrap();
+    probes.push_str(
+        "\n[[probe]]\nlayer = \"libc\"\nlibrary = \"libstratatest.so.1\"\nsymbol = \"stt_write\"\nop = \"write\"\nargs = [\"fd\", \"buf\", \"size\"]\nret = \"bytes\"\n",
+    );
+    let probes_file = dir.join("probes.toml");
+    std::fs::write(&probes_file, probes).unwrap();
+    probes_file
+}
+
 #[test]
 fn libraries_opened_at_run_time_are_probed() {
     require_root();
@@ -1391,13 +1402,7 @@ fn the_loader_reports_each_change_once_it_is_done() {
         &dir.join("dlopen_cycles"),
         &["-ldl"],
     );
-    // The shipped probes, and the test library's function.
-    let mut probes = std::fs::read_to_string(common::repo_root().join("probes.toml")).unwrap();
-    probes.push_str(
-        "\n[[probe]]\nlayer = \"libc\"\nlibrary = \"libstratatest.so.1\"\nsymbol = \"stt_write\"\nop = \"write\"\nargs = [\"fd\", \"buf\", \"size\"]\nret = \"bytes\"\n",
-    );
-    let probes_file = dir.join("probes.toml");
-    std::fs::write(&probes_file, probes).unwrap();
+    let probes_file = shipped_probes_and_stt_write(&dir);
     const CYCLES: usize = 4;
     let out = dir.join("out");
     let res = run(strata()
@@ -1435,6 +1440,67 @@ fn the_loader_reports_each_change_once_it_is_done() {
         vec![Some(5); CYCLES],
         "each cycle's call, the first too"
     );
+}
+
+/// A program whose loader is its own (PT_INTERP names a copy elsewhere, as in Nix's and
+/// patchelf'd Spack builds) has that loader probed at its exec, found from the program's
+/// headers as the kernel finds it (strata does not look through its maps then): its report
+/// of a library it dlopens brings that library's probes in time for its calls, with no
+/// POSIX layer to see the open. Ground truth: tests/workloads/dlopen_main.c, 5 calls of 5
+/// bytes 300 ms after its dlopen.
+#[test]
+fn a_programs_own_loader_is_probed_from_its_headers() {
+    require_root();
+    let dir = scratch("own-loader");
+    let (lib, _, _) = dlopen_files(&dir);
+    let loader = dir.join("loader/ld-linux-x86-64.so.2");
+    std::fs::create_dir_all(loader.parent().unwrap()).unwrap();
+    let _ = std::fs::remove_file(&loader);
+    // A copy: another inode than the node's loader, which strata's own start probes.
+    std::fs::copy("/lib64/ld-linux-x86-64.so.2", &loader).unwrap();
+    let exe = build_c(
+        "cc",
+        "dlopen_main.c",
+        &dir.join("dlopen_own_loader"),
+        &[
+            "-ldl",
+            &format!("-Wl,--dynamic-linker={}", loader.display()),
+        ],
+    );
+    let probes_file = shipped_probes_and_stt_write(&dir);
+    let out = dir.join("out");
+    let res = run(strata()
+        .args(["record", "-q", "--skip-layers", "posix", "--probes"])
+        .args([&probes_file, Path::new("-o"), &out, Path::new("--")])
+        .args([&exe, &lib, &dir.join("data.txt"), Path::new("300")]));
+    assert!(
+        res.status.success(),
+        "{}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+    let statuses = rows(&out, "probes");
+    let targets = |function: &str| -> Vec<(Option<&str>, Option<&str>)> {
+        (statuses.iter())
+            .filter(|p| p.s("function") == Some(function))
+            .map(|p| (p.s("status"), p.s("target")))
+            .collect()
+    };
+    assert!(
+        targets("_dl_debug_state").contains(&(Some("attached"), loader.to_str())),
+        "the program's own loader is probed: {:?}",
+        targets("_dl_debug_state")
+    );
+    assert!(
+        targets("stt_write").contains(&(Some("attached"), lib.to_str())),
+        "the library it loaded is probed: {:?}",
+        targets("stt_write")
+    );
+    let writes: Vec<Option<i64>> = rows(&out, "calls")
+        .iter()
+        .filter(|c| c.s("function") == Some("stt_write"))
+        .map(|c| c.i("bytes_result"))
+        .collect();
+    assert_eq!(writes, vec![Some(5); 5], "each call, the first too");
 }
 
 /// Where the site allows it, strata expedites RCU grace periods while it attaches probes to a
