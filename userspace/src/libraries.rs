@@ -241,9 +241,15 @@ impl Loader<'_> {
     /// searched again (the loader reuses what it loaded by that name); one not found is left
     /// out (the program would not start).
     pub fn closure(&self, exe: &str) -> Vec<String> {
+        self.closure_and_loader(exe).0
+    }
+
+    /// [`Self::closure`], and whether its first object is the loader the program names
+    /// (PT_INTERP), which the kernel maps with it.
+    fn closure_and_loader(&self, exe: &str) -> (Vec<String>, bool) {
         let mut out = Vec::new();
         let Some(top) = self.dynamic(exe) else {
-            return out;
+            return (out, false);
         };
         // The program's `$ORIGIN` is the directory of its real path (under another root, the
         // caller gives that: /proc resolves it).
@@ -261,14 +267,18 @@ impl Loader<'_> {
         let mut seen: HashSet<String> = HashSet::new();
         // The loader comes first, mapped by the kernel; an object that needs it by name (libc
         // does) is given the one loaded, as the loader matches its own name.
-        if let Some(interp) = top
+        let loader = match top
             .interpreter
-            .as_ref()
+            .clone()
             .filter(|p| self.dynamic(p).is_some())
         {
-            seen.insert(interp.rsplit('/').next().unwrap_or(interp).to_string());
-            out.push(interp.clone());
-        }
+            Some(interp) => {
+                seen.insert(interp.rsplit('/').next().unwrap_or(&interp).to_string());
+                out.push(interp);
+                true
+            }
+            None => false,
+        };
         let mut todo: VecDeque<(Dynamic, String)> = VecDeque::from([(top, exe_origin)]);
         while let Some((object, origin)) = todo.pop_front() {
             for name in &object.needed {
@@ -282,7 +292,7 @@ impl Loader<'_> {
                 out.push(path);
             }
         }
-        out
+        (out, loader)
     }
 
     /// ld.so(8)'s order: a name with a slash as it is; else the object's DT_RPATH and the
@@ -487,10 +497,7 @@ impl StartLibraries {
             cache,
             root: root.as_ref(),
         };
-        let path = path.to_string_lossy();
-        let libs = search.closure(&path);
-        let loader = (search.dynamic(&path).and_then(|d| d.interpreter))
-            .is_some_and(|interp| libs.first() == Some(&interp));
+        let (libs, loader) = search.closure_and_loader(&path.to_string_lossy());
         if self.known.len() >= MAX_PROGRAMS {
             self.known.clear();
         }
