@@ -166,8 +166,11 @@ impl Uprobes {
         let loading = crate::uprobe_multi::Programs::load(
             ebpf,
             EBPF,
-            programs::UPROBE_ENTRY,
-            programs::UPROBE_RETURN,
+            crate::uprobe_multi::Names {
+                entry: programs::UPROBE_ENTRY,
+                ret: programs::UPROBE_RETURN,
+                session: programs::UPROBE_SESSION,
+            },
         );
         if let Err(e) = &loading {
             log::debug!("no multi-uprobe links, one perf event per uprobe: {e:#}");
@@ -373,9 +376,13 @@ fn finish_uprobes(
     probes: &[Probe],
 ) {
     let (failed, multi) = uprobes.attach_pending(ebpf);
+    let mechanism = match uprobes.multi.as_ref().is_some_and(|m| m.session()) {
+        true => "uprobe_session",
+        false => "uprobe_multi",
+    };
     for status in statuses.iter_mut() {
         if multi.contains(&status.probe_id) {
-            status.mechanism = "uprobe_multi";
+            status.mechanism = mechanism;
         }
     }
     for (id, failure) in failed {
@@ -1000,8 +1007,11 @@ fn load_parsed(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
     }
     // How close each program came to the verifier's budget (older kernels prune less).
     let multi_counts = uprobes.multi.iter().flat_map(|m| {
-        let names = [programs::UPROBE_ENTRY, programs::UPROBE_RETURN];
-        names
+        let ret = match m.session() {
+            true => programs::UPROBE_SESSION,
+            false => programs::UPROBE_RETURN,
+        };
+        [programs::UPROBE_ENTRY, ret]
             .into_iter()
             .zip(m.fds())
             .filter_map(|(name, fd)| Some((name, fdinfo_field(&fdinfo(fd)?, "verified_insns")?)))
@@ -2481,6 +2491,7 @@ mod tests {
             programs::BTF_SYS_EXIT,
             programs::UPROBE_ENTRY,
             programs::UPROBE_RETURN,
+            programs::UPROBE_SESSION,
             programs::TASK_NEWTASK,
             programs::PROCESS_EXEC,
             programs::PROCESS_EXIT,
@@ -2491,10 +2502,12 @@ mod tests {
             programs::EMPTY_BTF_SYS_EXIT,
             programs::EMPTY_UPROBE,
             programs::EMPTY_URETPROBE,
+            programs::EMPTY_UPROBE_SESSION,
             programs::FLOOR_BTF_SYS_ENTER,
             programs::FLOOR_BTF_SYS_EXIT,
             programs::FLOOR_UPROBE,
             programs::FLOOR_URETPROBE,
+            programs::FLOOR_UPROBE_SESSION,
         ]
         .into_iter()
         .map(String::from)

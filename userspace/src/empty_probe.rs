@@ -38,8 +38,9 @@ pub enum Mechanism {
     /// The trace events raw_syscalls/sys_enter and sys_exit (`--syscall-mode raw`).
     RawSyscalls,
     /// A uprobe and a uretprobe on one function of a library, linked as strata links its
-    /// library probes: by a multi-uprobe link where the kernel has them (Linux 6.6+), else
-    /// by a perf event each. stderr says which.
+    /// library probes: by one multi-uprobe session link where the kernel has them (Linux
+    /// 6.13+), by a multi-uprobe link each (6.6+), else by a perf event each. stderr says
+    /// which.
     Uprobe,
     /// Not empty: on the BTF raw tracepoints, the least any tracer does to keep each
     /// syscall of every other process as one record of strata's size (arguments and a clock
@@ -95,17 +96,32 @@ pub fn run(
         &strata_common::PageOffsets::NONE,
         &strata_common::BlockOffsets::NONE,
     )?;
-    let uprobe_pair = match mechanism {
-        Uprobe => Some([programs::EMPTY_UPROBE, programs::EMPTY_URETPROBE]),
-        FloorUprobe | StampUprobe => Some([programs::FLOOR_UPROBE, programs::FLOOR_URETPROBE]),
+    let uprobe_programs = match mechanism {
+        Uprobe => Some([
+            programs::EMPTY_UPROBE,
+            programs::EMPTY_URETPROBE,
+            programs::EMPTY_UPROBE_SESSION,
+        ]),
+        FloorUprobe | StampUprobe => Some([
+            programs::FLOOR_UPROBE,
+            programs::FLOOR_URETPROBE,
+            programs::FLOOR_UPROBE_SESSION,
+        ]),
         _ => None,
     };
+    let uprobe_pair = uprobe_programs.map(|[entry, ret, _]| [entry, ret]);
     // Uprobes are linked as strata links its library probes: by a multi-uprobe link where
     // the kernel has them, else by a perf event each. The two reach the programs through
     // kernel paths of different cost, which is the trap's, not the programs'. Loading starts
     // before the ring buffer is taken out of `ebpf`: the programs get the maps from it.
-    let loading = uprobe_pair
-        .map(|[entry, ret]| crate::uprobe_multi::Programs::load(&ebpf, EBPF, entry, ret));
+    let loading = uprobe_programs.map(|[entry, ret, session]| {
+        let names = crate::uprobe_multi::Names {
+            entry,
+            ret,
+            session,
+        };
+        crate::uprobe_multi::Programs::load(&ebpf, EBPF, names)
+    });
     let drain = if floor {
         // Borrowed, not taken: a map taken out and dropped would close its descriptor
         // before the programs that use it are loaded.
@@ -167,7 +183,10 @@ pub fn run(
             });
             match multi {
                 Ok(m) => {
-                    eprintln!("uprobes by multi link");
+                    match m.0.session() {
+                        true => eprintln!("uprobes by multi link (session)"),
+                        false => eprintln!("uprobes by multi link"),
+                    }
                     multi_links = Some(m);
                 }
                 Err(e) => {

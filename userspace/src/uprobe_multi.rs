@@ -5,7 +5,9 @@
 //!
 //! aya 0.14 has no such link, and the kernel wants the attach type at load time: the two
 //! uprobe programs are loaded once more here, from the same object, sharing the maps aya
-//! created (the same stacks, ring buffer and specs).
+//! created (the same stacks, ring buffer and specs). From Linux 6.13 a session link puts
+//! entry and return on one link, one program at both ends, and sets up the return only for
+//! a call whose entry asked for it.
 use std::{
     collections::HashSet,
     ffi::{CStr, CString},
@@ -21,13 +23,38 @@ use anyhow::{Context as _, anyhow};
 use aya::{Ebpf, maps::Map};
 use aya_obj::generated::{bpf_attach_type, bpf_cmd, bpf_insn, bpf_prog_type};
 
+/// The kernel's attach type of plain multi-uprobe links.
+const BPF_TRACE_UPROBE_MULTI: u32 = bpf_attach_type::BPF_TRACE_UPROBE_MULTI as u32;
+
 /// The kernel's `attr.link_create.uprobe_multi.flags` bit for return probes.
 const BPF_F_UPROBE_MULTI_RETURN: u32 = 1;
+
+/// The kernel's `BPF_TRACE_UPROBE_SESSION` attach type (Linux 6.13+), newer than aya's
+/// bindings.
+const BPF_TRACE_UPROBE_SESSION: u32 = 57;
 
 /// The entry and return programs, loaded for multi links.
 pub struct Programs {
     entry: OwnedFd,
-    ret: OwnedFd,
+    ret: Return,
+}
+
+/// How a probe's return reaches strata.
+enum Return {
+    /// A return program, on a link of its own beside the entry's.
+    Program(OwnedFd),
+    /// One program at both ends, on one session link (Linux 6.13+): the kernel sets up the
+    /// return only when the entry asks for it, so a call strata drops at the entry (a
+    /// process it does not trace) costs one trap instead of two.
+    Session(OwnedFd),
+}
+
+/// The programs [`Programs::load`] loads, by name.
+pub struct Names {
+    pub entry: &'static str,
+    pub ret: &'static str,
+    /// The program for session links, loaded instead of `ret` where the kernel has them.
+    pub session: &'static str,
 }
 
 /// The two programs being verified on a thread of their own: the entry program's
@@ -45,11 +72,15 @@ impl Loading {
 }
 
 impl Programs {
-    /// Starts loading `entry` and `ret` (program names) from `object`, whose maps aya has
-    /// created in `ebpf`. Fails at once on kernels without multi uprobes (before 6.6 the
-    /// link fails instead).
-    pub fn load(ebpf: &Ebpf, object: &[u8], entry: &str, ret: &str) -> anyhow::Result<Loading> {
-        supported()?;
+    /// Starts loading the programs `names` from `object`, whose maps aya has created in
+    /// `ebpf`: the entry and the session program where the kernel has session links, else
+    /// the entry and the return program. Fails at once on kernels without multi uprobes
+    /// (before 6.6 the link fails instead).
+    pub fn load(ebpf: &Ebpf, object: &[u8], names: Names) -> anyhow::Result<Loading> {
+        supported(BPF_TRACE_UPROBE_MULTI)?;
+        let session = supported(BPF_TRACE_UPROBE_SESSION)
+            .map_err(|e| log::debug!("no session links, a return link beside each entry: {e:#}"))
+            .is_ok();
         let mut obj = aya_obj::Object::parse(object).context("parsing the eBPF object")?;
         let text_sections: HashSet<usize> = obj.functions.keys().map(|(s, _)| *s).collect();
         let defs = obj.maps.clone();
@@ -72,7 +103,8 @@ impl Programs {
             let insns = obj.functions[&prog.function_key()].instructions.clone();
             Ok((name.to_owned(), insns))
         };
-        let (entry, ret) = (insns(entry)?, insns(ret)?);
+        let entry = insns(names.entry)?;
+        let ret = insns(if session { names.session } else { names.ret })?;
         let license = obj.license.clone();
         Ok(Loading(std::thread::spawn(move || {
             // Signals are for the main thread: the verifier gives up with EAGAIN when one is
@@ -80,9 +112,10 @@ impl Programs {
             use nix::sys::signal::{SigSet, SigmaskHow, pthread_sigmask};
             pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&SigSet::all()), None)
                 .context("blocking signals on the thread loading the uprobe programs")?;
-            let load = |(name, insns): &(String, Vec<bpf_insn>)| {
+            let load = |(name, insns): &(String, Vec<bpf_insn>), attach_type| {
                 let started = std::time::Instant::now();
-                let fd = prog_load(name, insns, &license).map_err(anyhow::Error::new)?;
+                let fd =
+                    prog_load(name, insns, &license, attach_type).map_err(anyhow::Error::new)?;
                 log::debug!(
                     "program {name}: verified in {} ms",
                     started.elapsed().as_millis()
@@ -90,33 +123,50 @@ impl Programs {
                 anyhow::Ok(fd)
             };
             Ok(Self {
-                entry: load(&entry)?,
-                ret: load(&ret)?,
+                entry: load(&entry, BPF_TRACE_UPROBE_MULTI)?,
+                ret: match session {
+                    true => Return::Session(load(&ret, BPF_TRACE_UPROBE_SESSION)?),
+                    false => Return::Program(load(&ret, BPF_TRACE_UPROBE_MULTI)?),
+                },
             })
         })))
     }
 
-    /// Attaches both programs at `offsets` of the file at `path`, the probe at `offsets[i]`
-    /// with the cookie `cookies[i]`: the return first (an entry seen without its return would
-    /// leave a stale frame under every later call of the thread). The links detach when
-    /// dropped, the entry first.
+    /// Attaches entry and return at `offsets` of the file at `path`, the probe at
+    /// `offsets[i]` with the cookie `cookies[i]`: one session link, or a return link and an
+    /// entry link, the return first (an entry seen without its return would leave a stale
+    /// frame under every later call of the thread). The links detach when dropped, the
+    /// entry first.
     pub fn attach(
         &self,
         path: &Path,
         offsets: &[u64],
         cookies: &[u64],
-    ) -> io::Result<[OwnedFd; 2]> {
+    ) -> io::Result<Vec<OwnedFd>> {
         let path = CString::new(path.as_os_str().as_bytes())
             .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-        let ret = link_create(
-            self.ret.as_raw_fd(),
-            &path,
-            offsets,
-            cookies,
-            BPF_F_UPROBE_MULTI_RETURN,
-        )?;
-        let entry = link_create(self.entry.as_raw_fd(), &path, offsets, cookies, 0)?;
-        Ok([entry, ret])
+        let link = |prog: &OwnedFd, attach_type, flags| {
+            link_create(
+                prog.as_raw_fd(),
+                &path,
+                offsets,
+                cookies,
+                attach_type,
+                flags,
+            )
+        };
+        Ok(match &self.ret {
+            Return::Session(both) => vec![link(both, BPF_TRACE_UPROBE_SESSION, 0)?],
+            Return::Program(ret) => {
+                let ret = link(ret, BPF_TRACE_UPROBE_MULTI, BPF_F_UPROBE_MULTI_RETURN)?;
+                vec![link(&self.entry, BPF_TRACE_UPROBE_MULTI, 0)?, ret]
+            }
+        })
+    }
+
+    /// Whether [`Self::attach`] makes session links.
+    pub fn session(&self) -> bool {
+        matches!(self.ret, Return::Session(_))
     }
 
     /// Attaches the entry program alone at `offsets` (probes placed on calls of a function,
@@ -129,12 +179,21 @@ impl Programs {
     ) -> io::Result<OwnedFd> {
         let path = CString::new(path.as_os_str().as_bytes())
             .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-        link_create(self.entry.as_raw_fd(), &path, offsets, cookies, 0)
+        link_create(
+            self.entry.as_raw_fd(),
+            &path,
+            offsets,
+            cookies,
+            BPF_TRACE_UPROBE_MULTI,
+            0,
+        )
     }
 
-    /// The two programs (for their run statistics).
+    /// The two programs (for their run statistics): the entry's, then the return's or the
+    /// session's.
     pub fn fds(&self) -> [RawFd; 2] {
-        [self.entry.as_raw_fd(), self.ret.as_raw_fd()]
+        let (Return::Program(ret) | Return::Session(ret)) = &self.ret;
+        [self.entry.as_raw_fd(), ret.as_raw_fd()]
     }
 
     /// Links the entry program, and the return program when `with_return`, at `offsets` of
@@ -170,17 +229,18 @@ impl Programs {
 
     fn make(&self, l: &mut Linked, path: &Path) -> io::Result<()> {
         l.links = match l.with_return {
-            true => self.attach(path, &l.offsets, &l.cookies)?.into(),
+            true => self.attach(path, &l.offsets, &l.cookies)?,
             false => vec![self.attach_entry(path, &l.offsets, &l.cookies)?],
         };
         Ok(())
     }
 }
 
-/// One file's multi links (the entry and the return program, or the entry alone), and what
-/// makes them again once released: the kernel keeps a breakpoint in every process that maps
-/// a probed library, written into its own copy of the page at each exec, and every call of a
-/// probed function traps, whoever makes it; an idle daemon releases its links.
+/// One file's multi links (a session link, the entry and the return program, or the entry
+/// alone), and what makes them again once released: the kernel keeps a breakpoint in every
+/// process that maps a probed library, written into its own copy of the page at each exec,
+/// and every call of a probed function traps, whoever makes it; an idle daemon releases its
+/// links.
 pub struct Linked {
     /// The library, held open: the path it was linked by may go with the process that mapped
     /// it (a container's library). None if it could not be opened: then it stays linked.
@@ -214,14 +274,23 @@ impl Linked {
     }
 }
 
-/// Whether the kernel has multi-uprobe links, tried with a two-instruction program (before
-/// the real ones are verified): older kernels load such a program but refuse its link, and
-/// a link on a directory fails with EBADF where they exist (libbpf probes the same way).
-fn supported() -> anyhow::Result<()> {
-    let prog = prog_load("strata_probe", &crate::verifier::smallest(), c"GPL")
-        .context("loading a multi-uprobe program")?;
-    match link_create(prog.as_raw_fd(), c"/", &[0], &[0], 0) {
+/// Whether the kernel has multi-uprobe links of `attach_type`, tried with a two-instruction
+/// program (before the real ones are verified): older kernels load such a program but
+/// refuse its link, and a link on a directory fails with EBADF where they exist (libbpf
+/// probes the same way).
+fn supported(attach_type: u32) -> anyhow::Result<()> {
+    let prog = prog_load(
+        "strata_probe",
+        &crate::verifier::smallest(),
+        c"GPL",
+        attach_type,
+    )
+    .context("loading a multi-uprobe program")?;
+    match link_create(prog.as_raw_fd(), c"/", &[0], &[0], attach_type, 0) {
         Err(e) if e.raw_os_error() == Some(libc::EBADF) => Ok(()),
+        Err(e) if attach_type == BPF_TRACE_UPROBE_SESSION => Err(anyhow!(
+            "the kernel has no multi-uprobe session links ({e}; Linux 6.13+)"
+        )),
         Err(e) => Err(anyhow!(
             "the kernel has no multi-uprobe links ({e}; Linux 6.6+)"
         )),
@@ -302,17 +371,18 @@ fn bpf<T>(cmd: bpf_cmd, attr: &T) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }
 
-/// A uprobe program for multi links, loaded by hand: the kernel wants the attach type at
-/// load time.
+/// A uprobe program for multi links of `attach_type`, loaded by hand: the kernel wants the
+/// attach type at load time.
 fn prog_load(
     name: &str,
     insns: &[bpf_insn],
     license: &CStr,
+    attach_type: u32,
 ) -> Result<OwnedFd, crate::verifier::Rejection> {
     crate::verifier::load(
         &crate::verifier::ByHand {
             prog_type: bpf_prog_type::BPF_PROG_TYPE_KPROBE as u32,
-            expected_attach_type: bpf_attach_type::BPF_TRACE_UPROBE_MULTI as u32,
+            expected_attach_type: attach_type,
             name,
             insns,
             license,
@@ -326,13 +396,14 @@ fn link_create(
     path: &CStr,
     offsets: &[u64],
     cookies: &[u64],
+    attach_type: u32,
     flags: u32,
 ) -> io::Result<OwnedFd> {
     assert_eq!(offsets.len(), cookies.len(), "a cookie for every offset");
     let attr = LinkCreateAttr {
         prog_fd: prog as u32,
         target_fd: 0,
-        attach_type: bpf_attach_type::BPF_TRACE_UPROBE_MULTI as u32,
+        attach_type,
         flags: 0,
         path: path.as_ptr() as u64,
         offsets: offsets.as_ptr() as u64,

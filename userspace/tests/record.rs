@@ -10,8 +10,8 @@ use std::{
 };
 
 use common::{
-    Row, RowExt as _, Val, build_c, duckdb, require_root, require_root_alone, rows, run, scratch,
-    strata, workload_pid,
+    Row, RowExt as _, Val, build_c, duckdb, kernel_at_least, require_root, require_root_alone,
+    rows, run, scratch, strata, workload_pid,
 };
 
 /// The workload's rows, checked call by call against tests/workloads/posix_stdio.c, with
@@ -355,9 +355,7 @@ fn posix_and_stdio_exactly(mode: Option<&str>, pwrite64: (&str, &str)) {
         .find(|p| p.s("function") == Some("fwrite"))
         .expect("fwrite probe row");
     assert_eq!(fwrite.s("status"), Some("attached"));
-    let multi = kernel_at_least(6, 6);
-    let mechanism = if multi { "uprobe_multi" } else { "uprobe" };
-    assert_eq!(fwrite.s("mechanism"), Some(mechanism));
+    assert_eq!(fwrite.s("mechanism"), Some(library_mechanism()));
     assert!(
         probes
             .iter()
@@ -450,7 +448,7 @@ fn empty_probes_of_every_kind_load_and_run_the_command() {
 /// The benchmark's floors keep a record of every call they see: at least the workload's
 /// own `write`s and `fwrite`s reach user space (other processes' calls may add to them). The
 /// stamps build as many, counted in the kernel, and send none. Their uprobes are multi-uprobe
-/// links where the kernel has them, as strata's.
+/// links where the kernel has them (session links from Linux 6.13), as strata's.
 #[test]
 fn floors_record_every_call() {
     require_root();
@@ -486,9 +484,13 @@ fn floors_record_every_call() {
         );
         // Linked as strata links its library probes, whose kernel path costs differently.
         if mode == "stdio" && kernel_at_least(6, 6) {
+            let linked = match kernel_at_least(6, 13) {
+                true => "uprobes by multi link (session)",
+                false => "uprobes by multi link\n",
+            };
             assert!(
-                err.contains("uprobes by multi link"),
-                "{mechanism}: not by a multi-uprobe link on a kernel that has them: {err}"
+                err.contains(linked),
+                "{mechanism}: not by a {linked:?} on a kernel that has them: {err}"
             );
         }
     }
@@ -2894,14 +2896,14 @@ fn output_is_private_by_default() {
 }
 
 /// Whether the running kernel is at least `major.minor`.
-fn kernel_at_least(major: u32, minor: u32) -> bool {
-    let release = nix::sys::utsname::uname().unwrap();
-    let release = release.release().to_string_lossy().into_owned();
-    let mut parts = release
-        .split(['.', '-'])
-        .map(|p| p.parse::<u32>().unwrap_or(0));
-    let (a, b) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
-    (a, b) >= (major, minor)
+/// The probes table's mechanism of a library probe on this kernel: session links from Linux
+/// 6.13, multi links from 6.6, perf events before.
+fn library_mechanism() -> &'static str {
+    match (kernel_at_least(6, 13), kernel_at_least(6, 6)) {
+        (true, _) => "uprobe_session",
+        (false, true) => "uprobe_multi",
+        (false, false) => "uprobe",
+    }
 }
 
 /// The stdio functions programs really call, against tests/workloads/stdio_calls.c built
@@ -3730,6 +3732,103 @@ fn skipped_stdio_writes_no_breakpoints_into_libc() {
         let err = String::from_utf8_lossy(&res.stderr);
         assert!(err.contains(says), "{args:?}: {err}");
     }
+}
+
+/// A library call of a process strata does not trace costs one trap where the kernel has
+/// session links (Linux 6.13+): strata's program drops it at the entry and the kernel then
+/// diverts no return. tests/workloads/return_probes.c reads 7 lines with fgets_unlocked and
+/// says whether its process got the kernel's return trampoline, which the first diverted
+/// return maps. Run by the traced command, it has it, and its 7 calls are recorded with
+/// their bytes; run beside, by this test (no child of the traced command), it has none and
+/// nothing of it is recorded. On kernels without session links each probe has a return link
+/// of its own, which diverts every call's return, traced or not: there both have it.
+#[test]
+fn a_process_strata_does_not_trace_has_no_return_probed() {
+    // Alone: another test's strata tracing all processes would trace the bystander.
+    require_root_alone();
+    let dir = std::fs::canonicalize(scratch("return_probes")).unwrap();
+    let exe = build_c(
+        "cc",
+        "return_probes.c",
+        &dir.join("return_probes"),
+        &["-O0"],
+    );
+    let lines = [
+        "a\n",
+        "bb\n",
+        "ccc\n",
+        "dddd\n",
+        "eeeee\n",
+        "ffffff\n",
+        "ggggggg\n",
+    ];
+    let input = dir.join("input.txt");
+    std::fs::write(&input, lines.concat()).unwrap();
+    let (traced_said, done, out) = (dir.join("traced.txt"), dir.join("done"), dir.join("out"));
+    let script = format!(
+        "{exe} < {input} > {said}; while [ ! -e {done} ]; do sleep 0.05; done",
+        exe = exe.display(),
+        input = input.display(),
+        said = traced_said.display(),
+        done = done.display()
+    );
+    let mut rec = common::recording("posix,stdio", &out)
+        .args(["sh", "-c", &script])
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while std::fs::read_to_string(&traced_said).map_or(true, |s| s.is_empty()) {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the traced run never ended"
+        );
+        sleep(Duration::from_millis(20));
+    }
+    let bystander = Command::new(&exe)
+        .stdin(std::fs::File::open(&input).unwrap())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let bystander_pid = i64::from(bystander.id());
+    let bystander = bystander.wait_with_output().unwrap();
+    std::fs::write(&done, b"").unwrap();
+    assert!(rec.wait().unwrap().success());
+    assert!(bystander.status.success(), "{bystander:?}");
+    let probes = rows(&out, "probes");
+    let fgets = probes
+        .iter()
+        .find(|p| p.s("function") == Some("fgets_unlocked"))
+        .expect("a probes row for fgets_unlocked");
+    let session = kernel_at_least(6, 13);
+    assert_eq!(
+        (fgets.s("status"), fgets.s("mechanism")),
+        (Some("attached"), Some(library_mechanism()))
+    );
+    assert_eq!(
+        std::fs::read_to_string(&traced_said).unwrap().trim(),
+        "trampoline 7"
+    );
+    let bystander_has = if session { "none 7" } else { "trampoline 7" };
+    assert_eq!(
+        String::from_utf8_lossy(&bystander.stdout).trim(),
+        bystander_has
+    );
+    // The traced run's calls, each with its line's bytes; nothing of the bystander's.
+    let calls = rows(&out, "calls");
+    let traced = workload_pid(&out, &exe);
+    // (The shell's sleeps read the locale's aliases the same way.)
+    let reads: Vec<_> = calls
+        .iter()
+        .filter(|c| c.s("function") == Some("fgets_unlocked") && c.i("pid") == Some(traced))
+        .map(|c| (c.i("file_id"), c.i("bytes_result")))
+        .collect();
+    // Its standard input, opened by the shell.
+    let file = Some(common::file_id_of(&out, &input));
+    let mut expected: Vec<_> = lines.iter().map(|l| (file, Some(l.len() as i64))).collect();
+    // The eighth call finds the end of the input.
+    expected.push((file, Some(0)));
+    assert_eq!(reads, expected);
+    assert!(calls.iter().all(|c| c.i("pid") != Some(bystander_pid)));
 }
 
 /// The summary's traffic per file system: in a mount namespace of the job's own, dd writes 5

@@ -101,6 +101,8 @@ pub mod programs {
     pub const BTF_SYS_EXIT: &str = "strata_btf_sys_exit";
     pub const UPROBE_ENTRY: &str = "strata_uprobe_entry";
     pub const UPROBE_RETURN: &str = "strata_uprobe_return";
+    /// Entry and return in one program, on a multi-uprobe session link (Linux 6.13+).
+    pub const UPROBE_SESSION: &str = "strata_uprobe_session";
     pub const TASK_NEWTASK: &str = "strata_task_newtask";
     pub const PROCESS_EXEC: &str = "strata_process_exec";
     pub const PROCESS_EXIT: &str = "strata_process_exit";
@@ -121,11 +123,13 @@ pub mod programs {
     pub const EMPTY_BTF_SYS_EXIT: &str = "strata_empty_btf_sys_exit";
     pub const EMPTY_UPROBE: &str = "strata_empty_uprobe";
     pub const EMPTY_URETPROBE: &str = "strata_empty_uretprobe";
+    pub const EMPTY_UPROBE_SESSION: &str = "strata_empty_uprobe_session";
     /// The least a tracer keeping each call as one record does, for the benchmark.
     pub const FLOOR_BTF_SYS_ENTER: &str = "strata_floor_sys_enter";
     pub const FLOOR_BTF_SYS_EXIT: &str = "strata_floor_sys_exit";
     pub const FLOOR_UPROBE: &str = "strata_floor_uprobe";
     pub const FLOOR_URETPROBE: &str = "strata_floor_uretprobe";
+    pub const FLOOR_UPROBE_SESSION: &str = "strata_floor_uprobe_session";
     /// Kernel events that also have a program on a BTF raw tracepoint: (event, tracepoint,
     /// its arguments, program), a program for each prototype the tracepoint has had. The
     /// kernel skips a trace-event program whenever any such program is running on the CPU, a

@@ -82,7 +82,7 @@ fn try_kprobe_entry(ctx: &ProbeContext) -> Res<()> {
         }
     }
     // Kernel functions' arguments are kernel values: no user-space captures.
-    on_entry::<0>(spec, &mut args, NO_SITE)
+    on_entry::<0>(spec, &mut args, NO_SITE).map(drop)
 }
 
 /// The inode number of a kernel `struct file *` and its file system's device (0s where a

@@ -30,7 +30,7 @@ use aya_ebpf::{
     bindings::{BPF_RB_AVAIL_DATA, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP, pt_regs},
     helpers::{
         bpf_get_attach_cookie, bpf_get_current_ancestor_cgroup_id, bpf_get_current_pid_tgid,
-        bpf_get_current_uid_gid, bpf_get_smp_processor_id, bpf_ktime_get_ns,
+        bpf_get_current_uid_gid, bpf_get_func_ip, bpf_get_smp_processor_id, bpf_ktime_get_ns,
         bpf_probe_read_kernel_buf, bpf_probe_read_kernel_str_bytes, bpf_probe_read_user,
         bpf_probe_read_user_buf, bpf_probe_read_user_str_bytes,
     },
@@ -1056,24 +1056,29 @@ unsafe fn implicit_stream(st: *mut ThreadStack, site: Site) -> u64 {
 /// Entry half shared by syscalls, uprobes and kernel functions: filter, push a frame, copy
 /// what the spec asks for among `CAPTURE`. Each program is built with only the captures its
 /// probes can use: older kernels' verifiers walk every loop of every capture on every path,
-/// and the budget of a million instructions was nearly spent on 6.1.
+/// and the budget of a million instructions was nearly spent on 6.1. True when the call
+/// left a frame (or was counted past the depth limit): only then has its return work to do.
 #[inline(always)]
-fn on_entry<const CAPTURE: u8>(spec: &FuncSpec, args: &mut [u64; MAX_ARGS], site: Site) -> Res<()> {
+fn on_entry<const CAPTURE: u8>(
+    spec: &FuncSpec,
+    args: &mut [u64; MAX_ARGS],
+    site: Site,
+) -> Res<bool> {
     let cfg = config()?;
     if cfg.stopped != 0 {
-        return Ok(());
+        return Ok(false);
     }
     // The spec's own filters first: they cost one lookup at most, less than the thread's,
     // and a terminal's or a driver's unnamed ioctls are thousands a second in any process.
     if spec.only_arg != NO_ARG && !only_value(spec, args) {
-        return Ok(());
+        return Ok(false);
     }
     if spec.files_arg != NO_ARG
         && args
             .get(spec.files_arg as usize)
             .is_none_or(|fd| (*fd as i32) < 0)
     {
-        return Ok(());
+        return Ok(false);
     }
     let me = thread::me();
     let pid_tgid = me.pid_tgid;
@@ -1085,7 +1090,7 @@ fn on_entry<const CAPTURE: u8>(spec: &FuncSpec, args: &mut [u64; MAX_ARGS], site
     let st = if CAPTURE & AT_SYSCALL != 0 {
         // One storage lookup where there are two below: a helper call fewer per syscall.
         let Some(st) = me.entry_stack(fixed, || traced_at_syscall(cfg, &me))? else {
-            return Ok(());
+            return Ok(false);
         };
         Some(st)
     } else {
@@ -1094,7 +1099,7 @@ fn on_entry<const CAPTURE: u8>(spec: &FuncSpec, args: &mut [u64; MAX_ARGS], site
         // library and kernel-function entries, which are near its budget (one lookup here
         // took 6.1 over a quarter of it).
         if !(fixed && me.stack().is_some()) && !traced(cfg, tgid) {
-            return Ok(());
+            return Ok(false);
         }
         None
     };
@@ -1190,7 +1195,7 @@ fn on_entry<const CAPTURE: u8>(spec: &FuncSpec, args: &mut [u64; MAX_ARGS], site
             depth,
             site.loaded,
         );
-        return Ok(());
+        return Ok(false);
     }
     let i = depth as usize;
     unsafe {
@@ -1198,7 +1203,7 @@ fn on_entry<const CAPTURE: u8>(spec: &FuncSpec, args: &mut [u64; MAX_ARGS], site
             count(Counter::StackOverflow);
             // Keep counting depth so the matching returns stay balanced.
             (*st).depth = depth.saturating_add(1);
-            return Ok(());
+            return Ok(true);
         }
         let f = &mut (*st).frames[slot(i)];
         f.call_id = call_id;
@@ -1214,7 +1219,7 @@ fn on_entry<const CAPTURE: u8>(spec: &FuncSpec, args: &mut [u64; MAX_ARGS], site
             };
         (*st).depth = depth + 1;
     }
-    Ok(())
+    Ok(true)
 }
 
 /// Return half: pop this function's frame and emit the call.
@@ -1352,7 +1357,7 @@ fn try_sys_enter(ctx: &TracePointContext) -> Res<()> {
     let mut args = load_args(spec.nargs, |i| unsafe {
         ctx_load::<u64>(ctx, SYSCALL_ARGS_OFF + 8 * i)
     });
-    on_entry::<{ CAPTURE_STRINGS | AT_SYSCALL }>(spec, &mut args, NO_SITE)
+    on_entry::<{ CAPTURE_STRINGS | AT_SYSCALL }>(spec, &mut args, NO_SITE).map(drop)
 }
 
 /// The entry program of `--syscall-mode per-syscall`. A syscall's own event record ends
@@ -1378,7 +1383,7 @@ fn try_sys_enter_one(ctx: &TracePointContext) -> Res<()> {
         let src = ctx.as_ptr().cast::<u8>().add(SYSCALL_ARGS_OFF);
         bpf_probe_read_kernel_buf(src, dst).map_err(|e| e as i64)?;
     }
-    on_entry::<{ CAPTURE_STRINGS | AT_SYSCALL }>(spec, args, NO_SITE)
+    on_entry::<{ CAPTURE_STRINGS | AT_SYSCALL }>(spec, args, NO_SITE).map(drop)
 }
 
 #[tracepoint]
@@ -1443,7 +1448,7 @@ fn try_btf_sys_enter(ctx: &BtfTracePointContext) -> Res<()> {
         return Err(-1);
     }
     let mut args = load_args(spec.nargs, |i| syscall_arg(regs, i));
-    on_entry::<{ CAPTURE_STRINGS | AT_SYSCALL }>(spec, &mut args, NO_SITE)
+    on_entry::<{ CAPTURE_STRINGS | AT_SYSCALL }>(spec, &mut args, NO_SITE).map(drop)
 }
 
 #[btf_tracepoint(function = "sys_exit")]
@@ -1492,11 +1497,12 @@ fn spec_of_func(id: u32) -> Res<&'static FuncSpec> {
 #[uprobe]
 pub fn strata_uprobe_entry(ctx: ProbeContext) -> u32 {
     match try_uprobe_entry(&ctx) {
-        Ok(()) | Err(_) => 0,
+        Ok(_) | Err(_) => 0,
     }
 }
 
-fn try_uprobe_entry(ctx: &ProbeContext) -> Res<()> {
+/// The entry half of a library call; true when its return has work to do.
+fn try_uprobe_entry(ctx: &ProbeContext) -> Res<bool> {
     // SAFETY: the helper only reads the cookie of the current attachment.
     let cookie = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) };
     let spec = spec_of_func(cookie as u32)?;
@@ -1522,7 +1528,7 @@ fn try_uprobe_entry(ctx: &ProbeContext) -> Res<()> {
             let at = site.ip.wrapping_add(stream_var_delta(cookie) as u64);
             // SAFETY: the helper tolerates bad user pointers.
             if unsafe { bpf_probe_read_user(at as *const i32) }.is_ok_and(|v| v != 0) {
-                return Ok(());
+                return Ok(false);
             }
         }
     }
@@ -1551,6 +1557,35 @@ fn try_uprobe_return(ctx: &RetProbeContext) -> Res<()> {
     on_return(spec, ctx.ret(), true)
 }
 
+/// Whether a session program runs at the return: the kernel has then put the return address
+/// in the saved ip, which at the entry is the probed address, the function's.
+#[inline(always)]
+fn session_return(ctx: &ProbeContext) -> bool {
+    // SAFETY: the helper reads the probed address of the current multi-uprobe link; the
+    // context is the user registers.
+    unsafe { (*ctx.regs).rip != bpf_get_func_ip(ctx.as_ptr()) }
+}
+
+/// Entry and return of a library call in one program, on a session link (Linux 6.13+): the
+/// kernel prepares the return only when the entry returns 0. A call strata does not keep (a
+/// process it does not trace, above all) then costs one trap, not two, and its process no
+/// return trampoline. Not `#[uprobe]`: its wrapper returns 0 whatever the program returns.
+#[unsafe(no_mangle)]
+#[unsafe(link_section = "uprobe")]
+pub fn strata_uprobe_session(ctx: *mut core::ffi::c_void) -> u32 {
+    let ctx = ProbeContext::new(ctx);
+    if session_return(&ctx) {
+        // SAFETY: as above.
+        let ret = unsafe { (*ctx.regs).rax } as i64;
+        let _ = func_spec(&ctx).and_then(|spec| on_return(spec, ret, true));
+        return 0;
+    }
+    match try_uprobe_entry(&ctx) {
+        Ok(true) => 0,
+        Ok(false) | Err(_) => 1,
+    }
+}
+
 // ---- empty programs: the baseline of `cargo xtask bench` (the machine's cost of a probe hit,
 // without strata's work) ----
 
@@ -1576,6 +1611,13 @@ pub fn strata_empty_uprobe(_ctx: ProbeContext) -> u32 {
 
 #[uretprobe]
 pub fn strata_empty_uretprobe(_ctx: RetProbeContext) -> u32 {
+    0
+}
+
+/// On a session link: 0 at the entry runs it at the return too.
+#[unsafe(no_mangle)]
+#[unsafe(link_section = "uprobe")]
+pub fn strata_empty_uprobe_session(_ctx: *mut core::ffi::c_void) -> u32 {
     0
 }
 
@@ -1697,6 +1739,20 @@ pub fn strata_floor_uretprobe(ctx: RetProbeContext) -> u32 {
     match floor_return(0, ctx.ret()) {
         Ok(()) | Err(_) => 0,
     }
+}
+
+/// The floor on a session link: it keeps every call, so every entry asks for the return.
+#[unsafe(no_mangle)]
+#[unsafe(link_section = "uprobe")]
+pub fn strata_floor_uprobe_session(ctx: *mut core::ffi::c_void) -> u32 {
+    let ctx = ProbeContext::new(ctx);
+    if session_return(&ctx) {
+        // SAFETY: the context is the user registers.
+        let _ = floor_return(0, unsafe { (*ctx.regs).rax } as i64);
+    } else {
+        let _ = floor_entry(load_args(MAX_ARGS as u8, |i| ctx.arg(i).unwrap_or(0)));
+    }
+    0
 }
 
 #[cfg(not(test))]

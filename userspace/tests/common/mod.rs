@@ -61,6 +61,17 @@ fn hold(take: impl FnOnce() -> Held) {
     });
 }
 
+/// Whether the running kernel's release is `major.minor` or later.
+pub fn kernel_at_least(major: u32, minor: u32) -> bool {
+    let release = nix::sys::utsname::uname().unwrap();
+    let release = release.release().to_string_lossy().into_owned();
+    let mut parts = release
+        .split(['.', '-'])
+        .map(|p| p.parse::<u32>().unwrap_or(0));
+    let (a, b) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    (a, b) >= (major, minor)
+}
+
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
