@@ -1006,16 +1006,16 @@ fn load_parsed(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
         log::debug!("kernel BTF: {} scans of its types", btf.scans());
     }
     // How close each program came to the verifier's budget (older kernels prune less).
-    let multi_counts = uprobes.multi.iter().flat_map(|m| {
-        let ret = match m.session() {
-            true => programs::UPROBE_SESSION,
-            false => programs::UPROBE_RETURN,
-        };
-        [programs::UPROBE_ENTRY, ret]
-            .into_iter()
-            .zip(m.fds())
-            .filter_map(|(name, fd)| Some((name, fdinfo_field(&fdinfo(fd)?, "verified_insns")?)))
-    });
+    let multi_counts =
+        uprobes.multi.iter().flat_map(|m| {
+            let names: &[&str] = match m.session() {
+                true => &[programs::UPROBE_SESSION],
+                false => &[programs::UPROBE_ENTRY, programs::UPROBE_RETURN],
+            };
+            names.iter().copied().zip(m.fds()).filter_map(|(name, fd)| {
+                Some((name, fdinfo_field(&fdinfo(fd)?, "verified_insns")?))
+            })
+        });
     for (name, n) in ebpf
         .programs()
         .filter_map(|(name, p)| Some((name, p.info().ok()?.verified_instruction_count()?)))

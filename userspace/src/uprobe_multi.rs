@@ -33,19 +33,15 @@ const BPF_F_UPROBE_MULTI_RETURN: u32 = 1;
 /// bindings.
 const BPF_TRACE_UPROBE_SESSION: u32 = 57;
 
-/// The entry and return programs, loaded for multi links.
-pub struct Programs {
-    entry: OwnedFd,
-    ret: Return,
-}
-
-/// How a probe's return reaches strata.
-enum Return {
-    /// A return program, on a link of its own beside the entry's.
-    Program(OwnedFd),
-    /// One program at both ends, on one session link (Linux 6.13+): the kernel sets up the
+/// The programs loaded for multi links.
+pub enum Programs {
+    /// An entry and a return program, each on links of its own.
+    Pair { entry: OwnedFd, ret: OwnedFd },
+    /// One program at both ends, on session links (Linux 6.13+): the kernel sets up the
     /// return only when the entry asks for it, so a call strata drops at the entry (a
-    /// process it does not trace) costs one trap instead of two.
+    /// process it does not trace) costs one trap instead of two. It serves the probes
+    /// without a return too, whose entries never ask for one (their calls are recorded at
+    /// the entry): a program fewer to verify at the start, and this one took longest.
     Session(OwnedFd),
 }
 
@@ -53,7 +49,7 @@ enum Return {
 pub struct Names {
     pub entry: &'static str,
     pub ret: &'static str,
-    /// The program for session links, loaded instead of `ret` where the kernel has them.
+    /// The program for session links, loaded alone where the kernel has them.
     pub session: &'static str,
 }
 
@@ -103,8 +99,10 @@ impl Programs {
             let insns = obj.functions[&prog.function_key()].instructions.clone();
             Ok((name.to_owned(), insns))
         };
-        let entry = insns(names.entry)?;
-        let ret = insns(if session { names.session } else { names.ret })?;
+        let (entry, ret) = match session {
+            true => (insns(names.session)?, None),
+            false => (insns(names.entry)?, Some(insns(names.ret)?)),
+        };
         let license = obj.license.clone();
         Ok(Loading(std::thread::spawn(move || {
             // Signals are for the main thread: the verifier gives up with EAGAIN when one is
@@ -122,11 +120,11 @@ impl Programs {
                 );
                 anyhow::Ok(fd)
             };
-            Ok(Self {
-                entry: load(&entry, BPF_TRACE_UPROBE_MULTI)?,
-                ret: match session {
-                    true => Return::Session(load(&ret, BPF_TRACE_UPROBE_SESSION)?),
-                    false => Return::Program(load(&ret, BPF_TRACE_UPROBE_MULTI)?),
+            Ok(match ret {
+                None => Self::Session(load(&entry, BPF_TRACE_UPROBE_SESSION)?),
+                Some(ret) => Self::Pair {
+                    entry: load(&entry, BPF_TRACE_UPROBE_MULTI)?,
+                    ret: load(&ret, BPF_TRACE_UPROBE_MULTI)?,
                 },
             })
         })))
@@ -155,22 +153,23 @@ impl Programs {
                 flags,
             )
         };
-        Ok(match &self.ret {
-            Return::Session(both) => vec![link(both, BPF_TRACE_UPROBE_SESSION, 0)?],
-            Return::Program(ret) => {
+        Ok(match self {
+            Self::Session(both) => vec![link(both, BPF_TRACE_UPROBE_SESSION, 0)?],
+            Self::Pair { entry, ret } => {
                 let ret = link(ret, BPF_TRACE_UPROBE_MULTI, BPF_F_UPROBE_MULTI_RETURN)?;
-                vec![link(&self.entry, BPF_TRACE_UPROBE_MULTI, 0)?, ret]
+                vec![link(entry, BPF_TRACE_UPROBE_MULTI, 0)?, ret]
             }
         })
     }
 
     /// Whether [`Self::attach`] makes session links.
     pub fn session(&self) -> bool {
-        matches!(self.ret, Return::Session(_))
+        matches!(self, Self::Session(_))
     }
 
-    /// Attaches the entry program alone at `offsets` (probes placed on calls of a function,
-    /// where a return probe would take the caller's stack for a return address).
+    /// Attaches the entry alone at `offsets` (probes placed on calls of a function, where a
+    /// return probe would take the caller's stack for a return address): the entry program,
+    /// or the session program, whose entry asks for no return at these probes.
     pub fn attach_entry(
         &self,
         path: &Path,
@@ -179,21 +178,20 @@ impl Programs {
     ) -> io::Result<OwnedFd> {
         let path = CString::new(path.as_os_str().as_bytes())
             .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-        link_create(
-            self.entry.as_raw_fd(),
-            &path,
-            offsets,
-            cookies,
-            BPF_TRACE_UPROBE_MULTI,
-            0,
-        )
+        let (prog, attach_type) = match self {
+            Self::Session(both) => (both, BPF_TRACE_UPROBE_SESSION),
+            Self::Pair { entry, .. } => (entry, BPF_TRACE_UPROBE_MULTI),
+        };
+        link_create(prog.as_raw_fd(), &path, offsets, cookies, attach_type, 0)
     }
 
-    /// The two programs (for their run statistics): the entry's, then the return's or the
-    /// session's.
-    pub fn fds(&self) -> [RawFd; 2] {
-        let (Return::Program(ret) | Return::Session(ret)) = &self.ret;
-        [self.entry.as_raw_fd(), ret.as_raw_fd()]
+    /// The programs (for their run statistics): the session program, or the entry's and
+    /// the return's.
+    pub fn fds(&self) -> Vec<RawFd> {
+        match self {
+            Self::Session(both) => vec![both.as_raw_fd()],
+            Self::Pair { entry, ret } => vec![entry.as_raw_fd(), ret.as_raw_fd()],
+        }
     }
 
     /// Links the entry program, and the return program when `with_return`, at `offsets` of

@@ -1569,7 +1569,9 @@ fn session_return(ctx: &ProbeContext) -> bool {
 /// Entry and return of a library call in one program, on a session link (Linux 6.13+): the
 /// kernel prepares the return only when the entry returns 0. A call strata does not keep (a
 /// process it does not trace, above all) then costs one trap, not two, and its process no
-/// return trampoline. Not `#[uprobe]`: its wrapper returns 0 whatever the program returns.
+/// return trampoline. It serves the probes without a return as well (at calls, the loader's
+/// report): their calls are recorded at the entry, which then asks for none. Not
+/// `#[uprobe]`: its wrapper returns 0 whatever the program returns.
 #[unsafe(no_mangle)]
 #[unsafe(link_section = "uprobe")]
 pub fn strata_uprobe_session(ctx: *mut core::ffi::c_void) -> u32 {
