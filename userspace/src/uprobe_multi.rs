@@ -69,8 +69,8 @@ impl Loading {
 
 impl Programs {
     /// Starts loading the programs `names` from `object`, whose maps aya has created in
-    /// `ebpf`: the entry and the session program where the kernel has session links, else
-    /// the entry and the return program. Fails at once on kernels without multi uprobes
+    /// `ebpf`: the session program alone where the kernel has session links, else the entry
+    /// and the return program. Fails at once on kernels without multi uprobes
     /// (before 6.6 the link fails instead).
     pub fn load(ebpf: &Ebpf, object: &[u8], names: Names) -> anyhow::Result<Loading> {
         supported(BPF_TRACE_UPROBE_MULTI)?;

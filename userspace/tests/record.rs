@@ -3738,8 +3738,8 @@ fn skipped_stdio_writes_no_breakpoints_into_libc() {
 /// session links (Linux 6.13+): strata's program drops it at the entry and the kernel then
 /// diverts no return. tests/workloads/return_probes.c reads 7 lines with fgets_unlocked and
 /// says whether its process got the kernel's return trampoline, which the first diverted
-/// return maps. Run by the traced command, it has it, and its 7 calls are recorded with
-/// their bytes; run beside, by this test (no child of the traced command), it has none and
+/// return maps. Run by the traced command, it has it, and its 8 calls (the last finds the
+/// end) are recorded with their bytes; run beside, by this test (no child of the traced command), it has none and
 /// nothing of it is recorded. On kernels without session links each probe has a return link
 /// of its own, which diverts every call's return, traced or not: there both have it.
 #[test]
