@@ -88,6 +88,9 @@ struct PendingArgs {
     age: u32,
 }
 
+/// Emptied string lists kept for reuse (calls in flight with strings at once, about).
+const SPARE_STRS: usize = 64;
+
 /// `H5FD_MPIO_COLLECTIVE` and `NC_COLLECTIVE`.
 const XFER_COLLECTIVE: u64 = 1;
 
@@ -114,6 +117,9 @@ pub struct Correlator {
     names: Vec<(Rc<str>, Rc<str>, Rc<str>)>,
     clock: Clock,
     pending_args: HashMap<u64, PendingArgs>,
+    /// Emptied string lists of calls done, for the next calls' strings: an open's path
+    /// otherwise cost an allocation for its list too.
+    spare_strs: Vec<Vec<(u32, Option<String>)>>,
     /// io_uring requests submitted, by request address: their record and its age in flushes.
     uring_pending: HashMap<u64, (CallRecord, u32)>,
     /// io_uring requests whose completion never came (dropped from `uring_pending`), and
@@ -247,6 +253,7 @@ impl Correlator {
             loader_reports: Vec::new(),
             clock,
             pending_args: HashMap::default(),
+            spare_strs: Vec::new(),
             uring_pending: HashMap::default(),
             requests_unfinished: 0,
             internal_errors: 0,
@@ -294,11 +301,15 @@ impl Correlator {
             Event::Str {
                 call_id, arg, text, ..
             } => {
-                self.pending_args
+                let spare = &mut self.spare_strs;
+                let pending = self
+                    .pending_args
                     .entry(call_id)
-                    .or_default()
-                    .strs
-                    .push((arg, text));
+                    .or_insert_with(|| PendingArgs {
+                        strs: spare.pop().unwrap_or_default(),
+                        ..PendingArgs::default()
+                    });
+                pending.strs.push((arg, text));
             }
             Event::Blob {
                 call_id,
@@ -511,9 +522,12 @@ impl Correlator {
         }
     }
 
+    /// The vectors are drained, not taken, so that they keep their room: taken, each next
+    /// row allocated one again (a short process's handles, one by one as they close).
     #[inline(never)]
     fn collect_rows(&mut self, out: &mut Dataset) {
-        for r in std::mem::take(&mut self.files.new_rows) {
+        let mut rows = std::mem::take(&mut self.files.new_rows);
+        for r in rows.drain(..) {
             if self.keep(Some(r.file_id), None) || self.wanted_files.remove(&r.file_id) {
                 out.files.push(r);
             } else if self.path_filter.is_some() {
@@ -524,14 +538,17 @@ impl Correlator {
                 self.withheld.insert(r.file_id, r);
             }
         }
-        for r in std::mem::take(&mut self.files.mounts.new_rows) {
+        self.files.new_rows = rows;
+        for r in self.files.mounts.new_rows.drain(..) {
             out.mounts.push(r);
         }
-        for r in std::mem::take(&mut self.handles.done) {
+        let mut done = std::mem::take(&mut self.handles.done);
+        for r in done.drain(..) {
             if self.keep(r.file_id, None) {
                 out.handles.push(r);
             }
         }
+        self.handles.done = done;
         for r in self.procs.take_done() {
             self.summary.processes += 1;
             out.processes.push(r);
@@ -985,33 +1002,34 @@ impl Correlator {
         let mut strs = pending.strs;
         let blobs = pending.blobs;
         strs.sort_by_key(|(a, _)| *a);
-        let str_of = |kind: ArgKind, nth: usize| -> Option<String> {
-            p.args
-                .iter()
-                .enumerate()
-                .filter(|(_, k)| **k == kind)
-                .nth(nth)
-                .and_then(|(i, _)| strs.iter().find(|(a, _)| *a as usize == i))
-                .and_then(|(_, s)| s.clone())
-        };
         // Most calls (reads, writes) came with no strings: nothing to look for.
         let (path, path2, modestr, mut strs_out) = if strs.is_empty() {
             (None, None, None, Vec::new())
         } else {
-            (
-                // Object names (HDF5 datasets, NetCDF variables) are recorded like paths.
-                str_of(ArgKind::Path, 0).or_else(|| str_of(ArgKind::Name, 0)),
-                str_of(ArgKind::Path, 1),
-                str_of(ArgKind::ModeStr, 0),
-                p.args
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, k)| **k == ArgKind::Str)
-                    .filter_map(|(i, _)| strs.iter().find(|(a, _)| *a as usize == i))
-                    .map(|(_, s)| s.clone().unwrap_or_default())
-                    .collect::<Vec<String>>(),
-            )
+            // Each string is taken, not copied: an argument has one kind.
+            let mut take = |kind: ArgKind, nth: usize| -> Option<String> {
+                let (i, _) = (p.args.iter().enumerate())
+                    .filter(|(_, k)| **k == kind)
+                    .nth(nth)?;
+                let (_, s) = strs.iter_mut().find(|(a, _)| *a as usize == i)?;
+                s.take()
+            };
+            // Object names (HDF5 datasets, NetCDF variables) are recorded like paths.
+            let path = take(ArgKind::Path, 0).or_else(|| take(ArgKind::Name, 0));
+            let path2 = take(ArgKind::Path, 1);
+            let modestr = take(ArgKind::ModeStr, 0);
+            let mut strs_out = Vec::new();
+            for (i, _) in (p.args.iter().enumerate()).filter(|(_, k)| **k == ArgKind::Str) {
+                if let Some((_, s)) = strs.iter_mut().find(|(a, _)| *a as usize == i) {
+                    strs_out.push(s.take().unwrap_or_default());
+                }
+            }
+            (path, path2, modestr, strs_out)
         };
+        if strs.capacity() > 0 && self.spare_strs.len() < SPARE_STRS {
+            strs.clear();
+            self.spare_strs.push(strs);
+        }
         // The name probes.toml gives the value that let the call be recorded (`FICLONE`).
         if let Some(name) = p.only.as_ref().and_then(|o| o.name_of(rec.args[o.arg])) {
             strs_out.push(name.to_string());
@@ -2040,7 +2058,9 @@ impl Correlator {
             .unwrap_or_default();
         let parent_call = rec.parent_id;
         self.hold_closed(parent_call, pid, closed);
-        let mut up: Vec<HandleId> = Vec::new();
+        // What goes up to the enclosing call: the handle made, or else the orphans (one
+        // alone needs no vector: most opens).
+        let (mut up, mut made_up): (Vec<HandleId>, Option<HandleId>) = (Vec::new(), None);
         match created {
             Some(h) => {
                 for o in orphans {
@@ -2060,7 +2080,7 @@ impl Correlator {
                     self.handles.set_adoption_pending(o, false);
                 }
                 if !explicit {
-                    up.push(h);
+                    made_up = Some(h);
                 }
             }
             None => {
@@ -2070,14 +2090,15 @@ impl Correlator {
         }
         self.held_rows(rows, parent_call, pid);
         if parent_call == 0 {
-            for h in up {
+            for h in up.into_iter().chain(made_up) {
                 self.handles.set_adoption_pending(h, false);
             }
-        } else if !up.is_empty() {
-            for h in &up {
+        } else if !up.is_empty() || made_up.is_some() {
+            for h in up.iter().chain(&made_up) {
                 self.handles.set_adoption_pending(*h, true);
             }
-            self.adoption(parent_call, pid).handles.extend(up);
+            let adoption = self.adoption(parent_call, pid);
+            adoption.handles.extend(up.into_iter().chain(made_up));
             self.bound_adoptions(parent_call);
         }
     }
@@ -2118,9 +2139,14 @@ impl Correlator {
     /// an enclosing call that made a handle takes them as its own (nc_open, the datasets it
     /// found).
     fn on_file_of(&mut self, about: Option<HandleId>, orphans: &[HandleId], top: bool) {
+        // Most calls made none (the layer name's copy below was a third of the allocations
+        // of a loop of short processes).
+        if orphans.is_empty() {
+            return;
+        }
         let Some((about, file, layer)) = about.and_then(|a| {
             let row = &self.handles.get(a)?.row;
-            Some((a, row.file_id?, row.layer.clone()))
+            Some((a, row.file_id?, row.layer))
         }) else {
             return;
         };

@@ -223,8 +223,8 @@ impl Handles {
             handle_id: id,
             parent_handle_id: h.parent,
             pid: h.pid,
-            layer: h.layer.to_string(),
-            kind: h.kind.to_string(),
+            layer: h.layer,
+            kind: h.kind,
             raw_handle: raw_value,
             file_id: h.file_id,
             path: h.path,
@@ -616,14 +616,14 @@ impl Handles {
             let cloexec = h.cloexec;
             let row = &h.row;
             let raw = match raw {
-                Raw::Map(_) => Raw::Lib(static_str(&row.layer), row.raw_handle as u64),
+                Raw::Map(_) => Raw::Lib(row.layer, row.raw_handle as u64),
                 r => r,
             };
             let new = NewHandle {
                 pid: child,
                 raw,
-                layer: static_str(&row.layer),
-                kind: static_str(&row.kind),
+                layer: row.layer,
+                kind: row.kind,
                 parent: Some(id),
                 file_id: row.file_id,
                 path: row.path.clone(),
@@ -709,24 +709,8 @@ fn raw_of(h: &Handle) -> Raw {
     } else if h.row.kind == MAPPING {
         Raw::Map(h.row.handle_id)
     } else {
-        Raw::Lib(static_str(&h.row.layer), h.row.raw_handle as u64)
+        Raw::Lib(h.row.layer, h.row.raw_handle as u64)
     }
-}
-
-/// Handle kinds and layers are a small fixed vocabulary.
-fn static_str(s: &str) -> &'static str {
-    use crate::probes::Layer;
-    for l in Layer::ALL {
-        if *l == s {
-            return l;
-        }
-    }
-    [
-        "fd", "stream", "mpi_file", "hid", "ncid", "request", MAPPING,
-    ]
-    .into_iter()
-    .find(|k| *k == s)
-    .unwrap_or("other")
 }
 
 /// What the calls beneath a library call did on each handle they moved, per library call.

@@ -76,19 +76,26 @@ impl Mounts {
         };
         if let Some(space) = self.spaces.get_mut(&ns) {
             space.used = ticks;
+            // Every mount of a table as it was last read is written: only a table read
+            // again can have new ones (a loop of short processes sees one at each exec).
+            let mut read_again = false;
             if changed(&space.file) {
                 if let Some(table) = read(&mut space.file, &space.from) {
                     space.whole = has_root(&table);
                     space.table = table;
+                    read_again = true;
                 }
             }
             if !space.whole && at_root(&who()) {
                 if let Some(mut wider) = Space::open(ns, &who(), ticks).filter(|s| s.whole) {
                     wider.written = std::mem::take(&mut space.written);
                     *space = wider;
+                    read_again = true;
                 }
             }
-            space.write_new(ns, &mut self.new_rows);
+            if read_again {
+                space.write_new(ns, &mut self.new_rows);
+            }
             return true;
         }
         let Some(mut space) = Space::open(ns, &who(), ticks) else {

@@ -434,6 +434,8 @@ col!(I64, OptI64, i64, Values<i64>, DataType::Int64);
 col!(I32, OptI32, i32, Values<i32>, DataType::Int32);
 col!(Bool, OptBool, bool, Values<bool>, DataType::Boolean);
 col!(Str, OptStr, String, Strings, DataType::Utf8);
+// Text from a fixed set (a handle's layer and kind), written as strings: no copy per row.
+col!(Label, OptLabel, &'static str, Strings, DataType::Utf8);
 
 /// Names shared by many rows (a call's layer, function, op), one allocation per probe: each
 /// row keeps an index into the names seen since the last file, and the file's column chunk
@@ -716,14 +718,20 @@ macro_rules! table {
                 let cols: Vec<arrow::array::ArrayRef> =
                     vec![$(<$crate::sink::$kind as $crate::sink::Col>::finish(&mut self.$col)),+];
                 // The arrays' own types: the file's but for names, given as dictionaries.
-                let schema = arrow::datatypes::Schema::new(vec![$(
-                    arrow::datatypes::Field::new(
-                        stringify!($col),
-                        <$crate::sink::$kind as $crate::sink::Col>::batch_type(),
-                        <$crate::sink::$kind as $crate::sink::Col>::NULLABLE,
-                    )
-                ),+]);
-                arrow::record_batch::RecordBatch::try_new(std::sync::Arc::new(schema), cols)
+                // Made once: a file has a batch for each thread, and a loop of short
+                // processes brings hundreds, each of whose schema took 2 allocations a column.
+                static BATCH_SCHEMA: std::sync::OnceLock<arrow::datatypes::SchemaRef> =
+                    std::sync::OnceLock::new();
+                let schema = BATCH_SCHEMA.get_or_init(|| {
+                    std::sync::Arc::new(arrow::datatypes::Schema::new(vec![$(
+                        arrow::datatypes::Field::new(
+                            stringify!($col),
+                            <$crate::sink::$kind as $crate::sink::Col>::batch_type(),
+                            <$crate::sink::$kind as $crate::sink::Col>::NULLABLE,
+                        )
+                    ),+]))
+                });
+                arrow::record_batch::RecordBatch::try_new(schema.clone(), cols)
                     .expect("builders match the schema they were declared with")
             }
             fn reserve(&mut self) {
