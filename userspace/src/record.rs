@@ -672,7 +672,14 @@ pub(crate) fn attach_opened_libraries(
         // there is nothing to look for in the process's maps before the loader reports (half
         // of the /proc looks of a loop of short processes).
         if !(start.own_view && start.loader) && mapped.binary_search(&pid).is_err() {
+            let before = corr.library_opens.len();
             queue_mapped(corr, [pid]);
+            // What a process maps once it has executed yet another program (`chroot` runs
+            // the job) is left to that exec's own look, which finds the libraries as the new
+            // program's loader names them before its maps do.
+            if execed_since(pid, &image.meta) {
+                corr.library_opens.truncate(before);
+            }
         }
         for lib in start.libraries {
             if start.own_view {
@@ -681,7 +688,7 @@ pub(crate) fn attach_opened_libraries(
                 .is_empty()
             {
                 // A container's: through its root, opened only if a probe names it.
-                statuses.extend(attach_seen_by(loaded, probes, pid, &lib));
+                statuses.extend(attach_seen_by(loaded, probes, pid, &lib, None));
             }
         }
     }
@@ -702,6 +709,12 @@ pub(crate) fn attach_opened_libraries(
     statuses
 }
 
+/// Whether process `pid` runs another program than `meta`'s file now (false where it is gone).
+fn execed_since(pid: i32, meta: &std::fs::Metadata) -> bool {
+    std::fs::metadata(format!("/proc/{pid}/exe"))
+        .is_ok_and(|now| attach::file_key(&now) != attach::file_key(meta))
+}
+
 fn is_executable(path: &std::path::Path) -> bool {
     use std::os::unix::fs::PermissionsExt as _;
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
@@ -719,7 +732,12 @@ fn attach_queued(
     // A path names one file in one mount namespace: looked at once per namespace.
     let mut seen = std::collections::HashSet::new();
     let mut namespaces = std::collections::HashMap::new();
-    for crate::correlate::LibraryOpen { pid, path, file } in std::mem::take(&mut corr.library_opens)
+    for crate::correlate::LibraryOpen {
+        pid,
+        path,
+        file,
+        node_path,
+    } in std::mem::take(&mut corr.library_opens)
     {
         // A file already looked at (every new process maps libc) costs no look through /proc.
         if file.is_some_and(|f| loaded.looked_at(f)) || !corr.is_probed_library(&path) {
@@ -732,7 +750,7 @@ fn attach_queued(
         if !seen.insert((ns, path.clone())) {
             continue;
         }
-        let done = attach_seen_by(loaded, probes, pid, &path);
+        let done = attach_seen_by(loaded, probes, pid, &path, node_path.as_deref());
         let loader = done
             .iter()
             .any(|s| s.status == "attached" && probes[s.probe_id as usize].op == probes::Op::Load);
@@ -748,12 +766,14 @@ fn attach_queued(
 /// root: the library may live in its container. Held open while its probes attach, and named
 /// by strata's own descriptor: that path goes when the process does (a container's
 /// short-lived `sleep` may be the first to map it), and the library, already marked as
-/// probed, would then stay unprobed for the rest.
+/// probed, would then stay unprobed for the rest. `node_path`: the same file from strata's
+/// root, where known and another, opened when the process is gone.
 fn attach_seen_by(
     loaded: &mut attach::Loaded,
     probes: &[probes::Probe],
     pid: i32,
     path: &str,
+    node_path: Option<&str>,
 ) -> Vec<attach::ProbeStatus> {
     use std::os::fd::AsRawFd as _;
     let held = crate::views::Root::of(pid)
@@ -761,19 +781,37 @@ fn attach_seen_by(
         .ok();
     let file = match &held {
         Some(f) => format!("/proc/self/fd/{}", f.as_raw_fd()).into(),
-        None => std::path::PathBuf::from(path),
+        None => std::path::PathBuf::from(node_path.unwrap_or(path)),
     };
     loaded.attach_library(probes, &file, path)
 }
 
-/// Queues the shared objects `pids` map for [`attach_opened_libraries`].
+/// Queues the probed libraries `pids` map for [`attach_opened_libraries`], named as each
+/// process sees them: /proc names a mapped file from strata's root, so a chroot's directory
+/// comes off (a probe row would otherwise name a container's library by a path of the node).
 pub(crate) fn queue_mapped(corr: &mut Correlator, pids: impl IntoIterator<Item = i32>) {
     for pid in pids {
+        let mut root = None;
         for (path, file) in crate::maps::shared_objects(pid) {
+            if !corr.is_probed_library(&path) {
+                continue;
+            }
+            // Read with the maps, once a probed library is among them; unreadable (the
+            // process is gone), the path stays strata's, which opens the same file.
+            let root = root.get_or_insert_with(|| std::fs::read_link(format!("/proc/{pid}/root")));
+            let inside = match root {
+                Ok(root) => crate::views::inside(root, std::path::Path::new(&path)),
+                Err(_) => std::path::PathBuf::from(&path),
+            };
+            let (path, node_path) = match crate::files::os_text(inside) {
+                same if same == path => (path, None),
+                inside => (inside, Some(path)),
+            };
             corr.library_opens.push(crate::correlate::LibraryOpen {
                 pid,
                 path,
                 file: Some(file),
+                node_path,
             });
         }
     }

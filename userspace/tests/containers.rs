@@ -99,6 +99,54 @@ impl Job {
         }
     }
 
+    /// The same job in a chroot, as Apptainer gives one: the node's /usr is bind-mounted into
+    /// its tree, whose loader cache (made by `ldconfig -r`) names a copy of libc in /opt/lib,
+    /// a path only the job's root has. /proc names that copy from strata's root, through the
+    /// chroot's directory.
+    fn start_chrooted(dir: &Path) -> Job {
+        let root = dir.join("root");
+        let dirs = ["etc", "opt/lib", "data"].map(Path::new);
+        common::chroot_tree(&root, &dirs);
+        build_c("cc", "posix_stdio.c", &root.join("job/posix_stdio"), &[]);
+        let copy = root.join("opt/lib/libc.so.6");
+        fs::copy(own_libc(), &copy).unwrap();
+        let copy_ino = fs::metadata(&copy).unwrap().ino();
+        fs::write(
+            root.join("etc/ld.so.conf"),
+            "/opt/lib\n/usr/lib/x86_64-linux-gnu\n",
+        )
+        .unwrap();
+        let fifo = root.join("go");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let mount_usr = format!("mount --rbind /usr {}/usr", root.display());
+        let cached = Command::new("unshare")
+            .args(["--mount", "--propagation", "private", "sh", "-c"])
+            .arg(format!("{mount_usr} && ldconfig -r {}", root.display()))
+            .status()
+            .unwrap();
+        assert!(cached.success(), "ldconfig -r: {cached:?}");
+        // The shell in the chroot maps the copy and waits for the go.
+        let child = Command::new("unshare")
+            .args(["--mount", "--propagation", "private", "sh", "-c"])
+            .arg(format!(
+                "{mount_usr} && exec chroot {} /bin/sh -c 'read x < /go && exec /job/posix_stdio /data'",
+                root.display()
+            ))
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        wait_for("the job maps its own libc", || {
+            maps_inode(pid, copy.to_str().unwrap(), copy_ino)
+        });
+        Job {
+            child,
+            pid,
+            libc: "/opt/lib/libc.so.6".into(),
+            data: root.join("data"),
+            fifo,
+        }
+    }
+
     /// Lets the workload run, and waits for it.
     fn go(&mut self) {
         fs::OpenOptions::new()
@@ -110,9 +158,22 @@ impl Job {
         assert!(self.child.wait().unwrap().success(), "the workload failed");
     }
 
+    /// [`Job::check_calls_and_probes`], and the files table names the stdio file as the node
+    /// does.
+    fn check(&self, out: &Path) {
+        let file_id = self.check_calls_and_probes(out);
+        let files = rows(out, "files");
+        let path = files
+            .iter()
+            .find(|f| f.i("file_id") == file_id)
+            .and_then(|f| f.s("path"));
+        assert_eq!(path, self.data.join("stdio.txt").to_str());
+    }
+
     /// The job's stdio calls are rows, nested as they ran, and both files were probed for
     /// fwrite: the node's libc at start and the job's copy, under the path the job maps it by.
-    fn check(&self, out: &Path) {
+    /// Returns the stdio file's id.
+    fn check_calls_and_probes(&self, out: &Path) -> Option<i64> {
         let pid = i64::from(self.pid);
         let calls: Vec<_> = rows(out, "calls")
             .into_iter()
@@ -142,12 +203,6 @@ impl Job {
             (flush.i("bytes_result"), flush.i("offset"), flush.i("depth")),
             (Some(1600), Some(0), Some(1))
         );
-        let files = rows(out, "files");
-        let path = files
-            .iter()
-            .find(|f| f.i("file_id") == fclose.i("file_id"))
-            .and_then(|f| f.s("path"));
-        assert_eq!(path, self.data.join("stdio.txt").to_str());
         let probes = rows(out, "probes");
         let targets: Vec<&str> = probes
             .iter()
@@ -156,6 +211,7 @@ impl Job {
             .collect();
         assert_eq!(targets.len(), 2, "{targets:?}");
         assert!(targets.contains(&self.libc.as_str()), "{targets:?}");
+        fclose.i("file_id")
     }
 }
 
@@ -194,6 +250,16 @@ fn finished(st: Child, code: i32) {
     assert_eq!(res.status.code(), Some(code), "{:?}", res.status);
 }
 
+/// Records `job` by `--pid` into `out`, lets it run, and waits for the run to end by itself
+/// with the job's tree.
+fn record_by_pid(job: &mut Job, out: &Path) {
+    let pid = job.pid.to_string();
+    let st = recording(out, &["--pid".as_ref(), pid.as_ref()]);
+    wait_attached(out);
+    job.go();
+    finished(st, 0);
+}
+
 /// `--pid` on a running job in a container: its libraries are found among its mappings and
 /// probed through /proc/<pid>/root before the run begins.
 #[test]
@@ -201,14 +267,22 @@ fn a_running_job_in_a_container_is_traced_through_its_own_libc() {
     require_root();
     let dir = fs::canonicalize(scratch("container_pid")).unwrap();
     let mut job = Job::start(&dir);
-    let out = dir.join("out");
-    let pid = job.pid.to_string();
-    let st = recording(&out, &["--pid".as_ref(), pid.as_ref()]);
-    wait_attached(&out);
-    job.go();
-    // The tree has exited: the run ends by itself.
-    finished(st, 0);
-    job.check(&out);
+    record_by_pid(&mut job, &dir.join("out"));
+    job.check(&dir.join("out"));
+}
+
+/// `--pid` on a running job in a chroot: its own libc is found among its mappings, probed
+/// through /proc/<pid>/root, and named by its path in the job's root, not by the node's path
+/// through the chroot's directory.
+#[test]
+fn a_running_job_in_a_chroot_is_traced_through_its_own_libc() {
+    require_root();
+    let dir = fs::canonicalize(scratch("chroot_pid")).unwrap();
+    let mut job = Job::start_chrooted(&dir);
+    record_by_pid(&mut job, &dir.join("out"));
+    // Not the files table's name of the stdio file: resolved once the job has ended, it is
+    // the job's (/data/stdio.txt), not the node's.
+    job.check_calls_and_probes(&dir.join("out"));
 }
 
 /// A cgroup removed on drop.
