@@ -254,7 +254,12 @@ impl Files {
         };
         let (meta, canonical, found_at) = match &found {
             Some(f) => (Some(f.meta.clone()), f.canonical.clone(), f.at.clone()),
-            None => (None, path.to_string(), None),
+            // Not there any more: as the node would have named it (a chroot's directory
+            // first), as the files found are.
+            None => match self.views.get(pid) {
+                Some(view) => (None, view.outside(path), None),
+                None => (None, path.to_string(), None),
+            },
         };
         // Gone before it could be stat'ed: what the kernel side read, if it did.
         let kernel = kernel.filter(|_| meta.is_none());
@@ -830,13 +835,18 @@ mod tests {
             files.resolved(pid, "/data").as_deref(),
             Some("/scratch/run")
         );
-        // Not under its root: not found, and not taken for strata's file of that name.
+        // Not under its root: not found, not taken for strata's file of that name, and
+        // named where it would be from the node (as a file renamed since is).
         let own = std::env::temp_dir().join(format!("strata-view-own-{me}"));
         fs::write(&own, b"y").unwrap();
         let before = files.new_rows.len();
         files.resolve(pid, None, own.to_str().unwrap());
         let row = &files.new_rows[before];
-        assert_eq!((row.path.as_str(), row.ino), (own.to_str().unwrap(), None));
+        let under_root = root.join(own.strip_prefix("/").unwrap());
+        assert_eq!(
+            (row.path.as_str(), row.ino),
+            (under_root.to_str().unwrap(), None)
+        );
         // Its exit handled: its root is let go.
         files.forget_process(pid);
         assert!(files.views.get(pid).is_none());

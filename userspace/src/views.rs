@@ -124,6 +124,17 @@ impl View {
     pub fn inside(&self, path: &str) -> String {
         crate::files::os_text(inside(&self.link, Path::new(path)))
     }
+
+    /// `path` (absolute, as the process names it) from strata's root, its links not followed:
+    /// the name of a file no longer there to resolve (renamed or removed since).
+    pub fn outside(&self, path: &str) -> String {
+        match path.strip_prefix('/') {
+            Some(rest) if self.link != Path::new("/") => {
+                crate::files::os_text(self.link.join(rest))
+            }
+            _ => path.to_string(),
+        }
+    }
 }
 
 /// `path`, as /proc gives it to strata, as a process whose root /proc gives as `root` names
