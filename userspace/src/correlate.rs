@@ -201,9 +201,9 @@ pub struct LibraryOpen {
     pub path: String,
     /// (dev, ino) as `stat` gives them, where the kernel side or the process's mappings told.
     pub file: Option<(u64, u64)>,
-    /// The path from strata's root, where it is another (a file a chroot maps): opened by
-    /// it once the process is gone.
-    pub node_path: Option<String>,
+    /// `path` is as /proc names it from strata's root (a mapping), not as the process does:
+    /// a chroot's directory is taken off before it is attached.
+    pub from_node: bool,
 }
 
 impl Correlator {
@@ -1922,7 +1922,7 @@ impl Correlator {
                     pid,
                     path: a.clone(),
                     file,
-                    node_path: None,
+                    from_node: false,
                 });
             }
         }

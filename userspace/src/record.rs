@@ -732,17 +732,22 @@ fn attach_queued(
     // A path names one file in one mount namespace: looked at once per namespace.
     let mut seen = std::collections::HashSet::new();
     let mut namespaces = std::collections::HashMap::new();
+    let mut roots = std::collections::HashMap::new();
     for crate::correlate::LibraryOpen {
         pid,
         path,
         file,
-        node_path,
+        from_node,
     } in std::mem::take(&mut corr.library_opens)
     {
         // A file already looked at (every new process maps libc) costs no look through /proc.
         if file.is_some_and(|f| loaded.looked_at(f)) || !corr.is_probed_library(&path) {
             continue;
         }
+        let (path, node_path) = match from_node {
+            true => mapped_in_view(pid, path, roots.entry(pid).or_default()),
+            false => (path, None),
+        };
         let ns = namespaces
             .entry(pid)
             .or_insert_with(|| std::fs::read_link(format!("/proc/{pid}/ns/mnt")).ok())
@@ -786,34 +791,37 @@ fn attach_seen_by(
     loaded.attach_library(probes, &file, path)
 }
 
-/// Queues the probed libraries `pids` map for [`attach_opened_libraries`], named as each
-/// process sees them: /proc names a mapped file from strata's root, so a chroot's directory
-/// comes off (a probe row would otherwise name a container's library by a path of the node).
+/// Queues the shared objects `pids` map for [`attach_opened_libraries`].
 pub(crate) fn queue_mapped(corr: &mut Correlator, pids: impl IntoIterator<Item = i32>) {
     for pid in pids {
-        let mut root = None;
         for (path, file) in crate::maps::shared_objects(pid) {
-            if !corr.is_probed_library(&path) {
-                continue;
-            }
-            // Read with the maps, once a probed library is among them; unreadable (the
-            // process is gone), the path stays strata's, which opens the same file.
-            let root = root.get_or_insert_with(|| std::fs::read_link(format!("/proc/{pid}/root")));
-            let inside = match root {
-                Ok(root) => crate::views::inside(root, std::path::Path::new(&path)),
-                Err(_) => std::path::PathBuf::from(&path),
-            };
-            let (path, node_path) = match crate::files::os_text(inside) {
-                same if same == path => (path, None),
-                inside => (inside, Some(path)),
-            };
             corr.library_opens.push(crate::correlate::LibraryOpen {
                 pid,
                 path,
                 file: Some(file),
-                node_path,
+                from_node: true,
             });
         }
+    }
+}
+
+/// A mapped library's `path` (as /proc names it from strata's root) as process `pid` names
+/// it, its chroot's directory taken off (a probe row would otherwise name a container's
+/// library by a path of the node), and strata's path where that is another. `root`: the
+/// process's root link, read once per process (unreadable: the process is gone, and
+/// strata's path opens the same file).
+fn mapped_in_view(
+    pid: i32,
+    path: String,
+    root: &mut Option<std::io::Result<std::path::PathBuf>>,
+) -> (String, Option<String>) {
+    let root = root.get_or_insert_with(|| std::fs::read_link(format!("/proc/{pid}/root")));
+    let Ok(root) = root else {
+        return (path, None);
+    };
+    match crate::files::os_text(crate::views::inside(root, std::path::Path::new(&path))) {
+        inside if inside == path => (path, None),
+        inside => (inside, Some(path)),
     }
 }
 
