@@ -119,15 +119,15 @@ impl Job {
         let fifo = root.join("go");
         nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
         let mount_usr = format!("mount --rbind /usr {}/usr", root.display());
-        let cached = Command::new("unshare")
-            .args(["--mount", "--propagation", "private", "sh", "-c"])
+        let cached = Command::new(common::PRIVATE_NAMESPACE_SH[0])
+            .args(&common::PRIVATE_NAMESPACE_SH[1..])
             .arg(format!("{mount_usr} && ldconfig -r {}", root.display()))
             .status()
             .unwrap();
         assert!(cached.success(), "ldconfig -r: {cached:?}");
         // The shell in the chroot maps the copy and waits for the go.
-        let child = Command::new("unshare")
-            .args(["--mount", "--propagation", "private", "sh", "-c"])
+        let child = Command::new(common::PRIVATE_NAMESPACE_SH[0])
+            .args(&common::PRIVATE_NAMESPACE_SH[1..])
             .arg(format!(
                 "{mount_usr} && exec chroot {} /bin/sh -c 'read x < /go && exec /job/posix_stdio /data'",
                 root.display()
