@@ -49,6 +49,9 @@ pub struct DaemonConfig {
     pub output_root: Option<PathBuf>,
     /// The control socket.
     pub socket: Option<PathBuf>,
+    /// Whether a job's files on this node are merged (`strata compact`) once its dataset is
+    /// closed.
+    pub compact: Option<bool>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -181,6 +184,7 @@ mod tests {
             [daemon]
             output_root = "/lustre/strata"
             socket = "/run/strata/s.sock"
+            compact = false
             "#,
         )
         .unwrap();
@@ -188,6 +192,7 @@ mod tests {
         assert_eq!(cfg.skip_layers, Some(vec!["stdio".to_string()]));
         assert_eq!(cfg.backlog_mib, Some(256));
         assert_eq!(cfg.expedite_grace_periods, Some(false));
+        assert_eq!(cfg.daemon.compact, Some(false));
         assert_eq!(
             cfg.daemon.output_root.as_deref(),
             Some(Path::new("/lustre/strata"))

@@ -50,6 +50,8 @@ pub struct DaemonArgs {
     pub paths: Option<Vec<String>>,
     /// Expedited RCU grace periods around attaches while jobs run, and the detach.
     pub expedite: bool,
+    /// Merge each closed job's files on this node (`strata compact`), in a thread of its own.
+    pub compact: bool,
 }
 
 /// Where a job's processes are: a cgroup directory, or a Slurm job's (found when it appears).
@@ -123,6 +125,8 @@ struct Daemon {
     /// before it was looked up).
     unrouted: u64,
     v2_root: PathBuf,
+    /// Compactions of closed jobs' files still running (waited for at the end).
+    compactions: Vec<std::thread::JoinHandle<()>>,
 }
 
 pub fn run(args: DaemonArgs) -> anyhow::Result<()> {
@@ -199,6 +203,7 @@ pub fn run(args: DaemonArgs) -> anyhow::Result<()> {
         owner: HashMap::new(),
         unrouted: 0,
         v2_root,
+        compactions: Vec::new(),
     };
     let result = d.serve(&listener, &stop);
     // Whatever happened, close every dataset.
@@ -207,6 +212,11 @@ pub fn run(args: DaemonArgs) -> anyhow::Result<()> {
     }
     let _ = std::fs::remove_file(&d.args.socket);
     attach::detach(d.loaded);
+    // An interrupted compaction loses nothing (the next one finishes it), but one that ends
+    // leaves no file in progress behind.
+    for c in d.compactions {
+        let _ = c.join();
+    }
     result
 }
 
@@ -689,20 +699,6 @@ impl Daemon {
         job.run.complete = job.write_error.is_none();
         // The daemon's, shared by its jobs.
         job.run.peak_rss_kib = crate::node::peak_rss_kib();
-        let written = job
-            .out
-            .flush()
-            .and_then(|()| job.out.write_run(job.run.clone()));
-        match written {
-            Ok(()) => eprintln!(
-                "strata daemon: job {} closed: {} events, {} calls, {} lost",
-                job.name, job.events, job.run.calls_written, job.run.events_lost
-            ),
-            Err(e) => eprintln!(
-                "strata daemon: job {}: closing its dataset failed: {e:#}",
-                job.name
-            ),
-        }
         if job.corr.internal_errors > 0 {
             eprintln!(
                 "strata daemon: job {}: {} records were skipped after an internal error, a bug \
@@ -711,5 +707,57 @@ impl Daemon {
                 job.name, job.corr.internal_errors
             );
         }
+        // The run row last: once it has its end, the dataset is complete (and compacted).
+        let flushed = job.out.flush();
+        let compact = self.args.compact && flushed.is_ok();
+        let (dir, host) = (
+            self.args.output_root.join(&job.name),
+            self.args.host.clone(),
+        );
+        let (name, events, run, run_id) = (job.name, job.events, job.run, job.out.run_id.clone());
+        let mode = self.args.file_mode;
+        let finish = move || {
+            if compact {
+                compact_job(&name, &dir, &host, &run_id);
+            }
+            let (calls, lost) = (run.calls_written, run.events_lost);
+            // A writer of its own: the job's holds what a thread cannot share.
+            let written = flushed
+                .and_then(|()| Dataset::create(&dir, &host, &run_id, mode))
+                .and_then(|mut out| out.write_run(run));
+            match written {
+                Ok(()) => eprintln!(
+                    "strata daemon: job {name} closed: {events} events, {calls} calls, {lost} lost"
+                ),
+                Err(e) => eprintln!("strata daemon: job {name}: closing its dataset failed: {e:#}"),
+            }
+        };
+        if compact {
+            // Off the event loop: the other jobs' records keep coming meanwhile.
+            self.compactions.retain(|c| !c.is_finished());
+            self.compactions.push(std::thread::spawn(finish));
+        } else {
+            finish();
+        }
+    }
+}
+
+/// Merges a closed job's files on this node (`strata compact --host HOST --run RUN`): nothing
+/// writes them any more, while the job's other runs and other nodes may still write beside
+/// them.
+fn compact_job(name: &str, dir: &Path, host: &str, run: &str) {
+    let only = crate::compact::Only {
+        host: Some(host),
+        run: Some(run),
+    };
+    match crate::compact::run(dir, only, crate::compact::Limits::default(), false) {
+        Ok(parts) => {
+            let before: usize = parts.iter().map(|p| p.files_before).sum();
+            let after: usize = parts.iter().map(|p| p.files_after).sum();
+            if after < before {
+                eprintln!("strata daemon: job {name}: its {before} files here merged into {after}");
+            }
+        }
+        Err(e) => eprintln!("strata daemon: job {name}: compacting its files failed: {e:#}"),
     }
 }

@@ -113,6 +113,18 @@ impl Dataset {
             + self.pagecache.rows_written
     }
 
+    /// Files written so far, all tables.
+    pub fn files_written(&self) -> u32 {
+        self.calls.files_written()
+            + self.handles.files_written()
+            + self.files.files_written()
+            + self.processes.files_written()
+            + self.mounts.files_written()
+            + self.probes.files_written()
+            + self.block.files_written()
+            + self.pagecache.files_written()
+    }
+
     pub fn bytes_written(&self) -> u64 {
         self.calls.bytes_written
             + self.handles.bytes_written

@@ -5,6 +5,7 @@ pub mod attach;
 pub mod bpf_access;
 pub mod btf;
 pub mod cgroup;
+pub mod compact;
 pub mod config;
 pub mod control;
 pub mod correlate;

@@ -25,7 +25,8 @@ strata record -o out/ -- mpirun -np 4 ./app     trace a command and all it start
 strata record -o out/ --pid 1234                attach to a running process tree\n  \
 strata record -o out/ --all --duration 60s      every process on the node for a minute\n  \
 strata record -o out/ --slurm-job 4242          a Slurm job's processes on this node\n  \
-strata probes                                   list what would be probed\n\n\
+strata probes                                   list what would be probed\n  \
+strata compact out/                             merge a finished run's files into fewer\n\n\
 Query the result:\n  \
 duckdb -c \"SELECT layer, function, count(*), sum(bytes_result) FROM read_parquet('out/calls/**/*.parquet', hive_partitioning=true) GROUP BY ALL\""
 )]
@@ -251,6 +252,11 @@ enum Cmd {
         /// The control socket. [default: /run/strata/strata.sock]
         #[arg(long, value_name = "PATH")]
         socket: Option<PathBuf>,
+        /// Whether a closed job's files on this node are merged into fewer (as `strata
+        /// compact --host NODE --run RUN` would), in the background. [default: true, or the
+        /// configuration's daemon.compact]
+        #[arg(long, value_name = "BOOL")]
+        compact: Option<bool>,
         #[command(flatten)]
         opts: TraceOpts,
     },
@@ -275,6 +281,43 @@ enum Cmd {
         /// (`strata report out/ --format html > report.html`).
         #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
         format: ReportFormat,
+    },
+    /// Merge a finished dataset's files into fewer, larger ones (run it once no strata
+    /// writes there any more).
+    ///
+    /// While it records, strata writes a busy table's rows as a new file at each flush (once
+    /// a second, and whenever 100,000 rows wait), so that a killed tracer loses at most the
+    /// last interval: an hour of a busy job leaves thousands of files per table. This merges
+    /// each run's files, in the order they were written, into files of at most --max-mib and
+    /// --max-row-groups, copying their encoded row groups as they are (nothing is decoded or
+    /// compressed again). Each merged file takes the name of the first it holds; the others
+    /// are removed once it is in place. Partitions with a file still being written
+    /// (`.*.tmp`) are left alone, but a run still recording may be between two flushes:
+    /// compact only what no strata writes any more (with --host, one node's partitions).
+    /// Queries over the dataset give the same rows before and after.
+    #[command(arg_required_else_help = true)]
+    Compact {
+        /// A dataset written by `strata record -o`, a daemon's job directory, or one table's
+        /// directory in either.
+        #[arg(value_name = "DATASET")]
+        dataset: PathBuf,
+        /// Size of a merged file, at most, in MiB.
+        #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..))]
+        max_mib: u64,
+        /// Row groups of a merged file, at most (each adds to the footer every query reads).
+        #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..))]
+        max_row_groups: u64,
+        /// Only this node's partitions (`host=HOST`): a node's files can be compacted while
+        /// other nodes still write theirs into the same dataset (a Slurm epilog).
+        #[arg(long)]
+        host: Option<String>,
+        /// Only this run's files (`part-<RUN>-*.parquet`, the run table's `run_id`): a run
+        /// that has ended can be compacted while others still write beside it.
+        #[arg(long, value_name = "RUN")]
+        run: Option<String>,
+        /// Only say what would be merged.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// List the probes of a probes file (default: the built-in one) and check it.
     ///
@@ -460,6 +503,7 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
         Cmd::Daemon {
             output_root,
             socket,
+            compact,
             opts,
         } => {
             let set = opts.settings()?;
@@ -485,6 +529,7 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
                 users: set.users,
                 paths: set.paths,
                 expedite: set.expedite,
+                compact: compact.or(set.daemon.compact).unwrap_or(true),
             })?;
             Ok(0)
         }
@@ -552,6 +597,34 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
                 ReportFormat::Html => print!("{}", strata::html::render(&dataset, &answers)?),
             }
             Ok(0)
+        }
+        Cmd::Compact {
+            dataset,
+            max_mib,
+            max_row_groups,
+            host,
+            run,
+            dry_run,
+        } => {
+            let limits = strata::compact::Limits {
+                bytes: max_mib << 20,
+                row_groups: max_row_groups as usize,
+            };
+            let parts = strata::compact::run(
+                &dataset,
+                strata::compact::Only {
+                    host: host.as_deref(),
+                    run: run.as_deref(),
+                },
+                limits,
+                dry_run,
+            )?;
+            print!("{}", strata::compact::describe(&dataset, &parts, dry_run));
+            Ok(if parts.iter().any(|p| p.skipped.is_some()) {
+                1
+            } else {
+                0
+            })
         }
         Cmd::Probes { probes } => {
             let list = probes::load(probes.as_deref())?;

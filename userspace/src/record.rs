@@ -24,6 +24,10 @@ use crate::{
     target::{self, Spawned},
 };
 
+/// Files written by a run past which its summary suggests `strata compact`: a busy table
+/// writes one per flush.
+const COMPACT_HINT_FILES: u32 = 100;
+
 pub struct RecordArgs {
     pub output: PathBuf,
     pub command: Vec<String>,
@@ -503,6 +507,14 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
             summary.render(|id| files.path(id), |id| files.mount(id))
         );
         eprintln!("{}", cost_line(&run_row));
+        if out.files_written() >= COMPACT_HINT_FILES {
+            eprintln!(
+                "strata: {} Parquet files written; `strata compact {}` merges them into a few \
+                 (same rows, faster queries)",
+                out.files_written(),
+                args.output.display()
+            );
+        }
     }
     if tree_ended && !args.quiet {
         eprintln!("strata: every traced process has exited");

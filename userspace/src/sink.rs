@@ -825,6 +825,11 @@ impl<T: Table> TableWriter<T> {
         &self.dir
     }
 
+    /// Files written so far (a file written again counts once).
+    pub fn files_written(&self) -> u32 {
+        self.seq
+    }
+
     /// Rows waiting for the next file.
     pub fn buffered(&self) -> usize {
         self.buffered

@@ -815,3 +815,60 @@ fn slurm_prolog_and_epilog_drive_the_daemon() {
         Some(format!("--slurm-job {job}").as_str())
     );
 }
+
+/// A closed job's files on the node are merged (`strata compact`) before its run row gets its
+/// end: a reader that waits for `run.end_ns` reads the merged dataset, with every row. Ground
+/// truth: `dd bs=1` makes exactly 150,000 one-byte writes, enough rows for several files.
+#[test]
+fn a_closed_jobs_files_are_merged_before_its_dataset_is_complete() {
+    require_root();
+    let dir = scratch("daemon-compact");
+    let (root, socket) = (dir.join("out"), dir.join("strata.sock"));
+    let (mut daemon, log) = start_daemon(&root, &socket, "posix", &[]);
+    let g = Group::new("compact");
+    g.create();
+    ctl(
+        &socket,
+        &["start", "busy", "--cgroup", g.0.to_str().unwrap()],
+    );
+    let d = dir.display();
+    let mut w = inside(
+        &g,
+        &format!("dd if=/dev/zero of={d}/busy bs=1 count=150000 status=none"),
+    );
+    assert!(w.wait().unwrap().success());
+    std::thread::sleep(Duration::from_millis(500));
+    let job = root.join("busy");
+    let calls_files = || {
+        let host = std::fs::read_dir(job.join("calls"))
+            .unwrap()
+            .next()
+            .unwrap();
+        (std::fs::read_dir(host.unwrap().path()).unwrap())
+            .filter(|f| {
+                let name = f.as_ref().unwrap().file_name();
+                let name = name.to_string_lossy();
+                name.ends_with(".parquet") && !name.starts_with('.')
+            })
+            .count()
+    };
+    let written = calls_files();
+    assert!(
+        written >= 3,
+        "the job should have written several calls files, not {written}"
+    );
+    ctl(&socket, &["stop", "busy"]);
+    wait_for("the job's run row to get its end", || {
+        rows(&job, "run").iter().any(|r| r.i("end_ns").is_some())
+    });
+    assert_eq!(calls_files(), 1, "merged before the run row's end");
+    let writes = per_file(&job, "write");
+    assert_eq!(writes.get("busy"), Some(&(150_000, 150_000)), "{writes:?}");
+    daemon.terminate();
+    let log = log.join().unwrap();
+    assert!(
+        log.iter()
+            .any(|l| l.contains("job busy: its") && l.contains("merged into")),
+        "{log:?}"
+    );
+}
