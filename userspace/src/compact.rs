@@ -211,7 +211,8 @@ fn compact_dir(
                  after the run has ended, or remove the file if no strata writes here",
                 entry.path().display()
             ));
-        } else if entry.file_type()?.is_file() && visible_parquet(&name) {
+        } else if ours(&name) && entry.file_type()?.is_file() && visible_parquet(&name) {
+            // Another run's files are not even read: they may still be written.
             names.push(name);
         }
     }

@@ -204,6 +204,10 @@ fn limits_keep_merged_files_small_and_bad_input_is_named() {
     let err = String::from_utf8_lossy(&res.stderr);
     assert!(err.contains("in a host=elsewhere partition"), "{err}");
     assert_eq!(files(&out, "calls").0, before);
+    // Another run's files only: none of these.
+    let (ok, said) = compact(&out, &["--run", "1-2"]);
+    assert!(ok, "{said}");
+    assert_eq!(files(&out, "calls").0, before);
     // This node's, with one row group per file written: at most two in a merged file.
     let host = before[0]
         .parent()
