@@ -43,7 +43,7 @@ pub struct Limits {
     /// Bytes of a merged file, at most (a file already larger is left alone).
     pub bytes: u64,
     /// Row groups of a merged file, at most: each is a footer entry per column, which every
-    /// query reads (a calls file of 1,024 row groups has a footer of some 3 MiB).
+    /// query reads (1.6 KiB a row group of calls, measured: a footer of 1.6 MiB at 1,024).
     pub row_groups: usize,
 }
 
@@ -252,7 +252,7 @@ fn compact_dir(
     let mut alone = Vec::new();
     for s in sources.drain(..) {
         match run_and_seq(&s.name) {
-            Some((run, _)) if ours(&s.name) => by_run.entry(run.to_string()).or_default().push(s),
+            Some((run, _)) => by_run.entry(run.to_string()).or_default().push(s),
             _ => alone.push(s),
         }
     }

@@ -308,7 +308,7 @@ enum Cmd {
         #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..))]
         max_row_groups: u64,
         /// Only this node's partitions (`host=HOST`): a node's files can be compacted while
-        /// other nodes still write theirs into the same dataset (a Slurm epilog).
+        /// other nodes still write theirs into the same dataset.
         #[arg(long)]
         host: Option<String>,
         /// Only this run's files (`part-<RUN>-*.parquet`, the run table's `run_id`): a run
