@@ -18,7 +18,7 @@
 use std::{
     collections::BTreeMap,
     fs,
-    os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _},
+    os::unix::fs::PermissionsExt as _,
     path::{Path, PathBuf},
     sync::Arc,
 };
@@ -33,6 +33,8 @@ use parquet::{
         writer::SerializedFileWriter,
     },
 };
+
+use crate::inprogress::{self, State};
 
 /// The metadata key that lists the files a merged file replaced (comma-separated names).
 pub const COMPACTED_FROM: &str = "strata.compacted_from";
@@ -79,6 +81,10 @@ pub struct Partition {
     /// bytes (counted in `files_before` and `bytes_before`).
     pub leftovers_removed: usize,
     pub leftover_bytes: u64,
+    /// Temporary files a killed strata left: complete ones renamed into place, and
+    /// incomplete ones removed.
+    pub put_in_place: usize,
+    pub incomplete_removed: usize,
     /// Why the directory was left alone, if it was.
     pub skipped: Option<String>,
 }
@@ -201,21 +207,18 @@ fn compact_dir(
         ..Default::default()
     };
     let mut names = Vec::new();
+    let mut tmps = Vec::new();
     for entry in fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))? {
         let entry = entry?;
         let name = entry.file_name().to_string_lossy().into_owned();
         if name.starts_with('.') && name.ends_with(".tmp") && ours(&name) {
-            // A flush (or a compaction) in progress, or one a killed process left.
-            part.skipped = Some(format!(
-                "{} is being written (or was left by a process that was killed): compact \
-                 after the run has ended, or remove the file if no strata writes here",
-                entry.path().display()
-            ));
+            tmps.push(entry.path());
         } else if ours(&name) && entry.file_type()?.is_file() && visible_parquet(&name) {
             // Another run's files are not even read: they may still be written.
             names.push(name);
         }
     }
+    left_behind(&mut part, tmps, &mut names, dry_run)?;
     names.sort();
     let mut sources = Vec::with_capacity(names.len());
     for name in names {
@@ -294,6 +297,60 @@ fn compact_dir(
     Ok(part)
 }
 
+/// Deals with a partition's temporary files before anything else. One still being written (or
+/// of which that cannot be told) keeps the partition as it is. One a killed strata left is put
+/// in place if it is complete (its writer was killed between finishing and renaming it: its
+/// rows are nowhere else), and removed if not (its rows never reached a visible file).
+fn left_behind(
+    part: &mut Partition,
+    tmps: Vec<PathBuf>,
+    names: &mut Vec<String>,
+    dry_run: bool,
+) -> anyhow::Result<()> {
+    let now = std::time::SystemTime::now();
+    let mut left = Vec::new();
+    for tmp in tmps {
+        match inprogress::state(&tmp, now)
+            .with_context(|| format!("cannot tell whether {} is being written", tmp.display()))?
+        {
+            State::Gone => {}
+            State::Left => left.push(tmp),
+            State::Written(why) => {
+                part.skipped = Some(format!("{} is being written: {why}", tmp.display()));
+                return Ok(());
+            }
+            State::Unknown(why) => {
+                part.skipped = Some(format!("{} may be being written: {why}", tmp.display()));
+                return Ok(());
+            }
+        }
+    }
+    for tmp in left {
+        match inprogress::target(&tmp).filter(|_| read_meta(&tmp).is_ok()) {
+            Some(target) => {
+                part.put_in_place += 1;
+                if dry_run {
+                    continue;
+                }
+                fs::rename(&tmp, &target).with_context(|| {
+                    format!("cannot rename {} to {}", tmp.display(), target.display())
+                })?;
+                let name = target.file_name().unwrap_or_default().to_string_lossy();
+                if !names.iter().any(|n| *n == name) {
+                    names.push(name.into_owned());
+                }
+            }
+            None => {
+                part.incomplete_removed += 1;
+                if !dry_run {
+                    remove(&tmp)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 fn same_schema(a: &ParquetMetaData, b: &ParquetMetaData) -> bool {
     let kv = |m: &ParquetMetaData, key: &str| {
         (m.file_metadata().key_value_metadata().into_iter().flatten())
@@ -320,12 +377,7 @@ fn merge(dir: &Path, group: &[Source]) -> anyhow::Result<u64> {
     let target = dir.join(&first.name);
     let tmp = dir.join(format!(".{}.compact.tmp", first.name));
     let mode = fs::metadata(&target)?.permissions().mode() & 0o7777;
-    let out = fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(mode)
-        .open(&tmp)
+    let out = crate::inprogress::create(&tmp, mode)
         .with_context(|| format!("cannot create {}", tmp.display()))?;
     let written = copy_row_groups(dir, group, out.try_clone()?)
         .and_then(|()| out.sync_all().context("cannot sync"));
@@ -400,6 +452,25 @@ pub fn describe(root: &Path, parts: &[Partition], dry_run: bool) -> String {
                 } else {
                     "removed"
                 },
+            );
+        }
+        let done = |n: usize| match (dry_run, n) {
+            (true, _) => "would be",
+            (false, 1) => "was",
+            (false, _) => "were",
+        };
+        if p.put_in_place > 0 {
+            s += &format!(
+                "{dir}: {} that a killed strata had written but not renamed {} put in place\n",
+                files(p.put_in_place),
+                done(p.put_in_place),
+            );
+        }
+        if p.incomplete_removed > 0 {
+            s += &format!(
+                "{dir}: {} that a killed strata left incomplete {} removed\n",
+                files(p.incomplete_removed),
+                done(p.incomplete_removed),
             );
         }
         let sources = p.files_before - p.leftovers_removed;

@@ -22,6 +22,7 @@ pub mod grace;
 pub mod handles;
 pub mod hdf5;
 pub mod html;
+pub mod inprogress;
 pub mod kernel;
 pub mod ldcache;
 pub mod libraries;

@@ -292,9 +292,11 @@ enum Cmd {
     /// --max-row-groups, copying their encoded row groups as they are (nothing is decoded or
     /// compressed again). Each merged file takes the name of the first it holds; the others
     /// are removed once it is in place. Partitions with a file still being written
-    /// (`.*.tmp`) are left alone, but a run still recording may be between two flushes:
-    /// compact only what no strata writes any more (with --host, one node's partitions).
-    /// Queries over the dataset give the same rows before and after.
+    /// (`.*.tmp`, locked by its writer or modified in the last minute) are left alone, but a
+    /// run still recording may be between two flushes: compact only what no strata writes
+    /// any more (with --host, one node's partitions). A file a killed strata left unrenamed
+    /// is put in place if complete and removed if not. Queries over the dataset give the
+    /// same rows before and after.
     #[command(arg_required_else_help = true)]
     Compact {
         /// A dataset written by `strata record -o`, a daemon's job directory, or one table's

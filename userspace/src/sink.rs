@@ -7,7 +7,7 @@
 use std::{
     cell::RefCell,
     fs,
-    os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _},
+    os::unix::fs::DirBuilderExt as _,
     path::{Path, PathBuf},
     rc::Rc,
     sync::Arc,
@@ -914,12 +914,7 @@ fn write_file(
 ) -> anyhow::Result<u64> {
     let tmp = dir.join(format!(".{name}.tmp"));
     let path = dir.join(name);
-    let file = fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(mode)
-        .open(&tmp)
+    let file = crate::inprogress::create(&tmp, mode)
         .with_context(|| format!("cannot create {}", tmp.display()))?;
     let written = encode::write(file, schema, batches);
     if let Err(e) = written {

@@ -6,6 +6,7 @@ mod common;
 
 use std::{
     fs,
+    os::fd::AsRawFd as _,
     path::{Path, PathBuf},
 };
 
@@ -83,6 +84,20 @@ fn spark_calls(out: &Path) -> String {
     String::from_utf8(res.stdout).unwrap().trim().to_string()
 }
 
+/// The name a flush writes `file` under before renaming it into place.
+fn hidden_tmp(file: &Path) -> PathBuf {
+    let name = file.file_name().unwrap().to_string_lossy();
+    file.with_file_name(format!(".{name}.tmp"))
+}
+
+/// Sets a file's modification time two minutes back: older than an in-progress file can be
+/// (`strata::inprogress::STALE_AFTER`).
+fn two_minutes_old(file: &Path) {
+    let then = std::time::SystemTime::now() - 2 * strata::inprogress::STALE_AFTER;
+    let f = fs::OpenOptions::new().write(true).open(file).unwrap();
+    f.set_modified(then).unwrap();
+}
+
 fn compact(out: &Path, extra: &[&str]) -> (bool, String) {
     let res = run(strata().arg("compact").args(extra).arg(out));
     let stdout = String::from_utf8_lossy(&res.stdout).into_owned();
@@ -133,13 +148,54 @@ fn a_runs_files_merge_into_one_with_every_row_and_an_interrupted_merge_is_finish
     assert!(ok && said.contains("dry run"), "{said}");
     assert_eq!(files(&out, "calls").0, before);
 
-    // A file in progress keeps its partition as it is, and says why (exit status 1).
+    // A file in progress keeps its partition as it is, and says why (exit status 1): one
+    // just modified, and one however old whose writer holds its lock.
     let busy = before[0].with_file_name(".part-1-2-000003.parquet.tmp");
     fs::write(&busy, b"").unwrap();
     let (ok, said) = compact(&out, &[]);
-    assert!(!ok && said.contains("left alone"), "{said}");
+    assert!(
+        !ok && said.contains("left alone") && said.contains("s ago"),
+        "{said}"
+    );
     assert_eq!(files(&out, "calls").0, before);
+    let held = fs::File::open(&busy).unwrap();
+    two_minutes_old(&busy);
+    // SAFETY: flock on a descriptor the test owns.
+    assert_eq!(unsafe { libc::flock(held.as_raw_fd(), libc::LOCK_EX) }, 0);
+    let (ok, said) = compact(&out, &[]);
+    assert!(!ok && said.contains("holds its lock"), "{said}");
+    assert_eq!(files(&out, "calls").0, before);
+    drop(held);
     fs::remove_file(&busy).unwrap();
+
+    // What a strata killed while writing leaves: its last file complete but not renamed
+    // into place (its rows are in no visible file), and a file cut short.
+    let last = before.last().unwrap();
+    let unrenamed = hidden_tmp(last);
+    fs::rename(last, &unrenamed).unwrap();
+    two_minutes_old(&unrenamed);
+    let cut = before[0].with_file_name(".part-1-2-000001.parquet.tmp");
+    let bytes = fs::read(&before[0]).unwrap();
+    fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    two_minutes_old(&cut);
+    assert_ne!(
+        fingerprint(&out),
+        rows_before,
+        "the unrenamed file's rows are missing"
+    );
+    let (ok, said) = compact(&out, &["--dry-run"]);
+    assert!(ok, "{said}");
+    assert!(
+        said.contains(
+            "1 file that a killed strata had written but not renamed would be put in place"
+        ),
+        "{said}"
+    );
+    assert!(
+        said.contains("1 file that a killed strata left incomplete would be removed"),
+        "{said}"
+    );
+    assert!(unrenamed.exists() && cut.exists());
 
     // Keep a source aside, to put it back later as if its removal had been interrupted.
     let aside = dir.join("aside.parquet");
@@ -147,6 +203,12 @@ fn a_runs_files_merge_into_one_with_every_row_and_an_interrupted_merge_is_finish
 
     let (ok, said) = compact(&out, &[]);
     assert!(ok, "{said}");
+    for done in [
+        "1 file that a killed strata had written but not renamed was put in place",
+        "1 file that a killed strata left incomplete was removed",
+    ] {
+        assert!(said.contains(done), "{said}");
+    }
     let (after, hidden) = files(&out, "calls");
     assert_eq!(after, [before[0].clone()], "one file, named as the first");
     assert!(hidden.is_empty(), "left in progress: {hidden:?}");
