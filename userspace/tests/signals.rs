@@ -224,6 +224,7 @@ fn a_killed_strata_leaves_every_row_flushed_before() {
     assert_eq!(run[0].i("end_ns"), None, "the run never ended");
     assert_every_write(&out, &file, pid);
     // Nothing half-written is visible: in-progress files start with a dot.
+    let mut hidden = Vec::new();
     for entry in walk(&out) {
         let name = entry.file_name().unwrap().to_str().unwrap();
         assert!(
@@ -231,7 +232,26 @@ fn a_killed_strata_leaves_every_row_flushed_before() {
             "unexpected file {}",
             entry.display()
         );
+        if name.starts_with('.') {
+            hidden.push(entry);
+        }
     }
+    // The killed run's dataset compacts, once what strata was writing when killed is older
+    // than a file in progress can be: with every write still there once, and no hidden file
+    // left.
+    let then = std::time::SystemTime::now() - 2 * strata::inprogress::STALE_AFTER;
+    for f in &hidden {
+        let f = std::fs::OpenOptions::new().write(true).open(f).unwrap();
+        f.set_modified(then).unwrap();
+    }
+    let res = strata().arg("compact").arg(&out).output().unwrap();
+    let said = String::from_utf8_lossy(&res.stdout);
+    assert!(res.status.success(), "strata compact: {said}");
+    assert_every_write(&out, &file, pid);
+    let left: Vec<_> = (walk(&out).into_iter())
+        .filter(|f| f.file_name().unwrap().to_string_lossy().starts_with('.'))
+        .collect();
+    assert!(left.is_empty(), "hidden files left: {left:?}\n{said}");
 }
 
 /// A quiet run: the few rows of each flush go into the table's newest file, written again
