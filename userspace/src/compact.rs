@@ -67,6 +67,11 @@ pub struct Only<'a> {
     /// This run's files (`part-<run>-*`), which may be compacted once the run has closed
     /// its dataset while other runs write beside them (the daemon, at a job's end).
     pub run: Option<&'a str>,
+    /// The runs may still be recording: each run's newest file of a partition, and the
+    /// files it is writing, are left alone. A run only ever writes its newest file of a
+    /// table (a new file at each flush, or the newest written again whole), never an older
+    /// one, so the others can be merged while it goes on.
+    pub recording: bool,
 }
 
 /// What a compaction did, per partition directory.
@@ -118,7 +123,7 @@ pub fn run(
             .unwrap_or_default()
     );
     dirs.iter()
-        .map(|d| compact_dir(d, only.run, limits, dry_run))
+        .map(|d| compact_dir(d, only, limits, dry_run))
         .collect()
 }
 
@@ -197,11 +202,14 @@ fn compacted_from(meta: &ParquetMetaData) -> Vec<String> {
 
 fn compact_dir(
     dir: &Path,
-    only_run: Option<&str>,
+    only: Only<'_>,
     limits: Limits,
     dry_run: bool,
 ) -> anyhow::Result<Partition> {
-    let ours = |name: &str| only_run.is_none_or(|run| name.contains(&format!("part-{run}-")));
+    let ours = |name: &str| {
+        only.run
+            .is_none_or(|run| name.contains(&format!("part-{run}-")))
+    };
     let mut part = Partition {
         dir: dir.to_path_buf(),
         ..Default::default()
@@ -212,7 +220,11 @@ fn compact_dir(
         let entry = entry?;
         let name = entry.file_name().to_string_lossy().into_owned();
         if name.starts_with('.') && name.ends_with(".tmp") && ours(&name) {
-            tmps.push(entry.path());
+            // While the runs record, their own files in progress are theirs to finish; a
+            // compaction's still keeps another away.
+            if !only.recording || name.ends_with(".compact.tmp") {
+                tmps.push(entry.path());
+            }
         } else if ours(&name) && entry.file_type()?.is_file() && visible_parquet(&name) {
             // Another run's files are not even read: they may still be written.
             names.push(name);
@@ -261,6 +273,10 @@ fn compact_dir(
     }
     for (_, mut files) in by_run {
         files.sort_by_key(|s| run_and_seq(&s.name).map(|(_, seq)| seq));
+        if only.recording {
+            // The file the run may still write again.
+            alone.extend(files.pop());
+        }
         let mut group: Vec<Source> = Vec::new();
         let (mut bytes, mut row_groups) = (0, 0);
         for s in files {
@@ -278,7 +294,9 @@ fn compact_dir(
             row_groups += rgs;
             group.push(s);
         }
-        groups.push(group);
+        if !group.is_empty() {
+            groups.push(group);
+        }
     }
     part.files_after = alone.len();
     part.bytes_after = alone.iter().map(|s| s.bytes).sum();
@@ -434,6 +452,110 @@ fn copy_row_groups(dir: &Path, group: &[Source], out: fs::File) -> anyhow::Resul
     }
     writer.close()?;
     Ok(())
+}
+
+/// Files a run writes, by default, between two merges while it records
+/// ([`WhileRecording`]): some five minutes of a busy run, which writes a calls file at
+/// every flush (once a second, and whenever 100,000 rows wait).
+pub const EVERY_FILES: u32 = 600;
+
+/// Merges a run's files in a thread of its own while the run records, each time it has
+/// written a given number more: a day of a busy job would otherwise leave some 170,000
+/// files until its end. Each table's newest file is left alone (see [`Only::recording`]).
+pub struct WhileRecording {
+    dir: PathBuf,
+    host: String,
+    run: String,
+    every: u32,
+    /// Files the run had written when the last merge started.
+    started_at: u32,
+    merging: Option<std::thread::JoinHandle<anyhow::Result<usize>>>,
+    /// Files the merges removed, in all.
+    removed: usize,
+}
+
+impl WhileRecording {
+    /// Merges of the files run `run` writes under `dir` into `host=<host>` partitions, one
+    /// each time it has written `every` more (0: none).
+    pub fn new(dir: &Path, host: &str, run: &str, every: u32) -> Option<Self> {
+        (every > 0).then(|| Self {
+            dir: dir.to_path_buf(),
+            host: host.to_string(),
+            run: run.to_string(),
+            every,
+            started_at: 0,
+            merging: None,
+            removed: 0,
+        })
+    }
+
+    /// After a flush, with the files the run has written so far: starts a merge when it is
+    /// due and none is running. Returns the error of a merge that failed, to be said (the
+    /// run goes on: its files are only left as they were).
+    pub fn poll(&mut self, files_written: u32) -> Option<anyhow::Error> {
+        let failed = match &self.merging {
+            Some(m) if !m.is_finished() => return None,
+            Some(_) => self.wait(),
+            None => None,
+        };
+        if files_written >= self.started_at + self.every {
+            self.started_at = files_written;
+            let (dir, host, run) = (self.dir.clone(), self.host.clone(), self.run.clone());
+            self.merging = Some(std::thread::spawn(move || {
+                // Signals are for the event loop; and what the merge costs should not come
+                // before the records it reads (a lower priority, as `nice`).
+                use nix::sys::signal::{SigSet, SigmaskHow, pthread_sigmask};
+                let _ = pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&SigSet::all()), None);
+                // SAFETY: sets this thread's own nice value.
+                unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as u32, 10) };
+                let only = Only {
+                    host: Some(&host),
+                    run: Some(&run),
+                    recording: true,
+                };
+                let parts = self::run(&dir, only, Limits::default(), false)?;
+                Ok(parts.iter().map(|p| p.files_before - p.files_after).sum())
+            }));
+        }
+        failed
+    }
+
+    /// Waits for the merge in progress, if any; returns its error.
+    pub fn wait(&mut self) -> Option<anyhow::Error> {
+        let result = self
+            .merging
+            .take()?
+            .join()
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("the merging thread panicked")));
+        match result {
+            Ok(removed) => {
+                self.removed += removed;
+                None
+            }
+            Err(e) => Some(e.context(format!(
+                "merging the files of run {} while it records",
+                self.run
+            ))),
+        }
+    }
+
+    /// Whether a merge is running.
+    pub fn busy(&self) -> bool {
+        self.merging.as_ref().is_some_and(|m| !m.is_finished())
+    }
+
+    /// Files the merges so far removed (the run's files now: those written less these).
+    pub fn removed(&self) -> usize {
+        self.removed
+    }
+}
+
+impl Drop for WhileRecording {
+    /// A merge in progress ends before its run does, even one that stops on an error:
+    /// else the process's exit would cut its file in progress short.
+    fn drop(&mut self) {
+        let _ = self.wait();
+    }
 }
 
 /// A line per partition that changed or was left alone, and the totals.

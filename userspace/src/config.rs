@@ -38,6 +38,9 @@ pub struct Config {
     pub paths: Option<Vec<String>>,
     /// Expedited RCU grace periods while probes attach during a run and detach at its end.
     pub expedite_grace_periods: Option<bool>,
+    /// A run's files are merged while it records each time it has written this many more
+    /// (0: never).
+    pub compact_every: Option<u32>,
     #[serde(default)]
     pub daemon: DaemonConfig,
 }
@@ -181,6 +184,7 @@ mod tests {
             users = ["root", "1001"]
             paths = ["/lustre", "/scratch"]
             expedite_grace_periods = false
+            compact_every = 100
             [daemon]
             output_root = "/lustre/strata"
             socket = "/run/strata/s.sock"
@@ -193,6 +197,7 @@ mod tests {
         assert_eq!(cfg.backlog_mib, Some(256));
         assert_eq!(cfg.expedite_grace_periods, Some(false));
         assert_eq!(cfg.daemon.compact, Some(false));
+        assert_eq!(cfg.compact_every, Some(100));
         assert_eq!(
             cfg.daemon.output_root.as_deref(),
             Some(Path::new("/lustre/strata"))

@@ -52,6 +52,8 @@ pub struct DaemonArgs {
     pub expedite: bool,
     /// Merge each closed job's files on this node (`strata compact`), in a thread of its own.
     pub compact: bool,
+    /// Merge a job's files while it runs, each time it has written this many more (0: never).
+    pub compact_every: u32,
 }
 
 /// Where a job's processes are: a cgroup directory, or a Slurm job's (found when it appears).
@@ -86,6 +88,8 @@ struct Job {
     /// Why the job's cgroup, once it appeared, could not be traced yet (a fifth depth of
     /// traced cgroups): said once per reason, and by `strata ctl status`.
     refused: Option<String>,
+    /// Merges of its files while it runs (`--compact-every`).
+    merging: Option<crate::compact::WhileRecording>,
 }
 
 impl Job {
@@ -434,6 +438,12 @@ impl Daemon {
             drops_at_start: crate::attach::Drops::now(&self.loaded),
             write_error: None,
             refused: None,
+            merging: crate::compact::WhileRecording::new(
+                &dir,
+                &self.args.host,
+                &run_id,
+                self.args.compact_every,
+            ),
         };
         self.find_cgroup(&mut job)?;
         self.loaded.resume_syscalls()?;
@@ -651,6 +661,10 @@ impl Daemon {
                     job.write_error = Some(e);
                 }
             }
+            let written = job.out.files_written();
+            if let Some(e) = job.merging.as_mut().and_then(|m| m.poll(written)) {
+                eprintln!("strata daemon: job {}: {e:#}", job.name);
+            }
             if let Some(e) = &job.write_error {
                 // Stop this job only: its dataset stays valid up to here.
                 eprintln!(
@@ -716,7 +730,14 @@ impl Daemon {
         );
         let (name, events, run, run_id) = (job.name, job.events, job.run, job.out.run_id.clone());
         let mode = self.args.file_mode;
+        let mut merging = job.merging;
+        let merging_now = merging.as_ref().is_some_and(|m| m.busy());
         let finish = move || {
+            // The merge of the running job's files first: the last one must not find its
+            // merged file in progress.
+            if let Some(e) = merging.as_mut().and_then(|m| m.wait()) {
+                eprintln!("strata daemon: job {name}: {e:#}");
+            }
             if compact {
                 compact_job(&name, &dir, &host, &run_id);
             }
@@ -732,7 +753,7 @@ impl Daemon {
                 Err(e) => eprintln!("strata daemon: job {name}: closing its dataset failed: {e:#}"),
             }
         };
-        if compact {
+        if compact || merging_now {
             // Off the event loop: the other jobs' records keep coming meanwhile.
             self.compactions.retain(|c| !c.is_finished());
             self.compactions.push(std::thread::spawn(finish));
@@ -749,6 +770,7 @@ fn compact_job(name: &str, dir: &Path, host: &str, run: &str) {
     let only = crate::compact::Only {
         host: Some(host),
         run: Some(run),
+        recording: false,
     };
     match crate::compact::run(dir, only, crate::compact::Limits::default(), false) {
         Ok(parts) => {

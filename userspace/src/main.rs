@@ -103,6 +103,13 @@ struct TraceOpts {
     /// [default: true]
     #[arg(long, value_name = "BOOL")]
     expedite_grace_periods: Option<bool>,
+    /// Merge the run's files into fewer while it records (as `strata compact` does after
+    /// it), each time it has written FILES more: a busy table writes a file at every flush,
+    /// some 7,000 an hour. Each table's newest file, which the run may still write again, is
+    /// left alone; the merge runs in a thread of its own, at a lower priority. 0: never.
+    /// [default: 600]
+    #[arg(long, value_name = "FILES")]
+    compact_every: Option<u32>,
 }
 
 /// `TraceOpts` merged with the configuration file.
@@ -119,6 +126,7 @@ struct Settings {
     users: Vec<u32>,
     paths: Option<Vec<String>>,
     expedite: bool,
+    compact_every: u32,
     daemon: strata::config::DaemonConfig,
 }
 
@@ -192,6 +200,8 @@ impl TraceOpts {
                 .expedite_grace_periods
                 .or(cfg.expedite_grace_periods)
                 .unwrap_or(true),
+            compact_every: (self.compact_every.or(cfg.compact_every))
+                .unwrap_or(strata::compact::EVERY_FILES),
             daemon: cfg.daemon,
         })
     }
@@ -283,11 +293,12 @@ enum Cmd {
         format: ReportFormat,
     },
     /// Merge a finished dataset's files into fewer, larger ones (run it once no strata
-    /// writes there any more).
+    /// writes there any more, or with --recording).
     ///
     /// While it records, strata writes a busy table's rows as a new file at each flush (once
     /// a second, and whenever 100,000 rows wait), so that a killed tracer loses at most the
-    /// last interval: an hour of a busy job leaves thousands of files per table. This merges
+    /// last interval: an hour of a busy job leaves thousands of files per table, less what
+    /// `--compact-every` merged during the run. This merges
     /// each run's files, in the order they were written, into files of at most --max-mib and
     /// --max-row-groups, copying their encoded row groups as they are (nothing is decoded or
     /// compressed again). Each merged file takes the name of the first it holds; the others
@@ -317,6 +328,11 @@ enum Cmd {
         /// that has ended can be compacted while others still write beside it.
         #[arg(long, value_name = "RUN")]
         run: Option<String>,
+        /// The runs may still be recording: leave each run's newest file of each table, and
+        /// the files it is writing, alone, and merge the others (a run never writes an older
+        /// file again). What `--compact-every` does during a run.
+        #[arg(long)]
+        recording: bool,
         /// Only say what would be merged.
         #[arg(long)]
         dry_run: bool,
@@ -498,6 +514,7 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
                 users: set.users,
                 paths: set.paths,
                 expedite: set.expedite,
+                compact_every: set.compact_every,
                 quiet,
             })?;
             Ok(outcome.exit_code)
@@ -532,6 +549,7 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
                 paths: set.paths,
                 expedite: set.expedite,
                 compact: compact.or(set.daemon.compact).unwrap_or(true),
+                compact_every: set.compact_every,
             })?;
             Ok(0)
         }
@@ -606,6 +624,7 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
             max_row_groups,
             host,
             run,
+            recording,
             dry_run,
         } => {
             let limits = strata::compact::Limits {
@@ -617,6 +636,7 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
                 strata::compact::Only {
                     host: host.as_deref(),
                     run: run.as_deref(),
+                    recording,
                 },
                 limits,
                 dry_run,

@@ -26,7 +26,7 @@ use crate::{
 
 /// Files written by a run past which its summary suggests `strata compact`: a busy table
 /// writes one per flush.
-const COMPACT_HINT_FILES: u32 = 100;
+const COMPACT_HINT_FILES: usize = 100;
 
 pub struct RecordArgs {
     pub output: PathBuf,
@@ -54,6 +54,9 @@ pub struct RecordArgs {
     pub paths: Option<Vec<String>>,
     /// Expedited RCU grace periods around attaches during the run and the detach.
     pub expedite: bool,
+    /// Merge the run's files while it records, each time it has written this many more
+    /// (0: never).
+    pub compact_every: u32,
     pub quiet: bool,
 }
 
@@ -348,6 +351,8 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
         sp.release()?;
     }
 
+    let mut merging =
+        crate::compact::WhileRecording::new(&args.output, &host, &run_id, args.compact_every);
     let started = Instant::now();
     let mut last_flush = Instant::now();
     let progress = (!args.quiet && std::io::stderr().is_terminal()).then(progress_bar);
@@ -387,6 +392,9 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
                 break;
             }
             last_flush = Instant::now();
+            if let Some(e) = merging.as_mut().and_then(|m| m.poll(out.files_written())) {
+                eprintln!("strata: warning: {e:#}");
+            }
         }
         if let Err(e) = out.flush_if_full() {
             write_error = Some(e);
@@ -483,6 +491,12 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
         (run_row.bpf_run_ns, run_row.bpf_runs) = (Some(ns as i64), Some(runs as i64));
     }
     let final_write = out.flush().and_then(|()| out.write_run(run_row.clone()));
+    // A merge in progress ends before strata does (else its file in progress is left).
+    if let Some(e) = merging.as_mut().and_then(|m| m.wait()) {
+        eprintln!("strata: warning: {e:#}");
+    }
+    let files_now =
+        (out.files_written() as usize).saturating_sub(merging.as_ref().map_or(0, |m| m.removed()));
     if let Some(e) = write_error {
         return Err(e.context(format!(
             "writing to {} failed; recording stopped (files written before are valid)",
@@ -507,11 +521,10 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
             summary.render(|id| files.path(id), |id| files.mount(id))
         );
         eprintln!("{}", cost_line(&run_row));
-        if out.files_written() >= COMPACT_HINT_FILES {
+        if files_now >= COMPACT_HINT_FILES {
             eprintln!(
-                "strata: {} Parquet files written; `strata compact {}` merges them into a few \
+                "strata: {files_now} Parquet files; `strata compact {}` merges them into a few \
                  (same rows, faster queries)",
-                out.files_written(),
                 args.output.display()
             );
         }

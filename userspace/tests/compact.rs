@@ -295,3 +295,94 @@ fn limits_keep_merged_files_small_and_bad_input_is_named() {
     let err = String::from_utf8_lossy(&res.stderr);
     assert!(err.contains("no Parquet files"), "{err}");
 }
+
+/// Visible Parquet files of every table.
+fn visible_files(out: &Path) -> usize {
+    (fs::read_dir(out).unwrap())
+        .map(|t| t.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|t| !t.starts_with('.'))
+        .map(|t| files(out, &t).0.len())
+        .sum()
+}
+
+/// The highest sequence number among a table's visible files: the files the run wrote.
+fn last_seq(files: &[PathBuf]) -> u64 {
+    (files.iter())
+        .filter_map(|f| {
+            let name = f.file_name()?.to_str()?.strip_suffix(".parquet")?;
+            name.rsplit_once('-')?.1.parse().ok()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_run_merges_its_files_while_it_records_and_leaves_its_newest_alone() {
+    require_root();
+    let dir = scratch("compact-recording");
+    let (out, target) = (dir.join("out"), dir.join("dd.out"));
+    // A merge each time two more files were written, at flushes ten times a second: merges
+    // run beside the writer through most of the run.
+    let res = run(strata()
+        .args([
+            "record",
+            "-q",
+            "--layers",
+            "posix",
+            "--flush-interval",
+            "100ms",
+        ])
+        .args(["--compact-every", "2", "-o"])
+        .arg(&out)
+        .args(["--", "dd", "if=/dev/zero", "bs=1", "status=none"])
+        .arg(format!("of={}", target.display()))
+        .arg(format!("count={}", 2 * WRITES)));
+    assert!(res.status.success(), "strata record: {:?}", res.status);
+    let expected = format!("{0}\t{0}\t{0}", 2 * WRITES);
+    assert_eq!(writes_to(&out, &target), expected, "every write once");
+    let (calls, hidden) = files(&out, "calls");
+    assert!(hidden.is_empty(), "left in progress: {hidden:?}");
+    let written = last_seq(&calls);
+    assert!(
+        (calls.len() as u64) < written,
+        "{written} calls files written, {} left: none merged while recording",
+        calls.len()
+    );
+
+    // `strata compact --recording` leaves the newest file alone, and a file the run is
+    // writing does not keep the others from being merged.
+    let rows_before = fingerprint(&out);
+    let newest = calls.last().unwrap().clone();
+    let newest_bytes = fs::read(&newest).unwrap();
+    let name = newest.file_name().unwrap().to_string_lossy();
+    let (run_id, _) = name
+        .strip_suffix(".parquet")
+        .unwrap()
+        .rsplit_once('-')
+        .unwrap();
+    let in_progress = newest.with_file_name(format!(".{run_id}-{:06}.parquet.tmp", written + 1));
+    fs::write(&in_progress, b"").unwrap();
+    let visible_before = visible_files(&out);
+    let (ok, said) = compact(&out, &["--recording"]);
+    assert!(ok, "{said}");
+    // The totals it gives are the files there were and are.
+    let totals = said.lines().last().unwrap();
+    let visible_after = visible_files(&out);
+    assert!(
+        totals.starts_with(&format!("{visible_before} files in "))
+            && totals.ends_with(&format!(" -> {visible_after}")),
+        "{said}"
+    );
+    let (after, _) = files(&out, "calls");
+    assert_eq!(after.len(), calls.len().min(2), "{said}");
+    assert_eq!(after.last(), Some(&newest));
+    assert_eq!(
+        fs::read(&newest).unwrap(),
+        newest_bytes,
+        "the newest file unchanged"
+    );
+    assert!(in_progress.exists(), "the file in progress left as it is");
+    fs::remove_file(&in_progress).unwrap();
+    assert_eq!(fingerprint(&out), rows_before);
+    assert_eq!(writes_to(&out, &target), expected);
+}

@@ -819,6 +819,62 @@ fn slurm_prolog_and_epilog_drive_the_daemon() {
 /// A closed job's files on the node are merged (`strata compact`) before its run row gets its
 /// end: a reader that waits for `run.end_ns` reads the merged dataset, with every row. Ground
 /// truth: `dd bs=1` makes exactly 150,000 one-byte writes, enough rows for several files.
+/// With `--compact-every 2` at 200 ms flushes, a busy job's files are merged while it runs
+/// (fewer files than it wrote, before it closes), beside its writer, and into one at its end,
+/// with every write once.
+#[test]
+fn a_running_jobs_files_are_merged_while_it_runs() {
+    require_root();
+    let dir = scratch("daemon-compact-every");
+    let (root, socket) = (dir.join("out"), dir.join("strata.sock"));
+    let (mut daemon, log) = start_daemon(&root, &socket, "posix", &["--compact-every", "2"]);
+    let g = Group::new("compact-every");
+    g.create();
+    ctl(
+        &socket,
+        &["start", "long", "--cgroup", g.0.to_str().unwrap()],
+    );
+    let d = dir.display();
+    let mut w = inside(
+        &g,
+        &format!("dd if=/dev/zero of={d}/long bs=1 count=400000 status=none"),
+    );
+    assert!(w.wait().unwrap().success());
+    std::thread::sleep(Duration::from_millis(1000));
+    let job = root.join("long");
+    // Visible calls files, and the highest sequence number among them (files written).
+    let calls_files = || {
+        let host = std::fs::read_dir(job.join("calls"))
+            .unwrap()
+            .next()
+            .unwrap();
+        let names: Vec<String> = (std::fs::read_dir(host.unwrap().path()).unwrap())
+            .map(|f| f.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".parquet") && !n.starts_with('.'))
+            .collect();
+        let seq = (names.iter())
+            .filter_map(|n| n.strip_suffix(".parquet")?.rsplit_once('-')?.1.parse().ok())
+            .max()
+            .unwrap_or(0u64);
+        (names.len() as u64, seq)
+    };
+    let (left, written) = calls_files();
+    assert!(
+        written >= 3 && left < written,
+        "{written} calls files written, {left} left before the job closed"
+    );
+    ctl(&socket, &["stop", "long"]);
+    wait_for("the job's run row to get its end", || {
+        rows(&job, "run").iter().any(|r| r.i("end_ns").is_some())
+    });
+    assert_eq!(calls_files().0, 1, "merged into one at its end");
+    let writes = per_file(&job, "write");
+    assert_eq!(writes.get("long"), Some(&(400_000, 400_000)), "{writes:?}");
+    daemon.terminate();
+    let log = log.join().unwrap();
+    assert!(!log.iter().any(|l| l.contains("failed")), "{log:?}");
+}
+
 #[test]
 fn a_closed_jobs_files_are_merged_before_its_dataset_is_complete() {
     require_root();
