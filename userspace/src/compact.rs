@@ -395,7 +395,7 @@ fn merge(dir: &Path, group: &[Source]) -> anyhow::Result<u64> {
     let target = dir.join(&first.name);
     let tmp = dir.join(format!(".{}.compact.tmp", first.name));
     let mode = fs::metadata(&target)?.permissions().mode() & 0o7777;
-    let out = crate::inprogress::create(&tmp, mode)
+    let out = inprogress::create(&tmp, mode)
         .with_context(|| format!("cannot create {}", tmp.display()))?;
     let written = copy_row_groups(dir, group, out.try_clone()?)
         .and_then(|()| out.sync_all().context("cannot sync"));

@@ -816,9 +816,24 @@ fn slurm_prolog_and_epilog_drive_the_daemon() {
     );
 }
 
-/// A closed job's files on the node are merged (`strata compact`) before its run row gets its
-/// end: a reader that waits for `run.end_ns` reads the merged dataset, with every row. Ground
-/// truth: `dd bs=1` makes exactly 150,000 one-byte writes, enough rows for several files.
+/// A job's visible calls files on this node, and the highest sequence number among them (the
+/// files it wrote).
+fn calls_files(job: &Path) -> (u64, u64) {
+    let host = std::fs::read_dir(job.join("calls"))
+        .unwrap()
+        .next()
+        .unwrap();
+    let names: Vec<String> = (std::fs::read_dir(host.unwrap().path()).unwrap())
+        .map(|f| f.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".parquet") && !n.starts_with('.'))
+        .collect();
+    let seq = (names.iter())
+        .filter_map(|n| n.strip_suffix(".parquet")?.rsplit_once('-')?.1.parse().ok())
+        .max()
+        .unwrap_or(0);
+    (names.len() as u64, seq)
+}
+
 /// With `--compact-every 2` at 200 ms flushes, a busy job's files are merged while it runs
 /// (fewer files than it wrote, before it closes), beside its writer, and into one at its end,
 /// with every write once.
@@ -842,23 +857,7 @@ fn a_running_jobs_files_are_merged_while_it_runs() {
     assert!(w.wait().unwrap().success());
     std::thread::sleep(Duration::from_millis(1000));
     let job = root.join("long");
-    // Visible calls files, and the highest sequence number among them (files written).
-    let calls_files = || {
-        let host = std::fs::read_dir(job.join("calls"))
-            .unwrap()
-            .next()
-            .unwrap();
-        let names: Vec<String> = (std::fs::read_dir(host.unwrap().path()).unwrap())
-            .map(|f| f.unwrap().file_name().to_string_lossy().into_owned())
-            .filter(|n| n.ends_with(".parquet") && !n.starts_with('.'))
-            .collect();
-        let seq = (names.iter())
-            .filter_map(|n| n.strip_suffix(".parquet")?.rsplit_once('-')?.1.parse().ok())
-            .max()
-            .unwrap_or(0u64);
-        (names.len() as u64, seq)
-    };
-    let (left, written) = calls_files();
+    let (left, written) = calls_files(&job);
     assert!(
         written >= 3 && left < written,
         "{written} calls files written, {left} left before the job closed"
@@ -867,7 +866,7 @@ fn a_running_jobs_files_are_merged_while_it_runs() {
     wait_for("the job's run row to get its end", || {
         rows(&job, "run").iter().any(|r| r.i("end_ns").is_some())
     });
-    assert_eq!(calls_files().0, 1, "merged into one at its end");
+    assert_eq!(calls_files(&job).0, 1, "merged into one at its end");
     let writes = per_file(&job, "write");
     assert_eq!(writes.get("long"), Some(&(400_000, 400_000)), "{writes:?}");
     daemon.terminate();
@@ -875,6 +874,9 @@ fn a_running_jobs_files_are_merged_while_it_runs() {
     assert!(!log.iter().any(|l| l.contains("failed")), "{log:?}");
 }
 
+/// A closed job's files on the node are merged (`strata compact`) before its run row gets its
+/// end: a reader that waits for `run.end_ns` reads the merged dataset, with every row. Ground
+/// truth: `dd bs=1` makes exactly 150,000 one-byte writes, enough rows for several files.
 #[test]
 fn a_closed_jobs_files_are_merged_before_its_dataset_is_complete() {
     require_root();
@@ -895,20 +897,7 @@ fn a_closed_jobs_files_are_merged_before_its_dataset_is_complete() {
     assert!(w.wait().unwrap().success());
     std::thread::sleep(Duration::from_millis(500));
     let job = root.join("busy");
-    let calls_files = || {
-        let host = std::fs::read_dir(job.join("calls"))
-            .unwrap()
-            .next()
-            .unwrap();
-        (std::fs::read_dir(host.unwrap().path()).unwrap())
-            .filter(|f| {
-                let name = f.as_ref().unwrap().file_name();
-                let name = name.to_string_lossy();
-                name.ends_with(".parquet") && !name.starts_with('.')
-            })
-            .count()
-    };
-    let written = calls_files();
+    let written = calls_files(&job).0;
     assert!(
         written >= 3,
         "the job should have written several calls files, not {written}"
@@ -917,7 +906,7 @@ fn a_closed_jobs_files_are_merged_before_its_dataset_is_complete() {
     wait_for("the job's run row to get its end", || {
         rows(&job, "run").iter().any(|r| r.i("end_ns").is_some())
     });
-    assert_eq!(calls_files(), 1, "merged before the run row's end");
+    assert_eq!(calls_files(&job).0, 1, "merged before the run row's end");
     let writes = per_file(&job, "write");
     assert_eq!(writes.get("busy"), Some(&(150_000, 150_000)), "{writes:?}");
     daemon.terminate();
