@@ -222,7 +222,7 @@ fn c_str(b: &[u8]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use strata_common::{STR_CAP, StrRecord};
+    use strata_common::{PATH_CAP, StrRecord};
 
     use super::*;
 
@@ -248,7 +248,7 @@ mod tests {
                 len: 4,
                 pid: 0,
             },
-            data: [0; STR_CAP],
+            data: [0; PATH_CAP],
         };
         s.data[..5].copy_from_slice(b"/tmp\0");
         // Only the header and the string travel.

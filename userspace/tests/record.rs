@@ -2660,6 +2660,86 @@ fn names_that_are_not_utf8_keep_their_bytes_and_their_file() {
     assert_eq!(write.i("bytes_result"), Some(5));
 }
 
+/// Names as long as the kernel takes (4,095 bytes and the NUL) arrive whole, under each
+/// way of attaching to syscalls: an open by such an absolute name, an open by a relative
+/// name in a working directory of 3,850 bytes, and a stat by the long name, in the calls,
+/// handles and files tables; an open of a name one byte too long fails with ENAMETOOLONG.
+/// Ground truth: tests/workloads/long_names.c (the directories it made, read back here).
+#[test]
+fn names_as_long_as_the_kernel_takes_arrive_whole() {
+    require_root();
+    let dir = std::fs::canonicalize(scratch("long_names")).unwrap();
+    let exe = build_c("cc", "long_names.c", &dir.join("long_names"), &[]);
+    for mode in SYSCALL_MODES {
+        let (wd, out, _) = record_posix_in(&dir, mode, &exe);
+        // The deepest directory the workload made, and the names in it.
+        let mut deep = wd.clone();
+        while let Some(sub) = std::fs::read_dir(&deep)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.is_dir())
+        {
+            deep = sub;
+        }
+        let deep = deep.display().to_string();
+        let long = format!("{deep}/{}", "f".repeat(4095 - deep.len() - 1));
+        let rel = format!("{deep}/r");
+        assert!(
+            std::fs::metadata(&long).is_ok(),
+            "{mode}: the workload's file"
+        );
+        let calls = rows(&out, "calls");
+        let handles = rows(&out, "handles");
+        let files = rows(&out, "files");
+        for (bytes, path, given) in [(1, &long, long.as_str()), (2, &rel, "r")] {
+            let write = calls
+                .iter()
+                .find(|c| c.s("function") == Some("write") && c.i("bytes_result") == Some(bytes))
+                .unwrap_or_else(|| panic!("{mode}: no write of {bytes} bytes"));
+            let open = calls
+                .iter()
+                .find(|c| c.s("op") == Some("open") && c.i("handle_id") == write.i("handle_id"))
+                .unwrap_or_else(|| panic!("{mode}: no open of the write of {bytes} bytes"));
+            assert_eq!(
+                open.s("path"),
+                Some(given),
+                "{mode}: {bytes} bytes, the open"
+            );
+            for (table, key) in [(&handles, "handle_id"), (&files, "file_id")] {
+                let row = table
+                    .iter()
+                    .find(|r| r.i(key) == write.i(key))
+                    .unwrap_or_else(|| panic!("{mode}: no {key} of {bytes} bytes"));
+                let got = row.s("path").unwrap_or_default();
+                assert!(
+                    got == path.as_str(),
+                    "{mode}: {bytes} bytes, {key}: a name of {} bytes, not {}",
+                    got.len(),
+                    path.len()
+                );
+            }
+        }
+        let stat = calls
+            .iter()
+            .find(|c| c.s("op") == Some("stat") && c.s("path").is_some_and(|p| p.len() > 4000))
+            .unwrap_or_else(|| panic!("{mode}: no stat by the long name"));
+        assert_eq!(stat.s("path"), Some(long.as_str()), "{mode}: the stat");
+        assert_eq!(stat.i("ret"), Some(0), "{mode}: the stat");
+        let too_long = calls
+            .iter()
+            .find(|c| c.s("op") == Some("open") && c.i("errno") == Some(libc::ENAMETOOLONG.into()))
+            .unwrap_or_else(|| panic!("{mode}: no open failing with ENAMETOOLONG"));
+        // What the kernel reads of it: PATH_MAX bytes with no NUL among them.
+        assert!(
+            too_long
+                .s("path")
+                .is_some_and(|p| p.len() == 4095 && long.starts_with(p)),
+            "{mode}: {:?}",
+            too_long.s("path").map(str::len)
+        );
+    }
+}
+
 /// A process doing its I/O through Linux AIO: the context's setup, the submission (one request
 /// taken), the reaping (one event) and the teardown are calls on one context; the request's
 /// write is no call of the process, and the page-cache layer sees its page (a buffered file's

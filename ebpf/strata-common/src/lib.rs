@@ -11,8 +11,13 @@
 pub const MAX_ARGS: usize = 6;
 /// Nesting depth kept per thread; deeper calls are counted in [`Counter::StackOverflow`].
 pub const MAX_DEPTH: usize = 16;
-/// Bytes of a user string (path, mode) copied per argument, including the NUL.
+/// Bytes of a piece of a counted array or of a text whose length is measured, including the
+/// NUL of a text's piece.
 pub const STR_CAP: usize = 512;
+/// Bytes of a string argument (a path, a mode, an HDF5 object's name) copied whole,
+/// including the NUL: the kernel's `PATH_MAX`, so that every name the kernel accepts arrives
+/// whole (a deep workflow directory passes 512 bytes). Only what a string uses is sent.
+pub const PATH_CAP: usize = 4096;
 /// Entries of the uprobe spec map, indexed by the attach cookie (function id).
 pub const MAX_FUNCS: u32 = 4096;
 /// Function ids from here on are probes (id minus this) attached to an MPI whose datatypes and
@@ -1260,7 +1265,7 @@ pub struct StrHeader {
 #[derive(Clone, Copy, Debug)]
 pub struct StrRecord {
     pub hdr: StrHeader,
-    pub data: [u8; STR_CAP],
+    pub data: [u8; PATH_CAP],
 }
 
 pub const STR_FAILED: u32 = u32::MAX;
@@ -1401,7 +1406,7 @@ const _: () = {
     assert!(core::mem::size_of::<Frame>() == 80);
     assert!(core::mem::size_of::<CallRecord>() == 120);
     assert!(core::mem::size_of::<StrHeader>() == 24);
-    assert!(core::mem::size_of::<StrRecord>() == 24 + STR_CAP);
+    assert!(core::mem::size_of::<StrRecord>() == 24 + PATH_CAP);
     assert!(core::mem::size_of::<ProcRecord>() == 48 + FILENAME_CAP + 16 + 8);
     assert!(core::mem::size_of::<JobRecord>() == 24);
     assert!(core::mem::size_of::<KernelFields>() == 84);

@@ -44,8 +44,8 @@ use strata_common::{
     COUNTER_SLOTS, CallRecord, Config, Counter, DEREF_FAILED, FD_FROM_RET, FRAME_KERNEL,
     FRAME_STR_RETRY, Frame, FuncSpec, JobRecord, MAX_ARGS, MAX_CGROUP_DEPTHS, MAX_DEPTH, MAX_FUNCS,
     MAX_ONLY_VALUES, MAX_SYSCALLS, MAX_TYPE_REFS, MAX_TYPE_TABLES, NO_ARG, NO_CGROUP_LEVEL,
-    OUT_BUFFERED, OUT_MPI_STATUS, OUT_TEXT, OnlyKey, QUIET_NEVER, RecordKind, SPEC_AIO_REAP,
-    SPEC_AIO_SUBMIT, SPEC_AIO_WAIT, SPEC_EMIT_AT_ENTRY, SPEC_ENABLED, SPEC_IF_ZERO,
+    OUT_BUFFERED, OUT_MPI_STATUS, OUT_TEXT, OnlyKey, PATH_CAP, QUIET_NEVER, RecordKind,
+    SPEC_AIO_REAP, SPEC_AIO_SUBMIT, SPEC_AIO_WAIT, SPEC_EMIT_AT_ENTRY, SPEC_ENABLED, SPEC_IF_ZERO,
     SPEC_IMPLICIT_STREAM, SPEC_STREAM_END, SPEC_WAKE, STR_CAP, STR_FAILED, StrHeader, StrRecord,
     TEXT_PIECES, TRACED_BLOCK, TRACED_BLOCKS, ThreadStack, TypeId, TypeIdsRecord, TypeTable,
     WAKEUP_BYTES, stream_var_delta,
@@ -548,7 +548,7 @@ unsafe fn send_str(rec: *mut StrRecord, arg: usize, call_id: u64, len: u32) {
         };
     }
     let n = if len == STR_FAILED { 0 } else { len as usize };
-    let used = core::mem::size_of::<StrHeader>() + bounded(n, STR_CAP);
+    let used = core::mem::size_of::<StrHeader>() + bounded(n, PATH_CAP);
     // SAFETY: `used` <= size_of::<StrRecord>(), so the slice stays inside the scratch.
     unsafe { output_prefix(rec, used) };
 }
@@ -878,7 +878,10 @@ fn text_len(ptr: u64) -> Option<u64> {
         // SAFETY: per-CPU scratch, used only for the duration of this program; the helper
         // tolerates bad user pointers.
         let s = unsafe {
-            bpf_probe_read_user_str_bytes(ptr.wrapping_add(len) as *const u8, &mut (*rec).data)
+            bpf_probe_read_user_str_bytes(
+                ptr.wrapping_add(len) as *const u8,
+                &mut (&mut (*rec).data)[..STR_CAP],
+            )
         };
         // A piece that filled the scratch may go on; a NUL right after it reads as empty.
         let piece = s.ok()?.len();
