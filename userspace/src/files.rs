@@ -252,14 +252,31 @@ impl Files {
             }),
             None => by_path(),
         };
+        // What the kernel side read is the file the call made: a name that leads to another
+        // inode by now (a file renamed over it since; the directory of an O_TMPFILE open,
+        // whose file has no name) is not that file.
+        let (found, tmpfile) = match (found, kernel) {
+            (Some(f), Some(k)) if f.meta.ino() != k.ino || kind_of(f.meta.mode()) != k.kind() => {
+                (None, f.meta.is_dir() && k.kind() == "file")
+            }
+            (found, _) => (found, false),
+        };
         let (meta, canonical, found_at) = match &found {
             Some(f) => (Some(f.meta.clone()), f.canonical.clone(), f.at.clone()),
             // Not there any more: as the node would have named it (a chroot's directory
             // first), as the files found are.
-            None => match self.views.get(pid) {
-                Some(view) => (None, view.outside(path), None),
-                None => (None, path.to_string(), None),
-            },
+            None => {
+                let outside = match self.views.get(pid) {
+                    Some(view) => view.outside(path),
+                    None => path.to_string(),
+                };
+                // An unnamed file in that directory, as /proc names it.
+                let outside = match kernel.filter(|_| tmpfile) {
+                    Some(k) => format!("{}/#{} (deleted)", outside.trim_end_matches('/'), k.ino),
+                    None => outside,
+                };
+                (None, outside, None)
+            }
         };
         // Gone before it could be stat'ed: what the kernel side read, if it did.
         let kernel = kernel.filter(|_| meta.is_none());
