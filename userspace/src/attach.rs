@@ -590,6 +590,7 @@ pub struct Options {
     pub datatype_size_offset: u32,
     pub status_count_offset: u32,
     pub stdio_fileno_offset: u32,
+    pub stdio_fd_flag: u32,
     pub stdio_read_offset: u32,
 }
 
@@ -621,6 +622,7 @@ impl Options {
                 .iter()
                 .find_map(|p| p.stdio_fileno_offset)
                 .unwrap_or(0) as u32,
+            stdio_fd_flag: probes.iter().find_map(|p| p.stdio_fd_flag).unwrap_or(0),
             stdio_read_offset: probes.iter().find_map(|p| p.stdio_read_offset).unwrap_or(0) as u32,
         }
     }
@@ -1420,6 +1422,7 @@ fn lifecycle_config(root: &Path, opts: &Options) -> anyhow::Result<Config> {
         datatype_size_off: opts.datatype_size_offset,
         status_count_off: opts.status_count_offset,
         stdio_fileno_off: opts.stdio_fileno_offset,
+        stdio_fd_flag: opts.stdio_fd_flag,
         stdio_read_off: opts.stdio_read_offset,
         stopped: 0,
         cgroup_mode: u32::from(opts.cgroup_mode),

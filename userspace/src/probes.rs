@@ -490,6 +490,9 @@ pub struct Probe {
     /// From the file's `stdio_fileno_offset`, for stdio probes with a stream argument: where
     /// a C stream keeps its fd (read at entry into the slot after the last argument).
     pub stdio_fileno_offset: Option<u64>,
+    /// From the file's `stdio_fd_flag`, with `stdio_fileno_offset`: the bit of a C stream's
+    /// first int set where the stream has an fd (glibc's `_IO_IS_FILEBUF`).
+    pub stdio_fd_flag: Option<u32>,
     /// From the file's `stdio_read_offset`, for `scanned` probes: where a C stream keeps its
     /// read position in its buffer, followed by the end of what the buffer holds.
     pub stdio_read_offset: Option<u64>,
@@ -729,6 +732,7 @@ struct FileRaw {
     mpi_datatype_size_offset: Option<u64>,
     mpi_status_count_offset: Option<u64>,
     stdio_fileno_offset: Option<u64>,
+    stdio_fd_flag: Option<u32>,
     stdio_read_offset: Option<u64>,
     mpi_objects_symbol: Option<String>,
     #[serde(default)]
@@ -855,6 +859,16 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
                 "[library_names] {base:?}: base names only (`libmpi = [\"libmpich\"]`), no \
                  directories or versions"
             ),
+        ));
+    }
+    if raw.stdio_fd_flag.is_some_and(|f| !f.is_power_of_two())
+        || raw.stdio_fd_flag.is_some() && raw.stdio_fileno_offset.is_none()
+    {
+        return Err(err(
+            0..0,
+            "`stdio_fd_flag` is one bit (glibc's `_IO_IS_FILEBUF`, 0x2000), beside \
+             `stdio_fileno_offset`"
+                .into(),
         ));
     }
     for (id, spanned) in raw.probe.iter().enumerate() {
@@ -1274,6 +1288,9 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
             datatype_size_offset: raw.mpi_datatype_size_offset,
             status_count_offset: raw.mpi_status_count_offset,
             stdio_fileno_offset: raw.stdio_fileno_offset.filter(|_| layer == Layer::Stdio),
+            stdio_fd_flag: raw
+                .stdio_fd_flag
+                .filter(|_| layer == Layer::Stdio && raw.stdio_fileno_offset.is_some()),
             stdio_read_offset: raw.stdio_read_offset.filter(|_| ret == RetKind::Scanned),
             mpi_objects_symbol: mpi_objects.clone(),
             other_names,
@@ -1647,6 +1664,32 @@ mod tests {
 
     /// printf's stream is libc's `stdout`, in a slot printf does not pass: read at entry
     /// (`SPEC_IMPLICIT_STREAM`) and decoded as a `handle` argument, its fd after it.
+    #[test]
+    fn only_streams_with_the_fd_flag_are_read_for_their_fd() {
+        let builtin = parse(BUILTIN, "probes.toml").unwrap();
+        let of = |f: &str| builtin.iter().find(|p| p.function() == f).unwrap();
+        assert_eq!(of("fwrite").stdio_fd_flag, Some(0x2000));
+        assert_eq!(of("write").stdio_fd_flag, None, "not a stdio probe");
+        let probe = "[[probe]]\nlayer = \"stdio\"\nlibrary = \"libc.so.6\"\nsymbol = \"f\"\nop = \"write\"\nargs = [\"handle\"]\nret = \"status\"\n";
+        for top in [
+            "stdio_fd_flag = 0x2000\n",
+            "stdio_fileno_offset = 112\nstdio_fd_flag = 0x2001\n",
+            "stdio_fileno_offset = 112\nstdio_fd_flag = 0\n",
+        ] {
+            let e = parse(&format!("{top}{probe}"), "t.toml").unwrap_err();
+            assert!(
+                e.to_string().contains("`stdio_fd_flag` is one bit"),
+                "{top}: {e}"
+            );
+        }
+        let ok = parse(
+            &format!("stdio_fileno_offset = 112\nstdio_fd_flag = 0x2000\n{probe}"),
+            "t.toml",
+        )
+        .unwrap();
+        assert_eq!(ok[0].stdio_fd_flag, Some(0x2000));
+    }
+
     #[test]
     fn calls_on_stdout_and_stdin_name_their_stream() {
         let builtin = parse(BUILTIN, "probes.toml").unwrap();

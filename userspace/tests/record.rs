@@ -1754,11 +1754,16 @@ fn path_in(table: &[Row], key: &str, id: Option<i64>, wd: &Path) -> Option<Strin
 /// `strata record --layers posix --syscall-mode MODE -- EXE WD` with a new working directory
 /// WD and output OUT under `dir`; returns them and what the run printed.
 fn record_posix_in(dir: &Path, mode: &str, exe: &Path) -> (PathBuf, PathBuf, Output) {
+    record_in(dir, mode, "posix", exe)
+}
+
+/// `record_posix_in`, with these layers.
+fn record_in(dir: &Path, mode: &str, layers: &str, exe: &Path) -> (PathBuf, PathBuf, Output) {
     let wd = dir.join(format!("wd-{mode}"));
     std::fs::create_dir(&wd).unwrap();
     let out = dir.join(format!("out-{mode}"));
     let res = run(strata()
-        .args(["record", "--layers", "posix", "--syscall-mode", mode])
+        .args(["record", "--layers", layers, "--syscall-mode", mode])
         .arg("-o")
         .arg(&out)
         .arg("--")
@@ -2736,6 +2741,80 @@ fn names_as_long_as_the_kernel_takes_arrive_whole() {
                 .is_some_and(|p| p.len() == 4095 && long.starts_with(p)),
             "{mode}: {:?}",
             too_long.s("path").map(str::len)
+        );
+    }
+}
+
+/// Files without a name, and a name that leads elsewhere by the time strata looks, under
+/// each way of attaching to syscalls: calls on streams in memory (fmemopen, open_memstream)
+/// name no handle, not the fd their `_fileno` happens to hold; an O_TMPFILE file (by open,
+/// and by stdio's tmpfile) is a file of its own, named as /proc names it, not its directory;
+/// a file whose name another file was renamed over is the file its write went to. Ground
+/// truth: tests/workloads/unnamed_files.c, which prints the inodes.
+#[test]
+fn unnamed_files_and_streams_in_memory_are_not_other_files() {
+    require_root();
+    let dir = std::fs::canonicalize(scratch("unnamed_files")).unwrap();
+    let exe = build_c("cc", "unnamed_files.c", &dir.join("unnamed_files"), &[]);
+    for mode in SYSCALL_MODES {
+        let (wd, out, res) = record_in(&dir, mode, "posix,stdio", &exe);
+        let printed = String::from_utf8_lossy(&res.stdout);
+        let inode = |what: &str| -> i64 {
+            printed
+                .lines()
+                .find_map(|l| l.strip_prefix(what)?.strip_prefix(' ')?.parse().ok())
+                .unwrap_or_else(|| panic!("{mode}: no {what} inode in {printed:?}"))
+        };
+        let calls = rows(&out, "calls");
+        let files = rows(&out, "files");
+        let call = |function: &str, bytes: i64| {
+            calls
+                .iter()
+                .find(|c| c.s("function") == Some(function) && c.i("bytes_result") == Some(bytes))
+                .unwrap_or_else(|| panic!("{mode}: no {function} of {bytes} bytes"))
+        };
+        for (function, bytes) in [("fprintf", 4), ("fwrite", 9)] {
+            let c = call(function, bytes);
+            assert_eq!(
+                (c.i("handle_id"), c.i("file_id")),
+                (None, None),
+                "{mode}: {function} on a stream in memory"
+            );
+        }
+        let file_of = |c: &Row| {
+            files
+                .iter()
+                .find(|f| f.i("file_id") == c.i("file_id"))
+                .unwrap_or_else(|| panic!("{mode}: no file of {c:?}"))
+        };
+        let wd = wd.display();
+        for (function, bytes, name, dir) in [
+            ("write", 7, "tmp", wd.to_string()),
+            ("fwrite", 5, "stdio", "/tmp".to_string()),
+            ("write", 3, "x", wd.to_string()),
+        ] {
+            let ino = inode(name);
+            let f = file_of(call(function, bytes));
+            let path = if name == "x" {
+                format!("{dir}/x")
+            } else {
+                format!("{dir}/#{ino} (deleted)")
+            };
+            assert_eq!(
+                (f.s("path"), f.i("ino"), f.s("kind")),
+                (Some(path.as_str()), Some(ino), Some("file")),
+                "{mode}: the file of the {function} of {bytes} bytes"
+            );
+        }
+        // The file "x" names now is another file than the one written.
+        let renamed = calls
+            .iter()
+            .find(|c| c.s("op") == Some("rename"))
+            .expect("the rename");
+        assert_ne!(
+            renamed.i("file2_id"),
+            call("write", 3).i("file_id"),
+            "{mode}: the rename's target"
         );
     }
 }

@@ -573,6 +573,9 @@ pub struct Config {
     pub uring_opcode_off: u32,
     /// Where a C stream keeps its fd (probes.toml `stdio_fileno_offset`: glibc's `_fileno`).
     pub stdio_fileno_off: u32,
+    /// The bit of a C stream's first int that says it has an fd (probes.toml
+    /// `stdio_fd_flag`: glibc's `_IO_IS_FILEBUF` in `_flags`); 0: every stream has.
+    pub stdio_fd_flag: u32,
     /// Where a C stream keeps its read position in its buffer, followed by the end of what
     /// the buffer holds (probes.toml `stdio_read_offset`: glibc's `_IO_read_ptr` and
     /// `_IO_read_end`).
@@ -1395,7 +1398,7 @@ mod pod {
 }
 
 const _: () = {
-    assert!(core::mem::size_of::<Config>() == 172);
+    assert!(core::mem::size_of::<Config>() == 176);
     assert!(core::mem::size_of::<BlockOffsets>() == 56);
     assert!(core::mem::size_of::<TaskOffsets>() == 32);
     assert!(core::mem::size_of::<ImageHeader>() == 24);

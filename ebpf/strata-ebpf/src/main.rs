@@ -994,10 +994,11 @@ fn only_value(spec: &FuncSpec, args: &[u64; MAX_ARGS]) -> bool {
     unsafe { STRATA_ONLY_VALUES.get(key) }.is_some()
 }
 
-/// The fd of C stream `stream` (`u64::MAX` where unreadable), read at
-/// `Config::stdio_fileno_off` inside it. The thread keeps the last stream's: a read costs
-/// ~100 ns here, and a loop of stdio calls names one stream over and over. `ends`: the call
-/// closes or reopens the stream, whose address may then be another stream's.
+/// The fd of C stream `stream` (`u64::MAX` where unreadable, or where the stream has none:
+/// `Config::stdio_fd_flag` clear in its first int), read at `Config::stdio_fileno_off` inside
+/// it. The thread keeps the last stream's: a read costs ~100 ns here, and a loop of stdio
+/// calls names one stream over and over. `ends`: the call closes or reopens the stream, whose
+/// address may then be another stream's.
 #[inline(always)]
 fn stream_fd(cfg: &Config, st: &mut ThreadStack, stream: u64, ends: bool) -> u64 {
     let fd = if stream != 0 && st.last_stream == stream {
@@ -1005,7 +1006,15 @@ fn stream_fd(cfg: &Config, st: &mut ThreadStack, stream: u64, ends: bool) -> u64
     } else {
         let at = stream.wrapping_add(u64::from(cfg.stdio_fileno_off));
         // SAFETY: the helper tolerates null and bad user pointers.
-        let fd = unsafe { bpf_probe_read_user(at as *const i32) }.map_or(u64::MAX, |fd| fd as u64);
+        let has_fd = cfg.stdio_fd_flag == 0
+            || unsafe { bpf_probe_read_user(stream as *const u32) }
+                .is_ok_and(|flags| flags & cfg.stdio_fd_flag != 0);
+        let fd = if has_fd {
+            // SAFETY: as above.
+            unsafe { bpf_probe_read_user(at as *const i32) }.map_or(u64::MAX, |fd| fd as u64)
+        } else {
+            u64::MAX
+        };
         st.last_stream = stream;
         st.last_stream_fd = fd;
         fd
