@@ -211,8 +211,9 @@ impl TraceOpts {
 enum Cmd {
     /// Trace a command, a running process tree, or the whole node into a Parquet dataset.
     ///
-    /// Tracing stops when the command exits (its exit code becomes strata's), on
-    /// SIGINT/SIGTERM/SIGHUP, or after --duration. Rows are written as the run goes: a killed
+    /// Tracing stops when the command exits (its exit code becomes strata's; with
+    /// --until-all-exit, when all it started have), on SIGINT/SIGTERM/SIGHUP, or after
+    /// --duration. Rows are written as the run goes: a killed
     /// tracer loses at most the last --flush-interval.
     #[command(arg_required_else_help = true)]
     Record {
@@ -239,6 +240,11 @@ enum Cmd {
         /// Stop after this long (e.g. 30s, 5m, 2h).
         #[arg(long, value_parser = parse_duration)]
         duration: Option<Duration>,
+        /// With a command: stop when every process it started has exited, not when the
+        /// command exits (a job script that leaves work running in the background; without
+        /// it, strata names such processes as it stops).
+        #[arg(long)]
+        until_all_exit: bool,
         #[command(flatten)]
         opts: TraceOpts,
         /// No status line and no summary.
@@ -486,10 +492,16 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
             slurm_job,
             slurm_step,
             duration,
+            until_all_exit,
             opts,
             quiet,
             command,
         } => {
+            anyhow::ensure!(
+                !until_all_exit || !command.is_empty(),
+                "--until-all-exit is for a command (`strata record -o OUT --until-all-exit -- \
+                 CMD`); --pid already waits for every traced process"
+            );
             let set = opts.settings()?;
             let outcome = record::run(record::RecordArgs {
                 output,
@@ -515,6 +527,7 @@ fn run(cmd: Cmd) -> anyhow::Result<i32> {
                 paths: set.paths,
                 expedite: set.expedite,
                 compact_every: set.compact_every,
+                until_all_exit,
                 quiet,
             })?;
             Ok(outcome.exit_code)

@@ -57,6 +57,9 @@ pub struct RecordArgs {
     /// Merge the run's files while it records, each time it has written this many more
     /// (0: never).
     pub compact_every: u32,
+    /// With a command: the run ends when every traced process has exited, not with the
+    /// command.
+    pub until_all_exit: bool,
     pub quiet: bool,
 }
 
@@ -361,6 +364,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
     let mut write_error = None;
     let mut last_alive_check = Instant::now();
     let mut tree_ended = false;
+    let mut left_running = Vec::new();
     // Records were left for the next pass: no waiting for more.
     let mut pending = false;
     loop {
@@ -421,18 +425,23 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        if let Some(sp) = &spawned {
+        if let Some(sp) = spawned.as_ref().filter(|_| root_status.is_none()) {
             if let Some(st) = sp.try_wait()? {
                 root_status = Some(st);
-                break;
+                if !args.until_all_exit {
+                    // Processes the command left running: named after the summary.
+                    left_running = still_running(loaded.traced(), sp.pid.as_raw() as u32);
+                    break;
+                }
             }
         }
         if args.duration.is_some_and(|d| started.elapsed() >= d) {
             break;
         }
-        // --pid: the run ends with the traced tree (the kernel forgets exited processes;
-        // one that exited during attach is caught here).
-        if tree.is_some() && last_alive_check.elapsed() >= ALIVE_CHECK {
+        // --pid, and a command with --until-all-exit once it exited: the run ends with the
+        // traced tree (the kernel forgets exited processes; one that exited during attach is
+        // caught here).
+        if (tree.is_some() || root_status.is_some()) && last_alive_check.elapsed() >= ALIVE_CHECK {
             last_alive_check = Instant::now();
             if !any_alive(loaded.traced()) {
                 tree_ended = true;
@@ -531,6 +540,24 @@ pub fn run(args: RecordArgs) -> anyhow::Result<Outcome> {
     }
     if tree_ended && !args.quiet {
         eprintln!("strata: every traced process has exited");
+    }
+    if !left_running.is_empty() {
+        let n = left_running.len();
+        let named: Vec<String> = left_running
+            .iter()
+            .take(3)
+            .map(|(pid, comm)| format!("{pid} {comm}"))
+            .collect();
+        eprintln!(
+            "strata: warning: {n} process{} the command started {} still running when it \
+             exited ({}{}): {} calls from then on are not recorded; --until-all-exit waits \
+             for them",
+            if n == 1 { "" } else { "es" },
+            if n == 1 { "was" } else { "were" },
+            named.join(", "),
+            if n > 3 { ", ..." } else { "" },
+            if n == 1 { "its" } else { "their" },
+        );
     }
     if lost > 0 {
         // A backlog set below its default may be what lost them.
@@ -632,6 +659,22 @@ const ALIVE_CHECK: Duration = Duration::from_millis(250);
 
 /// Whether a process of the traced set still runs (a pid that died before it was added
 /// stays in the map: /proc decides, and a zombie waiting for its parent counts as ended).
+/// The traced processes but `root` that have not exited, with their command names.
+fn still_running(traced: impl Iterator<Item = u32>, root: u32) -> Vec<(u32, String)> {
+    let mut left: Vec<(u32, String)> = traced
+        .filter(|&pid| pid != root)
+        .filter_map(|pid| {
+            let stat = procfs::process::Process::new(pid as i32)
+                .ok()?
+                .stat()
+                .ok()?;
+            (stat.state != 'Z').then_some((pid, stat.comm))
+        })
+        .collect();
+    left.sort();
+    left
+}
+
 fn any_alive(mut traced: impl Iterator<Item = u32>) -> bool {
     traced.any(|pid| {
         procfs::process::Process::new(pid as i32)

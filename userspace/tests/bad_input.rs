@@ -178,6 +178,12 @@ fn unknown_pid_and_missing_command() {
         strata().args(["record", "-o"]).arg(&out),
         "give exactly one target",
     );
+    fails_with(
+        strata()
+            .args(["record", "--all", "--until-all-exit", "-o"])
+            .arg(&out),
+        "--until-all-exit is for a command",
+    );
 }
 
 #[test]

@@ -399,6 +399,61 @@ fn exit_code_of_the_command_becomes_stratas() {
     assert!(procs.iter().any(|p| p.i("exit_code") == Some(5)));
 }
 
+/// A command that leaves a process running in the background (a subshell that writes a file a
+/// second later): strata stops with the command and names the processes left running; with
+/// --until-all-exit it records until they too have exited, the late write included, and the
+/// command's exit code is still strata's.
+#[test]
+fn processes_a_command_leaves_running_are_named_or_waited_for() {
+    require_root();
+    let dir = std::fs::canonicalize(scratch("left_running")).unwrap();
+    let script = "( sleep 1; printf late > \"$0/late\" ) & printf early > \"$0/early\"; exit 3";
+    for wait in [false, true] {
+        let wd = dir.join(format!("wd-{wait}"));
+        std::fs::create_dir_all(&wd).unwrap();
+        let out = dir.join(format!("out-{wait}"));
+        let mut cmd = strata();
+        cmd.args(["record", "-q", "--layers", "posix", "-o"])
+            .arg(&out);
+        if wait {
+            cmd.arg("--until-all-exit");
+        }
+        let started = Instant::now();
+        let res = run(cmd.args(["--", "sh", "-c", script]).arg(&wd));
+        let took = started.elapsed();
+        assert_eq!(res.status.code(), Some(3), "wait: {wait}: {res:?}");
+        let stderr = String::from_utf8_lossy(&res.stderr);
+        // The subshell, and the sleep if it has started it by then.
+        let warned = stderr.contains("the command started")
+            && stderr.contains("still running when it exited (")
+            && stderr.contains("--until-all-exit waits for");
+        assert_eq!(warned, !wait, "wait: {wait}: {stderr}");
+        let writes: Vec<i64> = rows(&out, "calls")
+            .iter()
+            .filter(|c| c.s("function") == Some("write"))
+            .filter_map(|c| c.i("bytes_result"))
+            .collect();
+        assert!(
+            writes.contains(&5),
+            "wait: {wait}: the early write in {writes:?}"
+        );
+        if wait {
+            assert!(writes.contains(&4), "the late write in {writes:?}");
+            assert!(took >= Duration::from_secs(1), "{took:?}");
+        }
+        // The late write happens either way.
+        let late = wd.join("late");
+        let until = Instant::now() + Duration::from_secs(10);
+        while !late.exists() && Instant::now() < until {
+            sleep(Duration::from_millis(50));
+        }
+        assert!(
+            late.exists(),
+            "wait: {wait}: the background process wrote nothing"
+        );
+    }
+}
+
 /// A path strata cannot read (the call fails with EFAULT too): the call is recorded without
 /// it, and the run row counts each such read.
 #[test]
