@@ -2874,6 +2874,38 @@ fn unnamed_files_and_streams_in_memory_are_not_other_files() {
     }
 }
 
+/// A C++ exception thrown beneath a probed library call (a fopencookie stream's write
+/// function, through fwrite) and caught above it: with the stdio layer, the kernel's return
+/// trampoline in its path leaves the C++ runtime no frame to unwind, and the program is
+/// aborted, the limit docs/admin.md describes; with `--skip-layers stdio`, as it advises, the
+/// program catches it and runs on, its POSIX calls recorded. Ground truth:
+/// tests/workloads/cookie_throw.cpp.
+#[test]
+fn a_cpp_exception_through_a_probed_call_needs_its_layer_skipped() {
+    require_root();
+    let dir = std::fs::canonicalize(scratch("cookie_throw")).unwrap();
+    let exe = build_c("g++", "cookie_throw.cpp", &dir.join("cookie_throw"), &[]);
+    let untraced = run(Command::new(&exe).arg(&dir));
+    assert_eq!(untraced.status.code(), Some(0), "untraced: {untraced:?}");
+    for (skip, code) in [(false, 134), (true, 0)] {
+        let out = dir.join(format!("out-{skip}"));
+        let mut cmd = strata();
+        cmd.args(["record", "-q", "-o"]).arg(&out);
+        if skip {
+            cmd.args(["--skip-layers", "stdio"]);
+        }
+        let res = run(cmd.arg("--").arg(&exe).arg(&dir));
+        assert_eq!(res.status.code(), Some(code), "skip stdio: {skip}: {res:?}");
+        let after = rows(&out, "calls")
+            .iter()
+            .any(|c| c.s("function") == Some("write") && c.i("bytes_result") == Some(6));
+        assert_eq!(
+            after, skip,
+            "skip stdio: {skip}: the write after the exception"
+        );
+    }
+}
+
 /// A process doing its I/O through Linux AIO: the context's setup, the submission (one request
 /// taken), the reaping (one event) and the teardown are calls on one context; the request's
 /// write is no call of the process, and the page-cache layer sees its page (a buffered file's
