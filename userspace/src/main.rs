@@ -213,8 +213,8 @@ enum Cmd {
     ///
     /// Tracing stops when the command exits (its exit code becomes strata's; with
     /// --until-all-exit, when all it started have), on SIGINT/SIGTERM/SIGHUP, or after
-    /// --duration. Rows are written as the run goes: a killed
-    /// tracer loses at most the last --flush-interval.
+    /// --duration. Rows are written as the run goes: a killed tracer loses at most the last
+    /// --flush-interval.
     #[command(arg_required_else_help = true)]
     Record {
         /// Output directory; tables go to OUT/<table>/host=<hostname>/*.parquet.
