@@ -1210,8 +1210,9 @@ impl Correlator {
                 .map(|v| (v as i64).wrapping_sub(moved))
         };
         let mut offset = arg(ArgKind::Offset)
-            // An io_uring request's offset -1: the file's position, followed below.
-            .filter(|v| !(is_request && *v == u64::MAX))
+            // Offset -1: the file's position, followed below, for an io_uring request and
+            // for a preadv2 or pwritev2 that succeeded (other syscalls refuse it).
+            .filter(|v| !(*v == u64::MAX && (is_request || is_syscall && !failed)))
             .or_else(|| arg(ArgKind::KPos))
             .map(|v| v as i64)
             .or_else(|| by_ref(ArgKind::OffsetRef))
@@ -1438,7 +1439,17 @@ impl Correlator {
                 {
                     offset = None;
                 }
-                if let Some(start) = start_beneath {
+                // pwritev2's RWF_APPEND: the data goes to the file's end, and a write at the
+                // file's position leaves it there, unknown.
+                let rwf_append = p.op == Op::Write
+                    && is_syscall
+                    && arg(ArgKind::Flags).is_some_and(|f| f & libc::RWF_APPEND as u64 != 0);
+                if rwf_append {
+                    if let (Some(h), None, false) = (handle, offset, failed) {
+                        self.handles.set_pos(h, None);
+                    }
+                    offset = None;
+                } else if let Some(start) = start_beneath {
                     offset = offset.or(start);
                 } else if p.layer == Layer::Mpiio && crate::mpi_pointer::shared(p.function()) {
                     // The shared file pointer, which all ranks move: where the rank's own

@@ -2906,6 +2906,64 @@ fn a_cpp_exception_through_a_probed_call_needs_its_layer_skipped() {
     }
 }
 
+/// Vectored calls at the file's position (offset -1) follow and move it, and appending ones
+/// (RWF_APPEND) have no offset, under each way of attaching to syscalls; every offset given
+/// is where the bytes are in the file. Ground truth: tests/workloads/vectored_positions.c.
+#[test]
+fn vectored_calls_at_the_position_and_appending_ones_are_followed() {
+    require_root();
+    let dir = std::fs::canonicalize(scratch("vectored_positions")).unwrap();
+    let exe = build_c(
+        "cc",
+        "vectored_positions.c",
+        &dir.join("vectored_positions"),
+        &[],
+    );
+    let expected: [(&str, Option<i64>, &[u8]); 11] = [
+        ("write", Some(0), b"ab"),
+        ("pwritev2", Some(2), b"cdefghij"),
+        ("pwritev2", Some(100), b"KLMNOPQR"),
+        ("write", Some(10), b"s"),
+        // At the end, whatever the offset; the position stays.
+        ("pwritev2", None, b"tuvwxyz0"),
+        ("write", Some(11), b"1"),
+        // At the end, from the position: it is then the end, unknown.
+        ("pwritev2", None, b"23456789"),
+        ("write", None, b"!"),
+        ("preadv2", Some(0), b"abcd"),
+        ("preadv2", Some(100), b"KLMN"),
+        ("read", Some(4), b"efgh"),
+    ];
+    for mode in SYSCALL_MODES {
+        let (wd, out, _) = record_posix_in(&dir, mode, &exe);
+        let data = std::fs::read(wd.join("v.dat")).unwrap();
+        let mut calls = rows(&out, "calls");
+        calls.sort_by_key(|c| c.i("ts_begin_ns"));
+        let open = calls
+            .iter()
+            .find(|c| c.s("function") == Some("openat2"))
+            .unwrap_or_else(|| panic!("{mode}: no openat2"));
+        assert_eq!(open.s("path"), Some("v.dat"), "{mode}");
+        let got: Vec<(&str, Option<i64>, Option<i64>)> = calls
+            .iter()
+            .filter(|c| c.i("handle_id") == open.i("handle_id"))
+            .filter(|c| matches!(c.s("op"), Some("read" | "write")))
+            .map(|c| (c.s("function").unwrap(), c.i("offset"), c.i("bytes_result")))
+            .collect();
+        let want: Vec<(&str, Option<i64>, Option<i64>)> = expected
+            .iter()
+            .map(|(f, at, bytes)| (*f, *at, Some(bytes.len() as i64)))
+            .collect();
+        assert_eq!(got, want, "{mode}");
+        for (f, at, bytes) in expected {
+            if let Some(at) = at {
+                let at = at as usize;
+                assert_eq!(&data[at..at + bytes.len()], bytes, "{mode}: {f} at {at}");
+            }
+        }
+    }
+}
+
 /// A process doing its I/O through Linux AIO: the context's setup, the submission (one request
 /// taken), the reaping (one event) and the teardown are calls on one context; the request's
 /// write is no call of the process, and the page-cache layer sees its page (a buffered file's
