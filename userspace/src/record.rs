@@ -657,30 +657,30 @@ fn cost_line(run: &crate::schema::RunRow) -> String {
 /// How often `--pid` runs look for a traced process still alive.
 const ALIVE_CHECK: Duration = Duration::from_millis(250);
 
-/// Whether a process of the traced set still runs (a pid that died before it was added
-/// stays in the map: /proc decides, and a zombie waiting for its parent counts as ended).
-/// The traced processes but `root` that have not exited, with their command names.
+/// The command name of traced process `pid` while it runs (a pid that died before it was
+/// added stays in the traced map: /proc decides, and a zombie waiting for its parent counts
+/// as ended).
+fn running(pid: u32) -> Option<String> {
+    let stat = procfs::process::Process::new(pid as i32)
+        .ok()?
+        .stat()
+        .ok()?;
+    (stat.state != 'Z').then_some(stat.comm)
+}
+
+/// The traced processes but `root` that still run, with their command names.
 fn still_running(traced: impl Iterator<Item = u32>, root: u32) -> Vec<(u32, String)> {
     let mut left: Vec<(u32, String)> = traced
         .filter(|&pid| pid != root)
-        .filter_map(|pid| {
-            let stat = procfs::process::Process::new(pid as i32)
-                .ok()?
-                .stat()
-                .ok()?;
-            (stat.state != 'Z').then_some((pid, stat.comm))
-        })
+        .filter_map(|pid| Some((pid, running(pid)?)))
         .collect();
     left.sort();
     left
 }
 
+/// Whether a process of the traced set still runs.
 fn any_alive(mut traced: impl Iterator<Item = u32>) -> bool {
-    traced.any(|pid| {
-        procfs::process::Process::new(pid as i32)
-            .and_then(|p| p.stat())
-            .is_ok_and(|s| s.state != 'Z')
-    })
+    traced.any(|pid| running(pid).is_some())
 }
 
 /// Attaches probes to probed libraries that traced processes opened since the last call;
