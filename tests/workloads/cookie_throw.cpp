@@ -1,7 +1,9 @@
-/* A C++ exception thrown beneath a C library call and caught above it: the write function of
- * a stream made with fopencookie throws, through fwrite, to the try around the fwrite. Then a
- * write(2) of 6 bytes to DIR/after, so that a traced run has a call after the exception.
- * Prints "caught boom" and exits 0 when the exception arrived.
+/* Streams whose functions are the program's own (fopencookie), each unbuffered:
+ *   - one writing through write(2) to DIR/through: fwrite of 5 bytes ("hello"), then fclose;
+ *   - one whose write function throws a C++ exception, through fwrite of 3 bytes, to the try
+ *     around the fwrite;
+ * then a write(2) of 6 bytes to DIR/after, so that a traced run has a call after the
+ * exception. Prints "caught boom" and exits 0 when the exception arrived.
  *
  * usage: cookie_throw DIR */
 #include <cstdio>
@@ -11,14 +13,28 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+static ssize_t fd_write(void *fd, const char *buf, size_t n) { return write(*(int *)fd, buf, n); }
+
 static ssize_t throwing_write(void *, const char *, size_t) { throw std::runtime_error("boom"); }
+
+static FILE *unbuffered(void *cookie, cookie_io_functions_t io) {
+    FILE *s = fopencookie(cookie, "w", io);
+    if (s && setvbuf(s, nullptr, _IONBF, 0) != 0) return nullptr;
+    return s;
+}
 
 int main(int argc, char **argv) {
     if (argc != 2) return 2;
+    std::string dir = argv[1];
+    int fd = open((dir + "/through").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    cookie_io_functions_t through{};
+    through.write = fd_write;
+    FILE *t = fd < 0 ? nullptr : unbuffered(&fd, through);
+    if (!t || fwrite("hello", 1, 5, t) != 5 || fclose(t) != 0 || close(fd) != 0) return 3;
     cookie_io_functions_t io{};
     io.write = throwing_write;
-    FILE *s = fopencookie(nullptr, "w", io);
-    if (!s || setvbuf(s, nullptr, _IONBF, 0) != 0) return 3;
+    FILE *s = unbuffered(nullptr, io);
+    if (!s) return 3;
     try {
         fwrite("abc", 1, 3, s);
         std::puts("no exception");
@@ -26,7 +42,7 @@ int main(int argc, char **argv) {
     } catch (const std::exception &e) {
         std::printf("caught %s\n", e.what());
     }
-    int fd = open((std::string(argv[1]) + "/after").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    fd = open((dir + "/after").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0 || write(fd, "after\n", 6) != 6 || close(fd) != 0) return 5;
     return 0;
 }

@@ -9,8 +9,8 @@
 use std::{panic::AssertUnwindSafe, rc::Rc, sync::Arc};
 
 use strata_common::{
-    CALL_INT_HANDLES, CALL_OUT_VALID, CallRecord, DEREF_FAILED, FUNC_AIO, ProcEvent, ProcRecord,
-    REQUEST_AIO,
+    CALL_INT_HANDLES, CALL_NO_RETURN, CALL_OUT_VALID, CALL_UNFINISHED, CallRecord, DEREF_FAILED,
+    FUNC_AIO, ProcEvent, ProcRecord, REQUEST_AIO,
 };
 
 use crate::{
@@ -974,7 +974,10 @@ impl Correlator {
         let pid = rec.pid as i32;
         self.ensure_process(pid);
         let call_id = rec.call_id as i64;
-        let ts_end = self.clock.epoch(rec.ts_end);
+        let ts_end = self.clock.epoch(match rec.flags & CALL_NO_RETURN {
+            0 => rec.ts_end,
+            _ => rec.ts_begin,
+        });
         // The MPICH ABI's requests are `int`s: the kernel read 8 bytes behind the pointer.
         let int_handles = rec.flags & CALL_INT_HANDLES != 0;
         let arg = |k: ArgKind| {
@@ -1038,7 +1041,11 @@ impl Correlator {
             strs_out.push(name.to_string());
         }
 
-        let failed = crate::failures::failed(&p, ret, is_syscall);
+        // A call recorded at its entry alone (a stream without an fd), or still in progress
+        // as its thread ended: its return is unknown, and it makes no handle and moves no
+        // position, as a failed call.
+        let returned = rec.flags & (CALL_NO_RETURN | CALL_UNFINISHED) == 0;
+        let failed = !returned || crate::failures::failed(&p, ret, is_syscall);
 
         // Calls that move bytes (reads, writes, copies between two fds).
         let moves = matches!(p.op, Op::Read | Op::Write | Op::Copy);
@@ -1064,7 +1071,9 @@ impl Correlator {
             _ => None,
         };
         // A syscall's or request's own errno; a failed library call's from beneath it.
-        let errno = if kernel_ret {
+        let errno = if !returned {
+            None
+        } else if kernel_ret {
             (ret < 0).then(|| ret.saturating_neg() as i32)
         } else {
             let outcome = crate::failures::outcome(&p, failed, ret, count, size);
@@ -1123,6 +1132,7 @@ impl Correlator {
         let text = out.and_then(|v| Some(v as i64 + text_extra?));
         let bytes_requested = bytes_requested.or(h5_bytes).or(text);
         let bytes_result = match p.ret {
+            _ if !returned => None,
             _ if h5_bytes.is_some() => h5_bytes.map(|b| if failed { 0 } else { b }),
             RetKind::Scanned => scanned,
             _ if moves_text && failed => Some(0),
@@ -1733,7 +1743,7 @@ impl Correlator {
             offset2,
             bytes_requested,
             bytes_result,
-            ret,
+            ret: returned.then_some(ret),
             errno,
             flags,
             collective,
@@ -1827,7 +1837,7 @@ impl Correlator {
             offset2: None,
             bytes_requested: arg(ArgKind::Size).map(|v| v as i64),
             bytes_result,
-            ret,
+            ret: Some(ret),
             errno,
             flags: None,
             collective: p.collective,
@@ -2319,19 +2329,9 @@ mod tests {
         // indexes past them, as a bug would.
         corr.plain.push(true);
         let rec = |func_id, call_id| CallRecord {
-            kind: RecordKind::Call as u32,
-            func_id,
-            call_id,
-            parent_id: 0,
-            ts_begin: 1_000,
-            ts_end: 2_000,
-            pid: std::process::id(),
-            tid: std::process::id(),
-            depth: 0,
-            flags: 0,
             ret: 1,
-            out: 0,
             args: [1, 0, 1, 0, 0, 0],
+            ..top_call(func_id, call_id)
         };
         corr.guarded(|c| c.handle(Event::Call(rec(write, 1 << 10)), &mut out));
         corr.guarded(|c| c.handle(Event::Call(rec(unknown, 2 << 10)), &mut out));
@@ -2352,6 +2352,93 @@ mod tests {
             .collect();
         assert_eq!(ids, [1 << 10, 3 << 10]);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A stdio call recorded at its entry without its return (`CALL_NO_RETURN`: a stream
+    /// without an fd, on a session link) has its request but no return, bytes moved, errno
+    /// or duration, whatever the record's return fields hold; the same record returned has
+    /// them.
+    #[test]
+    fn a_call_recorded_at_its_entry_alone_has_no_return() {
+        let probes = crate::probes::load(None).unwrap();
+        let fwrite = (probes.iter())
+            .find(|p| p.layer == Layer::Stdio && p.function() == "fwrite")
+            .unwrap()
+            .id;
+        let dir = std::env::temp_dir().join(format!("strata-no-return-{}", std::process::id()));
+        let mut out = Dataset::create(&dir, "test", "no-return", 0o600).unwrap();
+        let clock = Clock::now();
+        let mut corr = Correlator::new(probes, clock);
+        let rec = |call_id, flags| CallRecord {
+            flags,
+            // fwrite(buf, 1, 3, stream) on fopencookie's fd -2: 3 elements written, or
+            // whatever the entry left there.
+            ret: 3,
+            args: [0x1000, 1, 3, 0x2000, -2i64 as u64, 0],
+            ..top_call(fwrite, call_id)
+        };
+        corr.handle(Event::Call(rec(1 << 10, 0)), &mut out);
+        corr.handle(Event::Call(rec(2 << 10, CALL_NO_RETURN)), &mut out);
+        corr.finish(&mut out);
+        out.flush().unwrap();
+        let mut got = Vec::new();
+        for b in crate::sink::read_table(&dir, "calls").unwrap() {
+            let col = |name: &str| {
+                (b.column_by_name(name).unwrap().as_any())
+                    .downcast_ref::<arrow::array::Int64Array>()
+                    .unwrap()
+                    .clone()
+            };
+            let [ret, bytes, asked, begin, end] = [
+                "ret",
+                "bytes_result",
+                "bytes_requested",
+                "ts_begin_ns",
+                "ts_end_ns",
+            ]
+            .map(col);
+            let errno = b.column_by_name("errno").unwrap();
+            for i in 0..b.num_rows() {
+                let v = |c: &arrow::array::Int64Array| {
+                    arrow::array::Array::is_valid(c, i).then(|| c.value(i))
+                };
+                got.push((
+                    v(&ret),
+                    v(&bytes),
+                    v(&asked),
+                    end.value(i) - begin.value(i),
+                    errno.is_valid(i),
+                ));
+            }
+        }
+        assert_eq!(
+            got,
+            [
+                (Some(3), Some(3), Some(3), 1_000, false),
+                (None, None, Some(3), 0, false)
+            ]
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A record of a call of this process's thread at the top of its stack, from 1 to 2 us,
+    /// that returned 0 with no arguments.
+    fn top_call(func_id: u32, call_id: u64) -> CallRecord {
+        CallRecord {
+            kind: RecordKind::Call as u32,
+            func_id,
+            call_id,
+            parent_id: 0,
+            ts_begin: 1_000,
+            ts_end: 2_000,
+            pid: std::process::id(),
+            tid: std::process::id(),
+            depth: 0,
+            flags: 0,
+            ret: 0,
+            out: 0,
+            args: [0; strata_common::MAX_ARGS],
+        }
     }
 
     /// The id of the probe of syscall `name`.

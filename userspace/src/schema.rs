@@ -25,7 +25,7 @@ table!(Calls, CallRow, "calls", grouped_by [tid], {
     offset2: OptI64,
     bytes_requested: OptI64,
     bytes_result: OptI64,
-    ret: I64,
+    ret: OptI64,
     errno: OptI32,
     flags: OptI64,
     collective: Bool,

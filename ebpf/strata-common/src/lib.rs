@@ -1236,7 +1236,7 @@ pub struct CallRecord {
     pub pid: u32,
     pub tid: u32,
     pub depth: u32,
-    /// [`CALL_OUT_VALID`].
+    /// [`CALL_OUT_VALID`], [`CALL_INT_HANDLES`], [`CALL_NO_RETURN`], [`CALL_UNFINISHED`].
     pub flags: u32,
     pub ret: i64,
     /// The value read through the out-pointer argument at return.
@@ -1248,6 +1248,14 @@ pub struct CallRecord {
 pub const CALL_OUT_VALID: u32 = 1;
 /// Set by user space on decoding a [`FUNC_INT_HANDLES`] function id.
 pub const CALL_INT_HANDLES: u32 = 2;
+/// Recorded at its entry, its return declined (on a session link): a stdio call on a stream
+/// without an fd, whose functions may be the program's own (fopencookie) and throw a C++
+/// exception, which cannot unwind through the kernel's return trampoline. `ret`, `out` and
+/// `ts_end` mean nothing.
+pub const CALL_NO_RETURN: u32 = 4;
+/// Sent as its thread exited, the call still in progress (a thread cancelled or killed inside
+/// it, a process killed by a signal): `ret` and `out` mean nothing; `ts_end` is the exit.
+pub const CALL_UNFINISHED: u32 = 8;
 
 /// A user string argument of a call, emitted at the call's entry (before its [`CallRecord`]).
 /// Only the header and the string's own bytes travel: `StrHeader` + `len` bytes.

@@ -320,8 +320,11 @@ fn on_exit(group_dead: Option<bool>) -> Res<()> {
     let (tgid, tid) = (me.tgid(), me.tid());
     if let Some(st) = me.stack() {
         // SAFETY: the current thread's stack. Page events in its exit (files closed) or in
-        // a call whose return never came.
-        unsafe { crate::kernel::flush_runs(st) };
+        // a call whose return never came, then that call.
+        unsafe {
+            crate::kernel::flush_runs(st);
+            crate::emit_unfinished(st, me.pid_tgid);
+        }
     }
     // Unconditionally: the thread may have been traced before its cgroup stopped being.
     me.forget();

@@ -39,16 +39,16 @@ use aya_ebpf::{
     programs::{BtfTracePointContext, ProbeContext, RetProbeContext, TracePointContext},
 };
 use strata_common::{
-    ARRAY_MAX_BYTES, ARRAY_PIECES, BLOB_WORDS, CALL_OUT_VALID, CGROUP_VERDICT_SLOTS,
-    COOKIE_LOAD_AT_CALL, COOKIE_STREAM_INDIRECT, COOKIE_STREAM_VAR, COOKIE_TABLE_SHIFT,
-    COUNTER_SLOTS, CallRecord, Config, Counter, DEREF_FAILED, FD_FROM_RET, FRAME_KERNEL,
-    FRAME_STR_RETRY, Frame, FuncSpec, JobRecord, MAX_ARGS, MAX_CGROUP_DEPTHS, MAX_DEPTH, MAX_FUNCS,
-    MAX_ONLY_VALUES, MAX_SYSCALLS, MAX_TYPE_REFS, MAX_TYPE_TABLES, NO_ARG, NO_CGROUP_LEVEL,
-    OUT_BUFFERED, OUT_MPI_STATUS, OUT_TEXT, OnlyKey, PATH_CAP, QUIET_NEVER, RecordKind,
-    SPEC_AIO_REAP, SPEC_AIO_SUBMIT, SPEC_AIO_WAIT, SPEC_EMIT_AT_ENTRY, SPEC_ENABLED, SPEC_IF_ZERO,
-    SPEC_IMPLICIT_STREAM, SPEC_STREAM_END, SPEC_WAKE, STR_CAP, STR_FAILED, StrHeader, StrRecord,
-    TEXT_PIECES, TRACED_BLOCK, TRACED_BLOCKS, ThreadStack, TypeId, TypeIdsRecord, TypeTable,
-    WAKEUP_BYTES, stream_var_delta,
+    ARRAY_MAX_BYTES, ARRAY_PIECES, BLOB_WORDS, CALL_NO_RETURN, CALL_OUT_VALID, CALL_UNFINISHED,
+    CGROUP_VERDICT_SLOTS, COOKIE_LOAD_AT_CALL, COOKIE_STREAM_INDIRECT, COOKIE_STREAM_VAR,
+    COOKIE_TABLE_SHIFT, COUNTER_SLOTS, CallRecord, Config, Counter, DEREF_FAILED, FD_FROM_RET,
+    FRAME_KERNEL, FRAME_STR_RETRY, Frame, FuncSpec, JobRecord, MAX_ARGS, MAX_CGROUP_DEPTHS,
+    MAX_DEPTH, MAX_FUNCS, MAX_ONLY_VALUES, MAX_SYSCALLS, MAX_TYPE_REFS, MAX_TYPE_TABLES, NO_ARG,
+    NO_CGROUP_LEVEL, OUT_BUFFERED, OUT_MPI_STATUS, OUT_TEXT, OnlyKey, PATH_CAP, QUIET_NEVER,
+    RecordKind, SPEC_AIO_REAP, SPEC_AIO_SUBMIT, SPEC_AIO_WAIT, SPEC_EMIT_AT_ENTRY, SPEC_ENABLED,
+    SPEC_IF_ZERO, SPEC_IMPLICIT_STREAM, SPEC_STREAM_END, SPEC_WAKE, STR_CAP, STR_FAILED, StrHeader,
+    StrRecord, TEXT_PIECES, TRACED_BLOCK, TRACED_BLOCKS, ThreadStack, TypeId, TypeIdsRecord,
+    TypeTable, WAKEUP_BYTES, stream_var_delta,
 };
 
 #[map]
@@ -705,6 +705,7 @@ fn emit_array(arg: u8, call_id: u64, ptr: u64, bytes: usize) {
 /// Where a uprobe hit: the probed address, the user stack pointer, and the index of its
 /// attachment's type table (0: none; and for every other kind of probe). `loaded`: on a call
 /// of a function that is one load (`COOKIE_LOAD_AT_CALL`), the call's result, recorded at once.
+/// `session`: the probe is on a session link, whose entry may decline the return.
 #[derive(Clone, Copy)]
 struct Site {
     ip: u64,
@@ -713,6 +714,7 @@ struct Site {
     stream_var: u64,
     table: u32,
     at_call: bool,
+    session: bool,
     loaded: i64,
 }
 
@@ -722,6 +724,7 @@ const NO_SITE: Site = Site {
     stream_var: 0,
     table: 0,
     at_call: false,
+    session: false,
     loaded: 0,
 };
 
@@ -773,6 +776,7 @@ fn send_type_ids(site: Site, tgid: u32) {
 }
 
 /// Emits the record of a finished call; with `QUIET`, by `quiet_wakeup` where not `wake`.
+/// `call_flags`: [`CALL_NO_RETURN`] for a call recorded at its entry without a return.
 #[inline(always)]
 #[expect(
     clippy::too_many_arguments,
@@ -788,16 +792,21 @@ fn emit_call<const QUIET: bool>(
     args: &[u64; MAX_ARGS],
     depth: u32,
     ret: i64,
+    call_flags: u32,
 ) {
     let Some(mut entry) = STRATA_EVENTS.reserve::<CallRecord>(0) else {
         count(Counter::RingbufFull);
         return;
     };
     let mut out = 0u64;
-    let mut flags = 0u32;
+    let mut flags = call_flags;
     // What a stream has left to read matters whatever the call returned (fscanf at the end
-    // of its input returns EOF, having consumed what came before).
-    if spec.out_arg != NO_ARG && (ret >= 0 || spec.out_size == OUT_BUFFERED) {
+    // of its input returns EOF, having consumed what came before). Nothing was written yet
+    // where the return is not seen.
+    if spec.out_arg != NO_ARG
+        && call_flags & CALL_NO_RETURN == 0
+        && (ret >= 0 || spec.out_size == OUT_BUFFERED)
+    {
         if let Some(ptr) = args.get(spec.out_arg as usize) {
             // SAFETY: reads user memory through the helper, which tolerates bad pointers.
             let read = unsafe {
@@ -866,6 +875,57 @@ fn emit_call<const QUIET: bool>(
     } else {
         wakeup(LEN, true)
     });
+}
+
+/// Sends the library calls still in progress on the exiting thread `st`, deepest first, as
+/// their returns would have come ([`CALL_UNFINISHED`]): a job killed at its time limit inside
+/// a collective write keeps that write, and the calls beneath it their parent. Kernel frames
+/// left on the stack lost their return long before (see [`FRAME_KERNEL`]).
+///
+/// # Safety
+/// `st` is the current thread's stack.
+#[inline(always)]
+pub(crate) unsafe fn emit_unfinished(st: *const ThreadStack, pid_tgid: u64) {
+    // SAFETY: the caller's.
+    let depth = unsafe { (*st).depth }.min(MAX_DEPTH as u32) as usize;
+    let ts_end = unsafe { bpf_ktime_get_ns() };
+    for k in 1..=MAX_DEPTH {
+        let Some(i) = depth.checked_sub(k) else {
+            break;
+        };
+        // SAFETY: the caller's; `slot` bounds the index for the verifier.
+        let f = unsafe { &(*st).frames[slot(i)] };
+        if f.flags & FRAME_KERNEL != 0 {
+            continue;
+        }
+        let parent_id = match i.checked_sub(1) {
+            // SAFETY: as above.
+            Some(p) => unsafe { (*st).frames[slot(p)].call_id },
+            None => 0,
+        };
+        let Some(mut entry) = STRATA_EVENTS.reserve::<CallRecord>(0) else {
+            count(Counter::RingbufFull);
+            return;
+        };
+        let rec = entry.as_mut_ptr();
+        // SAFETY: reserved ring-buffer memory of the right size; every field is written.
+        unsafe {
+            (*rec).kind = RecordKind::Call as u32;
+            (*rec).func_id = f.func_id;
+            (*rec).call_id = f.call_id;
+            (*rec).parent_id = parent_id;
+            (*rec).ts_begin = f.ts_begin;
+            (*rec).ts_end = ts_end;
+            (*rec).pid = (pid_tgid >> 32) as u32;
+            (*rec).tid = pid_tgid as u32;
+            (*rec).depth = i as u32;
+            (*rec).flags = CALL_UNFINISHED;
+            (*rec).ret = 0;
+            (*rec).out = 0;
+            store_words(&raw mut (*rec).args, &f.args);
+        }
+        entry.submit(u64::from(BPF_RB_FORCE_WAKEUP));
+    }
 }
 
 /// The length of the NUL-terminated text at `ptr`, read piece by piece into this CPU's
@@ -1134,6 +1194,7 @@ fn on_entry<const CAPTURE: u8>(
         Some(st) => st,
         None => me.stack_or_new()?,
     };
+    let mut no_return = false;
     if cfg.cgroup_mode != 0 {
         announce_job(cfg, st, pid_tgid);
     }
@@ -1154,6 +1215,12 @@ fn on_entry<const CAPTURE: u8>(
         if let Some(slot) = args.get_mut(spec.nargs as usize) {
             *slot = fd;
         }
+        // A stream without an fd (none read, or a negative one: fopencookie's and fmemopen's
+        // -2) may run the program's own functions, which may throw a C++ exception through
+        // this call: unwinding cannot pass the kernel's return trampoline, and the program
+        // would be aborted. Where the entry may decline the return, the call is recorded
+        // here, without one.
+        no_return = site.session && (fd as i64) < 0;
         if spec.out_size == OUT_BUFFERED {
             if let Some(slot) = args.get_mut(spec.nargs as usize + 1) {
                 *slot = stream_buffered(cfg, stream).unwrap_or(u64::MAX);
@@ -1170,7 +1237,7 @@ fn on_entry<const CAPTURE: u8>(
     // SAFETY: `st` points into the stack map's value for this thread; only this thread
     // touches it (programs run with preemption disabled for the duration).
     let depth = unsafe { (*st).depth };
-    let at_entry = spec.flags & SPEC_EMIT_AT_ENTRY != 0 || site.at_call;
+    let at_entry = spec.flags & SPEC_EMIT_AT_ENTRY != 0 || site.at_call || no_return;
     let str_retry = if CAPTURE & CAPTURE_STRINGS != 0 {
         emit_strings(spec.str_mask, call_id, args, !at_entry)
     } else {
@@ -1206,6 +1273,7 @@ fn on_entry<const CAPTURE: u8>(
             args,
             depth,
             site.loaded,
+            if no_return { CALL_NO_RETURN } else { 0 },
         );
         return Ok(false);
     }
@@ -1319,7 +1387,7 @@ fn on_return(spec: &FuncSpec, ret: i64, wake: bool) -> Res<()> {
         }
         // Quiet: the records of syscalls and kernel functions (library returns always wake).
         emit_call::<true>(
-            pid_tgid, wake, spec, f.call_id, parent_id, f.ts_begin, args, i as u32, ret,
+            pid_tgid, wake, spec, f.call_id, parent_id, f.ts_begin, args, i as u32, ret, 0,
         );
     }
     Ok(())
@@ -1508,13 +1576,14 @@ fn spec_of_func(id: u32) -> Res<&'static FuncSpec> {
 
 #[uprobe]
 pub fn strata_uprobe_entry(ctx: ProbeContext) -> u32 {
-    match try_uprobe_entry(&ctx) {
+    match try_uprobe_entry::<false>(&ctx) {
         Ok(_) | Err(_) => 0,
     }
 }
 
-/// The entry half of a library call; true when its return has work to do.
-fn try_uprobe_entry(ctx: &ProbeContext) -> Res<bool> {
+/// The entry half of a library call; true when its return has work to do. `SESSION`: on a
+/// session link, where the entry decides whether the kernel prepares the return.
+fn try_uprobe_entry<const SESSION: bool>(ctx: &ProbeContext) -> Res<bool> {
     // SAFETY: the helper only reads the cookie of the current attachment.
     let cookie = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) };
     let spec = spec_of_func(cookie as u32)?;
@@ -1528,6 +1597,7 @@ fn try_uprobe_entry(ctx: &ProbeContext) -> Res<bool> {
         stream_var: 0,
         table: (cookie >> COOKIE_TABLE_SHIFT) as u32,
         at_call: false,
+        session: SESSION,
         loaded: 0,
     };
     // The cookie's upper half is a type table, a load at a call, or a stream variable.
@@ -1594,7 +1664,7 @@ pub fn strata_uprobe_session(ctx: *mut core::ffi::c_void) -> u32 {
         let _ = func_spec(&ctx).and_then(|spec| on_return(spec, ret, true));
         return 0;
     }
-    match try_uprobe_entry(&ctx) {
+    match try_uprobe_entry::<true>(&ctx) {
         Ok(true) => 0,
         Ok(false) | Err(_) => 1,
     }

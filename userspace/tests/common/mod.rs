@@ -341,6 +341,16 @@ pub fn record_mpi(
 }
 
 /// Every row of a table of the dataset at `out`.
+/// Whether a run in `out` probed stdio's `fwrite` on a session link (Linux 6.13+), where a
+/// stdio call on a stream without an fd is recorded at its entry, without its return.
+pub fn stdio_sessions(out: &Path) -> bool {
+    let probes = rows(out, "probes");
+    let fwrite = (probes.iter())
+        .find(|p| p.s("layer") == Some("stdio") && p.s("function") == Some("fwrite"))
+        .expect("the probes table has fwrite's probe");
+    fwrite.s("mechanism") == Some("uprobe_session")
+}
+
 pub fn rows(out: &Path, table: &str) -> Vec<Row> {
     let mut rows = Vec::new();
     for batch in strata::sink::read_table(out, table).unwrap() {
