@@ -54,6 +54,9 @@ pub struct Loaded {
     raw_syscalls: bool,
     btf_syscalls: bool,
     raw_links: Vec<RawLink>,
+    /// Thread stacks are task-local and the kernel's BTF says which tasks run: the task
+    /// iterator can send the calls in progress as strata stops.
+    task_stacks: bool,
     pub ebpf: Ebpf,
     /// The traced processes, by tgid: see [`Loaded::trace`].
     traced: BpfHashMap<MapData, u32, u32>,
@@ -92,11 +95,54 @@ impl Loaded {
 }
 
 /// Stops the programs from recording (they return at once), so the ring buffer can be
-/// drained to the last event while the probes are still attached.
+/// drained to the last event while the probes are still attached, and sends the calls still
+/// in progress (see [`send_calls_in_progress`]).
 pub fn stop(loaded: &mut Loaded) -> anyhow::Result<()> {
     let mut cfg = loaded.config_value;
     cfg.stopped = 1;
     loaded.config.set(0, cfg, 0)?;
+    // Where no traced process is left (a command and all it started have exited) no thread
+    // has a call in progress: the iterator is not even loaded (some 20 ms, most of it reading
+    // the kernel's BTF).
+    let cfg = &loaded.config_value;
+    let any_left = cfg.trace_all != 0
+        || cfg.cgroup_mode != 0
+        || cfg.user_filter != 0
+        || loaded.traced().next().is_some();
+    if loaded.task_stacks && any_left {
+        let started = std::time::Instant::now();
+        match send_calls_in_progress(&mut loaded.ebpf) {
+            Ok(()) => log::debug!(
+                "stop: calls in progress sent in {} ms",
+                started.elapsed().as_millis()
+            ),
+            Err(e) => log::info!("the calls in progress at the stop are not recorded: {e:#}"),
+        }
+    }
+    Ok(())
+}
+
+/// The task iterator [`send_calls_in_progress`] runs.
+fn stacks_iterator(ebpf: &mut Ebpf) -> anyhow::Result<&mut aya::programs::Iter> {
+    Ok(ebpf
+        .program_mut(programs::ITER_STACKS)
+        .context(programs::ITER_STACKS)?
+        .try_into()?)
+}
+
+/// Runs the task iterator that sends, as unfinished, the calls each thread off a CPU still
+/// has in progress (a rank waiting in a collective, a read blocked on a pipe): without it
+/// their rows would be missing, and the calls already returned beneath them would name a
+/// parent without a row.
+fn send_calls_in_progress(ebpf: &mut Ebpf) -> anyhow::Result<()> {
+    let btf = aya::Btf::from_sys_fs().context("reading the kernel's BTF")?;
+    let prog = stacks_iterator(ebpf)?;
+    prog.load("task", &btf)
+        .context("loading the task iterator")?;
+    let link = prog.attach()?;
+    let mut file = prog.take_link(link)?.into_file()?;
+    // Each read runs the program over tasks until the output fills; it writes none.
+    std::io::copy(&mut file, &mut std::io::sink()).context("running the task iterator")?;
     Ok(())
 }
 
@@ -752,6 +798,7 @@ fn load_parsed(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
             .unwrap_or(&strata_common::BlockOffsets::NONE),
     )?;
     step("kernel BTF read, maps created");
+    let task_stacks = task_fields.is_some_and(|t| t.on_cpu != 0);
     // While every map is still in `ebpf`: the multi-uprobe programs use them all.
     let mut uprobes = Uprobes::new(&ebpf);
 
@@ -1030,6 +1077,7 @@ fn load_parsed(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
         raw_syscalls,
         btf_syscalls,
         raw_links,
+        task_stacks,
         ebpf,
         traced,
         traced_marks,
@@ -2449,6 +2497,8 @@ mod tests {
                 programs::TASK_NEWTASK,
                 programs::PROCESS_EXEC,
                 programs::PROCESS_EXIT,
+                // Once per stop.
+                programs::ITER_STACKS,
             ])
             .collect();
         let per_call: Vec<_> = found
@@ -2498,6 +2548,7 @@ mod tests {
             programs::TASK_NEWTASK,
             programs::PROCESS_EXEC,
             programs::PROCESS_EXIT,
+            programs::ITER_STACKS,
             programs::KPROBE_ENTRY,
             programs::KPROBE_RETURN,
             programs::EMPTY_TRACEPOINT,

@@ -375,8 +375,11 @@ impl Correlator {
                     }
                 }
                 // Most calls of a trace: their row is made in place here, not moved out of
-                // what `call` returns (a copy of some 400 bytes each).
-                let row = if self.plain.get(rec.func_id as usize) == Some(&true) {
+                // what `call` returns (a copy of some 400 bytes each). A syscall in progress
+                // as strata stopped has no return for it to go by.
+                let row = if self.plain.get(rec.func_id as usize) == Some(&true)
+                    && rec.flags & CALL_UNFINISHED == 0
+                {
                     let p = Rc::clone(&self.probes[rec.func_id as usize]);
                     self.plain_transfer(&p, &rec)
                 } else {

@@ -178,6 +178,83 @@ fn a_stop_signal_drains_every_event_already_made() {
     }
 }
 
+/// A call the traced process is blocked in as strata stops has its row: the fgets, and the
+/// read(2) beneath it, each without a return, ending at the stop, and every parent a row
+/// names is a row. Ground truth: tests/workloads/blocked_at_stop.c.
+#[test]
+fn a_stop_keeps_the_calls_in_progress() {
+    require_root();
+    let dir = scratch("signals_in_progress");
+    let exe = build_c("cc", "blocked_at_stop.c", &dir.join("blocked_at_stop"), &[]);
+    let out = dir.join("out");
+    let ready = dir.join("ready");
+    let log = dir.join("stderr");
+    let strata = strata()
+        .args(["record", "-q", "--layers", "posix,stdio", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(&exe)
+        .arg(&ready)
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let t = Traced {
+        strata,
+        out,
+        file: PathBuf::new(),
+        ready,
+        log,
+    };
+    let pid = t.wait_ready();
+    let since = Instant::now();
+    while !std::fs::read_to_string(format!("/proc/{pid}/syscall"))
+        .is_ok_and(|s| s.starts_with("0 "))
+    {
+        assert!(
+            since.elapsed() < Duration::from_secs(30),
+            "never in read(2)"
+        );
+        sleep(Duration::from_millis(5));
+    }
+    let before_stop = std::time::SystemTime::now();
+    kill(Pid::from_raw(t.strata.id() as i32), Signal::SIGINT).unwrap();
+    let (code, out, _) = t.wait();
+    stop_workload(pid);
+    assert_eq!(code, Some(130), "strata's exit code");
+    let calls = rows(&out, "calls");
+    let ids: std::collections::HashSet<i64> = calls.iter().filter_map(|c| c.i("call_id")).collect();
+    for c in &calls {
+        if let Some(parent) = c.i("parent_id") {
+            assert!(ids.contains(&parent), "no parent row for {c:?}");
+        }
+    }
+    let fgets = calls
+        .iter()
+        .find(|c| c.i("pid") == Some(i64::from(pid)) && c.s("function") == Some("fgets"))
+        .expect("the fgets in progress");
+    let read = calls
+        .iter()
+        .find(|c| c.i("parent_id") == fgets.i("call_id") && c.s("function") == Some("read"))
+        .expect("the read(2) in progress beneath the fgets");
+    let stop = before_stop
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as i64;
+    for (c, asked) in [(fgets, 64), (read, 4096)] {
+        assert_eq!(
+            (
+                c.i("bytes_requested"),
+                c.i("bytes_result"),
+                c.i("ret"),
+                c.i("errno")
+            ),
+            (Some(asked), None, None, None),
+            "{c:?}"
+        );
+        assert!(c.i("ts_end_ns").unwrap() >= stop, "ends at the stop: {c:?}");
+    }
+}
+
 #[test]
 fn a_killed_command_keeps_every_event_it_made() {
     require_root();

@@ -111,6 +111,9 @@ pub mod programs {
     pub const TASK_NEWTASK: &str = "strata_task_newtask";
     pub const PROCESS_EXEC: &str = "strata_process_exec";
     pub const PROCESS_EXIT: &str = "strata_process_exit";
+    /// The task iterator run once as strata stops with traced processes left: it sends the
+    /// calls in progress on their threads' stacks.
+    pub const ITER_STACKS: &str = "strata_iter_stacks";
     /// The lifecycle programs on BTF raw tracepoints (the default where the kernel has BTF):
     /// (tracepoint, its arguments, program); sched_process_exit has one for each of its
     /// prototypes (it gained `group_dead` in Linux 6.9).
@@ -740,7 +743,10 @@ pub struct TaskOffsets {
     pub css_dfl_cgrp: u32,
     pub cgroup_kn: u32,
     pub kn_id: u32,
-    pub _pad: u32,
+    /// `.on_cpu`: whether the task runs on a CPU now, read as strata stops to leave alone the
+    /// stacks of threads that may be returning (0 where the kernel's BTF lacks it: then no
+    /// stack is read at a stop).
+    pub on_cpu: u32,
 }
 
 /// The request flags of `rwbs` strata spells (letter, `enum req_flag_bits` name), in
@@ -1253,8 +1259,9 @@ pub const CALL_INT_HANDLES: u32 = 2;
 /// exception, which cannot unwind through the kernel's return trampoline. `ret`, `out` and
 /// `ts_end` mean nothing.
 pub const CALL_NO_RETURN: u32 = 4;
-/// Sent as its thread exited, the call still in progress (a thread cancelled or killed inside
-/// it, a process killed by a signal): `ret` and `out` mean nothing; `ts_end` is the exit.
+/// Sent as its thread exited, or as strata stopped, the call still in progress (a thread
+/// cancelled or killed inside it, a process killed by a signal, a rank waiting in a
+/// collective): `ret` and `out` mean nothing; `ts_end` is the exit or the stop.
 pub const CALL_UNFINISHED: u32 = 8;
 
 /// A user string argument of a call, emitted at the call's entry (before its [`CallRecord`]).

@@ -281,6 +281,35 @@ fn send_area(tgid: u32, what: u32, start: u64, end: u64, parts: usize) {
     }
 }
 
+// ---- the stacks left as strata stops ----
+
+/// `struct bpf_iter__task`: the task iterator's context (`task` null after the last).
+#[repr(C)]
+struct TaskIter {
+    meta: *mut core::ffi::c_void,
+    task: *mut aya_ebpf::bindings::task_struct,
+}
+
+/// Run once by user space as strata stops, once the programs no longer record new calls:
+/// the library calls each thread still has in progress (a rank waiting in a collective, an
+/// fgets blocked on a pipe), and the syscall it is blocked in, are sent as unfinished,
+/// ending now, and the stack is emptied, so that a return after this finds nothing to send
+/// again. Threads on a CPU are left alone (see [`thread::idle_stack`]).
+#[unsafe(no_mangle)]
+#[unsafe(link_section = "iter/task")]
+pub fn strata_iter_stacks(ctx: *mut core::ffi::c_void) -> i32 {
+    // SAFETY: the iterator's context.
+    let task = unsafe { (*ctx.cast::<TaskIter>()).task };
+    if let Some((me, st)) = thread::idle_stack(task) {
+        // SAFETY: the stack of a thread off the CPU, which cannot touch it meanwhile.
+        unsafe {
+            crate::emit_unfinished(st, me.pid_tgid, true);
+            (*st).depth = 0;
+        }
+    }
+    0
+}
+
 // ---- sched_process_exit ----
 
 /// Linux 6.9 and later: TP_PROTO(struct task_struct *p, bool group_dead).
@@ -323,7 +352,7 @@ fn on_exit(group_dead: Option<bool>) -> Res<()> {
         // a call whose return never came, then that call.
         unsafe {
             crate::kernel::flush_runs(st);
-            crate::emit_unfinished(st, me.pid_tgid);
+            crate::emit_unfinished(st, me.pid_tgid, false);
         }
     }
     // Unconditionally: the thread may have been traced before its cgroup stopped being.

@@ -877,15 +877,16 @@ fn emit_call<const QUIET: bool>(
     });
 }
 
-/// Sends the library calls still in progress on the exiting thread `st`, deepest first, as
-/// their returns would have come ([`CALL_UNFINISHED`]): a job killed at its time limit inside
-/// a collective write keeps that write, and the calls beneath it their parent. Kernel frames
-/// left on the stack lost their return long before (see [`FRAME_KERNEL`]).
+/// Sends the calls still in progress on thread `st`, deepest first, as their returns would
+/// have come ([`CALL_UNFINISHED`]): a job killed at its time limit inside a collective write
+/// keeps that write, and the calls beneath it their parent. Library calls only, but for a
+/// syscall at the top with `syscall` (a thread blocked in one as strata stops): a kernel frame
+/// left on an exiting thread's stack lost its return long before (see [`FRAME_KERNEL`]).
 ///
 /// # Safety
-/// `st` is the current thread's stack.
+/// `st` is a thread's stack that nothing else touches meanwhile.
 #[inline(always)]
-pub(crate) unsafe fn emit_unfinished(st: *const ThreadStack, pid_tgid: u64) {
+pub(crate) unsafe fn emit_unfinished(st: *const ThreadStack, pid_tgid: u64, syscall: bool) {
     // SAFETY: the caller's.
     let depth = unsafe { (*st).depth }.min(MAX_DEPTH as u32) as usize;
     let ts_end = unsafe { bpf_ktime_get_ns() };
@@ -895,7 +896,7 @@ pub(crate) unsafe fn emit_unfinished(st: *const ThreadStack, pid_tgid: u64) {
         };
         // SAFETY: the caller's; `slot` bounds the index for the verifier.
         let f = unsafe { &(*st).frames[slot(i)] };
-        if f.flags & FRAME_KERNEL != 0 {
+        if f.flags & FRAME_KERNEL != 0 && !(syscall && k == 1) {
             continue;
         }
         let parent_id = match i.checked_sub(1) {
