@@ -1631,3 +1631,80 @@ fn every_program_verifies_well_within_the_kernels_budget() {
         worst.1
     );
 }
+
+/// A syscall a traced process is blocked in as strata stops has its row, without a return and
+/// ending at the stop: the task iterator that reads the stacks left, checked on each kernel
+/// the suites run on. `cat` reads a pipe nothing is written to until strata has stopped.
+#[test]
+fn a_syscall_blocked_in_as_strata_stops_has_its_row() {
+    use std::{
+        process::Stdio,
+        time::{Duration, Instant},
+    };
+    require_root();
+    let dir = scratch("blocked_at_stop");
+    let out = dir.join("out");
+    let mut rec = strata()
+        .args(["record", "-q", "--layers", "posix", "-o"])
+        .arg(&out)
+        .args(["--", "cat"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let since = Instant::now();
+    let until = |what: &str, ok: &mut dyn FnMut() -> bool| {
+        while !ok() {
+            assert!(since.elapsed() < Duration::from_secs(60), "never {what}");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    };
+    // strata's child waits for the start in a read(2) of its own before it runs cat.
+    let parent = rec.id().to_string();
+    let mut cat = 0;
+    until("in cat's read(2)", &mut || {
+        // strata's children (/proc/PID/stat: "PID (COMM) STATE PPID ...").
+        let pids: Vec<String> = std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|pid| {
+                std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+                    s.rsplit_once(") ")
+                        .and_then(|(_, rest)| rest.split(' ').nth(1))
+                        == Some(parent.as_str())
+                })
+            })
+            .collect();
+        let reading = pids.iter().find(|pid| {
+            // By name: the guests' cat may be a multi-call binary.
+            std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "cat")
+                && std::fs::read_to_string(format!("/proc/{pid}/syscall"))
+                    .is_ok_and(|s| s.starts_with("0 "))
+        });
+        cat = reading.and_then(|p| p.parse().ok()).unwrap_or(0);
+        cat != 0
+    });
+    let strata_pid = nix::unistd::Pid::from_raw(rec.id() as i32);
+    nix::sys::signal::kill(strata_pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let mut status = None;
+    until("stopped", &mut || {
+        status = rec.try_wait().unwrap();
+        status.is_some()
+    });
+    // cat reads the end of its input and exits.
+    drop(rec.stdin.take());
+    assert_eq!(status.unwrap().code(), Some(130), "strata's exit code");
+    let reads: Vec<_> = rows(&out, "calls")
+        .into_iter()
+        .filter(|c| c.i("pid") == Some(i64::from(cat)) && c.s("function") == Some("read"))
+        .filter(|c| c.i("ret").is_none())
+        .map(|c| {
+            (
+                c.i("bytes_requested").is_some(),
+                c.i("bytes_result"),
+                c.i("errno"),
+            )
+        })
+        .collect();
+    assert_eq!(reads, [(true, None, None)], "the read cat was blocked in");
+}
