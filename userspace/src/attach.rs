@@ -19,7 +19,7 @@ use aya::{
 };
 use strata_common::{
     COOKIE_TABLE_SHIFT, Config, FIELD_NONE, FuncSpec, KERNEL_WINDOW, KernelEvent, KernelFields,
-    OnlyKey, TypeTable, globals, maps, programs,
+    OnlyKey, STOP_FROZEN, STOP_NEW, TypeTable, globals, maps, programs,
 };
 
 use crate::{
@@ -54,8 +54,8 @@ pub struct Loaded {
     raw_syscalls: bool,
     btf_syscalls: bool,
     raw_links: Vec<RawLink>,
-    /// Thread stacks are task-local and the kernel's BTF says which tasks run: the task
-    /// iterator can send the calls in progress as strata stops.
+    /// Thread stacks are task-local: the task iterator can send the calls in progress as
+    /// strata stops.
     task_stacks: bool,
     pub ebpf: Ebpf,
     /// The traced processes, by tgid: see [`Loaded::trace`].
@@ -98,28 +98,43 @@ impl Loaded {
 /// drained to the last event while the probes are still attached, and sends the calls still
 /// in progress (see [`send_calls_in_progress`]).
 pub fn stop(loaded: &mut Loaded) -> anyhow::Result<()> {
-    let mut cfg = loaded.config_value;
-    cfg.stopped = 1;
-    loaded.config.set(0, cfg, 0)?;
     // Where no traced process is left (a command and all it started have exited) no thread
     // has a call in progress: the iterator is not even loaded (some 20 ms, most of it reading
     // the kernel's BTF).
-    let cfg = &loaded.config_value;
+    let cfg = loaded.config_value;
     let any_left = cfg.trace_all != 0
         || cfg.cgroup_mode != 0
         || cfg.user_filter != 0
         || loaded.traced().next().is_some();
-    if loaded.task_stacks && any_left {
-        let started = std::time::Instant::now();
-        match send_calls_in_progress(&mut loaded.ebpf) {
-            Ok(()) => log::debug!(
-                "stop: calls in progress sent in {} ms",
-                started.elapsed().as_millis()
-            ),
-            Err(e) => log::info!("the calls in progress at the stop are not recorded: {e:#}"),
+    if !(loaded.task_stacks && any_left) {
+        return set_stopped(loaded, STOP_NEW);
+    }
+    // The stacks are frozen first, the stop's time written before the state that reads it.
+    loaded.config_value.stopped_ns = crate::record::monotonic_ns();
+    loaded.config.set(0, loaded.config_value, 0)?;
+    set_stopped(loaded, STOP_FROZEN)?;
+    let started = std::time::Instant::now();
+    match send_calls_in_progress(&mut loaded.ebpf, started) {
+        Ok(()) => log::debug!(
+            "stop: calls in progress sent in {} ms",
+            started.elapsed().as_millis()
+        ),
+        Err(e) => {
+            // The returns are recorded again: the calls in progress keep what comes of them.
+            log::info!("the calls in progress at the stop are not recorded: {e:#}");
+            set_stopped(loaded, STOP_NEW)?;
         }
     }
     Ok(())
+}
+
+/// Writes `state` ([`STOP_NEW`], [`STOP_FROZEN`]) to the programs' [`Config::stopped`].
+fn set_stopped(loaded: &mut Loaded, state: u32) -> anyhow::Result<()> {
+    loaded.config_value.stopped = state;
+    loaded
+        .config
+        .set(0, loaded.config_value, 0)
+        .context("telling the programs to stop recording")
 }
 
 /// The task iterator [`send_calls_in_progress`] runs.
@@ -130,21 +145,30 @@ fn stacks_iterator(ebpf: &mut Ebpf) -> anyhow::Result<&mut aya::programs::Iter> 
         .try_into()?)
 }
 
-/// Runs the task iterator that sends, as unfinished, the calls each thread off a CPU still
-/// has in progress (a rank waiting in a collective, a read blocked on a pipe): without it
-/// their rows would be missing, and the calls already returned beneath them would name a
-/// parent without a row.
-fn send_calls_in_progress(ebpf: &mut Ebpf) -> anyhow::Result<()> {
+/// Runs the task iterator that sends, as unfinished, the calls each thread still has in
+/// progress at a frozen stop begun at `frozen` (a rank waiting in a collective, a read
+/// blocked on a pipe): without it their rows would be missing, and the calls already
+/// returned beneath them would name a parent without a row.
+fn send_calls_in_progress(ebpf: &mut Ebpf, frozen: std::time::Instant) -> anyhow::Result<()> {
     let btf = aya::Btf::from_sys_fs().context("reading the kernel's BTF")?;
     let prog = stacks_iterator(ebpf)?;
     prog.load("task", &btf)
         .context("loading the task iterator")?;
     let link = prog.attach()?;
     let mut file = prog.take_link(link)?.into_file()?;
+    // A program that read the state before the freeze may still be changing a stack: each
+    // runs for microseconds, and the load above takes some 20 ms; this bounds it where the
+    // load was quicker.
+    if let Some(rest) = FREEZE_GRACE.checked_sub(frozen.elapsed()) {
+        std::thread::sleep(rest);
+    }
     // Each read runs the program over tasks until the output fills; it writes none.
     std::io::copy(&mut file, &mut std::io::sink()).context("running the task iterator")?;
     Ok(())
 }
+
+/// How long after freezing the stacks the task iterator reads them at the earliest.
+const FREEZE_GRACE: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// Detaches every probe and unloads the programs.
 ///
@@ -798,7 +822,7 @@ fn load_parsed(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
             .unwrap_or(&strata_common::BlockOffsets::NONE),
     )?;
     step("kernel BTF read, maps created");
-    let task_stacks = task_fields.is_some_and(|t| t.on_cpu != 0);
+    let task_stacks = task_fields.is_some();
     // While every map is still in `ebpf`: the multi-uprobe programs use them all.
     let mut uprobes = Uprobes::new(&ebpf);
 

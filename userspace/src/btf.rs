@@ -490,7 +490,6 @@ pub fn task_offsets(btf: &KernelBtf) -> Result<strata_common::TaskOffsets, BtfEr
         pid: member_offset(btf, "task_struct", "pid")?,
         tgid: member_offset(btf, "task_struct", "tgid")?,
         bpf_storage: member_offset(btf, "task_struct", "bpf_storage").unwrap_or(0),
-        on_cpu: member_offset(btf, "task_struct", "on_cpu").unwrap_or(0),
         ..cgroup_offsets(btf).unwrap_or_default()
     })
 }

@@ -178,14 +178,20 @@ fn a_stop_signal_drains_every_event_already_made() {
     }
 }
 
-/// A call the traced process is blocked in as strata stops has its row: the fgets, and the
-/// read(2) beneath it, each without a return, ending at the stop, and every parent a row
-/// names is a row. Ground truth: tests/workloads/blocked_at_stop.c.
+/// The calls the traced process has in progress as strata stops have their rows, without a
+/// return, ending at the stop: the fgets one thread is blocked in and the read(2) beneath it,
+/// and the fscanf another thread runs on a CPU (scanning /dev/zero for a newline); every
+/// parent a row names is a row. Ground truth: tests/workloads/blocked_at_stop.c.
 #[test]
 fn a_stop_keeps_the_calls_in_progress() {
     require_root();
     let dir = scratch("signals_in_progress");
-    let exe = build_c("cc", "blocked_at_stop.c", &dir.join("blocked_at_stop"), &[]);
+    let exe = build_c(
+        "cc",
+        "blocked_at_stop.c",
+        &dir.join("blocked_at_stop"),
+        &["-pthread"],
+    );
     let out = dir.join("out");
     let ready = dir.join("ready");
     let log = dir.join("stderr");
@@ -216,6 +222,15 @@ fn a_stop_keeps_the_calls_in_progress() {
         );
         sleep(Duration::from_millis(5));
     }
+    let scanner: i64 = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .find(|&tid| tid != i64::from(pid))
+        .expect("the scanning thread");
+    // Runnable, never asleep: it only reads /dev/zero and scans what it read.
+    let state = std::fs::read_to_string(format!("/proc/{pid}/task/{scanner}/stat")).unwrap();
+    let state = state.rsplit_once(") ").unwrap().1.chars().next();
+    assert_eq!(state, Some('R'), "the scanning thread's state");
     let before_stop = std::time::SystemTime::now();
     kill(Pid::from_raw(t.strata.id() as i32), Signal::SIGINT).unwrap();
     let (code, out, _) = t.wait();
@@ -228,30 +243,64 @@ fn a_stop_keeps_the_calls_in_progress() {
             assert!(ids.contains(&parent), "no parent row for {c:?}");
         }
     }
-    let fgets = calls
-        .iter()
-        .find(|c| c.i("pid") == Some(i64::from(pid)) && c.s("function") == Some("fgets"))
-        .expect("the fgets in progress");
-    let read = calls
-        .iter()
-        .find(|c| c.i("parent_id") == fgets.i("call_id") && c.s("function") == Some("read"))
-        .expect("the read(2) in progress beneath the fgets");
     let stop = before_stop
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_nanos() as i64;
-    for (c, asked) in [(fgets, 64), (read, 4096)] {
+    let unfinished = |c: &common::Row| {
         assert_eq!(
-            (
-                c.i("bytes_requested"),
-                c.i("bytes_result"),
-                c.i("ret"),
-                c.i("errno")
-            ),
-            (Some(asked), None, None, None),
+            (c.i("bytes_result"), c.i("ret"), c.i("errno"), c.i("depth")),
+            (None, None, None, Some(0)),
             "{c:?}"
         );
         assert!(c.i("ts_end_ns").unwrap() >= stop, "ends at the stop: {c:?}");
+    };
+    let fgets = calls
+        .iter()
+        .find(|c| c.i("pid") == Some(i64::from(pid)) && c.s("function") == Some("fgets"))
+        .expect("the fgets in progress");
+    unfinished(fgets);
+    assert_eq!(fgets.i("bytes_requested"), Some(64), "{fgets:?}");
+    let read = calls
+        .iter()
+        .find(|c| c.i("parent_id") == fgets.i("call_id") && c.s("function") == Some("read"))
+        .expect("the read(2) in progress beneath the fgets");
+    assert_eq!(
+        (
+            read.i("bytes_requested"),
+            read.i("ret"),
+            read.i("ts_end_ns")
+        ),
+        (Some(4096), None, fgets.i("ts_end_ns")),
+        "{read:?}"
+    );
+    // The thread on a CPU: its fscanf, and the reads of 1 MiB it made, all beneath it.
+    let scans: Vec<_> = calls
+        .iter()
+        .filter(|c| {
+            c.i("tid") == Some(scanner) && c.s("function").is_some_and(|f| f.ends_with("fscanf"))
+        })
+        .collect();
+    assert_eq!(scans.len(), 1, "the scanning thread's fscanf: {scans:?}");
+    let scan = scans[0];
+    unfinished(scan);
+    assert_eq!(
+        scan.i("ts_end_ns"),
+        fgets.i("ts_end_ns"),
+        "one stop: {scan:?}"
+    );
+    let reads: Vec<_> = calls
+        .iter()
+        .filter(|c| c.i("tid") == Some(scanner) && c.s("function") == Some("read"))
+        .collect();
+    assert!(!reads.is_empty(), "the scanning thread's reads");
+    for r in &reads {
+        assert_eq!(
+            (r.i("parent_id"), r.i("bytes_requested")),
+            (scan.i("call_id"), Some(1 << 20)),
+            "{r:?}"
+        );
+        assert!(r.i("ts_end_ns") <= scan.i("ts_end_ns"), "{r:?}");
     }
 }
 

@@ -544,7 +544,7 @@ pub struct Config {
     pub exec_filename_off: u32,
     /// Where an MPI datatype object keeps its size (probes.toml `mpi_datatype_size_offset`).
     pub datatype_size_off: u32,
-    /// Non-zero once user space is shutting down: record nothing more.
+    /// Non-zero once user space is shutting down: [`STOP_NEW`] or [`STOP_FROZEN`].
     pub stopped: u32,
     /// From the running kernel's BTF: `struct file.f_inode`, `struct inode.i_ino`,
     /// `struct inode.i_sb`, `struct super_block.s_dev` (for `kfile` arguments).
@@ -615,7 +615,19 @@ pub struct Config {
     /// Where Open MPI's MPI_Status keeps the bytes the call moved (probes.toml
     /// `mpi_status_count_offset`: its `size_t _ucount`), for [`OUT_MPI_STATUS`].
     pub status_count_off: u32,
+    /// CLOCK_MONOTONIC nanoseconds of a [`STOP_FROZEN`] stop, written before `stopped`: when
+    /// the calls then in progress end.
+    pub stopped_ns: u64,
 }
+
+/// [`Config::stopped`]: no new call, process or kernel event is recorded; the calls in
+/// progress still are as they return.
+pub const STOP_NEW: u32 = 1;
+/// [`Config::stopped`]: as [`STOP_NEW`], and no return is recorded either: the threads'
+/// stacks stay as they are for the task iterator ([`programs::ITER_STACKS`]), which sends
+/// every call then in progress as unfinished, ending at [`Config::stopped_ns`]. With returns
+/// still popping frames, it could not read the stack of a thread on a CPU.
+pub const STOP_FROZEN: u32 = 2;
 
 /// Where the page-cache and writeback programs on BTF raw tracepoints find what they read
 /// in the kernel's objects (byte offsets from the kernel's BTF; `pg_head` a bit number). A
@@ -743,10 +755,7 @@ pub struct TaskOffsets {
     pub css_dfl_cgrp: u32,
     pub cgroup_kn: u32,
     pub kn_id: u32,
-    /// `.on_cpu`: whether the task runs on a CPU now, read as strata stops to leave alone the
-    /// stacks of threads that may be returning (0 where the kernel's BTF lacks it: then no
-    /// stack is read at a stop).
-    pub on_cpu: u32,
+    pub _pad: u32,
 }
 
 /// The request flags of `rwbs` strata spells (letter, `enum req_flag_bits` name), in
@@ -1144,6 +1153,8 @@ pub const FRAME_KERNEL: u32 = 1 << 8;
 #[derive(Clone, Copy, Debug)]
 pub struct ThreadStack {
     /// Number of calls in progress; may exceed [`MAX_DEPTH`] (frames above it are not kept).
+    /// With `runs_pending`, the first 8 bytes: a thread's exit and the task iterator at a
+    /// stop, which may reach one stack at once, each take both in one atomic exchange.
     pub depth: u32,
     /// Bit `i`: `runs[i]` holds a range not sent yet.
     pub runs_pending: u32,
@@ -1413,7 +1424,10 @@ mod pod {
 }
 
 const _: () = {
-    assert!(core::mem::size_of::<Config>() == 176);
+    assert!(core::mem::size_of::<Config>() == 184);
+    assert!(core::mem::offset_of!(ThreadStack, depth) == 0);
+    assert!(core::mem::offset_of!(ThreadStack, runs_pending) == 4);
+    assert!(core::mem::align_of::<ThreadStack>() == 8);
     assert!(core::mem::size_of::<BlockOffsets>() == 56);
     assert!(core::mem::size_of::<TaskOffsets>() == 32);
     assert!(core::mem::size_of::<ImageHeader>() == 24);

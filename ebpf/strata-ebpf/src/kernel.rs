@@ -362,12 +362,22 @@ pub unsafe fn flush_runs(st: *mut ThreadStack) {
         if pending == 0 {
             return;
         }
-        for k in 0..PAGE_RUN_EVENTS.len() {
-            if pending & (1 << k) != 0 {
-                send_run(&(*st).runs[k]);
-            }
-        }
+        send_runs(st, pending);
         (*st).runs_pending = 0;
+    }
+}
+
+/// Sends the runs of `st` that `pending` ([`ThreadStack::runs_pending`]) names.
+///
+/// # Safety
+/// `st` points to a thread's stack.
+#[inline(always)]
+pub unsafe fn send_runs(st: *const ThreadStack, pending: u32) {
+    for k in 0..PAGE_RUN_EVENTS.len() {
+        if pending & (1 << k) != 0 {
+            // SAFETY: the caller's.
+            send_run(unsafe { &(*st).runs[k] });
+        }
     }
 }
 

@@ -15,7 +15,7 @@ use aya_ebpf::{
 };
 use strata_common::{
     CLONE_THREAD, Config, Counter, IMAGE_ARGS, IMAGE_ARGS_PARTS, IMAGE_ENV, IMAGE_ENV_PARTS,
-    IMAGE_PART, ImageHeader, ImageRecord, ProcEvent, ProcRecord, RecordKind, RootId,
+    IMAGE_PART, ImageHeader, ImageRecord, ProcEvent, ProcRecord, RecordKind, RootId, STOP_FROZEN,
 };
 
 use crate::{
@@ -290,22 +290,25 @@ struct TaskIter {
     task: *mut aya_ebpf::bindings::task_struct,
 }
 
-/// Run once by user space as strata stops, once the programs no longer record new calls:
-/// the library calls each thread still has in progress (a rank waiting in a collective, an
-/// fgets blocked on a pipe), and the syscall it is blocked in, are sent as unfinished,
-/// ending now, and the stack is emptied, so that a return after this finds nothing to send
-/// again. Threads on a CPU are left alone (see [`thread::idle_stack`]).
+/// Run once by user space as strata stops ([`STOP_FROZEN`]): the calls each thread still has
+/// in progress (a rank waiting in a collective or polling in one, an fgets blocked on a pipe),
+/// and the syscall it is in, are sent as unfinished, ending at the stop, and the stack is
+/// emptied. No program changes a stack after that stop, so the threads on a CPU are read as
+/// safely as the others.
 #[unsafe(no_mangle)]
 #[unsafe(link_section = "iter/task")]
 pub fn strata_iter_stacks(ctx: *mut core::ffi::c_void) -> i32 {
     // SAFETY: the iterator's context.
     let task = unsafe { (*ctx.cast::<TaskIter>()).task };
-    if let Some((me, st)) = thread::idle_stack(task) {
-        // SAFETY: the stack of a thread off the CPU, which cannot touch it meanwhile.
-        unsafe {
-            crate::emit_unfinished(st, me.pid_tgid, true);
-            (*st).depth = 0;
-        }
+    let Ok(cfg) = config() else {
+        return 0;
+    };
+    if cfg.stopped != STOP_FROZEN {
+        return 0;
+    }
+    if let Some((me, st)) = thread::task_stack(task) {
+        // SAFETY: a thread's stack, which only its exit may reach meanwhile.
+        unsafe { crate::send_left(st, me.pid_tgid, true, cfg.stopped_ns) };
     }
     0
 }
@@ -348,12 +351,18 @@ fn on_exit(group_dead: Option<bool>) -> Res<()> {
     let me = thread::me();
     let (tgid, tid) = (me.tgid(), me.tid());
     if let Some(st) = me.stack() {
-        // SAFETY: the current thread's stack. Page events in its exit (files closed) or in
-        // a call whose return never came, then that call.
-        unsafe {
-            crate::kernel::flush_runs(st);
-            crate::emit_unfinished(st, me.pid_tgid, false);
-        }
+        // Page events in its exit (files closed) or in a call whose return never came, then
+        // that call. After a frozen stop, what the stack holds was in progress at the stop,
+        // the syscall at the top as well: no return has been taken off it since.
+        let (syscall, ts_end) = if cfg.stopped == STOP_FROZEN {
+            (true, cfg.stopped_ns)
+        } else {
+            // SAFETY: a helper without arguments.
+            (false, unsafe { bpf_ktime_get_ns() })
+        };
+        // SAFETY: the current thread's stack, which only the task iterator may reach
+        // meanwhile.
+        unsafe { crate::send_left(st, me.pid_tgid, syscall, ts_end) };
     }
     // Unconditionally: the thread may have been traced before its cgroup stopped being.
     me.forget();

@@ -8,6 +8,10 @@
 //! checks the object against them).
 #![no_std]
 #![no_main]
+// The one atomic exchange of `send_left`: the target has no compare-and-swap, so core's
+// atomic types lack `swap`, which the kernel has (BPF_XCHG, Linux 5.12+).
+#![feature(core_intrinsics)]
+#![allow(internal_features)]
 
 /// Field `$f` of the read-only global `$global`, set at load time (a constant to the
 /// verifier: kernel-struct offsets from BTF).
@@ -46,9 +50,9 @@ use strata_common::{
     MAX_DEPTH, MAX_FUNCS, MAX_ONLY_VALUES, MAX_SYSCALLS, MAX_TYPE_REFS, MAX_TYPE_TABLES, NO_ARG,
     NO_CGROUP_LEVEL, OUT_BUFFERED, OUT_MPI_STATUS, OUT_TEXT, OnlyKey, PATH_CAP, QUIET_NEVER,
     RecordKind, SPEC_AIO_REAP, SPEC_AIO_SUBMIT, SPEC_AIO_WAIT, SPEC_EMIT_AT_ENTRY, SPEC_ENABLED,
-    SPEC_IF_ZERO, SPEC_IMPLICIT_STREAM, SPEC_STREAM_END, SPEC_WAKE, STR_CAP, STR_FAILED, StrHeader,
-    StrRecord, TEXT_PIECES, TRACED_BLOCK, TRACED_BLOCKS, ThreadStack, TypeId, TypeIdsRecord,
-    TypeTable, WAKEUP_BYTES, stream_var_delta,
+    SPEC_IF_ZERO, SPEC_IMPLICIT_STREAM, SPEC_STREAM_END, SPEC_WAKE, STOP_FROZEN, STR_CAP,
+    STR_FAILED, StrHeader, StrRecord, TEXT_PIECES, TRACED_BLOCK, TRACED_BLOCKS, ThreadStack,
+    TypeId, TypeIdsRecord, TypeTable, WAKEUP_BYTES, stream_var_delta,
 };
 
 #[map]
@@ -877,56 +881,82 @@ fn emit_call<const QUIET: bool>(
     });
 }
 
-/// Sends the calls still in progress on thread `st`, deepest first, as their returns would
-/// have come ([`CALL_UNFINISHED`]): a job killed at its time limit inside a collective write
-/// keeps that write, and the calls beneath it their parent. Library calls only, but for a
-/// syscall at the top with `syscall` (a thread blocked in one as strata stops): a kernel frame
-/// left on an exiting thread's stack lost its return long before (see [`FRAME_KERNEL`]).
+/// Sends what thread `st` has left: its page-cache runs not sent yet, then the calls still in
+/// progress, deepest first, as their returns would have come ([`CALL_UNFINISHED`], ending at
+/// `ts_end`): a job killed at its time limit inside a collective write keeps that write, and
+/// the calls beneath it their parent. Library calls only, but for a syscall at the top with
+/// `syscall` (one in progress as strata stopped): a kernel frame left on an exiting thread's
+/// stack otherwise lost its return long before (see [`FRAME_KERNEL`]). The stack is left
+/// empty.
 ///
 /// # Safety
-/// `st` is a thread's stack that nothing else touches meanwhile.
+/// `st` is a thread's stack that only its exit and the task iterator may reach meanwhile.
 #[inline(always)]
-pub(crate) unsafe fn emit_unfinished(st: *const ThreadStack, pid_tgid: u64, syscall: bool) {
-    // SAFETY: the caller's.
-    let depth = unsafe { (*st).depth }.min(MAX_DEPTH as u32) as usize;
-    let ts_end = unsafe { bpf_ktime_get_ns() };
+pub(crate) unsafe fn send_left(st: *mut ThreadStack, pid_tgid: u64, syscall: bool, ts_end: u64) {
+    // Depth and pending runs in one exchange: of the thread's exit and the iterator at a stop,
+    // which may reach the stack at once, only one finds anything to send.
+    // SAFETY: `depth` and `runs_pending` are the stack's first 8 bytes, 8-aligned (asserted
+    // in strata-common), and are only accessed atomically while both may run.
+    let word = unsafe {
+        core::intrinsics::atomic_xchg::<u64, { core::intrinsics::AtomicOrdering::SeqCst }>(
+            st.cast::<u64>(),
+            0,
+        )
+    };
+    // SAFETY: as above.
+    unsafe { kernel::send_runs(st, (word >> 32) as u32) };
+    let depth = (word as u32).min(MAX_DEPTH as u32) as usize;
     for k in 1..=MAX_DEPTH {
         let Some(i) = depth.checked_sub(k) else {
             break;
         };
         // SAFETY: the caller's; `slot` bounds the index for the verifier.
-        let f = unsafe { &(*st).frames[slot(i)] };
-        if f.flags & FRAME_KERNEL != 0 && !(syscall && k == 1) {
-            continue;
-        }
-        let parent_id = match i.checked_sub(1) {
-            // SAFETY: as above.
-            Some(p) => unsafe { (*st).frames[slot(p)].call_id },
-            None => 0,
-        };
-        let Some(mut entry) = STRATA_EVENTS.reserve::<CallRecord>(0) else {
-            count(Counter::RingbufFull);
+        let kernel = unsafe { (*st).frames[slot(i)].flags } & FRAME_KERNEL != 0;
+        // SAFETY: as above.
+        if !(kernel && !(syscall && k == 1)) && !unsafe { send_unfinished(st, i, pid_tgid, ts_end) }
+        {
             return;
-        };
-        let rec = entry.as_mut_ptr();
-        // SAFETY: reserved ring-buffer memory of the right size; every field is written.
-        unsafe {
-            (*rec).kind = RecordKind::Call as u32;
-            (*rec).func_id = f.func_id;
-            (*rec).call_id = f.call_id;
-            (*rec).parent_id = parent_id;
-            (*rec).ts_begin = f.ts_begin;
-            (*rec).ts_end = ts_end;
-            (*rec).pid = (pid_tgid >> 32) as u32;
-            (*rec).tid = pid_tgid as u32;
-            (*rec).depth = i as u32;
-            (*rec).flags = CALL_UNFINISHED;
-            (*rec).ret = 0;
-            (*rec).out = 0;
-            store_words(&raw mut (*rec).args, &f.args);
         }
-        entry.submit(u64::from(BPF_RB_FORCE_WAKEUP));
     }
+}
+
+/// Sends frame `i` of thread `st` as a call without its return ([`CALL_UNFINISHED`]), ending
+/// at `ts_end`; false when the ring buffer is full (counted).
+///
+/// # Safety
+/// `st` is a thread's stack.
+#[inline(always)]
+unsafe fn send_unfinished(st: *const ThreadStack, i: usize, pid_tgid: u64, ts_end: u64) -> bool {
+    // SAFETY: the caller's; `slot` bounds the index for the verifier.
+    let f = unsafe { &(*st).frames[slot(i)] };
+    let parent_id = match i.checked_sub(1) {
+        // SAFETY: as above.
+        Some(p) => unsafe { (*st).frames[slot(p)].call_id },
+        None => 0,
+    };
+    let Some(mut entry) = STRATA_EVENTS.reserve::<CallRecord>(0) else {
+        count(Counter::RingbufFull);
+        return false;
+    };
+    let rec = entry.as_mut_ptr();
+    // SAFETY: reserved ring-buffer memory of the right size; every field is written.
+    unsafe {
+        (*rec).kind = RecordKind::Call as u32;
+        (*rec).func_id = f.func_id;
+        (*rec).call_id = f.call_id;
+        (*rec).parent_id = parent_id;
+        (*rec).ts_begin = f.ts_begin;
+        (*rec).ts_end = ts_end;
+        (*rec).pid = (pid_tgid >> 32) as u32;
+        (*rec).tid = pid_tgid as u32;
+        (*rec).depth = i as u32;
+        (*rec).flags = CALL_UNFINISHED;
+        (*rec).ret = 0;
+        (*rec).out = 0;
+        store_words(&raw mut (*rec).args, &f.args);
+    }
+    entry.submit(u64::from(BPF_RB_FORCE_WAKEUP));
+    true
 }
 
 /// The length of the NUL-terminated text at `ptr`, read piece by piece into this CPU's
@@ -1306,6 +1336,10 @@ fn on_entry<const CAPTURE: u8>(
 /// Return half: pop this function's frame and emit the call.
 #[inline(always)]
 fn on_return(spec: &FuncSpec, ret: i64, wake: bool) -> Res<()> {
+    // The frame stays for the task iterator, which sends the call as unfinished at the stop.
+    if config()?.stopped == STOP_FROZEN {
+        return Ok(());
+    }
     let me = thread::me();
     let pid_tgid = me.pid_tgid;
     let Some(st) = me.stack() else {

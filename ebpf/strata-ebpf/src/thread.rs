@@ -31,7 +31,7 @@ static STRATA_TASK_OFFSETS: TaskOffsets = TaskOffsets {
     css_dfl_cgrp: 0,
     cgroup_kn: 0,
     kn_id: 0,
-    on_cpu: 0,
+    _pad: 0,
 };
 
 /// A task-local storage map definition in the BTF layout loaders read (aya-ebpf has the
@@ -131,20 +131,14 @@ pub fn me() -> Me {
     }
 }
 
-/// `task`'s stack, if it has one and is not on a CPU now, as the task iterator finds the
-/// task (task-local stacks only), with the task's ids. A task on a CPU may be in a return
-/// program, popping the frame the caller would read; one off the CPU takes microseconds to
-/// be back in one, far longer than the caller's reads.
+/// `task`'s stack, if it has one, as the task iterator finds the task (task-local stacks
+/// only), with the task's ids.
 #[inline(always)]
-pub fn idle_stack(task: *mut task_struct) -> Option<(Me, *mut ThreadStack)> {
-    let on_cpu = set_at_load!(STRATA_TASK_OFFSETS.on_cpu);
-    if !task_storage() || on_cpu == 0 || task.is_null() {
+pub fn task_stack(task: *mut task_struct) -> Option<(Me, *mut ThreadStack)> {
+    if !task_storage() || task.is_null() {
         return None;
     }
     let t = task.cast_const().cast::<u8>();
-    if at::<i32>(t, on_cpu) != 0 {
-        return None;
-    }
     let tid: u32 = at(t, set_at_load!(STRATA_TASK_OFFSETS.pid));
     let tgid: u32 = at(t, set_at_load!(STRATA_TASK_OFFSETS.tgid));
     let me = Me {
