@@ -1,10 +1,13 @@
-/* A library call that never returns: an alarm's handler jumps out of an fgets blocked on an
- * empty pipe, back into the function that set the jump. Its caller then writes a file
- * through stdio: those calls are not inside the fgets.
+/* Library calls that never return: an alarm's handler jumps out of an fgets blocked on an
+ * empty pipe, twice. First back into a function that then returns to its caller, which
+ * writes FILE through stdio; then back into the very function that called fgets, which
+ * writes FILE2 itself: its stdio calls enter where the fgets did, at the same stack pointer.
  *
- * Usage: longjmp FILE
+ * Usage: longjmp FILE FILE2
  *   fgets on a pipe nobody writes (left by siglongjmp after 0.2 s)
  *   then fopen(FILE, "w"), fwrite 5 bytes, fclose (one write of 5 bytes)
+ *   fgets on the pipe again (left the same way)
+ *   then fopen(FILE2, "w"), fwrite 5 bytes, fclose, from the function that called it
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -20,20 +23,46 @@ static void on_alarm(int sig) {
     siglongjmp(env, 1);
 }
 
+static void arm(void) {
+    struct itimerval t = {.it_value = {.tv_usec = 200000}};
+    setitimer(ITIMER_REAL, &t, NULL);
+}
+
 /* Returns 1 when the fgets was jumped out of. */
 static __attribute__((noinline)) int attempt(FILE *in) {
     char buf[16];
     if (sigsetjmp(env, 1))
         return 1;
-    struct itimerval t = {.it_value = {.tv_usec = 200000}};
-    setitimer(ITIMER_REAL, &t, NULL);
+    arm();
     fgets(buf, sizeof buf, in);
     return 0;
 }
 
+static int write_file(FILE *f) {
+    if (!f)
+        return 1;
+    fwrite("after", 1, 5, f);
+    return fclose(f) == 0 ? 0 : 1;
+}
+
+/* Returns 0 when the fgets was jumped out of and PATH written. */
+static __attribute__((noinline)) int again(FILE *in, const char *path) {
+    char buf[16];
+    if (sigsetjmp(env, 1)) {
+        FILE *f = fopen(path, "w");
+        if (!f)
+            return 1;
+        fwrite("again", 1, 5, f);
+        return fclose(f) == 0 ? 0 : 1;
+    }
+    arm();
+    fgets(buf, sizeof buf, in);
+    return 1;
+}
+
 int main(int argc, char **argv) {
-    if (argc != 2) {
-        fprintf(stderr, "usage: longjmp FILE\n");
+    if (argc != 3) {
+        fprintf(stderr, "usage: longjmp FILE FILE2\n");
         return 2;
     }
     int p[2];
@@ -48,9 +77,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "fgets returned\n");
         return 1;
     }
-    FILE *f = fopen(argv[1], "w");
-    if (!f)
+    if (write_file(fopen(argv[1], "w")) != 0)
         return 1;
-    fwrite("after", 1, 5, f);
-    return fclose(f) == 0 ? 0 : 1;
+    return again(in, argv[2]);
 }

@@ -857,6 +857,16 @@ fn load_parsed(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
         }
         Err(e) => log::info!("process identities come from /proc only: {e}"),
     }
+    match crate::btf::offsets(&kernel_btf, crate::btf::trampoline_offsets) {
+        Ok([xol_area, vaddr]) if config.task_mm_off != 0 => {
+            config.mm_xol_area_off = xol_area;
+            config.xol_vaddr_off = vaddr;
+        }
+        Ok(_) => {}
+        Err(e) => log::info!(
+            "a library call left by a longjmp back into its caller is seen only as that caller returns: {e}"
+        ),
+    }
     match crate::btf::offsets(&kernel_btf, crate::btf::fd_offsets) {
         Ok([files, fdt, max_fds, fd, mode]) => {
             config.task_files_off = files;

@@ -117,7 +117,9 @@ pub const TYPES_READ: &[&str] = &[
     "request_queue",
     "super_block",
     "task_struct",
+    "uprobes_state",
     "writeback_control",
+    "xol_area",
 ];
 
 /// The running kernel's BTF, read where it lies, its types found by name when asked. strata
@@ -405,6 +407,16 @@ pub fn image_offsets(btf: &KernelBtf) -> Result<[u32; 5], BtfError> {
         member_offset(btf, "mm_struct", "arg_end")?,
         member_offset(btf, "mm_struct", "env_start")?,
         member_offset(btf, "mm_struct", "env_end")?,
+    ])
+}
+
+/// (mm_struct's `uprobes_state.xol_area`, xol_area.vaddr): where a process's uprobes area
+/// is, whose first slot is the kernel's return trampoline.
+pub fn trampoline_offsets(btf: &KernelBtf) -> Result<[u32; 2], BtfError> {
+    Ok([
+        member_offset(btf, "mm_struct", "uprobes_state")?
+            + member_offset(btf, "uprobes_state", "xol_area")?,
+        member_offset(btf, "xol_area", "vaddr")?,
     ])
 }
 

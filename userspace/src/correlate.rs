@@ -1045,8 +1045,8 @@ impl Correlator {
         }
 
         // A call recorded at its entry alone (a stream without an fd), or still in progress
-        // as its thread ended or as strata stopped: its return is unknown, and it makes no
-        // handle and moves no position, as a failed call.
+        // as its thread ended or as strata stopped, or left by a longjmp: its return is
+        // unknown, and it makes no handle and moves no position, as a failed call.
         let returned = rec.flags & (CALL_NO_RETURN | CALL_UNFINISHED) == 0;
         let failed = !returned || crate::failures::failed(&p, ret, is_syscall);
 

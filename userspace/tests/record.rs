@@ -3190,33 +3190,40 @@ fn linux_aio_contexts_are_recorded_and_their_io_seen_below() {
     t.request_seen_below(submit);
 }
 
-/// A library call left by a longjmp (an alarm's handler jumping out of a blocked fgets) is not
-/// the parent of what its caller's caller does next: the stdio calls after it are at the top,
-/// and the syscalls beneath them are theirs. Ground truth: tests/workloads/longjmp.c.
+/// A library call left by a longjmp (an alarm's handler jumping out of a blocked fgets) has its
+/// row, without a return, ending at the next library call, which shows it was left, and is
+/// not the parent of what comes after: whether the jump lands in a function its caller
+/// returns from (the next call enters higher in the stack) or in the function that called it
+/// (the next call enters at the same stack pointer, and is no tail call from the fgets).
+/// Ground truth: tests/workloads/longjmp.c.
 #[test]
 fn a_call_jumped_out_of_is_not_the_parent_of_later_calls() {
     require_root();
     let dir = std::fs::canonicalize(scratch("longjmp")).unwrap();
     let exe = build_c("cc", "longjmp.c", &dir.join("longjmp"), &[]);
-    let file = dir.join("after.txt");
+    let files = [dir.join("after.txt"), dir.join("again.txt")];
     let out = dir.join("out");
-    let res = run(common::recording("posix,stdio", &out).arg(&exe).arg(&file));
+    let res = run(common::recording("posix,stdio", &out)
+        .arg(&exe)
+        .args(&files));
     assert!(res.status.success(), "{:?}", res.status);
     let calls = rows(&out, "calls");
-    let one = |function: &str| -> &Row {
-        let c: Vec<&Row> = calls
+    let stdio = |function: &str| -> Vec<&Row> {
+        let mut c: Vec<&Row> = calls
             .iter()
             .filter(|c| c.s("function") == Some(function) && c.s("layer") == Some("stdio"))
             .collect();
-        assert_eq!(c.len(), 1, "one {function}");
-        c[0]
+        c.sort_by_key(|c| c.i("ts_begin_ns"));
+        assert_eq!(c.len(), 2, "two {function}: {c:?}");
+        c
     };
-    assert!(
-        calls.iter().all(|c| c.s("function") != Some("fgets")),
-        "the fgets never returned"
+    let (fgets, fopen, fwrite, fclose) = (
+        stdio("fgets"),
+        stdio("fopen"),
+        stdio("fwrite"),
+        stdio("fclose"),
     );
-    let (fopen, fwrite, fclose) = (one("fopen"), one("fwrite"), one("fclose"));
-    for c in [fopen, fwrite, fclose] {
+    for c in fgets.iter().chain(&fopen).chain(&fwrite).chain(&fclose) {
         assert_eq!(
             (c.i("depth"), c.i("parent_id")),
             (Some(0), None),
@@ -3240,14 +3247,41 @@ fn a_call_jumped_out_of_is_not_the_parent_of_later_calls() {
         assert_eq!(c[0].i("depth"), Some(1));
         c[0]
     };
-    assert_eq!(
-        beneath("openat", fopen).s("path"),
-        file.to_str(),
-        "the open beneath fopen"
-    );
-    assert_eq!(beneath("write", fclose).i("bytes_result"), Some(5));
+    for (i, file) in files.iter().enumerate() {
+        let (left, next) = (fgets[i], fopen[i]);
+        // Left 0.2 s in, by the alarm; its end is the entry of the fopen that found it left.
+        let (begin, end) = (left.i("ts_begin_ns").unwrap(), left.i("ts_end_ns").unwrap());
+        assert!(end - begin >= 150_000_000, "{left:?}");
+        assert!(end <= next.i("ts_begin_ns").unwrap(), "{left:?} {next:?}");
+        assert_eq!(
+            (
+                left.i("bytes_requested"),
+                left.i("ret"),
+                left.i("bytes_result")
+            ),
+            (Some(16), None, None),
+            "{left:?}"
+        );
+        assert_eq!(
+            beneath("read", left).i("bytes_requested"),
+            Some(4096),
+            "the read(2) the alarm broke"
+        );
+        assert_eq!(
+            beneath("openat", next).s("path"),
+            file.to_str(),
+            "the open beneath fopen"
+        );
+        assert_eq!(beneath("write", fclose[i]).i("bytes_result"), Some(5));
+    }
+    let ids: HashSet<i64> = calls.iter().filter_map(|c| c.i("call_id")).collect();
+    for c in &calls {
+        if let Some(parent) = c.i("parent_id") {
+            assert!(ids.contains(&parent), "no parent row for {c:?}");
+        }
+    }
     let run_row = &rows(&out, "run")[0];
-    assert!(run_row.i("stack_mismatch").unwrap() >= 1, "{run_row:?}");
+    assert!(run_row.i("stack_mismatch").unwrap() >= 2, "{run_row:?}");
 }
 
 /// Files opened by processes that end at once are found by inode and mount, also when strata

@@ -615,6 +615,11 @@ pub struct Config {
     /// Where Open MPI's MPI_Status keeps the bytes the call moved (probes.toml
     /// `mpi_status_count_offset`: its `size_t _ucount`), for [`OUT_MPI_STATUS`].
     pub status_count_off: u32,
+    /// From the kernel's BTF: where `struct mm_struct` keeps its uprobes area (`.uprobes_state
+    /// .xol_area`) and `struct xol_area.vaddr`, the area's address in the process, where the
+    /// kernel's return trampoline is; `mm_xol_area_off` 0 when unknown.
+    pub mm_xol_area_off: u32,
+    pub xol_vaddr_off: u32,
     /// CLOCK_MONOTONIC nanoseconds of a [`STOP_FROZEN`] stop, written before `stopped`: when
     /// the calls then in progress end.
     pub stopped_ns: u64,
@@ -1176,6 +1181,15 @@ pub struct ThreadStack {
     /// In cgroup mode, `1 << 32 | Config::cgroup_epoch` as of the thread's last
     /// [`JobRecord`]; 0 before the first.
     pub job_epoch: u64,
+    /// A library call a longjmp left, found at a library function's entry, where sending it
+    /// cost the verifier too much: sent at the thread's next syscall's return, its exit, or
+    /// the stop, unless `left.call_id` is 0 (a second one found before replaces it). Its
+    /// parent, its depth, and when it was found.
+    pub left: Frame,
+    pub left_parent: u64,
+    pub left_end: u64,
+    pub left_depth: u32,
+    pub _pad: u32,
 }
 
 /// The page-cache events merged per thread, in [`ThreadStack::runs`] order.
@@ -1272,7 +1286,8 @@ pub const CALL_INT_HANDLES: u32 = 2;
 pub const CALL_NO_RETURN: u32 = 4;
 /// Sent as its thread exited, or as strata stopped, the call still in progress (a thread
 /// cancelled or killed inside it, a process killed by a signal, a rank waiting in a
-/// collective): `ret` and `out` mean nothing; `ts_end` is the exit or the stop.
+/// collective), or as the thread's next library call showed a longjmp left it: `ret` and
+/// `out` mean nothing; `ts_end` is the exit, the stop, or that call's entry.
 pub const CALL_UNFINISHED: u32 = 8;
 
 /// A user string argument of a call, emitted at the call's entry (before its [`CallRecord`]).
@@ -1424,7 +1439,7 @@ mod pod {
 }
 
 const _: () = {
-    assert!(core::mem::size_of::<Config>() == 184);
+    assert!(core::mem::size_of::<Config>() == 192);
     assert!(core::mem::offset_of!(ThreadStack, depth) == 0);
     assert!(core::mem::offset_of!(ThreadStack, runs_pending) == 4);
     assert!(core::mem::align_of::<ThreadStack>() == 8);

@@ -34,9 +34,9 @@ use aya_ebpf::{
     bindings::{BPF_RB_AVAIL_DATA, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP, pt_regs},
     helpers::{
         bpf_get_attach_cookie, bpf_get_current_ancestor_cgroup_id, bpf_get_current_pid_tgid,
-        bpf_get_current_uid_gid, bpf_get_func_ip, bpf_get_smp_processor_id, bpf_ktime_get_ns,
-        bpf_probe_read_kernel_buf, bpf_probe_read_kernel_str_bytes, bpf_probe_read_user,
-        bpf_probe_read_user_buf, bpf_probe_read_user_str_bytes,
+        bpf_get_current_task, bpf_get_current_uid_gid, bpf_get_func_ip, bpf_get_smp_processor_id,
+        bpf_ktime_get_ns, bpf_probe_read_kernel_buf, bpf_probe_read_kernel_str_bytes,
+        bpf_probe_read_user, bpf_probe_read_user_buf, bpf_probe_read_user_str_bytes,
     },
     macros::{btf_tracepoint, map, tracepoint, uprobe, uretprobe},
     maps::{Array, HashMap, LruHashMap, PerCpuArray, RingBuf},
@@ -905,35 +905,69 @@ pub(crate) unsafe fn send_left(st: *mut ThreadStack, pid_tgid: u64, syscall: boo
     };
     // SAFETY: as above.
     unsafe { kernel::send_runs(st, (word >> 32) as u32) };
+    // SAFETY: as above.
+    unsafe { send_jumped_over::<true>(st, pid_tgid) };
     let depth = (word as u32).min(MAX_DEPTH as u32) as usize;
     for k in 1..=MAX_DEPTH {
         let Some(i) = depth.checked_sub(k) else {
             break;
         };
         // SAFETY: the caller's; `slot` bounds the index for the verifier.
-        let kernel = unsafe { (*st).frames[slot(i)].flags } & FRAME_KERNEL != 0;
-        // SAFETY: as above.
-        if !(kernel && !(syscall && k == 1)) && !unsafe { send_unfinished(st, i, pid_tgid, ts_end) }
-        {
+        let f = unsafe { &(*st).frames[slot(i)] };
+        if f.flags & FRAME_KERNEL != 0 && !(syscall && k == 1) {
+            continue;
+        }
+        let parent_id = match i.checked_sub(1) {
+            // SAFETY: as above.
+            Some(p) => unsafe { (*st).frames[slot(p)].call_id },
+            None => 0,
+        };
+        if !send_unfinished(f, parent_id, i as u32, pid_tgid, ts_end) {
             return;
         }
     }
 }
 
-/// Sends frame `i` of thread `st` as a call without its return ([`CALL_UNFINISHED`]), ending
-/// at `ts_end`; false when the ring buffer is full (counted).
+/// Sends the library call a longjmp left on thread `st` ([`ThreadStack::left`]), if any;
+/// `ATOMIC` where the thread's exit and the task iterator may both reach it.
 ///
 /// # Safety
 /// `st` is a thread's stack.
 #[inline(always)]
-unsafe fn send_unfinished(st: *const ThreadStack, i: usize, pid_tgid: u64, ts_end: u64) -> bool {
-    // SAFETY: the caller's; `slot` bounds the index for the verifier.
-    let f = unsafe { &(*st).frames[slot(i)] };
-    let parent_id = match i.checked_sub(1) {
-        // SAFETY: as above.
-        Some(p) => unsafe { (*st).frames[slot(p)].call_id },
-        None => 0,
+pub(crate) unsafe fn send_jumped_over<const ATOMIC: bool>(st: *mut ThreadStack, pid_tgid: u64) {
+    // SAFETY: the caller's; `call_id` is 8-aligned.
+    let id = unsafe {
+        let at = &raw mut (*st).left.call_id;
+        if ATOMIC {
+            core::intrinsics::atomic_xchg::<u64, { core::intrinsics::AtomicOrdering::SeqCst }>(
+                at, 0,
+            )
+        } else {
+            let id = *at;
+            *at = 0;
+            id
+        }
     };
+    if id != 0 {
+        // SAFETY: as above.
+        unsafe {
+            let mut f = (*st).left;
+            f.call_id = id;
+            send_unfinished(
+                &f,
+                (*st).left_parent,
+                (*st).left_depth,
+                pid_tgid,
+                (*st).left_end,
+            );
+        }
+    }
+}
+
+/// Sends frame `f`, of the call `parent_id` at `depth`, as a call without its return
+/// ([`CALL_UNFINISHED`]), ending at `ts_end`; false when the ring buffer is full (counted).
+#[inline(always)]
+fn send_unfinished(f: &Frame, parent_id: u64, depth: u32, pid_tgid: u64, ts_end: u64) -> bool {
     let Some(mut entry) = STRATA_EVENTS.reserve::<CallRecord>(0) else {
         count(Counter::RingbufFull);
         return false;
@@ -949,7 +983,7 @@ unsafe fn send_unfinished(st: *const ThreadStack, i: usize, pid_tgid: u64, ts_en
         (*rec).ts_end = ts_end;
         (*rec).pid = (pid_tgid >> 32) as u32;
         (*rec).tid = pid_tgid as u32;
-        (*rec).depth = i as u32;
+        (*rec).depth = depth;
         (*rec).flags = CALL_UNFINISHED;
         (*rec).ret = 0;
         (*rec).out = 0;
@@ -1041,33 +1075,75 @@ const AT_SYSCALL: u8 = 4;
 /// `MAX_DEPTH` syscalls between the attachment of the entry and the exit programs would
 /// overflow its stack, and lose every call, for the rest of the run.
 ///
-/// At a library function's entry (`sp` its stack pointer, else 0), also the library calls
-/// that entered deeper in the stack: they returned without their return being seen (a
-/// longjmp over them), since a call in progress has every call it makes below it. The
-/// kernel drops its own return probes of such calls by the same rule. A longjmp back to the
-/// function that made the call leaves its frame until that function returns: a later call at
-/// the same stack pointer may as well be a tail call from it (getline to getdelim).
+/// At a library function's entry (`sp` its stack pointer, else 0), also the library calls a
+/// longjmp left (an alarm's handler jumping out of a blocked fgets), the outermost of which is
+/// kept to be sent as unfinished, ending now ([`ThreadStack::left`]): a call in progress has
+/// every call it makes below it, so those that entered deeper returned unseen (the kernel
+/// drops its own return probes of such calls by the same rule), and so did one that entered
+/// at this very stack pointer unless this is a tail call from it (getline to getdelim), which
+/// finds the return address the kernel replaced at its entry, its trampoline, still in place.
 ///
 /// # Safety
 /// `st` points to the current thread's stack.
 #[inline(always)]
-unsafe fn drop_stale_frames(st: *mut ThreadStack, sp: u64) {
+unsafe fn drop_stale_frames(cfg: &Config, st: *mut ThreadStack, sp: u64) {
     unsafe {
         // Deeper than kept: no traced library nests that deep, the count is stale.
         let mut depth = (*st).depth.min(MAX_DEPTH as u32);
+        let old = depth;
+        let left_here = sp != 0
+            && depth > 0
+            && (*st).frames[slot(depth as usize - 1)].sp == sp
+            && !tail_call(cfg, sp);
+        // Frames that entered above `limit` are kept: one comparison in the loop, not two.
+        let limit = sp.wrapping_sub(u64::from(!left_here));
         for _ in 0..MAX_DEPTH {
             let Some(top) = depth.checked_sub(1) else {
                 break;
             };
             let f = &(*st).frames[slot(top as usize)];
-            if f.flags & FRAME_KERNEL == 0 && (sp == 0 || f.sp == 0 || f.sp >= sp) {
-                break;
+            if f.flags & FRAME_KERNEL == 0 {
+                if sp == 0 || f.sp == 0 || f.sp > limit {
+                    break;
+                }
             }
             count(Counter::StackMismatch);
             depth = top;
         }
+        // A library call left, kept to be sent later (see `ThreadStack::left`); of several
+        // left by one jump, the outermost, whose parent has its row. Kernel frames lie above
+        // library frames only, so it is the last one dropped.
+        let f = &(*st).frames[slot(depth as usize)];
+        if depth < old && f.flags & FRAME_KERNEL == 0 {
+            (*st).left = *f;
+            (*st).left_parent = match depth.checked_sub(1) {
+                Some(p) => (*st).frames[slot(p as usize)].call_id,
+                None => 0,
+            };
+            (*st).left_depth = depth;
+            (*st).left_end = bpf_ktime_get_ns();
+        }
         (*st).depth = depth;
     }
+}
+
+/// Whether the library function entering at user stack pointer `sp` was reached by a tail
+/// call from the call in progress that entered there: its return address, which the kernel
+/// replaced with its return trampoline (the first slot of the process's uprobes area), is
+/// still there. Also true where that cannot be told (no offsets from BTF, an unreadable
+/// address), which keeps the call's frame, as before a longjmp was looked for.
+#[inline(always)]
+fn tail_call(cfg: &Config, sp: u64) -> bool {
+    // Every read made, each failure a 0: few paths for the verifier, in the library entry
+    // programs near its budget on 6.1.
+    // SAFETY: a helper without arguments.
+    let task = unsafe { bpf_get_current_task() };
+    let mm: u64 = kfunc::kread_at(task, cfg.task_mm_off).unwrap_or(0);
+    let area: u64 = kfunc::kread_at(mm, cfg.mm_xol_area_off).unwrap_or(0);
+    let trampoline: u64 = kfunc::kread_at(area, cfg.xol_vaddr_off).unwrap_or(0);
+    // SAFETY: the helper tolerates bad user pointers.
+    let ret = unsafe { bpf_probe_read_user(sp as *const u64) }.unwrap_or(0);
+    cfg.mm_xol_area_off == 0 || trampoline == 0 || ret == trampoline
 }
 
 /// Whether the spec's `only_arg` holds one of the values its probe records (ioctl commands:
@@ -1261,7 +1337,7 @@ fn on_entry<const CAPTURE: u8>(
     let args = &*args;
     if CAPTURE & (AT_SYSCALL | CAPTURE_LIBRARY) != 0 {
         // SAFETY: this thread's stack.
-        unsafe { drop_stale_frames(st, site.sp) };
+        unsafe { drop_stale_frames(cfg, st, site.sp) };
     }
     let call_id = next_call_id();
     let ts = unsafe { bpf_ktime_get_ns() };
@@ -1347,6 +1423,10 @@ fn on_return(spec: &FuncSpec, ret: i64, wake: bool) -> Res<()> {
     };
     // SAFETY: as in `on_entry`.
     unsafe {
+        // Not in the library programs, which the verifier walks near its budget on 6.1.
+        if !wake && (*st).left.call_id != 0 {
+            send_jumped_over::<false>(st, pid_tgid);
+        }
         // Before the call's own record, as the events happened.
         kernel::flush_runs(st);
         let depth = (*st).depth;
