@@ -922,7 +922,7 @@ pub(crate) unsafe fn send_left(st: *mut ThreadStack, pid_tgid: u64, syscall: boo
             Some(p) => unsafe { (*st).frames[slot(p)].call_id },
             None => 0,
         };
-        if !send_unfinished(f, parent_id, i as u32, pid_tgid, ts_end) {
+        if !send_unfinished(f, f.call_id, parent_id, i as u32, pid_tgid, ts_end) {
             return;
         }
     }
@@ -951,10 +951,9 @@ pub(crate) unsafe fn send_jumped_over<const ATOMIC: bool>(st: *mut ThreadStack, 
     if id != 0 {
         // SAFETY: as above.
         unsafe {
-            let mut f = (*st).left;
-            f.call_id = id;
             send_unfinished(
-                &f,
+                &(*st).left,
+                id,
                 (*st).left_parent,
                 (*st).left_depth,
                 pid_tgid,
@@ -964,10 +963,18 @@ pub(crate) unsafe fn send_jumped_over<const ATOMIC: bool>(st: *mut ThreadStack, 
     }
 }
 
-/// Sends frame `f`, of the call `parent_id` at `depth`, as a call without its return
-/// ([`CALL_UNFINISHED`]), ending at `ts_end`; false when the ring buffer is full (counted).
+/// Sends frame `f`, call `call_id` (its own, or taken from it), of the call `parent_id` at
+/// `depth`, as a call without its return ([`CALL_UNFINISHED`]), ending at `ts_end`; false
+/// when the ring buffer is full (counted).
 #[inline(always)]
-fn send_unfinished(f: &Frame, parent_id: u64, depth: u32, pid_tgid: u64, ts_end: u64) -> bool {
+fn send_unfinished(
+    f: &Frame,
+    call_id: u64,
+    parent_id: u64,
+    depth: u32,
+    pid_tgid: u64,
+    ts_end: u64,
+) -> bool {
     let Some(mut entry) = STRATA_EVENTS.reserve::<CallRecord>(0) else {
         count(Counter::RingbufFull);
         return false;
@@ -977,7 +984,7 @@ fn send_unfinished(f: &Frame, parent_id: u64, depth: u32, pid_tgid: u64, ts_end:
     unsafe {
         (*rec).kind = RecordKind::Call as u32;
         (*rec).func_id = f.func_id;
-        (*rec).call_id = f.call_id;
+        (*rec).call_id = call_id;
         (*rec).parent_id = parent_id;
         (*rec).ts_begin = f.ts_begin;
         (*rec).ts_end = ts_end;
@@ -985,8 +992,9 @@ fn send_unfinished(f: &Frame, parent_id: u64, depth: u32, pid_tgid: u64, ts_end:
         (*rec).tid = pid_tgid as u32;
         (*rec).depth = depth;
         (*rec).flags = CALL_UNFINISHED;
-        (*rec).ret = 0;
-        (*rec).out = 0;
+        // Volatile: as plain stores next to the others they became a memset, a byte loop.
+        core::ptr::write_volatile(&raw mut (*rec).ret, 0);
+        core::ptr::write_volatile(&raw mut (*rec).out, 0);
         store_words(&raw mut (*rec).args, &f.args);
     }
     entry.submit(u64::from(BPF_RB_FORCE_WAKEUP));
