@@ -874,6 +874,15 @@ fn load_parsed(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
             config.fdt_max_fds_off = max_fds;
             config.fdt_fd_off = fd;
             config.inode_mode_off = mode;
+            if let Some((off, words)) = (config.inode_ino_off != 0)
+                .then(|| {
+                    strata_common::inode_words(config.inode_ino_off, config.inode_sb_off, mode)
+                })
+                .flatten()
+            {
+                config.inode_words = words;
+                config.inode_words_off = off;
+            }
         }
         Err(e) => log::info!("files opened are known from /proc and their paths only: {e}"),
     }

@@ -498,12 +498,20 @@ fn req_flag_bits(btf: &KernelBtf) -> Result<[u8; 8], BtfError> {
 
 /// Where the programs read the current thread's ids (`task_struct.pid`, `.tgid`).
 pub fn task_offsets(btf: &KernelBtf) -> Result<strata_common::TaskOffsets, BtfError> {
-    Ok(strata_common::TaskOffsets {
+    let mut offsets = strata_common::TaskOffsets {
         pid: member_offset(btf, "task_struct", "pid")?,
         tgid: member_offset(btf, "task_struct", "tgid")?,
         bpf_storage: member_offset(btf, "task_struct", "bpf_storage").unwrap_or(0),
         ..cgroup_offsets(btf).unwrap_or_default()
-    })
+    };
+    // The same offsets as `Config`'s (`fd_offsets`), here for direct loads.
+    if let Ok([files, fdt, max_fds, fd, _]) = fd_offsets(btf) {
+        offsets.files = files;
+        offsets.files_fdt = fdt;
+        offsets.fdt_max_fds = max_fds;
+        offsets.fdt_fd = fd;
+    }
+    Ok(offsets)
 }
 
 /// Where the programs read the current task's cgroup v2 id (all 0 where one is missing).
@@ -596,6 +604,32 @@ mod tests {
             member_offset(&btf, "inode", "no_such_field"),
             Err(BtfError::Missing(..))
         ));
+        // The three inode fields a descriptor's file is known by are read at once here.
+        let [.., i_mode] = fd_offsets(&btf).unwrap();
+        let (lo, words) = strata_common::inode_words(i_ino, i_sb, i_mode)
+            .expect("struct inode keeps its number, superblock and mode close together");
+        for (off, size) in [(i_ino, 8), (i_sb, 8), (i_mode, 2)] {
+            assert!(
+                off >= lo && off + size <= lo + 8 * words,
+                "{off} in {lo}+{words} words"
+            );
+        }
+    }
+
+    /// Fields a helper read of a few words covers, each within one word, and those it does
+    /// not: too far apart, or one straddling two words.
+    #[test]
+    fn inode_words_cover_the_three_fields_or_none() {
+        use strata_common::{INODE_WORDS, inode_words};
+        // Linux 6.x on x86-64: i_mode 0, i_sb 40, i_ino 64.
+        assert_eq!(inode_words(64, 40, 0), Some((0, 9)));
+        assert_eq!(inode_words(72, 48, 14), Some((8, 9)));
+        assert_eq!(inode_words(8, 16, 2), Some((0, 3)));
+        let last = 8 * INODE_WORDS as u32 - 8;
+        assert_eq!(inode_words(last, 0, 2), Some((0, INODE_WORDS as u32)));
+        assert_eq!(inode_words(last + 8, 0, 2), None, "one word too far");
+        assert_eq!(inode_words(68, 40, 0), None, "i_ino across two words");
+        assert_eq!(inode_words(64, 40, 7), None, "i_mode across two words");
     }
 
     /// Kernels before 6.16 cannot map their BTF in place; a copy in a memory file is read

@@ -620,9 +620,27 @@ pub struct Config {
     /// kernel's return trampoline is; `mm_xol_area_off` 0 when unknown.
     pub mm_xol_area_off: u32,
     pub xol_vaddr_off: u32,
+    /// Non-zero where `inode_ino_off`, `inode_sb_off` and `inode_mode_off` all lie within
+    /// this many words from `inode_words_off` on (at most [`INODE_WORDS`]): a descriptor's
+    /// file is then known by one helper read of its inode, not three.
+    pub inode_words: u32,
+    pub inode_words_off: u32,
     /// CLOCK_MONOTONIC nanoseconds of a [`STOP_FROZEN`] stop, written before `stopped`: when
     /// the calls then in progress end.
     pub stopped_ns: u64,
+}
+
+/// How many 8-byte words of an inode [`Config::inode_words`] reads at once.
+pub const INODE_WORDS: usize = 16;
+
+/// [`Config::inode_words_off`] and [`Config::inode_words`] for an inode's number,
+/// superblock and mode at these offsets (naturally aligned, as the kernel lays them out), if
+/// they fit in [`INODE_WORDS`] words.
+pub fn inode_words(ino: u32, sb: u32, mode: u32) -> Option<(u32, u32)> {
+    let aligned = ino.is_multiple_of(8) && sb.is_multiple_of(8) && mode.is_multiple_of(2);
+    let lo = ino.min(sb).min(mode) / 8 * 8;
+    let words = (ino + 8).max(sb + 8).max(mode + 2).div_ceil(8) - lo / 8;
+    (aligned && words <= INODE_WORDS as u32).then_some((lo, words))
 }
 
 /// [`Config::stopped`]: no new call, process or kernel event is recorded; the calls in
@@ -760,6 +778,13 @@ pub struct TaskOffsets {
     pub css_dfl_cgrp: u32,
     pub cgroup_kn: u32,
     pub kn_id: u32,
+    /// The task's descriptor table, where the return of a call that made a descriptor finds
+    /// its file: `task_struct.files`, `files_struct.fdt`, `fdtable.max_fds`, `.fd` (`files`
+    /// 0 where unknown: helper reads with [`Config::task_files_off`] and the rest then).
+    pub files: u32,
+    pub files_fdt: u32,
+    pub fdt_max_fds: u32,
+    pub fdt_fd: u32,
     pub _pad: u32,
 }
 
@@ -1439,12 +1464,12 @@ mod pod {
 }
 
 const _: () = {
-    assert!(core::mem::size_of::<Config>() == 192);
+    assert!(core::mem::size_of::<Config>() == 200);
     assert!(core::mem::offset_of!(ThreadStack, depth) == 0);
     assert!(core::mem::offset_of!(ThreadStack, runs_pending) == 4);
     assert!(core::mem::align_of::<ThreadStack>() == 8);
     assert!(core::mem::size_of::<BlockOffsets>() == 56);
-    assert!(core::mem::size_of::<TaskOffsets>() == 32);
+    assert!(core::mem::size_of::<TaskOffsets>() == 48);
     assert!(core::mem::size_of::<ImageHeader>() == 24);
     assert!(core::mem::size_of::<FuncSpec>() == 24);
     assert!(core::mem::size_of::<OnlyKey>() == 8);

@@ -6,13 +6,15 @@
 //! (`bpf_get_func_ip`); the return takes the function of the top frame.
 use aya_ebpf::{
     EbpfContext as _,
-    helpers::{bpf_get_current_task, bpf_get_func_ip, bpf_probe_read_kernel},
+    helpers::{
+        bpf_get_current_task, bpf_get_func_ip, bpf_probe_read_kernel, bpf_probe_read_kernel_buf,
+    },
     macros::{kprobe, kretprobe, map},
     maps::HashMap,
     programs::{ProbeContext, RetProbeContext},
 };
 use strata_common::{
-    Config, Counter, FuncSpec, MAX_ARGS, MAX_DEPTH, NO_ARG, SPEC_ENABLED, SPEC_KERNEL,
+    Config, Counter, FuncSpec, INODE_WORDS, MAX_ARGS, MAX_DEPTH, NO_ARG, SPEC_ENABLED, SPEC_KERNEL,
 };
 
 use crate::{
@@ -119,42 +121,89 @@ fn inode_ids(cfg: &Config, inode: u64) -> (u64, u32) {
     )
 }
 
-/// The kernel `struct file *` behind descriptor `fd` of the current task (0 when unknown):
-/// its files table, that table's current array, the entry.
+/// The kernel `struct file *` behind descriptor `fd` of the current task `me` (0 when
+/// unknown): its files table, that table's current array, the entry.
 #[inline(always)]
-pub(crate) fn fd_file(cfg: &Config, fd: i64) -> u64 {
+pub(crate) fn fd_file(cfg: &Config, me: &thread::Me, fd: i64) -> u64 {
     if cfg.task_files_off == 0
         || cfg.file_inode_off == 0
         || !(0..=i64::from(i32::MAX)).contains(&fd)
     {
         return 0;
     }
-    let file = || -> Res<u64> {
+    let table = || -> Res<(u64, u32)> {
+        if let Some(table) = me.fd_array() {
+            return Ok(table);
+        }
         // SAFETY: the helper returns the current task; reads below go through kread.
         let task = unsafe { bpf_get_current_task() };
         let files: u64 = kread(task + u64::from(cfg.task_files_off))?;
         let fdt: u64 = kread(files + u64::from(cfg.files_fdt_off))?;
         let max: u32 = kread(fdt + u64::from(cfg.fdt_max_fds_off))?;
-        if fd as u64 >= u64::from(max) {
-            return Err(-1);
-        }
-        let array: u64 = kread(fdt + u64::from(cfg.fdt_fd_off))?;
-        kread(array + 8 * fd as u64)
+        Ok((kread(fdt + u64::from(cfg.fdt_fd_off))?, max))
     };
-    file().unwrap_or(0)
+    match table() {
+        Ok((array, max)) if array != 0 && (fd as u64) < u64::from(max) => {
+            kread(array + 8 * fd as u64).unwrap_or(0)
+        }
+        _ => 0,
+    }
 }
 
 /// The inode number of the file behind descriptor `fd`, and its file system's device with
 /// the inode's mode above it (see `FuncSpec::fd_file_arg`); 0s when unknown.
 #[inline(always)]
-pub(crate) fn fd_identity(cfg: &Config, fd: i64) -> (u64, u64) {
-    let inode = file_inode(cfg, fd_file(cfg, fd));
-    let (ino, dev) = inode_ids(cfg, inode);
+pub(crate) fn fd_identity(cfg: &Config, me: &thread::Me, fd: i64) -> (u64, u64) {
+    let inode = file_inode(cfg, fd_file(cfg, me, fd));
+    if inode == 0 {
+        return (0, 0);
+    }
+    let (ino, sb, mode) = inode_fields(cfg, inode);
     if ino == 0 {
         return (0, 0);
     }
-    let mode: u16 = kread(inode + u64::from(cfg.inode_mode_off)).unwrap_or(0);
+    let dev: u32 = if sb == 0 {
+        0
+    } else {
+        kread(sb + u64::from(cfg.sb_dev_off)).unwrap_or(0)
+    };
     (ino, u64::from(dev) | (u64::from(mode) << 32))
+}
+
+/// An inode's number, superblock and mode (0s where unreadable): with one helper read of
+/// the words they lie in where user space found them close ([`Config::inode_words`]).
+#[inline(always)]
+fn inode_fields(cfg: &Config, inode: u64) -> (u64, u64, u16) {
+    if cfg.inode_words == 0 {
+        return (
+            kread(inode + u64::from(cfg.inode_ino_off)).unwrap_or(0),
+            kread(inode + u64::from(cfg.inode_sb_off)).unwrap_or(0),
+            kread(inode + u64::from(cfg.inode_mode_off)).unwrap_or(0),
+        );
+    }
+    let lo = cfg.inode_words_off;
+    let mut words = [0u64; INODE_WORDS];
+    // Up to the last of the three: a helper read costs more the more it copies.
+    let n = crate::bounded(cfg.inode_words as usize, INODE_WORDS);
+    // SAFETY: a byte view of a local array; the helper checks the kernel address.
+    let read = unsafe {
+        let dst = core::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), 8 * n);
+        bpf_probe_read_kernel_buf((inode + u64::from(lo)) as *const u8, dst)
+    };
+    if read.is_err() {
+        return (0, 0, 0);
+    }
+    // The field at byte `off`, in the low bits (little-endian; user space checked that each
+    // lies within one word).
+    let field = |off: u32| {
+        let rel = off.wrapping_sub(lo);
+        words[(rel / 8) as usize % INODE_WORDS] >> ((rel % 8) * 8)
+    };
+    (
+        field(cfg.inode_ino_off),
+        field(cfg.inode_sb_off),
+        field(cfg.inode_mode_off) as u16,
+    )
 }
 
 #[kretprobe]

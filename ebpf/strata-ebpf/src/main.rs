@@ -1482,7 +1482,7 @@ fn on_return(spec: &FuncSpec, ret: i64, wake: bool) -> Res<()> {
                 k => i64::from(arg_at(&f.args, k) as i32),
             };
             if let Ok(cfg) = config() {
-                let (ino, dev_mode) = kfunc::fd_identity(cfg, fd);
+                let (ino, dev_mode) = kfunc::fd_identity(cfg, &me, fd);
                 set_arg(&mut f.args, spec.nargs, ino);
                 set_arg(&mut f.args, spec.nargs.wrapping_add(1), dev_mode);
             }

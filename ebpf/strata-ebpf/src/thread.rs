@@ -31,6 +31,10 @@ static STRATA_TASK_OFFSETS: TaskOffsets = TaskOffsets {
     css_dfl_cgrp: 0,
     cgroup_kn: 0,
     kn_id: 0,
+    files: 0,
+    files_fdt: 0,
+    fdt_max_fds: 0,
+    fdt_fd: 0,
     _pad: 0,
 };
 
@@ -180,6 +184,30 @@ impl Me {
             set_at_load!(STRATA_TASK_OFFSETS.cgroup_kn),
         );
         at(kn as *const u8, set_at_load!(STRATA_TASK_OFFSETS.kn_id))
+    }
+
+    /// The thread's descriptor array (`struct file **`, as a number: the verifier types no
+    /// pointer to a pointer) and its length: four loads from its task, in place of four
+    /// helper calls (some 35 ns each here, a quarter of what a call that opens a file cost
+    /// strata's programs). `None` where the task or the offsets are unknown.
+    #[inline(always)]
+    pub fn fd_array(&self) -> Option<(u64, u32)> {
+        let files = set_at_load!(STRATA_TASK_OFFSETS.files);
+        if !task_storage() || files == 0 {
+            return None;
+        }
+        // Each pointer's type from the one before, as in `cgroup_id`.
+        let files: u64 = at(self.task.cast_const().cast(), files);
+        let fdt: u64 = at(
+            files as *const u8,
+            set_at_load!(STRATA_TASK_OFFSETS.files_fdt),
+        );
+        let max: u32 = at(
+            fdt as *const u8,
+            set_at_load!(STRATA_TASK_OFFSETS.fdt_max_fds),
+        );
+        let array: u64 = at(fdt as *const u8, set_at_load!(STRATA_TASK_OFFSETS.fdt_fd));
+        Some((array, max))
     }
 
     /// The thread's stack, if it has one.
