@@ -9,8 +9,8 @@
 use std::{panic::AssertUnwindSafe, rc::Rc, sync::Arc};
 
 use strata_common::{
-    CALL_INT_HANDLES, CALL_NO_RETURN, CALL_OUT_VALID, CALL_UNFINISHED, CallRecord, DEREF_FAILED,
-    FUNC_AIO, ProcEvent, ProcRecord, REQUEST_AIO,
+    CALL_EMPTY_STRS, CALL_EMPTY_STRS_SHIFT, CALL_INT_HANDLES, CALL_NO_RETURN, CALL_OUT_VALID,
+    CALL_UNFINISHED, CallRecord, DEREF_FAILED, FUNC_AIO, ProcEvent, ProcRecord, REQUEST_AIO,
 };
 
 use crate::{
@@ -1009,6 +1009,15 @@ impl Correlator {
             self.pending_args.remove(&rec.call_id).unwrap_or_default()
         };
         let mut strs = pending.strs;
+        // Empty strings come as bits of the call's record, not as records of their own.
+        let empty = (rec.flags & CALL_EMPTY_STRS) >> CALL_EMPTY_STRS_SHIFT;
+        if empty != 0 {
+            strs.extend(
+                (0..strata_common::MAX_ARGS as u32)
+                    .filter(|i| empty & (1 << i) != 0)
+                    .map(|i| (i, Some(String::new()))),
+            );
+        }
         let blobs = pending.blobs;
         strs.sort_by_key(|(a, _)| *a);
         // Most calls (reads, writes) came with no strings: nothing to look for.

@@ -179,6 +179,18 @@ fn posix_and_stdio_exactly(mode: Option<&str>, pwrite64: (&str, &str)) {
         .filter(|c| c.s("function") == Some("fwrite"))
         .collect();
     assert_eq!(fwrites.len(), 100);
+    // The first fwrite sizes the stream's buffer: glibc's fstat, newfstatat(fd, "", buf,
+    // AT_EMPTY_PATH). Its empty path travels as a bit of the call's record, not a string.
+    const AT_EMPTY_PATH: i64 = 0x1000;
+    let fstat = stdio
+        .iter()
+        .find(|c| c.s("function") == Some("newfstatat"))
+        .expect("the fstat beneath the first fwrite");
+    assert_eq!(fstat.i("parent_id"), fwrites[0].i("call_id"));
+    assert_eq!(fstat.s("path"), Some(""), "{fstat:?}");
+    assert_eq!(fstat.i("flags"), Some(AT_EMPTY_PATH));
+    assert_eq!(fstat.i("handle_id"), openat.i("handle_id"));
+    assert_eq!(fstat.i("ret"), Some(0));
     for (i, w) in fwrites.iter().enumerate() {
         assert_eq!(w.i("offset"), Some(16 * i as i64));
         assert_eq!(w.i("bytes_requested"), Some(16));

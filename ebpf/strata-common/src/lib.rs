@@ -1164,7 +1164,7 @@ pub struct Frame {
     pub args: [u64; MAX_ARGS],
     pub func_id: u32,
     /// Low 8 bits: string arguments that could not be read at entry, retried at return;
-    /// [`FRAME_KERNEL`].
+    /// [`FRAME_KERNEL`]; [`CALL_EMPTY_STRS`].
     pub flags: u32,
     /// Library calls: the user stack pointer at entry (it points at the return address).
     /// Every call made while this one is in progress enters below it.
@@ -1314,6 +1314,12 @@ pub const CALL_NO_RETURN: u32 = 4;
 /// collective), or as the thread's next library call showed a longjmp left it: `ret` and
 /// `out` mean nothing; `ts_end` is the exit, the stop, or that call's entry.
 pub const CALL_UNFINISHED: u32 = 8;
+/// String arguments that were empty, one bit per argument from bit 16 on (`fstat` is
+/// `newfstatat(fd, "", ..., AT_EMPTY_PATH)` in glibc): sent as this bit, not as a
+/// [`StrHeader`] record (a ring-buffer record less, some 40 ns at the syscall and the
+/// record's decoding in user space). The same bits in [`Frame::flags`] until the return.
+pub const CALL_EMPTY_STRS: u32 = 0xff << CALL_EMPTY_STRS_SHIFT;
+pub const CALL_EMPTY_STRS_SHIFT: u32 = 16;
 
 /// A user string argument of a call, emitted at the call's entry (before its [`CallRecord`]).
 /// Only the header and the string's own bytes travel: `StrHeader` + `len` bytes.

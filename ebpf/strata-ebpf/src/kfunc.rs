@@ -182,7 +182,10 @@ fn inode_fields(cfg: &Config, inode: u64) -> (u64, u64, u16) {
         );
     }
     let lo = cfg.inode_words_off;
-    let mut words = [0u64; INODE_WORDS];
+    // Zeroed in full, the words past the read too: the verifier lets a program read its
+    // stack at a variable offset only where every byte it may reach was written.
+    let mut words = core::mem::MaybeUninit::uninit();
+    let words = crate::zero_words::<INODE_WORDS>(&mut words);
     // Up to the last of the three: a helper read costs more the more it copies.
     let n = crate::bounded(cfg.inode_words as usize, INODE_WORDS);
     // SAFETY: a byte view of a local array; the helper checks the kernel address.

@@ -43,16 +43,17 @@ use aya_ebpf::{
     programs::{BtfTracePointContext, ProbeContext, RetProbeContext, TracePointContext},
 };
 use strata_common::{
-    ARRAY_MAX_BYTES, ARRAY_PIECES, BLOB_WORDS, CALL_NO_RETURN, CALL_OUT_VALID, CALL_UNFINISHED,
-    CGROUP_VERDICT_SLOTS, COOKIE_LOAD_AT_CALL, COOKIE_STREAM_INDIRECT, COOKIE_STREAM_VAR,
-    COOKIE_TABLE_SHIFT, COUNTER_SLOTS, CallRecord, Config, Counter, DEREF_FAILED, FD_FROM_RET,
-    FRAME_KERNEL, FRAME_STR_RETRY, Frame, FuncSpec, JobRecord, MAX_ARGS, MAX_CGROUP_DEPTHS,
-    MAX_DEPTH, MAX_FUNCS, MAX_ONLY_VALUES, MAX_SYSCALLS, MAX_TYPE_REFS, MAX_TYPE_TABLES, NO_ARG,
-    NO_CGROUP_LEVEL, OUT_BUFFERED, OUT_MPI_STATUS, OUT_TEXT, OnlyKey, PATH_CAP, QUIET_NEVER,
-    RecordKind, SPEC_AIO_REAP, SPEC_AIO_SUBMIT, SPEC_AIO_WAIT, SPEC_EMIT_AT_ENTRY, SPEC_ENABLED,
-    SPEC_IF_ZERO, SPEC_IMPLICIT_STREAM, SPEC_STREAM_END, SPEC_WAKE, STOP_FROZEN, STR_CAP,
-    STR_FAILED, StrHeader, StrRecord, TEXT_PIECES, TRACED_BLOCK, TRACED_BLOCKS, ThreadStack,
-    TypeId, TypeIdsRecord, TypeTable, WAKEUP_BYTES, stream_var_delta,
+    ARRAY_MAX_BYTES, ARRAY_PIECES, BLOB_WORDS, CALL_EMPTY_STRS, CALL_EMPTY_STRS_SHIFT,
+    CALL_NO_RETURN, CALL_OUT_VALID, CALL_UNFINISHED, CGROUP_VERDICT_SLOTS, COOKIE_LOAD_AT_CALL,
+    COOKIE_STREAM_INDIRECT, COOKIE_STREAM_VAR, COOKIE_TABLE_SHIFT, COUNTER_SLOTS, CallRecord,
+    Config, Counter, DEREF_FAILED, FD_FROM_RET, FRAME_KERNEL, FRAME_STR_RETRY, Frame, FuncSpec,
+    JobRecord, MAX_ARGS, MAX_CGROUP_DEPTHS, MAX_DEPTH, MAX_FUNCS, MAX_ONLY_VALUES, MAX_SYSCALLS,
+    MAX_TYPE_REFS, MAX_TYPE_TABLES, NO_ARG, NO_CGROUP_LEVEL, OUT_BUFFERED, OUT_MPI_STATUS,
+    OUT_TEXT, OnlyKey, PATH_CAP, QUIET_NEVER, RecordKind, SPEC_AIO_REAP, SPEC_AIO_SUBMIT,
+    SPEC_AIO_WAIT, SPEC_EMIT_AT_ENTRY, SPEC_ENABLED, SPEC_IF_ZERO, SPEC_IMPLICIT_STREAM,
+    SPEC_STREAM_END, SPEC_WAKE, STOP_FROZEN, STR_CAP, STR_FAILED, StrHeader, StrRecord,
+    TEXT_PIECES, TRACED_BLOCK, TRACED_BLOCKS, ThreadStack, TypeId, TypeIdsRecord, TypeTable,
+    WAKEUP_BYTES, stream_var_delta,
 };
 
 #[map]
@@ -493,18 +494,19 @@ unsafe fn output_prefix<T>(rec: *const T, used: usize) -> bool {
 /// Copies the string arguments in `mask` into ring-buffer records. A string whose page is
 /// not resident yet (a literal the program never touched) cannot be read here; with `retry`,
 /// it is left out and its bit returned, to be read at return, when the callee has used it.
+/// An empty string is not sent: its bit is returned in [`CALL_EMPTY_STRS`].
 #[inline(always)]
 #[expect(
     clippy::needless_range_loop,
     reason = "`i` is also the argument's bit in `mask`"
 )]
-fn emit_strings(mask: u8, call_id: u64, args: &[u64; MAX_ARGS], retry: bool) -> u8 {
+fn emit_strings(mask: u8, call_id: u64, args: &[u64; MAX_ARGS], retry: bool) -> u32 {
     // Most calls pass no string (write, read): no walk over their six arguments, nor past
     // the last string.
     if mask == 0 {
         return 0;
     }
-    let mut failed = 0u8;
+    let mut failed = 0u32;
     for i in 0..MAX_ARGS {
         if mask >> i == 0 {
             break;
@@ -518,6 +520,10 @@ fn emit_strings(mask: u8, call_id: u64, args: &[u64; MAX_ARGS], retry: bool) -> 
         // SAFETY: per-CPU scratch, used only for the duration of this program.
         unsafe {
             let len = match bpf_probe_read_user_str_bytes(args[i] as *const u8, &mut (*rec).data) {
+                Ok([]) => {
+                    failed |= 1 << (i as u32 + CALL_EMPTY_STRS_SHIFT);
+                    continue;
+                }
                 Ok(s) => s.len() as u32,
                 Err(_) if retry => {
                     failed |= 1 << i;
@@ -991,7 +997,7 @@ fn send_unfinished(
         (*rec).pid = (pid_tgid >> 32) as u32;
         (*rec).tid = pid_tgid as u32;
         (*rec).depth = depth;
-        (*rec).flags = CALL_UNFINISHED;
+        (*rec).flags = CALL_UNFINISHED | (f.flags & CALL_EMPTY_STRS);
         // Volatile: as plain stores next to the others they became a memset, a byte loop.
         core::ptr::write_volatile(&raw mut (*rec).ret, 0);
         core::ptr::write_volatile(&raw mut (*rec).out, 0);
@@ -1046,12 +1052,15 @@ pub(crate) unsafe fn store_words<T: Copy>(dst: *mut T, src: &T) {
     }
 }
 
-/// Zero arguments in place, stored one by one (see [`store_words`]; a zeroed array returned
-/// by value is copied into place with the byte loop).
+/// Zero words (arguments) in place, stored one by one (see [`store_words`]; a zeroed array
+/// returned by value is copied into place with the byte loop, and one zeroed where it lies
+/// is filled by it).
 #[inline(always)]
-fn zero_args(args: &mut core::mem::MaybeUninit<[u64; MAX_ARGS]>) -> &mut [u64; MAX_ARGS] {
+pub(crate) fn zero_words<const N: usize>(
+    args: &mut core::mem::MaybeUninit<[u64; N]>,
+) -> &mut [u64; N] {
     let p = args.as_mut_ptr();
-    for i in 0..MAX_ARGS {
+    for i in 0..N {
         // SAFETY: an element of the caller's array.
         unsafe { core::ptr::write_volatile(core::ptr::addr_of_mut!((*p)[i]), 0) };
     }
@@ -1388,7 +1397,7 @@ fn on_entry<const CAPTURE: u8>(
             args,
             depth,
             site.loaded,
-            if no_return { CALL_NO_RETURN } else { 0 },
+            (str_retry & CALL_EMPTY_STRS) | if no_return { CALL_NO_RETURN } else { 0 },
         );
         return Ok(false);
     }
@@ -1406,7 +1415,7 @@ fn on_entry<const CAPTURE: u8>(
         store_words(&raw mut f.args, args);
         f.func_id = spec.func_id;
         f.sp = site.sp;
-        f.flags = u32::from(str_retry)
+        f.flags = str_retry
             | if CAPTURE & CAPTURE_LIBRARY == 0 {
                 FRAME_KERNEL
             } else {
@@ -1494,8 +1503,10 @@ fn on_return(spec: &FuncSpec, ret: i64, wake: bool) -> Res<()> {
         };
         // Straight from the frame into the record, no copy on the 512-byte stack between.
         let args = &f.args;
+        let mut flags = f.flags & CALL_EMPTY_STRS;
         if f.flags & FRAME_STR_RETRY != 0 {
-            emit_strings((f.flags & FRAME_STR_RETRY) as u8, f.call_id, args, false);
+            flags |= emit_strings((f.flags & FRAME_STR_RETRY) as u8, f.call_id, args, false)
+                & CALL_EMPTY_STRS;
         }
         // Library calls only (`wake`): the syscall programs carry no such code.
         if wake && spec.ret_blob_arg != NO_ARG {
@@ -1510,7 +1521,7 @@ fn on_return(spec: &FuncSpec, ret: i64, wake: bool) -> Res<()> {
         }
         // Quiet: the records of syscalls and kernel functions (library returns always wake).
         emit_call::<true>(
-            pid_tgid, wake, spec, f.call_id, parent_id, f.ts_begin, args, i as u32, ret, 0,
+            pid_tgid, wake, spec, f.call_id, parent_id, f.ts_begin, args, i as u32, ret, flags,
         );
     }
     Ok(())
@@ -1578,7 +1589,7 @@ pub fn strata_sys_enter_one(ctx: TracePointContext) -> u32 {
 fn try_sys_enter_one(ctx: &TracePointContext) -> Res<()> {
     let spec = syscall_spec(ctx)?;
     let mut args = core::mem::MaybeUninit::uninit();
-    let args = zero_args(&mut args);
+    let args = zero_words(&mut args);
     let n = bounded(spec.nargs as usize, MAX_ARGS);
     // SAFETY: a byte view of a local array; the helper checks the kernel address.
     unsafe {
