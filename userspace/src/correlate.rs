@@ -1012,6 +1012,9 @@ impl Correlator {
         // Empty strings come as bits of the call's record, not as records of their own.
         let empty = (rec.flags & CALL_EMPTY_STRS) >> CALL_EMPTY_STRS_SHIFT;
         if empty != 0 {
+            if strs.capacity() == 0 {
+                strs = self.spare_strs.pop().unwrap_or_default();
+            }
             strs.extend(
                 (0..strata_common::MAX_ARGS as u32)
                     .filter(|i| empty & (1 << i) != 0)
