@@ -87,14 +87,19 @@ pub fn match_name(
 /// Whether a file name is a shared object's: `.so`, then nothing or a version
 /// (`libc.so.6`, `libc-2.28.so`; not `ld.so.cache`).
 pub fn is_shared_object(file_name: &str) -> bool {
-    file_name.match_indices(".so").any(|(i, _)| {
-        let rest = &file_name[i + 3..];
-        rest.is_empty()
-            || rest.strip_prefix('.').is_some_and(|v| {
-                v.split('.')
-                    .all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-            })
-    })
+    // A byte scan: `match_indices` builds a substring searcher each call (some 170
+    // instructions of every open's 7,500 in user space).
+    let bytes = file_name.as_bytes();
+    (0..bytes.len().saturating_sub(2))
+        .filter(|&i| &bytes[i..i + 3] == b".so")
+        .any(|i| {
+            let rest = &file_name[i + 3..];
+            rest.is_empty()
+                || rest.strip_prefix('.').is_some_and(|v| {
+                    v.split('.')
+                        .all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+                })
+        })
 }
 
 /// The probes whose library `file_name` may be (see [`library_match`]).
@@ -632,6 +637,13 @@ mod tests {
         assert_eq!(ld("ld.so.preload"), No);
         assert!(is_shared_object("libhdf5.so") && is_shared_object("libhdf5.so.310.4.0"));
         assert!(!is_shared_object("libhdf5.so.310.") && !is_shared_object("x.sock"));
+        // Any `.so` may be the one: the last, or an earlier one followed by a version.
+        for yes in [".so", "é.so", "a.sock.so", "a.so.1.so", "libé.so.2"] {
+            assert!(is_shared_object(yes), "{yes}");
+        }
+        for no in ["", "so", ".s", "a.so.1b", "a.so.", "é", "libx.so.1.2.x"] {
+            assert!(!is_shared_object(no), "{no}");
+        }
     }
 
     /// Debian's serial HDF5 and NetCDF are other builds of the MPI ones probes.toml names;
