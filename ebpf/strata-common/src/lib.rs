@@ -1314,9 +1314,9 @@ pub const CALL_NO_RETURN: u32 = 4;
 /// collective), or as the thread's next library call showed a longjmp left it: `ret` and
 /// `out` mean nothing; `ts_end` is the exit, the stop, or that call's entry.
 pub const CALL_UNFINISHED: u32 = 8;
-/// String arguments that were empty, one bit per argument from bit 16 on (`fstat` is
-/// `newfstatat(fd, "", ..., AT_EMPTY_PATH)` in glibc): sent as this bit, not as a
-/// [`StrHeader`] record (a ring-buffer record less, some 40 ns at the syscall and the
+/// A syscall's string arguments that were empty at its entry, one bit per argument from bit
+/// 16 on (`fstat` is `newfstatat(fd, "", ..., AT_EMPTY_PATH)` in glibc): sent as this bit,
+/// not as a [`StrHeader`] record (a ring-buffer record less, some 40 ns at the syscall and the
 /// record's decoding in user space). The same bits in [`Frame::flags`] until the return.
 pub const CALL_EMPTY_STRS: u32 = 0xff << CALL_EMPTY_STRS_SHIFT;
 pub const CALL_EMPTY_STRS_SHIFT: u32 = 16;

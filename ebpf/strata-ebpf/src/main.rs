@@ -494,13 +494,21 @@ unsafe fn output_prefix<T>(rec: *const T, used: usize) -> bool {
 /// Copies the string arguments in `mask` into ring-buffer records. A string whose page is
 /// not resident yet (a literal the program never touched) cannot be read here; with `retry`,
 /// it is left out and its bit returned, to be read at return, when the callee has used it.
-/// An empty string is not sent: its bit is returned in [`CALL_EMPTY_STRS`].
+/// With `skip_empty` (syscalls), an empty string is not sent: its bit is returned in
+/// [`CALL_EMPTY_STRS`]. Not in the library programs: the mask's values per path, one more
+/// branch an argument, took 6.1's verifier over 300,000 instructions on their entry.
 #[inline(always)]
 #[expect(
     clippy::needless_range_loop,
     reason = "`i` is also the argument's bit in `mask`"
 )]
-fn emit_strings(mask: u8, call_id: u64, args: &[u64; MAX_ARGS], retry: bool) -> u32 {
+fn emit_strings(
+    mask: u8,
+    call_id: u64,
+    args: &[u64; MAX_ARGS],
+    retry: bool,
+    skip_empty: bool,
+) -> u32 {
     // Most calls pass no string (write, read): no walk over their six arguments, nor past
     // the last string.
     if mask == 0 {
@@ -520,7 +528,7 @@ fn emit_strings(mask: u8, call_id: u64, args: &[u64; MAX_ARGS], retry: bool) -> 
         // SAFETY: per-CPU scratch, used only for the duration of this program.
         unsafe {
             let len = match bpf_probe_read_user_str_bytes(args[i] as *const u8, &mut (*rec).data) {
-                Ok([]) => {
+                Ok([]) if skip_empty => {
                     failed |= 1 << (i as u32 + CALL_EMPTY_STRS_SHIFT);
                     continue;
                 }
@@ -1363,7 +1371,13 @@ fn on_entry<const CAPTURE: u8>(
     let depth = unsafe { (*st).depth };
     let at_entry = spec.flags & SPEC_EMIT_AT_ENTRY != 0 || site.at_call || no_return;
     let str_retry = if CAPTURE & CAPTURE_STRINGS != 0 {
-        emit_strings(spec.str_mask, call_id, args, !at_entry)
+        emit_strings(
+            spec.str_mask,
+            call_id,
+            args,
+            !at_entry,
+            CAPTURE & AT_SYSCALL != 0,
+        )
     } else {
         0
     };
@@ -1503,11 +1517,13 @@ fn on_return(spec: &FuncSpec, ret: i64, wake: bool) -> Res<()> {
         };
         // Straight from the frame into the record, no copy on the 512-byte stack between.
         let args = &f.args;
-        let mut flags = f.flags & CALL_EMPTY_STRS;
+        // Strings retried here are sent even when empty (this program also returns library
+        // calls).
         if f.flags & FRAME_STR_RETRY != 0 {
-            flags |= emit_strings((f.flags & FRAME_STR_RETRY) as u8, f.call_id, args, false)
-                & CALL_EMPTY_STRS;
+            let retry = (f.flags & FRAME_STR_RETRY) as u8;
+            emit_strings(retry, f.call_id, args, false, false);
         }
+        let flags = f.flags & CALL_EMPTY_STRS;
         // Library calls only (`wake`): the syscall programs carry no such code.
         if wake && spec.ret_blob_arg != NO_ARG {
             let ptr = arg_at(args, spec.ret_blob_arg);
