@@ -2327,8 +2327,13 @@ pub fn program_stats(ebpf: &Ebpf, extra: &[RawFd]) -> Option<(u64, u64)> {
         });
     // Programs aya did not load (multi uprobes): the kernel's figures from fdinfo.
     for info in extra.iter().filter_map(|fd| fdinfo(*fd)) {
-        ns += fdinfo_field(&info, "run_time_ns").unwrap_or(0);
-        runs += fdinfo_field(&info, "run_cnt").unwrap_or(0);
+        let t = fdinfo_field(&info, "run_time_ns").unwrap_or(0);
+        let n = fdinfo_field(&info, "run_cnt").unwrap_or(0);
+        if let Some(each) = t.checked_div(n) {
+            let id = fdinfo_field(&info, "prog_id").unwrap_or(0);
+            log::debug!("multi-uprobe program (id {id}): {n} runs, {each} ns each");
+        }
+        (ns, runs) = (ns + t, runs + n);
     }
     (runs > 0).then_some((ns, runs))
 }
