@@ -652,9 +652,11 @@ impl Correlator {
             ProcEvent::Exec => {
                 let pid = rec.pid as i32;
                 self.ensure_process(pid);
-                let ld_library_path = self
-                    .procs
-                    .exec(pid, comm(rec), crate::events::filename(rec));
+                // The name the exec was given, joined to the working directory where it is
+                // relative (`./a.out`): the program's path for a process gone before /proc
+                // could tell it, as a call's relative name is.
+                let filename = crate::events::filename(rec).map(|f| self.abs_path(pid, None, &f));
+                let ld_library_path = self.procs.exec(pid, comm(rec), filename);
                 // The kernel side's reading of the namespace (0 without BTF), else /proc's.
                 let ns = match rec.root.mnt_ns {
                     0 => crate::views::mnt_ns(&pid.to_string()),

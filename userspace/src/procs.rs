@@ -157,7 +157,8 @@ impl Procs {
     }
 
     /// After exec: the new image, from /proc while the process lives, else from the
-    /// kernel's record of the executed file (the command line is then unknown). Its command
+    /// kernel's record of the executed file, `filename`, which the caller made absolute
+    /// where it could (the command line is then unknown). Its command
     /// line and environment are read from /proc only where the kernel side does not send
     /// them, and then the new image's `LD_LIBRARY_PATH` is given.
     pub fn exec(&mut self, pid: i32, comm: String, filename: Option<String>) -> Option<String> {

@@ -1808,6 +1808,52 @@ fn relative_names_follow_the_working_directory() {
     }
 }
 
+/// A program started by a relative name (`./prog`, `../bin/./prog`) and gone before strata
+/// could read /proc has as `exe` its path, the name joined to the working directory the
+/// shell had (followed through its `cd`), not the name as given. Ground truth: a copy of
+/// `true` at BIN/prog, run three times from two directories while strata is stopped, and
+/// once more with strata running.
+#[test]
+fn a_program_run_by_a_relative_name_has_its_path_as_exe() {
+    require_root();
+    let dir = std::fs::canonicalize(scratch("relative_exec")).unwrap();
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::create_dir_all(dir.join("other")).unwrap();
+    std::fs::copy("/bin/true", bin.join("prog")).unwrap();
+    let runs = "cd bin && ./prog && ./prog && cd ../other && ../bin/./prog";
+    for stopped in [true, false] {
+        let out = dir.join(format!("out-{stopped}"));
+        let _ = std::fs::remove_dir_all(&out);
+        let script = if stopped {
+            format!(
+                "read -r c < /proc/$PPID/comm; [ \"$c\" = strata ] || exit 97; \
+                 kill -STOP $PPID || exit 98; {runs}; s=$?; kill -CONT $PPID; exit $s"
+            )
+        } else {
+            runs.to_string()
+        };
+        let res = run(strata()
+            .current_dir(&dir)
+            .args(["record", "-q", "--layers", "posix", "-o"])
+            .arg(&out)
+            .args(["--", "sh", "-c", &script]));
+        assert!(res.status.success(), "stopped: {stopped}: {:?}", res.status);
+        let procs = rows(&out, "processes");
+        let progs: Vec<Option<&str>> = procs
+            .iter()
+            .filter(|p| p.s("comm") == Some("prog"))
+            .map(|p| p.s("exe"))
+            .collect();
+        let path = bin.join("prog");
+        assert_eq!(
+            progs,
+            vec![path.to_str(); 3],
+            "stopped: {stopped}: each run of prog, by its path"
+        );
+    }
+}
+
 /// Every way strata attaches to syscalls (`--syscall-mode`).
 const SYSCALL_MODES: [&str; 3] = ["btf", "raw", "per-syscall"];
 
