@@ -907,9 +907,9 @@ fn load_parsed(probes: &[Probe], opts: &Options) -> anyhow::Result<Loaded> {
         ),
     }
     let lifecycle_fields = crate::btf::offsets(&kernel_btf, crate::btf::lifecycle_offsets);
-    if let Ok([pid, filename]) = lifecycle_fields {
+    if let Ok([pid, interp]) = lifecycle_fields {
         config.task_pid_off = pid;
-        config.bprm_filename_off = filename;
+        config.bprm_interp_off = interp;
     }
     let block_offsets: Result<(), String> = block_fields.map(drop);
     let page_offsets: Result<(), String> = page_fields.map(drop);

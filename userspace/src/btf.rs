@@ -526,12 +526,12 @@ fn cgroup_offsets(btf: &KernelBtf) -> Result<strata_common::TaskOffsets, BtfErro
     })
 }
 
-/// (task_struct.pid, linux_binprm.filename): what the lifecycle programs on BTF raw
+/// (task_struct.pid, linux_binprm.interp): what the lifecycle programs on BTF raw
 /// tracepoints read behind their arguments.
 pub fn lifecycle_offsets(btf: &KernelBtf) -> Result<[u32; 2], BtfError> {
     Ok([
         member_offset(btf, "task_struct", "pid")?,
-        member_offset(btf, "linux_binprm", "filename")?,
+        member_offset(btf, "linux_binprm", "interp")?,
     ])
 }
 
@@ -818,8 +818,8 @@ mod tests {
             expected
         );
         assert!(tracepoint_args(&btf, "no_such_tracepoint").is_err());
-        let [pid, filename] = lifecycle_offsets(&btf).unwrap();
-        assert!(pid > 0 && pid % 4 == 0 && filename % 8 == 0);
+        let [pid, interp] = lifecycle_offsets(&btf).unwrap();
+        assert!(pid > 0 && pid % 4 == 0 && interp % 8 == 0);
     }
 
     /// mm_struct keeps the four bounds of the arguments and environment adjacent, in order.

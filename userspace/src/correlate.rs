@@ -652,11 +652,13 @@ impl Correlator {
             ProcEvent::Exec => {
                 let pid = rec.pid as i32;
                 self.ensure_process(pid);
-                // The name the exec was given, joined to the working directory where it is
-                // relative (`./a.out`): the program's path for a process gone before /proc
-                // could tell it, as a call's relative name is.
-                let filename = crate::events::filename(rec).map(|f| self.abs_path(pid, None, &f));
-                let ld_library_path = self.procs.exec(pid, comm(rec), filename);
+                // The kernel's name of the program, for a process gone before /proc could
+                // tell it.
+                let cwd = self.procs.cwd(pid).map(str::to_string);
+                let files = &self.files;
+                let kernel_name =
+                    || program_path(files, pid, cwd.as_deref(), crate::events::filename(rec)?);
+                let ld_library_path = self.procs.exec(pid, comm(rec), kernel_name);
                 // The kernel side's reading of the namespace (0 without BTF), else /proc's.
                 let ns = match rec.root.mnt_ns {
                     0 => crate::views::mnt_ns(&pid.to_string()),
@@ -2270,6 +2272,25 @@ impl Layer {
             Layer::Netcdf => "ncid",
         }
     }
+}
+
+/// The program an exec of `pid` ran, from the kernel's name for it (`name`; a script's
+/// interpreter as its `#!` line names it), named as /proc/<pid>/exe would have: joined to
+/// the working directory `cwd` where relative (`./a.out`), with `.`, `..` and symbolic
+/// links resolved where the file can still be found (Debian's `/bin/sh` is
+/// `/usr/bin/dash`), else lexically; as given where relative to a directory not known. A
+/// name of a descriptor (`/dev/fd/3` of fexecve, a `/proc` path) is left as given: looked up
+/// here, it would be strata's own.
+fn program_path(files: &Files, pid: i32, cwd: Option<&str>, name: String) -> Option<String> {
+    if name.starts_with("/dev/fd/") || name.starts_with("/proc/") {
+        return Some(name);
+    }
+    let abs = match (name.starts_with('/'), cwd) {
+        (true, _) => files::absolute(None, &name),
+        (false, Some(cwd)) => files::absolute(Some(cwd), &name),
+        (false, None) => return Some(name),
+    };
+    Some(files.resolved(pid, &abs).unwrap_or(abs))
 }
 
 /// A syscall that reads or writes an fd's bytes and names nothing but the fd, buffer, size

@@ -157,11 +157,16 @@ impl Procs {
     }
 
     /// After exec: the new image, from /proc while the process lives, else from the
-    /// kernel's record of the executed file, `filename`, which the caller made absolute
-    /// where it could (the command line is then unknown). Its command
-    /// line and environment are read from /proc only where the kernel side does not send
-    /// them, and then the new image's `LD_LIBRARY_PATH` is given.
-    pub fn exec(&mut self, pid: i32, comm: String, filename: Option<String>) -> Option<String> {
+    /// kernel's record of the executed file, which `filename` gives only then (the command
+    /// line is then unknown). Its command line and environment are read from /proc only
+    /// where the kernel side does not send them, and then the new image's `LD_LIBRARY_PATH`
+    /// is given.
+    pub fn exec(
+        &mut self,
+        pid: i32,
+        comm: String,
+        filename: impl FnOnce() -> Option<String>,
+    ) -> Option<String> {
         let row = self.live.get_mut(&pid)?;
         row.comm = Some(comm);
         let (old_exe, old_cmdline) = (row.exe.take(), row.cmdline.take());
@@ -176,6 +181,7 @@ impl Procs {
             (false, from_kernel) => {
                 // Gone already: keep what strata knew if it is the same program (the
                 // kernel side's copy of the arguments, where it sends one, comes next).
+                let filename = filename();
                 let same = !from_kernel
                     && filename.as_deref().is_some_and(|f| {
                         old_exe.as_deref() == Some(f)
@@ -703,7 +709,7 @@ mod tests {
         p.ensure(pid, |t| t as i64);
         p.live.get_mut(&pid).unwrap().rank = None;
 
-        assert_eq!(p.exec(pid, "sleep".into(), None), None);
+        assert_eq!(p.exec(pid, "sleep".into(), || None), None);
         let row = &p.live[&pid];
         assert!(row.exe.as_deref().is_some_and(|e| e.ends_with("/sleep")));
         assert_eq!(
@@ -728,7 +734,7 @@ mod tests {
         assert_eq!(p.read_awaited(pid), None, "nothing left to read");
 
         // The environment's second part lost: /proc's, read at the next pass.
-        p.exec(pid, "sleep".into(), None);
+        p.exec(pid, "sleep".into(), || None);
         p.image(pid, IMAGE_ARGS, 0, 10, args);
         assert_eq!(p.image(pid, IMAGE_ENV, 0, 40_000, &env[..]), None);
         assert_eq!(p.image(pid, IMAGE_ENV, 32_768, 40_000, b"X=1\0"), None);
@@ -744,7 +750,7 @@ mod tests {
         // No copy from the kernel: /proc at the exec.
         p.set_images_from_kernel(false);
         assert_eq!(
-            p.exec(pid, "sleep".into(), None),
+            p.exec(pid, "sleep".into(), || None),
             Some("/opt/proc/lib".into())
         );
         assert_eq!(p.live[&pid].cmdline.as_deref(), Some("sleep 10"));

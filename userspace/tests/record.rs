@@ -1808,20 +1808,29 @@ fn relative_names_follow_the_working_directory() {
     }
 }
 
-/// A program started by a relative name (`./prog`, `../bin/./prog`) and gone before strata
-/// could read /proc has as `exe` its path, the name joined to the working directory the
-/// shell had (followed through its `cd`), not the name as given. Ground truth: a copy of
-/// `true` at BIN/prog, run three times from two directories while strata is stopped, and
-/// once more with strata running.
+/// A program started by a relative name (`./prog`, `../bin/./prog`), through a symbolic
+/// link, or as a script's interpreter, and gone before strata could read /proc, has as `exe`
+/// what /proc would have said: the program's path, the name joined to the working directory
+/// the shell had (followed through its `cd`) with links resolved, and for a script the
+/// interpreter's. Ground truth: a copy of `true` at BIN/prog, a link BIN/link to it and a
+/// script BIN/script.sh (`#!/bin/sh`), run from two directories while strata is stopped, and
+/// again with strata running.
 #[test]
-fn a_program_run_by_a_relative_name_has_its_path_as_exe() {
+fn a_program_gone_before_proc_is_read_has_the_exe_proc_gives() {
     require_root();
     let dir = std::fs::canonicalize(scratch("relative_exec")).unwrap();
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     std::fs::create_dir_all(dir.join("other")).unwrap();
     std::fs::copy("/bin/true", bin.join("prog")).unwrap();
-    let runs = "cd bin && ./prog && ./prog && cd ../other && ../bin/./prog";
+    let _ = std::fs::remove_file(bin.join("link"));
+    std::os::unix::fs::symlink("prog", bin.join("link")).unwrap();
+    let script = bin.join("script.sh");
+    std::fs::write(&script, "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let runs = "cd bin && ./prog && ./link && ./script.sh && cd ../other && ../bin/./prog";
+    let prog = bin.join("prog");
+    let shell = std::fs::canonicalize("/bin/sh").unwrap();
     for stopped in [true, false] {
         let out = dir.join(format!("out-{stopped}"));
         let _ = std::fs::remove_dir_all(&out);
@@ -1840,16 +1849,26 @@ fn a_program_run_by_a_relative_name_has_its_path_as_exe() {
             .args(["--", "sh", "-c", &script]));
         assert!(res.status.success(), "stopped: {stopped}: {:?}", res.status);
         let procs = rows(&out, "processes");
-        let progs: Vec<Option<&str>> = procs
-            .iter()
-            .filter(|p| p.s("comm") == Some("prog"))
-            .map(|p| p.s("exe"))
-            .collect();
-        let path = bin.join("prog");
+        let exes = |comm: &str| -> Vec<Option<&str>> {
+            (procs.iter())
+                .filter(|p| p.s("comm") == Some(comm))
+                .map(|p| p.s("exe"))
+                .collect()
+        };
         assert_eq!(
-            progs,
-            vec![path.to_str(); 3],
-            "stopped: {stopped}: each run of prog, by its path"
+            exes("prog"),
+            vec![prog.to_str(); 2],
+            "stopped: {stopped}: by relative names"
+        );
+        assert_eq!(
+            exes("link"),
+            vec![prog.to_str()],
+            "stopped: {stopped}: through a link"
+        );
+        assert_eq!(
+            exes("script.sh"),
+            vec![shell.to_str()],
+            "stopped: {stopped}: a script"
         );
     }
 }

@@ -593,9 +593,10 @@ pub struct Config {
     /// From the kernel's BTF: `struct inode.i_mode` (u16), read with a descriptor's file.
     pub inode_mode_off: u32,
     /// From the kernel's BTF, for the lifecycle programs on BTF raw tracepoints:
-    /// `struct task_struct.pid` (the new task's) and `struct linux_binprm.filename`.
+    /// `struct task_struct.pid` (the new task's) and `struct linux_binprm.interp` (the
+    /// program the kernel runs: a script's interpreter, as its `#!` line names it).
     pub task_pid_off: u32,
-    pub bprm_filename_off: u32,
+    pub bprm_interp_off: u32,
     /// From the kernel's BTF, for the io_uring programs on BTF raw tracepoints:
     /// `struct io_kiocb.ctx` and `.flags`, `struct io_uring_cqe.res`.
     pub uring_ctx_off: u32,

@@ -166,7 +166,8 @@ pub fn strata_kb_process_exec(ctx: BtfTracePointContext) -> i32 {
     // TP_PROTO(struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
     let (old, bprm): (u64, u64) = (ctx.arg(1), ctx.arg(2));
     let _ = config().and_then(|cfg| {
-        let filename: u64 = kread(bprm, cfg.bprm_filename_off)?;
+        // The interpreter of a script, as /proc/<pid>/exe names it; else the name given.
+        let filename: u64 = kread(bprm, cfg.bprm_interp_off)?;
         on_exec(cfg, old as i32, Some(filename as *const u8))
     });
     0
