@@ -1283,6 +1283,8 @@ impl Correlator {
         }
         let mut file2 = file_of(&self.handles, handle2);
         let mut created: Option<HandleId> = None;
+        // The two ends of a pipe the call made.
+        let mut pipe_ends: Option<[HandleId; 2]> = None;
         let mut explicit_parent = false;
         let ts_begin = self.clock.epoch(rec.ts_begin);
         // A library call on a handle the calls beneath it moved begins where the first of
@@ -1629,6 +1631,7 @@ impl Correlator {
                     });
                     (handle, handle2) = (Some(read), Some(write));
                     (file_before, file2) = (file.1, file.1);
+                    pipe_ends = Some([read, write]);
                 }
             }
             Op::Chdir if !failed => self.chdir(pid, path.as_deref(), handle),
@@ -1705,6 +1708,11 @@ impl Correlator {
         }
 
         self.adopt(rec, created, explicit_parent, pid, handle);
+        // Both ends of a pipe made inside a library call (popen's) are that call's: the
+        // stream it returns is on the pipe.
+        if let Some(ends) = pipe_ends {
+            self.pass_up(rec.parent_id, pid, ends.to_vec());
+        }
 
         let file_id = created
             .and_then(|h| self.handles.get(h))
@@ -1762,7 +1770,8 @@ impl Correlator {
             offset2,
             bytes_requested,
             bytes_result,
-            ret: returned.then_some(ret),
+            // A function that returns nothing (rewind) leaves a register's leftover.
+            ret: (returned && p.ret != RetKind::None).then_some(ret),
             errno,
             flags,
             collective,
@@ -2133,16 +2142,23 @@ impl Correlator {
             }
         }
         self.held_rows(rows, parent_call, pid);
+        up.extend(made_up);
+        self.pass_up(parent_call, pid, up);
+    }
+
+    /// Gives `handles`, made by a call or beneath it, to the enclosing call `parent_call`,
+    /// whose handle will be their parent (0: none encloses it, they are written as they are).
+    fn pass_up(&mut self, parent_call: u64, pid: i32, handles: Vec<HandleId>) {
         if parent_call == 0 {
-            for h in up.into_iter().chain(made_up) {
+            for h in handles {
                 self.handles.set_adoption_pending(h, false);
             }
-        } else if !up.is_empty() || made_up.is_some() {
-            for h in up.iter().chain(&made_up) {
+        } else if !handles.is_empty() {
+            for h in &handles {
                 self.handles.set_adoption_pending(*h, true);
             }
             let adoption = self.adoption(parent_call, pid);
-            adoption.handles.extend(up.into_iter().chain(made_up));
+            adoption.handles.extend(handles);
             self.bound_adoptions(parent_call);
         }
     }

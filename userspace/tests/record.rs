@@ -3732,7 +3732,7 @@ fn stdio_calls_are_rows_under_the_names_compilers_give_them() {
                     | "__fgets_unlocked_chk" => {
                         c.i("ret").map(|r| if r != 0 { "*" } else { "0" }.into())
                     }
-                    "rewind" => Some("-".into()),
+                    // Nothing returned: no value (`-`).
                     _ => c.i("ret").map(|r| r.to_string()),
                 };
                 format!(
@@ -4090,7 +4090,7 @@ fn fscanf_bytes_are_what_it_consumed_across_buffer_refills() {
     // Back at the start: "0", then fgets's " 0\n" from where fscanf left the stream.
     want.extend(
         [
-            "rewind F 0 - 1",
+            "rewind F 0 - -",
             "__isoc99_fscanf F 0 1 1",
             "fgets F 1 3 *",
             "fclose F - - 0",
@@ -4123,12 +4123,10 @@ fn fscanf_bytes_are_what_it_consumed_across_buffer_refills() {
     let got: Vec<String> = got
         .into_iter()
         .map(|g| {
-            // fgets returns its buffer; rewind returns nothing.
+            // fgets returns its buffer; rewind nothing (a null `ret`).
             let mut f: Vec<&str> = g.split(' ').collect();
-            match f[0] {
-                "fgets" => f[4] = "*",
-                "rewind" => f[4] = "1",
-                _ => {}
+            if f[0] == "fgets" {
+                f[4] = "*";
             }
             f.join(" ")
         })
@@ -4996,6 +4994,109 @@ fn pipes_and_memfds_in(mode: &str, dir: &Path, exe: &Path) {
             "close - -"
         ]
     );
+}
+
+/// A stream over a pipe to a command (tests/workloads/popen.c): each popen row has its
+/// command in `strs` and makes a stream handle on the pipe its pipe2 beneath made, whose
+/// two ends are that stream's children. The stream's fwrites and fread are on the pipe, and
+/// so are the `cat` processes' read of what was written and write of what was read: 300
+/// bytes one way, into OUT, and IN's 50 the other.
+#[test]
+fn a_popen_stream_is_on_the_pipe_its_command_shares() {
+    require_root();
+    let dir = std::fs::canonicalize(scratch("popen")).unwrap();
+    let exe = build_c("cc", "popen.c", &dir.join("popen"), &[]);
+    let (to, from) = (dir.join("to.txt"), dir.join("from.txt"));
+    std::fs::write(&from, [b'r'; 50]).unwrap();
+    let out = dir.join("out");
+    let _ = std::fs::remove_dir_all(&out);
+    let res = run(strata()
+        .args(["record", "-q", "--layers", "posix,stdio", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(&exe)
+        .arg(&to)
+        .arg(&from));
+    assert!(res.status.success(), "{:?}", res.status);
+    assert_eq!(String::from_utf8_lossy(&res.stdout).trim(), "50");
+    assert_eq!(std::fs::read(&to).unwrap(), [b'w'; 300]);
+
+    let calls = rows(&out, "calls");
+    let handles = rows(&out, "handles");
+    let files = rows(&out, "files");
+    let handle = |id: Option<i64>| {
+        (handles.iter())
+            .find(|h| h.i("handle_id") == id)
+            .unwrap_or_else(|| panic!("no handle {id:?}"))
+    };
+    let path_of = |id: Option<i64>| {
+        (files.iter())
+            .find(|f| f.i("file_id") == id)
+            .and_then(|f| f.s("path"))
+            .map(str::to_string)
+    };
+    let opens: Vec<&Row> = calls
+        .iter()
+        .filter(|c| c.s("function") == Some("popen"))
+        .collect();
+    let cmds = [
+        format!("cat > {}", to.display()),
+        format!("cat {}", from.display()),
+    ];
+    assert_eq!(opens.len(), 2, "{opens:?}");
+    let mut pipes = Vec::new();
+    for ((open, cmd), mode) in opens.iter().zip(&cmds).zip(["w", "r"]) {
+        assert_eq!(open.list_s("strs"), std::slice::from_ref(cmd), "{open:?}");
+        let stream = handle(open.i("handle_id"));
+        assert_eq!(
+            (stream.s("kind"), stream.s("mode")),
+            (Some("stream"), Some(mode))
+        );
+        let pipe = stream.i("file_id");
+        assert!(
+            path_of(pipe).is_some_and(|p| p.starts_with("pipe:[")),
+            "{mode}: the stream is on a pipe: {stream:?}"
+        );
+        let made: Vec<&Row> = calls
+            .iter()
+            .filter(|c| c.i("parent_id") == open.i("call_id") && c.s("function") == Some("pipe2"))
+            .collect();
+        assert_eq!(made.len(), 1, "{mode}: one pipe2 beneath popen");
+        for end in ["handle_id", "handle2_id"] {
+            let h = handle(made[0].i(end));
+            assert_eq!(
+                (h.i("file_id"), h.i("parent_handle_id")),
+                (pipe, open.i("handle_id")),
+                "{mode}: {end} of the pipe2 beneath"
+            );
+        }
+        pipes.push(pipe);
+    }
+    assert_ne!(pipes[0], pipes[1]);
+    // What went through each pipe: the stream's calls on it, and the cat processes'.
+    let moved = |function: &str, file: Option<i64>| -> Vec<i64> {
+        calls
+            .iter()
+            .filter(|c| c.s("function") == Some(function) && c.i("file_id") == file)
+            .filter_map(|c| c.i("bytes_result"))
+            .filter(|b| *b > 0)
+            .collect()
+    };
+    assert_eq!(moved("fwrite", pipes[0]), [100; 3]);
+    assert_eq!(moved("write", pipes[0]).iter().sum::<i64>(), 300);
+    assert_eq!(
+        moved("read", pipes[0]).iter().sum::<i64>(),
+        300,
+        "cat's reads"
+    );
+    let out_file = files
+        .iter()
+        .find(|f| f.s("path") == to.to_str())
+        .and_then(|f| f.i("file_id"));
+    assert_eq!(moved("write", out_file).iter().sum::<i64>(), 300);
+    assert_eq!(moved("write", pipes[1]), [50], "cat's write");
+    assert_eq!(moved("fread", pipes[1]), [50]);
+    assert_eq!(moved("read", pipes[1]).iter().sum::<i64>(), 50);
 }
 
 /// The cost line takes start-up (symbol tables, verifying, attaching) apart from recording,
