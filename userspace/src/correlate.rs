@@ -900,6 +900,26 @@ impl Correlator {
         Some(id)
     }
 
+    /// Whether the fd beneath stream handle `s`, as the kernel side read it at the call's
+    /// entry, names another file than the stream was made on: another fd was dup'ed onto it
+    /// since. Only for the calls that move or flush a stream: an open or close changes the fd
+    /// itself (freopen's number may be reused by its new open).
+    fn stream_moved(&self, pid: i32, p: &Probe, rec: &CallRecord, s: HandleId) -> bool {
+        if p.stdio_fileno_offset.is_none()
+            || !matches!(p.op, Op::Read | Op::Write | Op::Flush | Op::Seek | Op::Tell)
+        {
+            return false;
+        }
+        let Some(fd) = (rec.args.get(p.args.len())).and_then(|v| i32::try_from(*v).ok()) else {
+            return false;
+        };
+        let file = |h: Option<HandleId>| h.and_then(|h| self.handles.get(h)?.row.file_id);
+        match (file(Some(s)), file(self.handles.lookup(pid, Raw::Fd(fd)))) {
+            (Some(stream), Some(now)) => stream != now,
+            _ => false,
+        }
+    }
+
     /// The bytes a call that does not say what it read (fscanf) consumed from its stream:
     /// what the stream had buffered when it began, plus what read(2)s on the stream's fd
     /// beneath it refilled, less what it had buffered when it returned. None where any of
@@ -1195,10 +1215,17 @@ impl Correlator {
             _ if range_last.is_some() => None,
             _ if addr.is_some() => mapping.map(|m| m.id),
             (Some(fd), _) if errno != Some(EBADF as i32) => self.fd_handle(pid, fd),
-            (None, Some(h)) => self
-                .handles
-                .lookup(pid, lib_raw(h))
-                .or_else(|| self.unseen_stream(pid, &p, rec, h, &beneath)),
+            (None, Some(h)) => match self.handles.lookup(pid, lib_raw(h)) {
+                // Its fd names another file now (a dup2 onto stdout's, to a log): the
+                // stream made on the old one ends, and one on the new file begins here.
+                Some(s) if self.stream_moved(pid, &p, rec, s) => {
+                    let ts = self.clock.epoch(rec.ts_begin);
+                    self.handles.destroy(s, None, Some(ts));
+                    self.unseen_stream(pid, &p, rec, h, &beneath)
+                }
+                Some(s) => Some(s),
+                None => self.unseen_stream(pid, &p, rec, h, &beneath),
+            },
             _ => None,
         };
         // The second fd of a copy (copy_file_range's and sendfile's destination).

@@ -5099,6 +5099,115 @@ fn a_popen_stream_is_on_the_pipe_its_command_shares() {
     assert_eq!(moved("read", pipes[1]).iter().sum::<i64>(), 50);
 }
 
+/// stdout sent to another file by dup2 (tests/workloads/stdout_redirected.c): each stdio call
+/// after it is on the new file, at its offsets, as the write(2)s beneath it are. The stream
+/// made on the old file ends as its fd is found replaced, and one on the new file begins:
+/// three stream handles for one `FILE*`, on the pipe strata's test reads, A and B.
+#[test]
+fn a_stream_whose_fd_was_replaced_is_on_the_new_file() {
+    require_root();
+    let dir = std::fs::canonicalize(scratch("stdout_redirected")).unwrap();
+    let exe = build_c("cc", "stdout_redirected.c", &dir.join("redirected"), &[]);
+    let (a, b) = (dir.join("a.txt"), dir.join("b.txt"));
+    let out = dir.join("out");
+    let _ = std::fs::remove_dir_all(&out);
+    let res = run(strata()
+        .args(["record", "-q", "--layers", "posix,stdio", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(&exe)
+        .arg(&a)
+        .arg(&b));
+    assert!(res.status.success(), "{:?}", res.status);
+    assert_eq!(String::from_utf8_lossy(&res.stdout), "start\n");
+    assert_eq!(std::fs::read_to_string(&a).unwrap(), "into-a\n");
+    assert_eq!(std::fs::read_to_string(&b).unwrap(), "into-b\n");
+
+    let calls = rows(&out, "calls");
+    let files = rows(&out, "files");
+    let handles = rows(&out, "handles");
+    let path_of = |id: Option<i64>| {
+        (files.iter())
+            .find(|f| f.i("file_id") == id)
+            .and_then(|f| f.s("path"))
+            .map(str::to_string)
+    };
+    let pid = rows(&out, "processes")
+        .iter()
+        .find(|p| p.s("exe") == exe.to_str())
+        .and_then(|p| p.i("pid"));
+    let mut mine: Vec<&Row> = calls
+        .iter()
+        // The compiler may call puts for printf, fwrite for fputs: by layer.
+        .filter(|c| c.s("layer") == Some("stdio") && c.s("op") == Some("write"))
+        .chain(calls.iter().filter(|c| c.s("function") == Some("write")))
+        .filter(|c| c.i("pid") == pid)
+        .collect();
+    mine.sort_by_key(|c| c.i("ts_begin_ns"));
+    // Layer, file, offset and bytes of each.
+    type Moved<'a> = (&'a str, Option<String>, Option<i64>, Option<i64>);
+    let got: Vec<Moved> = mine
+        .iter()
+        .map(|c| {
+            let path = path_of(c.i("file_id")).map(|p| match p.starts_with("pipe:[") {
+                true => "pipe".to_string(),
+                false => p,
+            });
+            let layer = c.s("layer").unwrap();
+            (layer, path, c.i("offset"), c.i("bytes_result"))
+        })
+        .collect();
+    let (a, b) = (a.display().to_string(), b.display().to_string());
+    assert_eq!(
+        got,
+        [
+            ("stdio", Some("pipe".to_string()), None, Some(6)),
+            ("posix", Some("pipe".to_string()), None, Some(6)),
+            ("stdio", Some(a.clone()), Some(0), Some(7)),
+            ("posix", Some(a), Some(0), Some(7)),
+            ("stdio", Some(b.clone()), Some(0), Some(7)),
+            ("posix", Some(b), Some(0), Some(7)),
+        ]
+    );
+    // One FILE*, three stream handles in turn, each on its file, each ended as the first
+    // stdio call that found the fd replaced began.
+    let stdio: Vec<&&Row> = mine
+        .iter()
+        .filter(|c| c.s("layer") == Some("stdio"))
+        .collect();
+    let streams: Vec<&Row> = stdio
+        .iter()
+        .map(|c| {
+            (handles.iter())
+                .find(|h| h.i("handle_id") == c.i("handle_id"))
+                .expect("the stream's handle")
+        })
+        .collect();
+    assert_eq!(streams.len(), 3);
+    for (k, h) in streams.iter().enumerate() {
+        assert_eq!(
+            (h.s("kind"), h.i("raw_handle"), h.i("file_id")),
+            (
+                Some("stream"),
+                streams[0].i("raw_handle"),
+                stdio[k].i("file_id")
+            )
+        );
+        if k > 0 {
+            assert_ne!(h.i("handle_id"), streams[k - 1].i("handle_id"));
+            // At the first call after the dup2 (the fflush before B's fputs).
+            let ended = streams[k - 1]
+                .i("ts_destroyed_ns")
+                .expect("the old stream ended");
+            assert!(
+                (stdio[k - 1].i("ts_end_ns").unwrap()..=stdio[k].i("ts_begin_ns").unwrap())
+                    .contains(&ended),
+                "the old stream ends between the writes on the old file and the new"
+            );
+        }
+    }
+}
+
 /// The cost line takes start-up (symbol tables, verifying, attaching) apart from recording,
 /// and gives a figure per event only where there are enough events for it to mean one: the
 /// figures it prints are the run row's.
