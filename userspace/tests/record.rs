@@ -4996,6 +4996,20 @@ fn pipes_and_memfds_in(mode: &str, dir: &Path, exe: &Path) {
     );
 }
 
+/// `strata record --layers posix,stdio -o DIR/out -- EXE A B`, which must succeed: the
+/// output directory and what the run printed.
+fn record_two_files(dir: &Path, exe: &Path, a: &Path, b: &Path) -> (PathBuf, Output) {
+    let out = dir.join("out");
+    let _ = std::fs::remove_dir_all(&out);
+    let res = run(strata()
+        .args(["record", "-q", "--layers", "posix,stdio", "-o"])
+        .arg(&out)
+        .arg("--")
+        .args([exe, a, b].map(|p| p.as_os_str())));
+    assert!(res.status.success(), "{:?}", res.status);
+    (out, res)
+}
+
 /// A stream over a pipe to a command (tests/workloads/popen.c): each popen row has its
 /// command in `strs` and makes a stream handle on the pipe its pipe2 beneath made, whose
 /// two ends are that stream's children. The stream's fwrites and fread are on the pipe, and
@@ -5008,16 +5022,7 @@ fn a_popen_stream_is_on_the_pipe_its_command_shares() {
     let exe = build_c("cc", "popen.c", &dir.join("popen"), &[]);
     let (to, from) = (dir.join("to.txt"), dir.join("from.txt"));
     std::fs::write(&from, [b'r'; 50]).unwrap();
-    let out = dir.join("out");
-    let _ = std::fs::remove_dir_all(&out);
-    let res = run(strata()
-        .args(["record", "-q", "--layers", "posix,stdio", "-o"])
-        .arg(&out)
-        .arg("--")
-        .arg(&exe)
-        .arg(&to)
-        .arg(&from));
-    assert!(res.status.success(), "{:?}", res.status);
+    let (out, res) = record_two_files(&dir, &exe, &to, &from);
     assert_eq!(String::from_utf8_lossy(&res.stdout).trim(), "50");
     assert_eq!(std::fs::read(&to).unwrap(), [b'w'; 300]);
 
@@ -5109,16 +5114,7 @@ fn a_stream_whose_fd_was_replaced_is_on_the_new_file() {
     let dir = std::fs::canonicalize(scratch("stdout_redirected")).unwrap();
     let exe = build_c("cc", "stdout_redirected.c", &dir.join("redirected"), &[]);
     let (a, b) = (dir.join("a.txt"), dir.join("b.txt"));
-    let out = dir.join("out");
-    let _ = std::fs::remove_dir_all(&out);
-    let res = run(strata()
-        .args(["record", "-q", "--layers", "posix,stdio", "-o"])
-        .arg(&out)
-        .arg("--")
-        .arg(&exe)
-        .arg(&a)
-        .arg(&b));
-    assert!(res.status.success(), "{:?}", res.status);
+    let (out, res) = record_two_files(&dir, &exe, &a, &b);
     assert_eq!(String::from_utf8_lossy(&res.stdout), "start\n");
     assert_eq!(std::fs::read_to_string(&a).unwrap(), "into-a\n");
     assert_eq!(std::fs::read_to_string(&b).unwrap(), "into-b\n");
