@@ -302,12 +302,17 @@ impl Files {
         // known name still leads to this inode; else the key moves to a new file.
         let by_key = self.known_id(&key).filter(|id| match self.path(*id) {
             Some(known) if known != canonical => {
-                let removed = kernel.is_some()
+                // Through a link to an fd the file was open as it was opened: not known
+                // from the kernel side because it was removed, but because the link was.
+                let removed = (kernel.is_some() && own_fd_link(pid, path).is_none())
                     || self.known.removed.contains(id)
                     || self.older.removed.contains(id);
+                // A pipe's or socket's inode numbers are not reused while the system runs
+                // (pipefs and sockfs count them up), and its name is its number.
                 !removed
                     && inode.is_some_and(|(dev, ino)| {
-                        fs::metadata(&known).is_ok_and(|m| (m.dev(), m.ino()) == (dev, ino))
+                        unnamed_inode(&known) == Some(ino)
+                            || fs::metadata(&known).is_ok_and(|m| (m.dev(), m.ino()) == (dev, ino))
                     })
             }
             _ => true,
@@ -402,6 +407,24 @@ impl Files {
     fn find(&self, pid: i32, path: &str) -> Option<Found> {
         if !path.starts_with('/') {
             return None;
+        }
+        // A name of one of the process's own fds leads to that fd's file, which only its
+        // /proc/<pid>/fd shows: through its root it would be strata's own fd, and once the
+        // process is gone it is nowhere.
+        if let Some((at, whole)) = own_fd_link(pid, path) {
+            let target = fs::read_link(&at).ok()?;
+            // A pipe's or socket's name is no path: the link's text is its name.
+            let canonical = match fs::canonicalize(&at) {
+                Ok(p) => os_text(p),
+                Err(_) if whole => os_text(target),
+                Err(_) => return None,
+            };
+            return Some(Found {
+                meta: fs::metadata(&at).ok()?,
+                canonical,
+                at: Some(at),
+                _held: None,
+            });
         }
         let view = self.views.get(pid);
         if let Some(root) = view.and_then(|v| v.root.as_ref()) {
@@ -634,6 +657,32 @@ pub fn pick_mount<'a>(mounts: &'a [MountInfo], dev: u64, path: &str) -> Option<&
             .max_by_key(|m| m.mount_point.as_os_str().len())
     };
     longest(true).or_else(|| longest(false))
+}
+
+/// The inode number in the name /proc gives a pipe or a socket (`pipe:[N]`, `socket:[N]`).
+fn unnamed_inode(name: &str) -> Option<u64> {
+    let n = (name.strip_prefix("pipe:[")).or_else(|| name.strip_prefix("socket:["))?;
+    n.strip_suffix(']')?.parse().ok()
+}
+
+/// `/proc/<pid>/fd/N...` for a name by which a process reaches its own fd `N` (`/dev/fd/N`,
+/// `/proc/self/fd/N`, `/dev/stdin`; bash's process substitution, glibc's `freopen(NULL, ..)`),
+/// with what follows the number, and whether nothing does.
+fn own_fd_link(pid: i32, path: &str) -> Option<(String, bool)> {
+    let (fd, rest) = match path {
+        "/dev/stdin" => ("0", ""),
+        "/dev/stdout" => ("1", ""),
+        "/dev/stderr" => ("2", ""),
+        _ => {
+            let tail = ["/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/"]
+                .iter()
+                .find_map(|dir| path.strip_prefix(dir))?;
+            let end = tail.find('/').unwrap_or(tail.len());
+            tail.split_at(end)
+        }
+    };
+    let number = !fd.is_empty() && fd.len() < 11 && fd.bytes().all(|b| b.is_ascii_digit());
+    number.then(|| (format!("/proc/{pid}/fd/{fd}{rest}"), rest.is_empty()))
 }
 
 /// Makes `path` absolute against `base` and removes `.` and `..` lexically.
@@ -1067,6 +1116,41 @@ mod tests {
             "of 300 opens of {link:?}, {wrong} were given another file's inode"
         );
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn names_of_a_processs_own_fds() {
+        let link = |p| own_fd_link(7, p);
+        let at = |s: &str, whole| Some((s.to_string(), whole));
+        assert_eq!(link("/dev/fd/63"), at("/proc/7/fd/63", true));
+        assert_eq!(link("/proc/self/fd/3"), at("/proc/7/fd/3", true));
+        assert_eq!(
+            link("/proc/thread-self/fd/3/a/b"),
+            at("/proc/7/fd/3/a/b", false)
+        );
+        assert_eq!(link("/dev/stdin"), at("/proc/7/fd/0", true));
+        assert_eq!(link("/dev/stderr"), at("/proc/7/fd/2", true));
+        for other in [
+            "/dev/fd/",
+            "/dev/fd/x",
+            "/dev/fd/99999999999",
+            "/dev/stdin/x",
+            "/proc/8/fd/3",
+            "/proc/self/fdinfo/3",
+            "/data/dev/fd/3",
+        ] {
+            assert_eq!(link(other), None, "{other}");
+        }
+        assert_eq!(unnamed_inode("pipe:[2171645]"), Some(2171645));
+        assert_eq!(unnamed_inode("socket:[12]"), Some(12));
+        for other in [
+            "pipe:[]",
+            "pipe:[12",
+            "anon_inode:[eventfd]",
+            "/tmp/pipe:[1]",
+        ] {
+            assert_eq!(unnamed_inode(other), None, "{other}");
+        }
     }
 
     #[test]

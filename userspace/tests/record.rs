@@ -4996,6 +4996,12 @@ fn pipes_and_memfds_in(mode: &str, dir: &Path, exe: &Path) {
     );
 }
 
+/// The path of the file whose id is `id` in the `files` table's rows.
+fn file_path(files: &[Row], id: Option<i64>) -> Option<String> {
+    let file = files.iter().find(|f| f.i("file_id") == id)?;
+    file.s("path").map(str::to_string)
+}
+
 /// `strata record --layers posix,stdio -o DIR/out -- EXE A B`, which must succeed: the
 /// output directory and what the run printed.
 fn record_two_files(dir: &Path, exe: &Path, a: &Path, b: &Path) -> (PathBuf, Output) {
@@ -5034,12 +5040,7 @@ fn a_popen_stream_is_on_the_pipe_its_command_shares() {
             .find(|h| h.i("handle_id") == id)
             .unwrap_or_else(|| panic!("no handle {id:?}"))
     };
-    let path_of = |id: Option<i64>| {
-        (files.iter())
-            .find(|f| f.i("file_id") == id)
-            .and_then(|f| f.s("path"))
-            .map(str::to_string)
-    };
+    let path_of = |id| file_path(&files, id);
     let opens: Vec<&Row> = calls
         .iter()
         .filter(|c| c.s("function") == Some("popen"))
@@ -5122,12 +5123,7 @@ fn a_stream_whose_fd_was_replaced_is_on_the_new_file() {
     let calls = rows(&out, "calls");
     let files = rows(&out, "files");
     let handles = rows(&out, "handles");
-    let path_of = |id: Option<i64>| {
-        (files.iter())
-            .find(|f| f.i("file_id") == id)
-            .and_then(|f| f.s("path"))
-            .map(str::to_string)
-    };
+    let path_of = |id| file_path(&files, id);
     let pid = rows(&out, "processes")
         .iter()
         .find(|p| p.s("exe") == exe.to_str())
@@ -5201,6 +5197,103 @@ fn a_stream_whose_fd_was_replaced_is_on_the_new_file() {
                 "the old stream ends between the writes on the old file and the new"
             );
         }
+    }
+}
+
+/// Files opened again through names of the process's own fds (tests/workloads/fd_links.c):
+/// `/proc/self/fd/N`, `/dev/fd/N` and `/dev/stdin` lead to A, a `/dev/fd/N` to a pipe's read
+/// end to that pipe, and glibc's freopen(NULL, ..) opens B again through /proc/self/fd. Each
+/// open is on the file it reached, not on one named by the link (strata's own fd, read
+/// through /proc/self, or a second file named `/dev/fd/4`), with strata reading as the
+/// process runs and, stopped until it has ended, from what the kernel side read alone.
+#[test]
+fn a_file_opened_through_a_link_to_an_fd_is_that_fds_file() {
+    require_root();
+    let dir = std::fs::canonicalize(scratch("fd_links")).unwrap();
+    let exe = build_c("cc", "fd_links.c", &dir.join("fd_links"), &[]);
+    let (a, b) = (dir.join("a.dat"), dir.join("b.txt"));
+    for stopped in [false, true] {
+        let out = dir.join(format!("out-{stopped}"));
+        let _ = std::fs::remove_dir_all(&out);
+        let run_it = format!("'{}' '{}' '{}'", exe.display(), a.display(), b.display());
+        let script = match stopped {
+            true => format!(
+                "read -r c < /proc/$PPID/comm; [ \"$c\" = strata ] || exit 97; \
+                 kill -STOP $PPID || exit 98; {run_it}; s=$?; kill -CONT $PPID; exit $s"
+            ),
+            false => format!("exec {run_it}"),
+        };
+        let res = run(strata()
+            .args(["record", "-q", "--layers", "posix,stdio", "-o"])
+            .arg(&out)
+            .args(["--", "sh", "-c", &script]));
+        assert!(res.status.success(), "stopped: {stopped}: {:?}", res.status);
+        assert_eq!(std::fs::read(&a).unwrap(), b"0123456789");
+        assert_eq!(std::fs::read(&b).unwrap(), b"xyz");
+
+        let calls = rows(&out, "calls");
+        let files = rows(&out, "files");
+        let path_of = |id| file_path(&files, id);
+        let linked: Vec<&str> = (files.iter())
+            .filter_map(|f| f.s("path"))
+            .filter(|p| {
+                p.starts_with("/proc/self/")
+                    || p.starts_with("/dev/fd/")
+                    || p.starts_with("/dev/std")
+            })
+            .collect();
+        assert_eq!(linked, [""; 0], "stopped: {stopped}: files named by links");
+        let pid = (calls.iter())
+            .find(|c| c.s("function") == Some("freopen"))
+            .and_then(|c| c.i("pid"));
+        let mine: Vec<&Row> = (calls.iter()).filter(|c| c.i("pid") == pid).collect();
+        let pipe = (mine.iter())
+            .find(|c| c.s("function") == Some("pipe2"))
+            .and_then(|c| c.i("file_id"));
+        assert!(
+            path_of(pipe).is_some_and(|p| p.starts_with("pipe:[")),
+            "stopped: {stopped}: {:?}",
+            path_of(pipe)
+        );
+        let (a, b) = (a.display().to_string(), b.display().to_string());
+        let pipe = path_of(pipe);
+        // Each open through a link, and the read on the fd it made: file, offset, bytes.
+        let by_link: Vec<(&str, Option<String>)> = (mine.iter())
+            .filter(|c| c.s("function") == Some("openat"))
+            .filter_map(|c| {
+                let name = c.s("path")?;
+                let link = ["/proc/self/fd/", "/dev/fd/", "/dev/stdin"]
+                    .iter()
+                    .any(|l| name.starts_with(l));
+                link.then(|| (&name[..name.len().min(9)], path_of(c.i("file_id"))))
+            })
+            .collect();
+        assert_eq!(
+            by_link,
+            [
+                ("/proc/sel", Some(a.clone())),
+                ("/dev/fd/3", Some(a.clone())),
+                ("/dev/stdi", Some(a.clone())),
+                ("/dev/fd/4", pipe.clone()),
+                ("/proc/sel", Some(b.clone())),
+            ],
+            "stopped: {stopped}"
+        );
+        let reads: Vec<(Option<String>, Option<i64>, Option<i64>)> = (mine.iter())
+            .filter(|c| c.s("function") == Some("read"))
+            .map(|c| (path_of(c.i("file_id")), c.i("offset"), c.i("bytes_result")))
+            .filter(|(p, ..)| p.as_ref() == Some(&a) || p == &pipe)
+            .collect();
+        assert_eq!(
+            reads,
+            [
+                (Some(a.clone()), Some(0), Some(4)),
+                (Some(a.clone()), Some(0), Some(3)),
+                (Some(a.clone()), Some(0), Some(2)),
+                (pipe.clone(), None, Some(3)),
+            ],
+            "stopped: {stopped}"
+        );
     }
 }
 
