@@ -5,9 +5,16 @@
  *   A dup2'ed onto stdin; /dev/stdin opened, 2 bytes read
  *   a pipe made, "abc" written into it; /dev/fd/<its read end> opened, 3 bytes read
  *   B opened by fopen "w", "xy" put; freopen(NULL, "a"); "z" put; fclose: B holds "xyz"
+ *   an O_TMPFILE file made in B's directory, "tmp" written; named B.1 by linkat of
+ *   /proc/self/fd/N, and B.2 by linkat of the fd with AT_EMPTY_PATH; /dev/fd/N stat'ed;
+ *   closed; B.1 opened and 3 bytes read
  * usage: fd_links A B */
+#define _GNU_SOURCE
 #include <fcntl.h>
+#include <libgen.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Opens `fmt` with `fd` in it, reads `n` bytes: 0 when that many came. */
@@ -33,5 +40,20 @@ int main(int argc, char **argv) {
     if (!f || fputs("xy", f) < 0) return 8;
     f = freopen(NULL, "a", f);
     if (!f || fputs("z", f) < 0 || fclose(f)) return 9;
+    char dir[4096], self[64], one[4200], two[4200];
+    struct stat st;
+    snprintf(dir, sizeof dir, "%s", argv[2]);
+    snprintf(one, sizeof one, "%s.1", argv[2]);
+    snprintf(two, sizeof two, "%s.2", argv[2]);
+    unlink(one);
+    unlink(two);
+    int t = open(dirname(dir), O_TMPFILE | O_WRONLY, 0644);
+    if (t < 0 || write(t, "tmp", 3) != 3) return 10;
+    snprintf(self, sizeof self, "/proc/self/fd/%d", t);
+    if (linkat(AT_FDCWD, self, AT_FDCWD, one, AT_SYMLINK_FOLLOW)) return 11;
+    if (linkat(t, "", AT_FDCWD, two, AT_EMPTY_PATH)) return 12;
+    snprintf(self, sizeof self, "/dev/fd/%d", t);
+    if (stat(self, &st) || st.st_size != 3 || close(t)) return 13;
+    if (read_through(one, 0, 3)) return 14;
     return 0;
 }

@@ -1302,8 +1302,18 @@ impl Correlator {
                     | Op::Xattr
             )
         {
-            if let Some(name) = path.as_deref().filter(|n| !n.is_empty()) {
-                let dirfd = arg(ArgKind::Dirfd).map(|v| v as i32);
+            let dirfd = arg(ArgKind::Dirfd).map(|v| v as i32);
+            // A name of one of the process's own fds, or none with AT_EMPTY_PATH (a linkat
+            // naming an O_TMPFILE file): that fd's file.
+            let fd = match path.as_deref() {
+                Some("") => dirfd.filter(|&fd| fd != AT_FDCWD),
+                Some(name) => files::own_fd(name),
+                None => None,
+            };
+            if let Some(fd) = fd {
+                let h = self.fd_handle(pid, fd);
+                file_before = file_of(&self.handles, h);
+            } else if let Some(name) = path.as_deref().filter(|n| !n.is_empty()) {
                 let abs = self.abs_path(pid, dirfd, name);
                 file_before = self.files.at_path(abs);
             }
@@ -1617,15 +1627,16 @@ impl Correlator {
                 let exchange =
                     arg(ArgKind::Flags).is_some_and(|f| f & u64::from(libc::RENAME_EXCHANGE) != 0);
                 if let (Some(id), Some(to), false) = (file_before, path2.as_deref(), exchange) {
-                    let dirfd2 = p
-                        .args
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, k)| **k == ArgKind::Dirfd)
-                        .nth(1)
-                        .map(|(i, _)| rec.args[i] as i32);
-                    let abs = self.abs_path(pid, dirfd2, to);
+                    let abs = self.abs_path(pid, second_dirfd(&p, rec), to);
                     self.files.renamed(id, abs);
+                }
+            }
+            // A hard link (link, linkat; a symlink has no second path): the file under a
+            // second name.
+            Op::Link if !failed => {
+                if let (Some(id), Some(to)) = (file_before, path2.as_deref()) {
+                    let abs = self.abs_path(pid, second_dirfd(&p, rec), to);
+                    self.files.linked(id, abs);
                 }
             }
             // pipe(2): the row names the read end, then the write end, both on the pipe.
@@ -2334,6 +2345,17 @@ fn program_path(files: &Files, pid: i32, cwd: Option<&str>, name: String) -> Opt
         (false, None) => return Some(name),
     };
     Some(files.resolved(pid, &abs).unwrap_or(abs))
+}
+
+/// The second directory fd of a call that names two paths (renameat, linkat): the one its
+/// second path is relative to.
+fn second_dirfd(p: &Probe, rec: &CallRecord) -> Option<i32> {
+    let mut dirfds = p
+        .args
+        .iter()
+        .enumerate()
+        .filter(|(_, k)| **k == ArgKind::Dirfd);
+    dirfds.nth(1).map(|(i, _)| rec.args[i] as i32)
 }
 
 /// A syscall that reads or writes an fd's bytes and names nothing but the fd, buffer, size

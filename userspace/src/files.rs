@@ -561,6 +561,16 @@ impl Files {
         self.known.paths.insert(id, abs);
     }
 
+    /// File `id` given another name `abs` (a hard link): known under it too. One known only
+    /// from what the kernel side read, as an O_TMPFILE file is, has a name from now on, under
+    /// which it is found again.
+    pub fn linked(&mut self, id: i64, abs: String) {
+        self.known.ids.insert(Key::Path(abs.clone()), id);
+        if self.known.removed.remove(&id) | self.older.removed.remove(&id) {
+            self.known.paths.insert(id, abs);
+        }
+    }
+
     /// Whether reads and writes of file `id` are at a position (not a FIFO, socket or
     /// character device, whose fd's offset means nothing: /dev/null's stays 0).
     pub fn has_position(&self, id: i64) -> bool {
@@ -665,10 +675,10 @@ fn unnamed_inode(name: &str) -> Option<u64> {
     n.strip_suffix(']')?.parse().ok()
 }
 
-/// `/proc/<pid>/fd/N...` for a name by which a process reaches its own fd `N` (`/dev/fd/N`,
-/// `/proc/self/fd/N`, `/dev/stdin`; bash's process substitution, glibc's `freopen(NULL, ..)`),
-/// with what follows the number, and whether nothing does.
-fn own_fd_link(pid: i32, path: &str) -> Option<(String, bool)> {
+/// The fd and what follows its number, for a name by which a process reaches its own fd
+/// (`/dev/fd/N`, `/proc/self/fd/N`, `/dev/stdin`; bash's process substitution, glibc's
+/// `freopen(NULL, ..)`, a linkat that names an O_TMPFILE file).
+fn own_fd_name(path: &str) -> Option<(i32, &str)> {
     let (fd, rest) = match path {
         "/dev/stdin" => ("0", ""),
         "/dev/stdout" => ("1", ""),
@@ -677,12 +687,25 @@ fn own_fd_link(pid: i32, path: &str) -> Option<(String, bool)> {
             let tail = ["/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/"]
                 .iter()
                 .find_map(|dir| path.strip_prefix(dir))?;
-            let end = tail.find('/').unwrap_or(tail.len());
-            tail.split_at(end)
+            tail.split_at(tail.find('/').unwrap_or(tail.len()))
         }
     };
-    let number = !fd.is_empty() && fd.len() < 11 && fd.bytes().all(|b| b.is_ascii_digit());
-    number.then(|| (format!("/proc/{pid}/fd/{fd}{rest}"), rest.is_empty()))
+    let digits = !fd.is_empty() && fd.bytes().all(|b| b.is_ascii_digit());
+    Some((fd.parse().ok().filter(|_| digits)?, rest))
+}
+
+/// The fd `path` names, when it names one of the process's own fds itself.
+pub fn own_fd(path: &str) -> Option<i32> {
+    own_fd_name(path)
+        .filter(|(_, rest)| rest.is_empty())
+        .map(|(fd, _)| fd)
+}
+
+/// [`own_fd_name`] as strata reaches it, `/proc/<pid>/fd/N...`, and whether nothing follows
+/// the number.
+fn own_fd_link(pid: i32, path: &str) -> Option<(String, bool)> {
+    let (fd, rest) = own_fd_name(path)?;
+    Some((format!("/proc/{pid}/fd/{fd}{rest}"), rest.is_empty()))
 }
 
 /// Makes `path` absolute against `base` and removes `.` and `..` lexically.
@@ -1134,6 +1157,7 @@ mod tests {
             "/dev/fd/",
             "/dev/fd/x",
             "/dev/fd/99999999999",
+            "/dev/fd/-1",
             "/dev/stdin/x",
             "/proc/8/fd/3",
             "/proc/self/fdinfo/3",

@@ -5202,10 +5202,11 @@ fn a_stream_whose_fd_was_replaced_is_on_the_new_file() {
 
 /// Files opened again through names of the process's own fds (tests/workloads/fd_links.c):
 /// `/proc/self/fd/N`, `/dev/fd/N` and `/dev/stdin` lead to A, a `/dev/fd/N` to a pipe's read
-/// end to that pipe, and glibc's freopen(NULL, ..) opens B again through /proc/self/fd. Each
-/// open is on the file it reached, not on one named by the link (strata's own fd, read
-/// through /proc/self, or a second file named `/dev/fd/4`), with strata reading as the
-/// process runs and, stopped until it has ended, from what the kernel side read alone.
+/// end to that pipe, glibc's freopen(NULL, ..) opens B again through /proc/self/fd, and an
+/// O_TMPFILE file gets names by linkat. Each open is on the file it reached, not on one named
+/// by the link (strata's own fd, read through /proc/self, or a second file named `/dev/fd/4`),
+/// and each call naming a file through its fd is on it, with strata reading as the process
+/// runs and, stopped until it has ended, from what the kernel side read alone.
 #[test]
 fn a_file_opened_through_a_link_to_an_fd_is_that_fds_file() {
     require_root();
@@ -5294,6 +5295,38 @@ fn a_file_opened_through_a_link_to_an_fd_is_that_fds_file() {
             ],
             "stopped: {stopped}"
         );
+        // The O_TMPFILE file: each call that names it through a link to its fd or by the
+        // fd with AT_EMPTY_PATH, and the open of a name linkat gave it, is on it.
+        let dir_name = dir.display().to_string();
+        let tmp = (mine.iter())
+            .find(|c| c.s("function") == Some("openat") && c.s("path") == Some(&dir_name))
+            .and_then(|c| c.i("file_id"));
+        let named = format!("{b}.1");
+        let on_tmp: Vec<(&str, Option<&str>, Option<i64>)> = (mine.iter())
+            .filter(|c| c.i("file_id") == tmp && tmp.is_some())
+            .filter(|c| matches!(c.s("function"), Some("linkat" | "newfstatat" | "openat")))
+            .map(|c| (c.s("function").unwrap(), c.s("path"), c.i("ret")))
+            .collect();
+        assert_eq!(
+            on_tmp,
+            [
+                ("openat", Some(dir_name.as_str()), Some(6)),
+                ("linkat", Some("/proc/self/fd/6"), Some(0)),
+                ("linkat", Some(""), Some(0)),
+                ("newfstatat", Some("/dev/fd/6"), Some(0)),
+                ("openat", Some(named.as_str()), Some(6)),
+            ],
+            "stopped: {stopped}"
+        );
+        // One row per file: none found twice under two names.
+        let mut inodes: Vec<_> = (files.iter())
+            .filter(|f| f.s("path").is_some_and(|p| p.starts_with(&dir_name)))
+            .map(|f| (f.s("dev"), f.i("ino")))
+            .collect();
+        let n = inodes.len();
+        inodes.sort();
+        inodes.dedup();
+        assert_eq!(inodes.len(), n, "stopped: {stopped}: {files:?}");
     }
 }
 
