@@ -1314,7 +1314,7 @@ impl Correlator {
                 let h = self.fd_handle(pid, fd);
                 file_before = file_of(&self.handles, h);
             } else if let Some(name) = path.as_deref().filter(|n| !n.is_empty()) {
-                let abs = self.abs_path(pid, dirfd, name);
+                let abs = self.abs_path(pid, dirfd, file_name(&p, name));
                 file_before = self.files.at_path(abs);
             }
         }
@@ -1941,7 +1941,9 @@ impl Correlator {
         };
         let dirfd = arg(ArgKind::Dirfd).map(|v| v as i32);
         // Only file-system paths are resolved; object names stay as they are.
-        let fs_path = path.filter(|_| p.arg(ArgKind::Path).is_some());
+        let fs_path = path
+            .filter(|_| p.arg(ArgKind::Path).is_some())
+            .map(|name| file_name(p, name));
         let fd = match raw {
             Raw::Fd(fd) => Some(fd),
             Raw::Lib(..) | Raw::Map(_) => None,
@@ -2176,12 +2178,66 @@ impl Correlator {
             }
             None => {
                 self.on_file_of(about, &orphans, parent_call == 0);
-                up = orphans;
+                up = self.join_library_file(about, orphans);
             }
         }
         self.held_rows(rows, parent_call, pid);
         up.extend(made_up);
         self.pass_up(parent_call, pid, up);
+    }
+
+    /// Fds that a library call on handle `about` opened beneath it, making no handle of its
+    /// own, belong to the library's file when they lie in its directory: an HDF5 family
+    /// driver's members, opened as H5Dwrite's data reaches them; a ROMIO rank's deferred open
+    /// at its first independent transfer. Their parent is the handle of that layer `about`
+    /// descends from (the file, not the dataset). Others (a filter plugin's library, a
+    /// shared memory segment) are returned, to go up as before.
+    fn join_library_file(
+        &mut self,
+        about: Option<HandleId>,
+        orphans: Vec<HandleId>,
+    ) -> Vec<HandleId> {
+        let Some((root, dir)) = about
+            .filter(|_| !orphans.is_empty())
+            .and_then(|a| self.library_file(a))
+        else {
+            return orphans;
+        };
+        let (joined, left): (Vec<HandleId>, Vec<HandleId>) = orphans.into_iter().partition(|o| {
+            self.handles.get(*o).is_some_and(|h| {
+                h.row.kind == "fd"
+                    && h.row.parent_handle_id.is_none()
+                    && h.row.path.as_deref().and_then(parent_dir) == Some(dir.as_str())
+            })
+        });
+        for o in joined {
+            if let Some(h) = self.handles.get_mut(o) {
+                h.row.parent_handle_id = Some(root);
+            }
+            self.handles.set_adoption_pending(o, false);
+        }
+        left
+    }
+
+    /// The library handle (not posix's) that `h` descends from within its layer, and the
+    /// directory of its path.
+    fn library_file(&self, mut h: HandleId) -> Option<(HandleId, String)> {
+        let layer = self.handles.get(h)?.row.layer;
+        if layer == Layer::Posix.as_str() {
+            return None;
+        }
+        // Bounded: a parent is always an older handle, but a cycle must not hang strata.
+        for _ in 0..64 {
+            let row = &self.handles.get(h)?.row;
+            match row.parent_handle_id.and_then(|p| self.handles.get(p)) {
+                Some(parent) if parent.row.layer == layer => h = parent.row.handle_id,
+                _ => {
+                    let dir = row.path.as_deref().and_then(parent_dir)?;
+                    return Some((h, dir.to_string()));
+                }
+            }
+        }
+        None
     }
 
     /// Gives `handles`, made by a call or beneath it, to the enclosing call `parent_call`,
@@ -2345,6 +2401,41 @@ fn program_path(files: &Files, pid: i32, cwd: Option<&str>, name: String) -> Opt
         (false, None) => return Some(name),
     };
     Some(files.resolved(pid, &abs).unwrap_or(abs))
+}
+
+/// The file a call's path argument names: for MPI-IO, without the file-system prefix ROMIO
+/// takes (`lustre:/scratch/out`, `ufs:out`), which selects its driver and is not part of the
+/// name it opens.
+fn file_name<'a>(p: &Probe, name: &'a str) -> &'a str {
+    const ROMIO_PREFIXES: [&str; 17] = [
+        "ufs",
+        "nfs",
+        "lustre",
+        "gpfs",
+        "panfs",
+        "pvfs2",
+        "daos",
+        "ime",
+        "quobytefs",
+        "xfs",
+        "testfs",
+        "bg",
+        "bglockless",
+        "zoidfs",
+        "pvfs",
+        "pfs",
+        "piofs",
+    ];
+    match name.split_once(':') {
+        Some((prefix, rest)) if p.layer == Layer::Mpiio && ROMIO_PREFIXES.contains(&prefix) => rest,
+        _ => name,
+    }
+}
+
+/// The directory of absolute path `path`: all before its last `/` (`/` for one at the root).
+fn parent_dir(path: &str) -> Option<&str> {
+    let cut = path.rfind('/').filter(|_| path.starts_with('/'))?;
+    Some(if cut == 0 { "/" } else { &path[..cut] })
 }
 
 /// The second directory fd of a call that names two paths (renameat, linkat): the one its

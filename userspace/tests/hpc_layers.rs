@@ -2914,3 +2914,100 @@ fn mpi_4_large_count_calls_are_rows_with_their_offsets_and_bytes() {
     }
     assert!(expected.is_empty(), "ranks not traced: {expected:?}");
 }
+
+/// A ROMIO file-system prefix (`ufs:`, `lustre:`), which chooses ROMIO's driver, is not part
+/// of the file's name: under MPICH, tests/workloads/mpiio.c opens `ufs:DATA`, and each rank's
+/// MPI_File handle is on DATA, named by it, as its fds beneath are; the MPI_File_open rows keep
+/// the name as passed. Before, each handle was on a file of its own, `CWD/ufs:DATA`, with no
+/// inode.
+#[test]
+fn a_romio_file_system_prefix_is_not_part_of_the_files_name() {
+    require_root();
+    let dir = scratch("romio_prefix_build");
+    let exe = build_c("mpicc.mpich", "mpiio.c", &dir.join("mpiio_prefix"), &[]);
+    let file = dir.join("data.bin");
+    let given = format!("ufs:{}", file.display());
+    let out = record_job("romio_prefix", &[], Mpi::Mpich.launcher(), &exe, &[&given]);
+    assert_eq!(
+        std::fs::metadata(&file).map(|m| m.len() > 0).ok(),
+        Some(true)
+    );
+    let file_id = common::file_id_of(&out, &file);
+    let files = rows(&out, "files");
+    let prefixed: Vec<&str> = (files.iter())
+        .filter_map(|f| f.s("path"))
+        .filter(|p| p.contains("ufs:"))
+        .collect();
+    assert_eq!(prefixed, [""; 0], "files named with the prefix");
+    let handles = rows(&out, "handles");
+    let mpi_files: Vec<(Option<&str>, Option<i64>)> = (handles.iter())
+        .filter(|h| h.s("kind") == Some("mpi_file"))
+        .map(|h| (h.s("path"), h.i("file_id")))
+        .collect();
+    assert_eq!(
+        mpi_files,
+        vec![(file.to_str(), Some(file_id)); RANKS as usize]
+    );
+    let opens = calls_of(&rows(&out, "calls"), "MPI_File_open")
+        .iter()
+        .map(|c| (c.s("path").map(str::to_string), c.i("file_id")))
+        .collect::<Vec<_>>();
+    assert_eq!(
+        opens,
+        vec![(Some(given.clone()), Some(file_id)); RANKS as usize]
+    );
+}
+
+/// The family driver's member files (tests/workloads/hdf5_family.c), 64 KiB each: the first
+/// opened in H5Fcreate, the next two beneath the H5Dwrite whose data reaches them. Each
+/// member's fd is a child of the HDF5 file's handle, and the writes on them hold the data;
+/// before, the two opened beneath H5Dwrite had no parent.
+#[test]
+fn an_hdf5_familys_member_files_are_children_of_its_file() {
+    require_root();
+    let (dir, exe) = h5pcc_workload("hdf5_family");
+    let out = dir.join("out");
+    // 160,000 bytes of data: it reaches the second and third members.
+    let n = 40_000;
+    let res = run(common::recording("posix,hdf5", &out)
+        .arg(&exe)
+        .arg(dir.join("fam%d.h5"))
+        .arg(n.to_string()));
+    assert!(res.status.success(), "{:?}", res.status);
+    let mut calls = rows(&out, "calls");
+    calls.sort_by_key(|c| c.i("ts_begin_ns"));
+    let handles = rows(&out, "handles");
+    let file_handle = one_call(&calls, "H5Fcreate").i("handle_id");
+    assert!(file_handle.is_some());
+    let write_call = one_call(&calls, "H5Dwrite").i("call_id");
+    let dir_name = dir.display().to_string();
+    // Each member's fd: its name, its parent handle, and the call its open was made beneath.
+    let members: Vec<(String, Option<i64>, Option<&str>)> = (calls.iter())
+        .filter(|c| c.s("function") == Some("openat") && c.i("handle_id").is_some())
+        .filter_map(|c| {
+            let name = c.s("path")?.strip_prefix(&dir_name)?.to_string();
+            let fd = by_id(&handles, "handle_id", c.i("handle_id"));
+            let above = (calls.iter()).find(|a| a.i("call_id") == c.i("parent_id"));
+            Some((
+                name,
+                fd.i("parent_handle_id"),
+                above.and_then(|a| a.s("function")),
+            ))
+        })
+        .collect();
+    assert_eq!(
+        members,
+        [
+            ("/fam0.h5".to_string(), file_handle, Some("H5Fcreate")),
+            ("/fam1.h5".to_string(), file_handle, Some("H5Dwrite")),
+            ("/fam2.h5".to_string(), file_handle, Some("H5Dwrite")),
+        ]
+    );
+    // The data went to the members, beneath H5Dwrite.
+    let data: i64 = (calls.iter())
+        .filter(|c| c.s("layer") == Some("posix") && c.i("parent_id") == write_call)
+        .filter(|c| matches!(c.s("function"), Some("write" | "pwrite64")))
+        .filter_map(|c| c.i("bytes_result"))
+        .sum();
+    assert_eq!(data, 4 * n);
+}
