@@ -1962,14 +1962,14 @@ impl Correlator {
                 let hit =
                     remembered_fd.and_then(|fd| self.files.recent_open(pid, fd, &abs, kernel));
                 let id = match (hit, remembered_fd) {
-                    (Some(id), _) => id,
-                    (None, Some(fd)) => self.files.resolve_open(pid, fd, &abs, kernel),
+                    (Some(id), _) => Some(id),
+                    (None, Some(fd)) => Some(self.files.resolve_open(pid, fd, &abs, kernel)),
                     (None, None) => match self.file_opened_beneath(rec.call_id, &abs) {
-                        Some(id) => id,
-                        None => self.files.resolve_made(pid, fd, &abs, kernel),
+                        Some(id) => Some(id),
+                        None => self.file_of_name(rec.call_id, pid, fd, &abs, kernel),
                     },
                 };
-                (Some(abs), Some(id))
+                (Some(abs), id)
             }
             // An fd of a kind probes.toml names (eventfd2: `anon_inode:[eventfd]`): one file
             // for all, as the inode they share would make them.
@@ -2075,6 +2075,32 @@ impl Correlator {
             .filter_map(|h| self.handles.get(*h))
             .find(|h| h.row.path.as_deref() == Some(abs))
             .and_then(|h| h.row.file_id)
+    }
+
+    /// The file of a library's open of `abs` that opened no handle of that name beneath it.
+    /// A name that is no file, where the library opened files of other names (an HDF5
+    /// family's `f%d.h5`, whose first member it opened; a split file's base name, its
+    /// metadata and raw data files), is the one file those are on, or none: not a file of
+    /// its own named by what was never a file.
+    fn file_of_name(
+        &mut self,
+        call_id: u64,
+        pid: i32,
+        fd: Option<i32>,
+        abs: &str,
+        kernel: Option<files::KernelFile>,
+    ) -> Option<i64> {
+        let beneath = (self.adoptions.get(&call_id)).is_some_and(|a| {
+            a.handles.iter().any(|h| {
+                self.handles
+                    .get(*h)
+                    .is_some_and(|h| h.row.file_id.is_some())
+            })
+        });
+        if beneath && !self.files.exists(pid, abs) {
+            return self.file_found_beside(call_id);
+        }
+        Some(self.files.resolve_made(pid, fd, abs, kernel))
     }
 
     /// The one file the handles made so far beneath `call_id` are on (an HDF5 file opened

@@ -467,6 +467,11 @@ impl Files {
         }
     }
 
+    /// Whether `path` (absolute, as `pid` names it) names a file.
+    pub fn exists(&self, pid: i32, path: &str) -> bool {
+        self.find(pid, path).is_some()
+    }
+
     /// `path` (absolute, as `pid` names it) with symbolic links resolved as the process
     /// resolves them, named as it names it; None if it is not found.
     pub fn resolved(&self, pid: i32, path: &str) -> Option<String> {

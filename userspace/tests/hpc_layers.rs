@@ -2961,7 +2961,8 @@ fn a_romio_file_system_prefix_is_not_part_of_the_files_name() {
 /// The family driver's member files (tests/workloads/hdf5_family.c), 64 KiB each: the first
 /// opened in H5Fcreate, the next two beneath the H5Dwrite whose data reaches them. Each
 /// member's fd is a child of the HDF5 file's handle, and the writes on them hold the data;
-/// before, the two opened beneath H5Dwrite had no parent.
+/// before, the two opened beneath H5Dwrite had no parent, and the HDF5 file was on a file
+/// of its own named `fam%d.h5`, with no inode.
 #[test]
 fn an_hdf5_familys_member_files_are_children_of_its_file() {
     require_root();
@@ -3010,4 +3011,18 @@ fn an_hdf5_familys_member_files_are_children_of_its_file() {
         .filter_map(|c| c.i("bytes_result"))
         .sum();
     assert_eq!(data, 4 * n);
+    // The members are the files, each once; the HDF5 file is on the first, which holds its
+    // superblock, not on a file named `fam%d.h5` that never was one.
+    let files = rows(&out, "files");
+    let mut names: Vec<(&str, Option<i64>)> = (files.iter())
+        .filter_map(|f| Some((f.s("path")?.strip_prefix(&dir_name)?, f.i("file_id"))))
+        .filter(|(name, _)| !name.starts_with("/out/"))
+        .collect();
+    names.sort();
+    let only: Vec<&str> = names.iter().map(|n| n.0).collect();
+    assert_eq!(only, ["/fam0.h5", "/fam1.h5", "/fam2.h5"]);
+    assert_eq!(
+        by_id(&handles, "handle_id", file_handle).i("file_id"),
+        names[0].1
+    );
 }
