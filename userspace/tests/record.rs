@@ -1712,16 +1712,15 @@ fn relative_names_follow_the_working_directory() {
         // strata forks the command: its parent is strata, stopped until the workload ended
         // (the shell's own `read`: a `cat` would write a line of its own).
         let script = if stopped {
-            "read -r c < /proc/$PPID/comm; [ \"$c\" = strata ] || exit 97; kill -STOP $PPID || exit 98; \
-             \"$0\" \"$1\"; s=$?; kill -CONT $PPID; exit $s"
+            strata_stopped_while("\"$0\" \"$1\"")
         } else {
-            "exec \"$0\" \"$1\""
+            "exec \"$0\" \"$1\"".to_string()
         };
         let res = run(strata()
             .current_dir(&run_dir)
             .args(["record", "-q", "--layers", "posix", "-o"])
             .arg(&out)
-            .args(["--", "sh", "-c", script])
+            .args(["--", "sh", "-c", &script])
             .arg(&exe)
             .arg(&top)
             .env("STRATA_TEST_DIRFD", dirfd.to_string()));
@@ -1835,10 +1834,7 @@ fn a_program_gone_before_proc_is_read_has_the_exe_proc_gives() {
         let out = dir.join(format!("out-{stopped}"));
         let _ = std::fs::remove_dir_all(&out);
         let script = if stopped {
-            format!(
-                "read -r c < /proc/$PPID/comm; [ \"$c\" = strata ] || exit 97; \
-                 kill -STOP $PPID || exit 98; {runs}; s=$?; kill -CONT $PPID; exit $s"
-            )
+            strata_stopped_while(runs)
         } else {
             runs.to_string()
         };
@@ -4996,6 +4992,16 @@ fn pipes_and_memfds_in(mode: &str, dir: &Path, exe: &Path) {
     );
 }
 
+/// A `sh -c` script that runs `cmd` with strata, its parent, stopped until `cmd` ends: strata
+/// reads the events only after the processes are gone. Exits 97 if the parent is not strata,
+/// 98 if it could not be stopped, else with `cmd`'s status.
+fn strata_stopped_while(cmd: &str) -> String {
+    format!(
+        "read -r c < /proc/$PPID/comm; [ \"$c\" = strata ] || exit 97; \
+         kill -STOP $PPID || exit 98; {cmd}; s=$?; kill -CONT $PPID; exit $s"
+    )
+}
+
 /// The path of the file whose id is `id` in the `files` table's rows.
 fn file_path(files: &[Row], id: Option<i64>) -> Option<String> {
     let file = files.iter().find(|f| f.i("file_id") == id)?;
@@ -5218,10 +5224,7 @@ fn a_file_opened_through_a_link_to_an_fd_is_that_fds_file() {
         let _ = std::fs::remove_dir_all(&out);
         let run_it = format!("'{}' '{}' '{}'", exe.display(), a.display(), b.display());
         let script = match stopped {
-            true => format!(
-                "read -r c < /proc/$PPID/comm; [ \"$c\" = strata ] || exit 97; \
-                 kill -STOP $PPID || exit 98; {run_it}; s=$?; kill -CONT $PPID; exit $s"
-            ),
+            true => strata_stopped_while(&run_it),
             false => format!("exec {run_it}"),
         };
         let res = run(strata()
