@@ -8,6 +8,8 @@
  *   an O_TMPFILE file made in B's directory, "tmp" written; named B.1 by linkat of
  *   /proc/self/fd/N, and B.2 by linkat of the fd with AT_EMPTY_PATH; /dev/fd/N stat'ed;
  *   closed; B.1 opened and 3 bytes read
+ *   /proc/self/status, /proc/net/route and /proc/mounts (the last two lead through
+ *   /proc/self) opened, 4 bytes read from each
  * usage: fd_links A B */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -55,5 +57,8 @@ int main(int argc, char **argv) {
     snprintf(self, sizeof self, "/dev/fd/%d", t);
     if (stat(self, &st) || st.st_size != 3 || close(t)) return 13;
     if (read_through(one, 0, 3)) return 14;
+    const char *own[] = {"/proc/self/status", "/proc/net/route", "/proc/mounts"};
+    for (int i = 0; i < 3; i++)
+        if (read_through(own[i], 0, 4)) return 15 + i;
     return 0;
 }

@@ -266,9 +266,11 @@ impl Files {
             // Not there any more: as the node would have named it (a chroot's directory
             // first), as the files found are.
             None => {
-                let outside = match self.views.get(pid) {
-                    Some(view) => view.outside(path),
-                    None => path.to_string(),
+                // /proc/self was the process's /proc/<pid>, as the node names it.
+                let outside = match (own_proc_link(pid, path), self.views.get(pid)) {
+                    (Some(at), _) => at,
+                    (None, Some(view)) => view.outside(path),
+                    (None, None) => path.to_string(),
                 };
                 // An unnamed file in that directory, as /proc names it.
                 let outside = match kernel.filter(|_| tmpfile) {
@@ -422,6 +424,16 @@ impl Files {
             return Some(Found {
                 meta: fs::metadata(&at).ok()?,
                 canonical,
+                at: Some(at),
+                _held: None,
+            });
+        }
+        // /proc/self (and /proc/net, /proc/mounts, which lead through it) is the process's
+        // own /proc/<pid>: through its root it would be strata's.
+        if let Some(at) = own_proc_link(pid, path) {
+            return Some(Found {
+                canonical: os_text(fs::canonicalize(&at).ok()?),
+                meta: fs::metadata(&at).ok()?,
                 at: Some(at),
                 _held: None,
             });
@@ -711,6 +723,22 @@ pub fn own_fd(path: &str) -> Option<i32> {
 fn own_fd_link(pid: i32, path: &str) -> Option<(String, bool)> {
     let (fd, rest) = own_fd_name(path)?;
     Some((format!("/proc/{pid}/fd/{fd}{rest}"), rest.is_empty()))
+}
+
+/// `/proc/<pid>...` for a name that reaches the process's own /proc directory through
+/// /proc's links to it (`/proc/self/status`, `/proc/net/route`, `/proc/mounts`; MPI
+/// runtimes read these). `thread-self` is taken as the main thread's: a name of another
+/// thread's file leads to another inode than the kernel side read, and keeps its name.
+fn own_proc_link(pid: i32, path: &str) -> Option<String> {
+    let rest = path.strip_prefix("/proc/")?;
+    let (first, rest) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let dir = match first {
+        "self" => format!("/proc/{pid}"),
+        "thread-self" => format!("/proc/{pid}/task/{pid}"),
+        "net" | "mounts" => format!("/proc/{pid}/{first}"),
+        _ => return None,
+    };
+    Some(format!("{dir}{rest}"))
 }
 
 /// Makes `path` absolute against `base` and removes `.` and `..` lexically.
@@ -1169,6 +1197,24 @@ mod tests {
             "/data/dev/fd/3",
         ] {
             assert_eq!(link(other), None, "{other}");
+        }
+        let proc_link = |p| own_proc_link(7, p);
+        let at = |s: &str| Some(s.to_string());
+        assert_eq!(proc_link("/proc/self"), at("/proc/7"));
+        assert_eq!(proc_link("/proc/self/status"), at("/proc/7/status"));
+        assert_eq!(
+            proc_link("/proc/thread-self/stat"),
+            at("/proc/7/task/7/stat")
+        );
+        assert_eq!(proc_link("/proc/net/route"), at("/proc/7/net/route"));
+        assert_eq!(proc_link("/proc/mounts"), at("/proc/7/mounts"));
+        for other in [
+            "/proc/selfish",
+            "/proc/8/status",
+            "/proc/meminfo",
+            "/data/proc/self",
+        ] {
+            assert_eq!(proc_link(other), None, "{other}");
         }
         assert_eq!(unnamed_inode("pipe:[2171645]"), Some(2171645));
         assert_eq!(unnamed_inode("socket:[12]"), Some(12));

@@ -2958,6 +2958,69 @@ fn a_romio_file_system_prefix_is_not_part_of_the_files_name() {
     );
 }
 
+/// ROMIO's deferred open: with the hints `romio_no_indep_rw true` and `cb_nodes 1` (given by a
+/// `ROMIO_HINTS` file, under MPICH), MPI_File_open opens the file only on the aggregator; the
+/// other ranks open it beneath their first independent transfer (tests/workloads/mpiio.c's
+/// MPI_File_write_at). Each rank's fds on the file are children of its MPI_File handle, and
+/// every transfer on them is beneath a call on that handle.
+#[test]
+fn a_romio_ranks_deferred_open_is_beneath_its_first_transfer_on_its_mpi_file() {
+    require_root();
+    let dir = scratch("romio_deferred_build");
+    let exe = build_c("mpicc.mpich", "mpiio.c", &dir.join("mpiio_deferred"), &[]);
+    let file = dir.join("data.bin");
+    let hints = dir.join("hints");
+    std::fs::write(&hints, "romio_no_indep_rw true\ncb_nodes 1\n").unwrap();
+    let env = format!("ROMIO_HINTS={}", hints.display());
+    let launcher = [&["env", env.as_str()][..], Mpi::Mpich.launcher()].concat();
+    let out = record_job(
+        "romio_deferred",
+        &[],
+        &launcher,
+        &exe,
+        &[file.to_str().unwrap()],
+    );
+    let file_id = Some(common::file_id_of(&out, &file));
+    let calls = rows(&out, "calls");
+    let handles = rows(&out, "handles");
+    for (rank, pid) in ranks_of(&out, &exe) {
+        let mine: Vec<&Row> = (calls.iter()).filter(|c| c.i("pid") == Some(pid)).collect();
+        let open = (mine.iter()).find(|c| c.s("function") == Some("MPI_File_open"));
+        let mpi_file = open.and_then(|c| c.i("handle_id"));
+        assert!(mpi_file.is_some(), "rank {rank}");
+        // The fds on the file: the call each was opened beneath, and their parent.
+        let fds: Vec<(Option<&str>, Option<i64>)> = (handles.iter())
+            .filter(|h| h.i("pid") == Some(pid) && h.s("kind") == Some("fd"))
+            .filter(|h| h.i("file_id") == file_id)
+            .map(|h| {
+                let open = by_id(&calls, "call_id", h.i("created_by_call_id"));
+                let above = by_id(&calls, "call_id", open.i("parent_id"));
+                (above.s("function"), h.i("parent_handle_id"))
+            })
+            .collect();
+        let first = if rank == 0 {
+            "MPI_File_open"
+        } else {
+            "MPI_File_write_at"
+        };
+        assert!(!fds.is_empty(), "rank {rank}");
+        assert!(
+            fds.iter().all(|fd| *fd == (Some(first), mpi_file)),
+            "rank {rank}: {fds:?}"
+        );
+        // Every transfer on the file is beneath a call on the rank's MPI_File.
+        let transfers: Vec<&&Row> = (mine.iter())
+            .filter(|c| c.s("layer") == Some("posix") && c.i("file_id") == file_id)
+            .filter(|c| matches!(c.s("op"), Some("read" | "write")))
+            .collect();
+        assert!(!transfers.is_empty(), "rank {rank}");
+        for c in transfers {
+            let above = by_id(&calls, "call_id", c.i("parent_id"));
+            assert_eq!(above.i("handle_id"), mpi_file, "rank {rank}: {c:?}");
+        }
+    }
+}
+
 /// The family driver's member files (tests/workloads/hdf5_family.c), 64 KiB each: the first
 /// opened in H5Fcreate, the next two beneath the H5Dwrite whose data reaches them. Each
 /// member's fd is a child of the HDF5 file's handle, and the writes on them hold the data;

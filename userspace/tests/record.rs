@@ -5212,7 +5212,8 @@ fn a_stream_whose_fd_was_replaced_is_on_the_new_file() {
 /// O_TMPFILE file gets names by linkat. Each open is on the file it reached, not on one named
 /// by the link (strata's own fd, read through /proc/self, or a second file named `/dev/fd/4`),
 /// and each call naming a file through its fd is on it, with strata reading as the process
-/// runs and, stopped until it has ended, from what the kernel side read alone.
+/// runs and, stopped until it has ended, from what the kernel side read alone. Files named
+/// through /proc/self (`/proc/net/route` too) are the process's, not strata's.
 #[test]
 fn a_file_opened_through_a_link_to_an_fd_is_that_fds_file() {
     require_root();
@@ -5320,6 +5321,38 @@ fn a_file_opened_through_a_link_to_an_fd_is_that_fds_file() {
                 ("openat", Some(named.as_str()), Some(6)),
             ],
             "stopped: {stopped}"
+        );
+        // Names that lead through /proc/self are the process's own /proc/<pid>, never
+        // strata's (as its /proc/self would give): as named, when it was gone before strata
+        // looked, else at its pid.
+        let pid_dir = format!("/proc/{}/", pid.unwrap());
+        let own_proc: Vec<(&str, bool)> = (mine.iter())
+            .filter(|c| c.s("function") == Some("openat"))
+            .filter_map(|c| {
+                let name = c.s("path").filter(|n| !n.starts_with("/proc/self/fd/"))?;
+                let rest = name.strip_prefix("/proc/")?;
+                let rest = rest.strip_prefix("self/").unwrap_or(rest);
+                let file = path_of(c.i("file_id"))?;
+                Some((name, file == name || file == format!("{pid_dir}{rest}")))
+            })
+            .collect();
+        assert_eq!(
+            own_proc,
+            [
+                ("/proc/self/status", true),
+                ("/proc/net/route", true),
+                ("/proc/mounts", true)
+            ],
+            "stopped: {stopped}: {files:?}"
+        );
+        let others: Vec<String> = (mine.iter())
+            .filter_map(|c| path_of(c.i("file_id")))
+            .filter(|p| (p.strip_prefix("/proc/")).is_some_and(|r| r.starts_with(char::is_numeric)))
+            .filter(|p| !p.starts_with(&pid_dir))
+            .collect();
+        assert_eq!(
+            others, [""; 0],
+            "stopped: {stopped}: another process's /proc"
         );
         // One row per file: none found twice under two names.
         let mut inodes: Vec<_> = (files.iter())
