@@ -2182,11 +2182,20 @@ impl Correlator {
         let (mut up, mut made_up): (Vec<HandleId>, Option<HandleId>) = (Vec::new(), None);
         match created {
             Some(h) => {
+                let object = self.is_object(h);
                 for o in orphans {
-                    let child_file = self.handles.get(o).and_then(|c| c.row.file_id);
+                    let child = self.handles.get(o);
+                    let child_file = child.and_then(|c| c.row.file_id);
+                    // An object opened through an HDF5 external link lies in the file the
+                    // link leads to, which the library opened beneath the open and keeps
+                    // open (a filter plugin's library, opened too, is closed by then).
+                    let leads_to = child
+                        .filter(|c| object && c.row.kind == "fd" && !c.closed)
+                        .filter(|c| c.row.path.as_deref().is_some_and(|p| p.starts_with('/')))
+                        .and(child_file);
                     let mut file = None;
                     if let Some(me) = self.handles.get_mut(h) {
-                        me.row.file_id = me.row.file_id.or(child_file);
+                        me.row.file_id = leads_to.or(me.row.file_id).or(child_file);
                         file = me.row.file_id;
                     }
                     // One without a file of its own (an HDF5 dataset NetCDF opened from the
@@ -2243,6 +2252,16 @@ impl Correlator {
             self.handles.set_adoption_pending(o, false);
         }
         left
+    }
+
+    /// Whether `h` is an object within a library file (an HDF5 dataset, group): its parent
+    /// is of its layer.
+    fn is_object(&self, h: HandleId) -> bool {
+        let Some(row) = self.handles.get(h).map(|h| &h.row) else {
+            return false;
+        };
+        let parent = row.parent_handle_id.and_then(|p| self.handles.get(p));
+        parent.is_some_and(|p| p.row.layer == row.layer)
     }
 
     /// The library handle (not posix's) that `h` descends from within its layer, and the

@@ -1606,6 +1606,67 @@ fn hdf5_links_and_copies_are_calls_on_their_file() {
     assert_ne!(again.i("offset"), data.i("offset"), "written elsewhere");
 }
 
+/// Datasets opened through an external link (tests/workloads/hdf5_external.c: FILE's link
+/// "ext" leads to target.h5:/x): HDF5 opens target.h5 beneath H5Dopen2 and again beneath
+/// H5Oopen. Each object is on target.h5, where its data is written and read, and is a child
+/// of FILE's handle, through which it was opened; before, both were on FILE.
+#[test]
+fn a_dataset_opened_through_an_external_link_is_on_the_file_it_leads_to() {
+    let n = 10_000;
+    let (calls, handles, file_id, _) = record_h5pcc_at("posix,hdf5", "hdf5_external", "main.h5", n);
+    let file_id = Some(file_id);
+    let creates = calls_of(&calls, "H5Fcreate");
+    let created =
+        |name: &str| (creates.iter()).find(|c| c.s("path").is_some_and(|p| p.ends_with(name)));
+    let main = created("/main.h5").and_then(|c| c.i("handle_id"));
+    let target_id = created("/target.h5").and_then(|c| c.i("file_id"));
+    assert!(
+        main.is_some() && target_id.is_some() && target_id != file_id,
+        "{creates:?}"
+    );
+    for (open, transfer, op) in [
+        ("H5Dopen2", "H5Dwrite", "write"),
+        ("H5Oopen", "H5Dread", "read"),
+    ] {
+        let object = one_call(&calls, open);
+        let h = by_id(&handles, "handle_id", object.i("handle_id"));
+        assert_eq!(
+            (
+                object.i("file_id"),
+                h.i("file_id"),
+                h.i("parent_handle_id"),
+                h.s("path")
+            ),
+            (target_id, target_id, main, Some("ext")),
+            "{open}"
+        );
+        let t = one_call(&calls, transfer);
+        assert_eq!(
+            (t.i("handle_id"), t.i("file_id"), t.i("bytes_result")),
+            (object.i("handle_id"), target_id, Some(4 * n)),
+            "{transfer}"
+        );
+        // The data itself moved on target.h5, beneath a call on the object (the write is
+        // flushed by H5Dclose), through an fd the open made beneath it.
+        let data: Vec<&Row> = (calls.iter())
+            .filter(|c| c.s("layer") == Some("posix") && c.s("op") == Some(op))
+            .filter(|c| c.i("bytes_result") == Some(4 * n))
+            .collect();
+        assert_eq!(data.len(), 1, "{op}: {data:?}");
+        let above = by_id(&calls, "call_id", data[0].i("parent_id"));
+        let fd = by_id(&handles, "handle_id", data[0].i("handle_id"));
+        assert_eq!(
+            (
+                data[0].i("file_id"),
+                above.i("handle_id"),
+                fd.i("parent_handle_id")
+            ),
+            (target_id, object.i("handle_id"), object.i("handle_id")),
+            "{op}"
+        );
+    }
+}
+
 /// hdf5_queries.c's N: datasets in its group (past 8, its links are kept in dense storage,
 /// which a question about one of them reads).
 const N_QUERIES: i64 = 60;
