@@ -11,6 +11,7 @@ use std::{panic::AssertUnwindSafe, rc::Rc, sync::Arc};
 use strata_common::{
     CALL_EMPTY_STRS, CALL_EMPTY_STRS_SHIFT, CALL_INT_HANDLES, CALL_NO_RETURN, CALL_OUT_VALID,
     CALL_UNFINISHED, CallRecord, DEREF_FAILED, FUNC_AIO, ProcEvent, ProcRecord, REQUEST_AIO,
+    TEXT_UNENDED,
 };
 
 use crate::{
@@ -174,6 +175,9 @@ pub struct Correlator {
     /// Some enabled probe queues transfers (returns a request): only then can a helper
     /// thread's transfer need linking, and only then are such transfers held back.
     queues_transfers: bool,
+    /// Whether read(2) is recorded: only then does an fgets that met the end of its file
+    /// show it, by a read beneath it that returned 0.
+    reads_recorded: bool,
     /// Only rows about files under these directories are written (`--paths`).
     pub path_filter: Option<crate::filter::PathFilter>,
     /// With `--paths`: rows of files outside the paths, kept back in case a kept copy names
@@ -246,6 +250,8 @@ impl Correlator {
             })
             .collect();
         let linux_aio = LinuxAio::new(&probes);
+        let reads_recorded = (probes.iter())
+            .any(|p| p.enabled && matches!(&p.target, Target::Syscall(n) if n == "read"));
         Self {
             names,
             plain: probes.iter().map(is_plain_transfer).collect(),
@@ -280,6 +286,7 @@ impl Correlator {
             kernel: Default::default(),
             helpers: Default::default(),
             queues_transfers,
+            reads_recorded,
             path_filter: None,
             withheld: HashMap::default(),
             wanted_files: Default::default(),
@@ -1168,7 +1175,15 @@ impl Correlator {
         // puts's newline.
         let text_extra = p.text_extra().filter(|_| moves);
         let moves_text = text_extra.is_some();
-        let text = out.and_then(|v| Some(v as i64 + text_extra?));
+        let text = out.and_then(|v| Some((v & !TEXT_UNENDED) as i64 + text_extra?));
+        // fgets stops after a newline, at its size less one, or at the end of the file. A
+        // shorter line without a newline where no read beneath met the end held a NUL byte,
+        // which hides how much more it consumed.
+        let text = text.filter(|len| {
+            let unended = out.is_some_and(|v| v & TEXT_UNENDED != 0);
+            let short = p.op == Op::Read && size.is_some_and(|s| *len < s - 1);
+            !(unended && short && self.reads_recorded && !beneath.iter().any(|b| b.at_end))
+        });
         let bytes_requested = bytes_requested.or(h5_bytes).or(text);
         let bytes_result = match p.ret {
             _ if !returned => None,
@@ -1547,9 +1562,10 @@ impl Correlator {
                 // kernel functions beneath syscalls).
                 if let (Some(h), true) = (handle, is_syscall || from_library) {
                     let only = |op: Op| if p.op == op { bytes_result } else { Some(0) };
-                    let (read, written) = (only(Op::Read), only(Op::Write));
+                    let moved = (only(Op::Read), only(Op::Write));
+                    let at_end = p.op == Op::Read && bytes_result == Some(0) && !failed;
                     self.starts_beneath
-                        .note(rec.parent_id, h, offset, read, written);
+                        .note(rec.parent_id, h, offset, moved, at_end);
                 }
             }
             // MPI_File_seek_shared: the shared file pointer, where SEEK_SET puts it.
@@ -1873,8 +1889,9 @@ impl Correlator {
                 } else {
                     (bytes_result, Some(0))
                 };
+                let at_end = !write && ret == 0;
                 self.starts_beneath
-                    .note(rec.parent_id, h, offset, read, written);
+                    .note(rec.parent_id, h, offset, (read, written), at_end);
                 (Some(h), file_id, offset)
             }
             None => (None, None, at),

@@ -735,6 +735,8 @@ pub struct Beneath {
     pub read: Option<i64>,
     /// The bytes they wrote (None: a write whose count is unknown).
     pub written: Option<i64>,
+    /// Whether a read among them returned 0: it met the end of the file.
+    pub at_end: bool,
 }
 
 /// Library calls in flight with a call noted beneath them, at most: a call that never
@@ -746,14 +748,15 @@ const STARTS_PER_CALL: usize = 4;
 
 impl StartsBeneath {
     /// A call that moved handle `h` from `offset`, reading `read` bytes and writing
-    /// `written` (`Some(0)` for what it did not do), inside library call `parent` (0: none).
+    /// `written` (`Some(0)` for what it did not do), inside library call `parent` (0: none);
+    /// `at_end`: a read that returned 0.
     pub fn note(
         &mut self,
         parent: u64,
         h: HandleId,
         offset: Option<i64>,
-        read: Option<i64>,
-        written: Option<i64>,
+        (read, written): (Option<i64>, Option<i64>),
+        at_end: bool,
     ) {
         if parent == 0 {
             return;
@@ -765,12 +768,14 @@ impl StartsBeneath {
         if let Some(b) = calls.iter_mut().find(|b| b.handle == h) {
             b.read = b.read.zip(read).map(|(a, r)| a + r);
             b.written = b.written.zip(written).map(|(a, w)| a + w);
+            b.at_end |= at_end;
         } else if calls.len() < STARTS_PER_CALL {
             calls.push(Beneath {
                 handle: h,
                 offset,
                 read,
                 written,
+                at_end,
             });
         }
     }
@@ -1121,18 +1126,20 @@ mod tests {
     fn a_library_call_starts_where_its_first_call_beneath_did() {
         let mut s = StartsBeneath::default();
         let on = |taken: &[Beneath], h: HandleId| taken.iter().find(|b| b.handle == h).copied();
-        s.note(0, 5, Some(1), Some(3), Some(0));
+        s.note(0, 5, Some(1), (Some(3), Some(0)), false);
         assert!(s.take(0).is_empty(), "no parent, nothing noted");
-        s.note(7, 9, Some(0), Some(0), Some(8));
-        s.note(7, 5, Some(100), Some(6), Some(0));
-        s.note(7, 5, Some(106), Some(4096), Some(0));
-        s.note(7, 5, Some(4202), Some(0), Some(10));
+        s.note(7, 9, Some(0), (Some(0), Some(8)), false);
+        s.note(7, 5, Some(100), (Some(6), Some(0)), false);
+        s.note(7, 5, Some(106), (Some(4096), Some(0)), false);
+        s.note(7, 5, Some(4202), (Some(0), Some(10)), false);
+        s.note(7, 5, Some(4212), (Some(0), Some(0)), true);
         let taken = s.take(7);
         let five = Beneath {
             handle: 5,
             offset: Some(100),
             read: Some(4102),
             written: Some(10),
+            at_end: true,
         };
         assert_eq!(
             on(&taken, 5),
@@ -1144,16 +1151,16 @@ mod tests {
             Some((Some(0), Some(8)))
         );
         assert!(s.take(7).is_empty(), "forgotten once taken");
-        s.note(8, 6, None, Some(10), Some(0));
-        s.note(8, 6, Some(10), None, Some(0));
-        s.note(8, 6, Some(20), Some(10), None);
+        s.note(8, 6, None, (Some(10), Some(0)), false);
+        s.note(8, 6, Some(10), (None, Some(0)), false);
+        s.note(8, 6, Some(20), (Some(10), None), false);
         assert_eq!(
             on(&s.take(8), 6).map(|b| (b.read, b.written)),
             Some((None, None)),
             "a read and a write of unknown size"
         );
         for call in 1..=STARTS_MAX as u64 + 1 {
-            s.note(call, 1, Some(0), Some(0), Some(0));
+            s.note(call, 1, Some(0), (Some(0), Some(0)), false);
         }
         assert!(s.beneath.len() <= STARTS_MAX);
     }

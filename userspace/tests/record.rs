@@ -3517,6 +3517,106 @@ fn library_mechanism() -> &'static str {
     }
 }
 
+/// A stream's position, followed through random sequences of stdio calls
+/// (tests/workloads/stdio_random.c: writes, reads, ungetc, seeks, flushes through buffers of
+/// 16 to 4,096 bytes, over a file with holes). The ground truth is an untraced run of the
+/// same seed that asks ftello before and after each call; the traced run asks nothing. Each
+/// transfer's row has the offset it began at and the bytes it moved, and each seek's the
+/// position it left, wherever strata can know them; where it cannot it says nothing (null)
+/// rather than something wrong: after a seek from the end (the file's size is not seen),
+/// until a seek from the start or a rewind; and for an fgets whose line held a NUL byte
+/// (the bytes past it are not seen), until then too.
+#[test]
+fn stdio_positions_follow_random_sequences_of_calls() {
+    require_root();
+    let dir = scratch("stdio_random");
+    let exe = build_c("cc", "stdio_random.c", &dir.join("stdio_random"), &[]);
+    let transfers = [
+        "fwrite", "fputc", "fputs", "fprintf", "fread", "fgetc", "fgets", "getline",
+    ];
+    let (mut known_rows, mut nul_lines) = (0, 0);
+    for seed in 1..=3 {
+        let (file, log) = (
+            dir.join(format!("{seed}.dat")),
+            dir.join(format!("{seed}.log")),
+        );
+        let n = "2000";
+        let res = run(Command::new(&exe)
+            .args([&seed.to_string(), n])
+            .args([&file, &log]));
+        assert!(res.status.success(), "seed {seed}: {:?}", res.status);
+        let out = dir.join(format!("out-{seed}"));
+        let res = run(strata()
+            .args(["record", "-q", "--layers", "posix,stdio", "-o"])
+            .arg(&out)
+            .arg("--")
+            .arg(&exe)
+            .args([&seed.to_string(), n])
+            .arg(&file));
+        assert!(res.status.success(), "seed {seed}: {:?}", res.status);
+        let mut calls = rows(&out, "calls");
+        calls.sort_by_key(|c| c.i("ts_begin_ns"));
+        let stream = (calls.iter())
+            .find(|c| c.s("function") == Some("fopen") && c.s("path") == file.to_str())
+            .and_then(|c| c.i("handle_id"));
+        assert!(stream.is_some(), "seed {seed}: no fopen of the file");
+        let on_stream: Vec<&Row> = (calls.iter())
+            .filter(|c| c.i("handle_id") == stream && c.s("layer") == Some("stdio"))
+            .filter(|c| !matches!(c.s("function"), Some("fopen" | "setvbuf" | "fclose")))
+            .collect();
+        let log = std::fs::read_to_string(&log).unwrap();
+        let want: Vec<Vec<&str>> = log.lines().map(|l| l.split(' ').collect()).collect();
+        assert_eq!(
+            on_stream.len(),
+            want.len(),
+            "seed {seed}: calls on the stream"
+        );
+        // Whether strata can know the position: from the start until a seek from the end or
+        // an fgets over a NUL byte, and again after a seek from the start or a rewind.
+        let mut known = true;
+        for (i, (row, w)) in on_stream.iter().zip(&want).enumerate() {
+            let num = |j: usize| w[j].parse::<i64>().unwrap();
+            let (name, before, after, result) = (w[0], num(1), num(2), num(3));
+            let function = row.s("function").unwrap();
+            let at = format!("seed {seed}, call {i}: {w:?}: {row:?}");
+            assert!(
+                function.contains(if name == "getline" { "getdelim" } else { name }),
+                "{at}"
+            );
+            let nul = name == "fgets" && result < after - before;
+            if transfers.contains(&name) {
+                let bytes = (!nul).then_some(after - before);
+                let offset = known.then_some(before);
+                assert_eq!(
+                    (row.i("offset"), row.i("bytes_result")),
+                    (offset, bytes),
+                    "{at}"
+                );
+                known_rows += i64::from(known);
+                nul_lines += i64::from(nul);
+                known &= !nul;
+            } else if name == "fseeko" && result == 0 {
+                // From the start (its offset argument is where it went), from the position
+                // (known if that was), or from the end.
+                let whence = row.list_i("args").get(2).copied();
+                known = match whence {
+                    Some(0) => true,
+                    Some(1) => known,
+                    _ => false,
+                };
+                assert_eq!(row.i("offset"), known.then_some(after), "{at}");
+            } else if name == "rewind" {
+                known = true;
+            }
+        }
+    }
+    // The sequences reach both kinds of unknown, and most calls are known.
+    assert!(
+        nul_lines > 0 && known_rows > 1000,
+        "{nul_lines} {known_rows}"
+    );
+}
+
 /// The stdio functions programs really call, against tests/workloads/stdio_calls.c built
 /// twice: at -O0, where each is called by its own name (but fscanf, scanf and vfscanf by
 /// glibc's `__isoc99_` names), and with `-O2 -D_FORTIFY_SOURCE=2`, where the printf family

@@ -1012,8 +1012,13 @@ pub const BLOB_WORDS: usize = 8;
 pub const NO_ARG: u8 = 0xff;
 
 /// [`FuncSpec::out_size`] of text a library call moves (fputs's string, fgets's line): the
-/// record's `out` is its length when the call returns, if shorter than [`TEXT_MAX`].
+/// record's `out` is its length when the call returns, if shorter than [`TEXT_MAX`], with
+/// [`TEXT_UNENDED`] set when its last byte is not a newline.
 pub const OUT_TEXT: u8 = 1;
+/// Set in an [`OUT_TEXT`] length whose text is empty or does not end with a newline: an
+/// fgets that stopped short of its size without one met the end of its file, or a NUL byte
+/// that hides the rest of what it read.
+pub const TEXT_UNENDED: u64 = 1 << 62;
 /// Pieces of [`STR_CAP`] - 1 bytes a text's length is read in, at most: a long fgets line
 /// costs a read per piece, a short one a single read.
 pub const TEXT_PIECES: usize = 16;

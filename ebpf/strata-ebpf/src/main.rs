@@ -52,8 +52,8 @@ use strata_common::{
     OUT_TEXT, OnlyKey, PATH_CAP, QUIET_NEVER, RecordKind, SPEC_AIO_REAP, SPEC_AIO_SUBMIT,
     SPEC_AIO_WAIT, SPEC_EMIT_AT_ENTRY, SPEC_ENABLED, SPEC_IF_ZERO, SPEC_IMPLICIT_STREAM,
     SPEC_STREAM_END, SPEC_WAKE, STOP_FROZEN, STR_CAP, STR_FAILED, StrHeader, StrRecord,
-    TEXT_PIECES, TRACED_BLOCK, TRACED_BLOCKS, ThreadStack, TypeId, TypeIdsRecord, TypeTable,
-    WAKEUP_BYTES, stream_var_delta,
+    TEXT_PIECES, TEXT_UNENDED, TRACED_BLOCK, TRACED_BLOCKS, ThreadStack, TypeId, TypeIdsRecord,
+    TypeTable, WAKEUP_BYTES, stream_var_delta,
 };
 
 #[map]
@@ -1016,11 +1016,13 @@ fn send_unfinished(
 }
 
 /// The length of the NUL-terminated text at `ptr`, read piece by piece into this CPU's
-/// string scratch; None when unreadable, or [`TEXT_MAX`] bytes or longer.
+/// string scratch, with [`TEXT_UNENDED`] set unless its last byte is a newline; None when
+/// unreadable, or [`TEXT_MAX`] bytes or longer.
 #[inline(always)]
 fn text_len(ptr: u64) -> Option<u64> {
     let rec = STRATA_STR_SCRATCH.get_ptr_mut(0)?;
     let mut len = 0u64;
+    let mut last = 0u8;
     for _ in 0..TEXT_PIECES {
         // SAFETY: per-CPU scratch, used only for the duration of this program; the helper
         // tolerates bad user pointers.
@@ -1031,10 +1033,17 @@ fn text_len(ptr: u64) -> Option<u64> {
             )
         };
         // A piece that filled the scratch may go on; a NUL right after it reads as empty.
-        let piece = s.ok()?.len();
-        len += piece as u64;
-        if piece < STR_CAP - 1 {
-            return Some(len);
+        let s = s.ok()?;
+        if let Some(b) = s.last() {
+            last = *b;
+        }
+        len += s.len() as u64;
+        if s.len() < STR_CAP - 1 {
+            return Some(if last == b'\n' {
+                len
+            } else {
+                len | TEXT_UNENDED
+            });
         }
     }
     None
