@@ -1575,8 +1575,12 @@ impl Correlator {
             }
             Op::Seek | Op::Tell => {
                 if let Some(h) = handle {
-                    let new = if p.ret == RetKind::Position {
-                        (!failed).then_some(ret)
+                    // A seek that failed (lseek to a hole or data past the end: ENXIO; to
+                    // before the start: EINVAL) left the position where it was.
+                    let new = if p.ret == RetKind::Position && failed {
+                        self.handles.pos(h)
+                    } else if p.ret == RetKind::Position {
+                        Some(ret)
                     } else if failed {
                         self.handles.pos(h)
                     } else if p.ret == RetKind::Char {
@@ -1600,7 +1604,8 @@ impl Correlator {
                     // lseek on a character device succeeds and moves nothing.
                     let positioned = file_before.is_none_or(|f| self.files.has_position(f));
                     self.handles.set_pos(h, new.filter(|_| positioned));
-                    offset = new;
+                    // lseek's row has its result: none where it failed.
+                    offset = new.filter(|_| !(failed && p.ret == RetKind::Position));
                 }
             }
             Op::Map if !failed => {

@@ -3617,6 +3617,93 @@ fn stdio_positions_follow_random_sequences_of_calls() {
     );
 }
 
+/// An fd's position, followed through random sequences of POSIX calls on three fds of one
+/// file, two sharing a file description (tests/workloads/posix_random.c: reads, writes,
+/// vectored and positioned ones, seeks that succeed and fail, sendfile and copy_file_range
+/// from another file, ftruncate). The ground truth is an untraced run of the same seed that
+/// asks each fd's position before and after each call; the traced run asks nothing. Every
+/// row has the offset its call began at (a copy's destination in `offset2`, its source in
+/// `offset`), the bytes it moved and its result. Before, a failed lseek (SEEK_DATA past the
+/// end) left the fd's position unknown.
+#[test]
+fn posix_positions_follow_random_sequences_of_calls() {
+    require_root();
+    let dir = scratch("posix_random");
+    let exe = build_c("cc", "posix_random.c", &dir.join("posix_random"), &[]);
+    let (file, source) = (dir.join("file.dat"), dir.join("source.dat"));
+    for seed in 1..=3 {
+        let log = dir.join(format!("{seed}.log"));
+        let args = [seed.to_string(), "2000".to_string()];
+        let res = run(Command::new(&exe).args(&args).args([&file, &source, &log]));
+        assert!(res.status.success(), "seed {seed}: {:?}", res.status);
+        let log = std::fs::read_to_string(&log).unwrap();
+        let want: Vec<Vec<i64>> = (log.lines())
+            .map(|l| l.split(' ').skip(1).map(|v| v.parse().unwrap()).collect())
+            .collect();
+        let names: Vec<&str> = log.lines().filter_map(|l| l.split(' ').next()).collect();
+        let out = dir.join(format!("out-{seed}"));
+        let res = run(strata()
+            .args(["record", "-q", "--layers", "posix", "-o"])
+            .arg(&out)
+            .arg("--")
+            .arg(&exe)
+            .args(&args)
+            .args([&file, &source]));
+        assert!(res.status.success(), "seed {seed}: {:?}", res.status);
+        let mut calls = rows(&out, "calls");
+        calls.sort_by_key(|c| c.i("ts_begin_ns"));
+        let pid = (calls.iter())
+            .find(|c| c.s("function") == Some("ftruncate"))
+            .and_then(|c| c.i("pid"));
+        // The rows of the calls on the file (a copy's destination), in order.
+        let file_id = Some(common::file_id_of(&out, &file));
+        let mine: Vec<&Row> = (calls.iter())
+            .filter(|c| c.i("pid") == pid && names.contains(&c.s("function").unwrap_or("")))
+            .filter(|c| match c.s("function") {
+                Some("copy_file_range" | "sendfile64") => c.i("file2_id") == file_id,
+                _ => c.i("file_id") == file_id,
+            })
+            .collect();
+        assert_eq!(mine.len(), want.len(), "seed {seed}: calls on the fds");
+        for (i, ((row, w), name)) in mine.iter().zip(&want).zip(&names).enumerate() {
+            let (before, after, src_before, given, result) = (w[1], w[2], w[3], w[4], w[5]);
+            let at = format!("seed {seed}, call {i}: {name} {w:?}: {row:?}");
+            assert_eq!(row.s("function"), Some(*name), "{at}");
+            let ret = row.i("ret").map(|r| r.max(-1));
+            assert_eq!(ret, Some(result), "{at}");
+            let failed = result < 0;
+            let moved = (!failed).then_some(result);
+            let got = |c: &str| row.i(c);
+            match *name {
+                "write" | "read" | "writev" | "readv" => {
+                    assert_eq!(
+                        (got("offset"), got("bytes_result")),
+                        (Some(before), moved),
+                        "{at}"
+                    )
+                }
+                "pwrite64" | "pread64" => {
+                    assert_eq!(
+                        (got("offset"), got("bytes_result")),
+                        (Some(given), moved),
+                        "{at}"
+                    )
+                }
+                "sendfile64" | "copy_file_range" => {
+                    let from = if given < 0 { src_before } else { given };
+                    assert_eq!(
+                        (got("offset"), got("offset2"), got("bytes_result")),
+                        (Some(from), Some(before), moved),
+                        "{at}"
+                    )
+                }
+                "lseek" => assert_eq!(got("offset"), moved.map(|_| after), "{at}"),
+                _ => {}
+            }
+        }
+    }
+}
+
 /// The stdio functions programs really call, against tests/workloads/stdio_calls.c built
 /// twice: at -O0, where each is called by its own name (but fscanf, scanf and vfscanf by
 /// glibc's `__isoc99_` names), and with `-O2 -D_FORTIFY_SOURCE=2`, where the printf family
