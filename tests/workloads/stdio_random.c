@@ -1,12 +1,13 @@
-/* A random sequence of stdio calls on one stream, the same for a seed: writes (fwrite, fputc,
- * fputs, fprintf), reads (fread, fgetc, fgets, getline, ungetc of the character read), seeks
- * (fseeko from the start, the current position and the end; rewind) and fflush, through a
- * buffer of a size the seed picks (setvbuf), with a flush or seek between a write and a read
- * as C asks. With LOG, each call's line is written there: its name, ftello before and after
- * it, and what it returned (for fgets the length of the string, for a seek the position it
- * left or -1 where it failed). The
- * ftello calls are made only then, so that a traced run without LOG makes the same calls
- * with no position asked of the library.
+/* A random sequence of stdio calls on one stream, the same for a seed: writes (fwrite,
+ * fwrite_unlocked, fputc, putc, fputs, fprintf), reads (fread, fgetc, getc, fgets, getline,
+ * fscanf of a number, ungetc of the character read), seeks (fseeko from the start, the current
+ * position and the end; fseek; rewind; fgetpos, then now and then fsetpos back after a seek)
+ * and fflush, fully buffered through a buffer of a size the seed picks, line buffered, or
+ * unbuffered (setvbuf), with a flush or seek between a write and a read as C asks. With LOG,
+ * each call's line is written there: its name, ftello before and after it, and what it
+ * returned (for fgets the length of the string, for fscanf the fields it matched, for a seek 0
+ * or -1 where it failed). The ftello calls are made only then, so that a traced run without
+ * LOG makes the same calls with no position asked of the library.
  * usage: stdio_random SEED N FILE [LOG] */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -47,21 +48,23 @@ int main(int argc, char **argv) {
     if (argc == 5 && !(logf = fopen(argv[4], "w"))) return 3;
     static const size_t buffers[] = {16, 100, 512, 4096};
     static char buffer[4096];
-    if (setvbuf(f, buffer, _IOFBF, buffers[pick(4)])) return 4;
+    static const int modes[] = {_IOFBF, _IOLBF, _IONBF};
+    int mode = modes[pick(3)];
+    if (setvbuf(f, mode == _IONBF ? NULL : buffer, mode, buffers[pick(4)])) return 4;
     char data[512], back[512];
     for (int i = 0; i < (int)sizeof data; i++) data[i] = i % 37 == 36 ? '\n' : 'a' + i % 26;
     char *got = NULL;
     size_t cap = 0;
     int writing = 0, reading = 0;
     for (long i = 0; i < n; i++) {
-        long op = pick(14);
+        long op = pick(19);
         long k = 1 + pick(300);
-        if (op < 4 && reading) {
+        if ((op < 4 || op == 14 || op == 15) && reading) {
             /* A write after a read: C asks for a seek between them. */
             begin();
             end("fseeko", after(fseeko(f, 0, SEEK_CUR)));
             reading = 0;
-        } else if (op >= 4 && op < 9 && writing) {
+        } else if (((op >= 4 && op < 9) || op == 16 || op == 17) && writing) {
             begin();
             end("fflush", fflush(f));
             writing = 0;
@@ -131,13 +134,43 @@ int main(int argc, char **argv) {
             rewind(f);
             end("rewind", 0);
             break;
+        case 14:
+            begin();
+            end("putc", putc('x', f) == EOF ? -1 : 1);
+            break;
+        case 15:
+            begin();
+            end("fwrite_unlocked", (long long)fwrite_unlocked(data, 1, k, f));
+            break;
+        case 16: {
+            int v;
+            begin();
+            end("fscanf", fscanf(f, "%d", &v));
+            break;
+        }
+        case 17:
+            begin();
+            end("getc", getc(f) == EOF ? 0 : 1);
+            break;
+        case 18: {
+            fpos_t p;
+            begin();
+            end("fgetpos", fgetpos(f, &p));
+            if (pick(2)) {
+                begin();
+                end("fseek", fseek(f, pick(1500), SEEK_SET));
+                begin();
+                end("fsetpos", fsetpos(f, &p));
+            }
+            break;
+        }
         default:
             begin();
             end("fflush", fflush(f));
             break;
         }
-        if (op < 4) writing = 1, reading = 0;
-        else if (op < 9) reading = 1, writing = 0;
+        if (op < 4 || op == 14 || op == 15) writing = 1, reading = 0;
+        else if (op < 9 || op == 16 || op == 17) reading = 1, writing = 0;
         else writing = reading = 0;
     }
     free(got);

@@ -1583,6 +1583,11 @@ impl Correlator {
                         Some(ret)
                     } else if failed {
                         self.handles.pos(h)
+                    } else if p.op == Op::Tell {
+                        // fgetpos: the position it wrote (its `fpos_t` begins with it); a
+                        // question moves nothing.
+                        let written = p.arg(ArgKind::OutInt64).and(out).map(|v| v as i64);
+                        written.or_else(|| self.handles.pos(h))
                     } else if p.ret == RetKind::Char {
                         // ungetc: the character pushed back is read again, one back.
                         self.handles.pos(h).map(|p| p - 1).filter(|p| *p >= 0)
@@ -1597,6 +1602,8 @@ impl Correlator {
                             // rewind(stream): the stream is its only argument.
                             (None, None) if p.args.len() == 1 && p.ret == RetKind::None => Some(0),
                             (Some(SEEK_SET), Some(o)) => Some(o),
+                            // fsetpos: to the position its `fpos_t` holds.
+                            (None, Some(o)) if p.arg(ArgKind::OffsetRef).is_some() => Some(o),
                             (Some(SEEK_CUR), Some(o)) => self.handles.pos(h).map(|p| p + o),
                             _ => None,
                         }

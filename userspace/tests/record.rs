@@ -3518,21 +3518,34 @@ fn library_mechanism() -> &'static str {
 }
 
 /// A stream's position, followed through random sequences of stdio calls
-/// (tests/workloads/stdio_random.c: writes, reads, ungetc, seeks, flushes through buffers of
-/// 16 to 4,096 bytes, over a file with holes). The ground truth is an untraced run of the
+/// (tests/workloads/stdio_random.c: writes, reads, fscanf, ungetc, seeks, fgetpos and
+/// fsetpos, flushes, through buffers of 16 to 4,096 bytes, line buffered or unbuffered, over
+/// a file with holes). The ground truth is an untraced run of the
 /// same seed that asks ftello before and after each call; the traced run asks nothing. Each
 /// transfer's row has the offset it began at and the bytes it moved, and each seek's the
 /// position it left, wherever strata can know them; where it cannot it says nothing (null)
 /// rather than something wrong: after a seek from the end (the file's size is not seen),
 /// until a seek from the start or a rewind; and for an fgets whose line held a NUL byte
-/// (the bytes past it are not seen), until then too.
+/// (the bytes past it are not seen), until then too. Before, fgetpos left the position
+/// unknown, and so did fsetpos.
 #[test]
 fn stdio_positions_follow_random_sequences_of_calls() {
     require_root();
     let dir = scratch("stdio_random");
     let exe = build_c("cc", "stdio_random.c", &dir.join("stdio_random"), &[]);
     let transfers = [
-        "fwrite", "fputc", "fputs", "fprintf", "fread", "fgetc", "fgets", "getline",
+        "fwrite",
+        "fwrite_unlocked",
+        "fputc",
+        "putc",
+        "fputs",
+        "fprintf",
+        "fread",
+        "fgetc",
+        "getc",
+        "fgets",
+        "getline",
+        "fscanf",
     ];
     let (mut known_rows, mut nul_lines) = (0, 0);
     for seed in 1..=3 {
@@ -3595,7 +3608,7 @@ fn stdio_positions_follow_random_sequences_of_calls() {
                 known_rows += i64::from(known);
                 nul_lines += i64::from(nul);
                 known &= !nul;
-            } else if name == "fseeko" && result == 0 {
+            } else if (name == "fseeko" || name == "fseek") && result == 0 {
                 // From the start (its offset argument is where it went), from the position
                 // (known if that was), or from the end.
                 let whence = row.list_i("args").get(2).copied();
@@ -3605,8 +3618,12 @@ fn stdio_positions_follow_random_sequences_of_calls() {
                     _ => false,
                 };
                 assert_eq!(row.i("offset"), known.then_some(after), "{at}");
-            } else if name == "rewind" {
+            } else if name == "rewind" || (name.ends_with("pos") && result == 0) {
+                // fgetpos gives the position, fsetpos goes to one.
                 known = true;
+                if name != "rewind" {
+                    assert_eq!(row.i("offset"), Some(after), "{at}");
+                }
             }
         }
     }
