@@ -1,5 +1,6 @@
-/* A random sequence of POSIX calls, the same for a seed, on three fds of one file: A, B (a dup
- * of A: one file description) and C (a second open: its own). Each call, on one of them:
+/* A random sequence of POSIX calls, the same for a seed, on four fds of one file: A, B (a dup
+ * of A: one file description), C (a second open: its own) and D (opened with O_APPEND: its
+ * writes go to the end of the file, its reads from its position). Each call, on one of them:
  * write, read, pwrite, pread, writev and readv of two pieces, lseek from the start, the
  * position and the end (some failing: before the start), lseek to the next data (SEEK_DATA;
  * failing past the end), sendfile and copy_file_range from a 4,096-byte source file (sendfile
@@ -30,22 +31,25 @@ int main(int argc, char **argv) {
     if (argc != 5 && argc != 6) return 1;
     state = strtoull(argv[1], NULL, 10);
     long n = strtol(argv[2], NULL, 10);
-    int fds[3];
+    int fds[4];
     fds[0] = open(argv[3], O_RDWR | O_CREAT | O_TRUNC, 0644);
     fds[1] = dup(fds[0]);
     fds[2] = open(argv[3], O_RDWR);
+    fds[3] = open(argv[3], O_RDWR | O_APPEND);
     int src = open(argv[4], O_RDWR | O_CREAT | O_TRUNC, 0644);
     static char data[4096], buf[4096];
     for (int i = 0; i < 4096; i++) data[i] = 'a' + i % 26;
-    if (fds[0] < 0 || fds[1] < 0 || fds[2] < 0 || src < 0 || write(src, data, 4096) != 4096)
+    if (fds[0] < 0 || fds[1] < 0 || fds[2] < 0 || fds[3] < 0 || src < 0 || write(src, data, 4096) != 4096)
         return 3;
     if (lseek(src, 0, SEEK_SET)) return 4;
     /* Opened last: the fds are the same numbers with and without it. */
     FILE *log = NULL;
     if (argc == 6 && !(log = fopen(argv[5], "w"))) return 2;
     for (long i = 0; i < n; i++) {
-        int fd = fds[pick(3)];
+        int fd = fds[pick(4)];
         long op = pick(11), k = 1 + pick(300);
+        /* copy_file_range: Linux refuses an O_APPEND destination (EBADF). */
+        if (op == 8 && fd == fds[3]) fd = fds[0];
         /* The source, read to its end by the copies, is moved back now and then. */
         if (pick(8) == 0 && lseek(src, pick(4096), SEEK_SET) < 0) return 5;
         long long before = log ? lseek(fd, 0, SEEK_CUR) : 0;

@@ -2071,8 +2071,10 @@ impl Correlator {
             // pointer in etypes; other library handles have selections instead.
             pos: match kind {
                 "mpi_file" => crate::mpi_pointer::start(flags),
+                // An fd opened with O_APPEND is at 0 until its first write (reads start
+                // there); glibc's `"a"` stream starts at the end, which strata does not know.
                 _ => start.filter(|_| {
-                    !append
+                    !(append && kind == "stream")
                         && matches!(kind, "fd" | "stream")
                         && file_id.is_none_or(|f| self.files.has_position(f))
                 }),
