@@ -19,17 +19,11 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-static unsigned long long state;
-
-/* A number in [0, n). */
-static long pick(long n) {
-    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (long)((state >> 33) % (unsigned long long)n);
-}
+#include "seeded.h"
 
 int main(int argc, char **argv) {
     if (argc != 5 && argc != 6) return 1;
-    state = strtoull(argv[1], NULL, 10);
+    seed_with(strtoull(argv[1], NULL, 10));
     long n = strtol(argv[2], NULL, 10);
     int fds[4];
     fds[0] = open(argv[3], O_RDWR | O_CREAT | O_TRUNC, 0644);

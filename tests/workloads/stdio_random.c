@@ -14,13 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static unsigned long long state;
-
-/* A number in [0, n). */
-static long pick(long n) {
-    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (long)((state >> 33) % (unsigned long long)n);
-}
+#include "seeded.h"
 
 static FILE *f, *logf;
 static char line[64];
@@ -41,7 +35,7 @@ static long long after(int r) {
 
 int main(int argc, char **argv) {
     if (argc != 4 && argc != 5) return 1;
-    state = strtoull(argv[1], NULL, 10);
+    seed_with(strtoull(argv[1], NULL, 10));
     long n = strtol(argv[2], NULL, 10);
     f = fopen(argv[3], "w+");
     if (!f) return 2;

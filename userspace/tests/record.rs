@@ -3549,26 +3549,14 @@ fn stdio_positions_follow_random_sequences_of_calls() {
     ];
     let (mut known_rows, mut nul_lines) = (0, 0);
     for seed in 1..=3 {
-        let (file, log) = (
+        let (file, log, out) = (
             dir.join(format!("{seed}.dat")),
             dir.join(format!("{seed}.log")),
+            dir.join(format!("out-{seed}")),
         );
-        let n = "2000";
-        let res = run(Command::new(&exe)
-            .args([&seed.to_string(), n])
-            .args([&file, &log]));
-        assert!(res.status.success(), "seed {seed}: {:?}", res.status);
-        let out = dir.join(format!("out-{seed}"));
-        let res = run(strata()
-            .args(["record", "-q", "--layers", "posix,stdio", "-o"])
-            .arg(&out)
-            .arg("--")
-            .arg(&exe)
-            .args([&seed.to_string(), n])
-            .arg(&file));
-        assert!(res.status.success(), "seed {seed}: {:?}", res.status);
-        let mut calls = rows(&out, "calls");
-        calls.sort_by_key(|c| c.i("ts_begin_ns"));
+        let seed_n = [seed.to_string(), "2000".to_string()];
+        let args = [seed_n[0].as_ref(), seed_n[1].as_ref(), file.as_os_str()];
+        let (log, calls) = seeded_runs(&exe, "posix,stdio", &args, (&log, &out), &|| {});
         let stream = (calls.iter())
             .find(|c| c.s("function") == Some("fopen") && c.s("path") == file.to_str())
             .and_then(|c| c.i("handle_id"));
@@ -3577,7 +3565,6 @@ fn stdio_positions_follow_random_sequences_of_calls() {
             .filter(|c| c.i("handle_id") == stream && c.s("layer") == Some("stdio"))
             .filter(|c| !matches!(c.s("function"), Some("fopen" | "setvbuf" | "fclose")))
             .collect();
-        let log = std::fs::read_to_string(&log).unwrap();
         let want: Vec<Vec<&str>> = log.lines().map(|l| l.split(' ').collect()).collect();
         assert_eq!(
             on_stream.len(),
@@ -3652,26 +3639,22 @@ fn posix_positions_follow_random_sequences_of_calls() {
     let exe = build_c("cc", "posix_random.c", &dir.join("posix_random"), &[]);
     let (file, source) = (dir.join("file.dat"), dir.join("source.dat"));
     for seed in 1..=3 {
-        let log = dir.join(format!("{seed}.log"));
-        let args = [seed.to_string(), "2000".to_string()];
-        let res = run(Command::new(&exe).args(&args).args([&file, &source, &log]));
-        assert!(res.status.success(), "seed {seed}: {:?}", res.status);
-        let log = std::fs::read_to_string(&log).unwrap();
+        let (log, out) = (
+            dir.join(format!("{seed}.log")),
+            dir.join(format!("out-{seed}")),
+        );
+        let seed_n = [seed.to_string(), "2000".to_string()];
+        let args = [
+            seed_n[0].as_ref(),
+            seed_n[1].as_ref(),
+            file.as_os_str(),
+            source.as_os_str(),
+        ];
+        let (log, calls) = seeded_runs(&exe, "posix", &args, (&log, &out), &|| {});
         let want: Vec<Vec<i64>> = (log.lines())
             .map(|l| l.split(' ').skip(1).map(|v| v.parse().unwrap()).collect())
             .collect();
         let names: Vec<&str> = log.lines().filter_map(|l| l.split(' ').next()).collect();
-        let out = dir.join(format!("out-{seed}"));
-        let res = run(strata()
-            .args(["record", "-q", "--layers", "posix", "-o"])
-            .arg(&out)
-            .arg("--")
-            .arg(&exe)
-            .args(&args)
-            .args([&file, &source]));
-        assert!(res.status.success(), "seed {seed}: {:?}", res.status);
-        let mut calls = rows(&out, "calls");
-        calls.sort_by_key(|c| c.i("ts_begin_ns"));
         let pid = (calls.iter())
             .find(|c| c.s("function") == Some("ftruncate"))
             .and_then(|c| c.i("pid"));
@@ -3735,6 +3718,112 @@ fn posix_positions_follow_random_sequences_of_calls() {
             }
         }
     }
+}
+
+/// Files followed through random sequences of calls on the fd table
+/// (tests/workloads/fd_random.c: ten slots, each holding one of six files opened into it by
+/// dup2, a copy of another by dup2, dup3 or F_DUPFD, or nothing after close or close_range).
+/// The ground truth is an untraced run of the same seed that asks, after each call, what file
+/// the slot holds and where. Every read and write on a slot is on the file it held, with its
+/// bytes and the offset it began at; a failed one (the slot empty) on none. Only an O_APPEND
+/// description's offsets may be unknown (after its writes, which go to the end of the file).
+#[test]
+fn fds_follow_random_sequences_of_dups_and_closes() {
+    require_root();
+    let dir = scratch("fd_random");
+    let exe = build_c("cc", "fd_random.c", &dir.join("fd_random"), &[]);
+    let files = dir.join("files");
+    for seed in 1..=3 {
+        let (log, out) = (
+            dir.join(format!("{seed}.log")),
+            dir.join(format!("out-{seed}")),
+        );
+        let seed_n = [seed.to_string(), "3000".to_string()];
+        let args = [seed_n[0].as_ref(), seed_n[1].as_ref(), files.as_os_str()];
+        let fresh = || {
+            let _ = std::fs::remove_dir_all(&files);
+            std::fs::create_dir(&files).unwrap();
+        };
+        let (log, calls) = seeded_runs(&exe, "posix", &args, (&log, &out), &fresh);
+        let want: Vec<Vec<&str>> = (log.lines())
+            .map(|l| l.split(' ').collect::<Vec<_>>())
+            .filter(|w| matches!(w[1], "read" | "write"))
+            .collect();
+        let table = rows(&out, "files");
+        let pid = (calls.iter())
+            .find(|c| c.s("function") == Some("close_range"))
+            .and_then(|c| c.i("pid"));
+        let mine: Vec<&Row> = (calls.iter())
+            .filter(|c| c.i("pid") == pid && matches!(c.s("function"), Some("read" | "write")))
+            .filter(|c| {
+                c.list_i("args")
+                    .first()
+                    .is_some_and(|fd| (10..20).contains(fd))
+            })
+            .collect();
+        assert_eq!(
+            mine.len(),
+            want.len(),
+            "seed {seed}: reads and writes on the slots"
+        );
+        let mut moved = 0;
+        for (row, w) in mine.iter().zip(&want) {
+            let at = format!("seed {seed}: {w:?}: {row:?}");
+            let num = |j: usize| w[j].parse::<i64>().unwrap();
+            let (result, file, pos, appends) = (num(3), num(4), num(5), num(6) == 1);
+            assert_eq!(row.s("function"), Some(w[1]), "{at}");
+            if result < 0 {
+                assert_eq!(row.i("file_id"), None, "{at}");
+                continue;
+            }
+            let path = file_path(&table, row.i("file_id"));
+            let named = format!("{}/f{file}", files.display());
+            assert_eq!(
+                (path, row.i("bytes_result")),
+                (Some(named), Some(result)),
+                "{at}"
+            );
+            let offset = row.i("offset");
+            let truth = pos - result;
+            match (appends, w[1]) {
+                (true, "write") => assert_eq!(offset, None, "{at}"),
+                (true, _) => assert!(offset.is_none_or(|o| o == truth), "{at}"),
+                _ => assert_eq!(offset, Some(truth), "{at}"),
+            }
+            moved += 1;
+        }
+        assert!(
+            moved > 200,
+            "seed {seed}: {moved} reads and writes moved bytes"
+        );
+    }
+}
+
+/// A seeded workload's two runs (`exe SEED N ARGS.. [LOG]`): untraced with `log`, its ground
+/// truth, then traced at `layers` into `out` without it, each from what `fresh` makes. The
+/// log, and the traced run's calls in the order they began.
+fn seeded_runs(
+    exe: &Path,
+    layers: &str,
+    args: &[&std::ffi::OsStr],
+    (log, out): (&Path, &Path),
+    fresh: &dyn Fn(),
+) -> (String, Vec<Row>) {
+    fresh();
+    let res = run(Command::new(exe).args(args).arg(log));
+    assert!(res.status.success(), "{args:?}: {:?}", res.status);
+    let text = std::fs::read_to_string(log).unwrap();
+    fresh();
+    let res = run(strata()
+        .args(["record", "-q", "--layers", layers, "-o"])
+        .arg(out)
+        .arg("--")
+        .arg(exe)
+        .args(args));
+    assert!(res.status.success(), "{args:?}: {:?}", res.status);
+    let mut calls = rows(out, "calls");
+    calls.sort_by_key(|c| c.i("ts_begin_ns"));
+    (text, calls)
 }
 
 /// The stdio functions programs really call, against tests/workloads/stdio_calls.c built
