@@ -1577,12 +1577,10 @@ impl Correlator {
                 if let Some(h) = handle {
                     // A seek that failed (lseek to a hole or data past the end: ENXIO; to
                     // before the start: EINVAL) left the position where it was.
-                    let new = if p.ret == RetKind::Position && failed {
+                    let new = if failed {
                         self.handles.pos(h)
                     } else if p.ret == RetKind::Position {
                         Some(ret)
-                    } else if failed {
-                        self.handles.pos(h)
                     } else if p.op == Op::Tell {
                         // fgetpos: the position it wrote (its `fpos_t` begins with it); a
                         // question moves nothing.
@@ -2213,7 +2211,7 @@ impl Correlator {
         let (mut up, mut made_up): (Vec<HandleId>, Option<HandleId>) = (Vec::new(), None);
         match created {
             Some(h) => {
-                let object = self.is_object(h);
+                let object = !orphans.is_empty() && self.is_object(h);
                 for o in orphans {
                     let child = self.handles.get(o);
                     let child_file = child.and_then(|c| c.row.file_id);
