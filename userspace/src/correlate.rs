@@ -153,6 +153,9 @@ pub struct Correlator {
     pub loader_reports: Vec<i32>,
     /// Transfer mode per (pid, 0, HDF5 transfer property list) or (pid, ncid, varid).
     xfer_modes: HashMap<(i32, u64, u64), u64>,
+    /// Open file descriptions sent in messages (sendmsg's `SCM_RIGHTS`), by the kernel's
+    /// `struct file *`, for the receivers' descriptors to share.
+    passed: HashMap<u64, Passed>,
     /// HDF5 dataspaces and selections, for the bytes of transfers.
     dataspaces: crate::hdf5::Dataspaces,
     /// NetCDF variable ranks, for the bytes of puts and gets.
@@ -275,6 +278,7 @@ impl Correlator {
             procs: Procs::default(),
             handles: Handles::default(),
             xfer_modes: HashMap::default(),
+            passed: HashMap::default(),
             collective_opens: HashMap::default(),
             dataspaces: Default::default(),
             nc_vars: Default::default(),
@@ -1345,6 +1349,15 @@ impl Correlator {
             .iter()
             .find(|b| Some(b.handle) == handle)
             .map(|b| b.offset);
+        // A descriptor a message passed, the row's second handle: the sender's, or the one
+        // the receiver got.
+        if let Some(fd) = arg(ArgKind::Rights)
+            .map(|v| v as u32 as i32)
+            .filter(|fd| !failed && *fd >= 0)
+        {
+            handle2 = self.passed_fd(&p, rec, fd, call_id, ts_begin);
+            file2 = file_of(&self.handles, handle2);
+        }
         match p.op {
             // The thin libc wrappers: the fd belongs to the posix call beneath.
             Op::Open | Op::Dup if p.layer == Layer::Libc && !failed => {
@@ -1547,9 +1560,11 @@ impl Correlator {
                         Layer::Mpiio => bytes_result.filter(|b| Some(*b) == bytes_requested),
                         _ => bytes_result,
                     };
-                    // A copy reads its first fd and writes its second.
+                    // A copy reads its first fd and writes its second; a descriptor a
+                    // message passed moves nothing.
                     let writes = [p.op == Op::Write, true];
-                    for ((h, at), write) in [(handle, &mut offset), (handle2, &mut offset2)]
+                    let copied = handle2.filter(|_| p.arg(ArgKind::Rights).is_none());
+                    for ((h, at), write) in [(handle, &mut offset), (copied, &mut offset2)]
                         .into_iter()
                         .zip(writes)
                     {
@@ -1849,6 +1864,10 @@ impl Correlator {
                     // As given: an offset, or -1 for none.
                     v if k.is_ret_deref() && *k != ArgKind::FdPair && v != -1 => {
                         v.wrapping_sub(moved)
+                    }
+                    // The descriptor a message passed (-1: none), not the message's address.
+                    v if *k == ArgKind::Rights && returned && ret >= 0 => {
+                        i64::from(v as u32 as i32)
                     }
                     v => v,
                 })
@@ -2188,6 +2207,76 @@ impl Correlator {
         (Some(named), Some(id))
     }
 
+    /// The handle of descriptor `fd` that message call `rec` passed. At a send, the
+    /// sender's, whose open file description is kept by the kernel's `struct file *` for it
+    /// (the kernel side read both at return). At a receipt, a new handle on that description
+    /// where a traced process sent it, so that both follow one position; else on a
+    /// description of its own, at a position unknown.
+    fn passed_fd(
+        &mut self,
+        p: &Probe,
+        rec: &CallRecord,
+        fd: i32,
+        call_id: i64,
+        ts: i64,
+    ) -> Option<HandleId> {
+        /// Descriptions kept for receivers at most: a sender whose messages nobody traced
+        /// receives leaves them.
+        const KEPT: usize = 4096;
+        let pid = rec.pid as i32;
+        let kernel_file = rec.args.get(p.args.len() + 2).copied().filter(|f| *f != 0);
+        if p.op == Op::Write {
+            let h = self.fd_handle(pid, fd)?;
+            if let (Some(ptr), Some(held)) = (kernel_file, self.handles.get(h)) {
+                let kept = Passed {
+                    file_id: held.row.file_id,
+                    flags: held.row.flags,
+                    ofd: self.handles.hold_ofd(h)?,
+                };
+                if self.passed.len() >= KEPT {
+                    for (_, old) in self.passed.drain() {
+                        self.handles.release_ofd(old.ofd);
+                    }
+                }
+                if let Some(old) = self.passed.insert(ptr, kept) {
+                    self.handles.release_ofd(old.ofd);
+                }
+            }
+            return Some(h);
+        }
+        if let Some(old) = self.handles.lookup(pid, Raw::Fd(fd)) {
+            self.handles.destroy(old, Some(call_id), Some(ts));
+        }
+        let (path, file_id) = self.made_fd_file(p, rec, fd, None);
+        // The same description, unless the kernel reused a freed one's memory for another.
+        let sent = kernel_file
+            .and_then(|ptr| self.passed.get(&ptr))
+            .filter(|s| s.file_id == file_id);
+        let h = self.handles.create(NewHandle {
+            pid,
+            raw: Raw::Fd(fd),
+            layer: p.layer.as_str(),
+            kind: "fd",
+            parent: None,
+            file_id,
+            path,
+            mode: None,
+            flags: sent.and_then(|s| s.flags),
+            call_id: Some(call_id),
+            ts: Some(ts),
+            share_with: None,
+            pos: None,
+        });
+        if let Some(ofd) = sent.map(|s| s.ofd) {
+            self.handles.join_ofd(h, ofd);
+        }
+        // A received descriptor is close-on-exec only if the receiver asked (MSG_CMSG_CLOEXEC).
+        let flags = arg_of(p, rec, ArgKind::Int).unwrap_or(0);
+        self.handles
+            .set_cloexec(h, flags & libc::MSG_CMSG_CLOEXEC as u64 != 0);
+        Some(h)
+    }
+
     /// Links handles created beneath this call to the handle it created (see module docs).
     /// `about`: the handle the call is about, when it made none (a group an HDF5 iteration
     /// goes over).
@@ -2525,6 +2614,20 @@ fn second_dirfd(p: &Probe, rec: &CallRecord) -> Option<i32> {
 
 /// A syscall that reads or writes an fd's bytes and names nothing but the fd, buffer, size
 /// and offset, returning the bytes moved: its rows take [`Correlator::plain_transfer`].
+/// An open file description in flight in a message (see `Correlator::passed`).
+struct Passed {
+    /// Held for the receiver (`Handles::hold_ofd`).
+    ofd: u64,
+    file_id: Option<i64>,
+    /// The sender's handle's open flags.
+    flags: Option<i64>,
+}
+
+/// Argument `kind` of call `rec`.
+fn arg_of(p: &Probe, rec: &CallRecord, kind: ArgKind) -> Option<u64> {
+    Some(rec.args[p.arg(kind)?])
+}
+
 fn is_plain_transfer(p: &Probe) -> bool {
     matches!(p.target, Target::Syscall(_))
         && !p.internal

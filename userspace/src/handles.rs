@@ -277,6 +277,7 @@ impl Handles {
             return;
         }
         h.closed = true;
+        let ofd = h.ofd;
         h.row.destroyed_by_call_id = call_id;
         h.row.ts_destroyed_ns = ts;
         if h.row.kind == MAPPING {
@@ -293,13 +294,41 @@ impl Handles {
                 }
             }
         }
-        if let Entry::Occupied(mut o) = self.ofds.entry(h.ofd) {
+        self.release_ofd(ofd);
+        self.release_if_done(id);
+    }
+
+    /// A reference to handle `id`'s open file description, kept beyond its handles (one in
+    /// flight in a message) until [`Self::release_ofd`].
+    pub fn hold_ofd(&mut self, id: HandleId) -> Option<u64> {
+        let ofd = self.live.get(&id)?.ofd;
+        self.ofds.get_mut(&ofd)?.refs += 1;
+        Some(ofd)
+    }
+
+    /// Drops a reference to an open file description: the last one ends it.
+    pub fn release_ofd(&mut self, ofd: u64) {
+        if let Entry::Occupied(mut o) = self.ofds.entry(ofd) {
             o.get_mut().refs = o.get().refs.saturating_sub(1);
             if o.get().refs == 0 {
                 o.remove();
             }
         }
-        self.release_if_done(id);
+    }
+
+    /// Moves handle `id` onto open file description `ofd` (held, see [`Self::hold_ofd`]),
+    /// its position and O_APPEND, from the one it was made with.
+    pub fn join_ofd(&mut self, id: HandleId, ofd: u64) {
+        self.forget();
+        let Some(h) = self.live.get_mut(&id) else {
+            return;
+        };
+        let Some(o) = self.ofds.get_mut(&ofd) else {
+            return;
+        };
+        o.refs += 1;
+        let old = std::mem::replace(&mut h.ofd, ofd);
+        self.release_ofd(old);
     }
 
     /// Marks whether a handle waits for adoption by an enclosing call.

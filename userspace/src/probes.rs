@@ -339,6 +339,7 @@ kinds!(
         OffsetRef = "offset_ref",
         Offset2Ref = "offset2_ref",
         FdPair = "fd_pair",
+        Rights = "rights",
         Whence = "whence",
         Flags = "flags",
         Mode = "mode",
@@ -709,11 +710,16 @@ impl Probe {
                 .filter(|_| self.stdio_fileno_offset.is_some() && self.args.len() < MAX_ARGS)
                 .map_or(NO_ARG, |i| i as u8),
             ret_blob_arg: self.arg(ArgKind::IndexArray).map_or(NO_ARG, |i| i as u8),
-            fd_file_arg: match (self.fd_inode, self.arg(ArgKind::FdPair)) {
+            fd_file_arg: match (
+                self.fd_inode,
+                self.arg(ArgKind::FdPair).or(self.arg(ArgKind::Rights)),
+            ) {
                 (false, _) => NO_ARG,
                 (true, Some(i)) => i as u8,
                 (true, None) => strata_common::FD_FROM_RET,
             },
+            rights_arg: self.arg(ArgKind::Rights).map_or(NO_ARG, |i| i as u8),
+            _pad: [0; 3],
             array_arg: self.arg(ArgKind::RequestArray).map_or(NO_ARG, |i| i as u8),
             // probes.toml checked that a request array comes with its count.
             array_len_arg: self
@@ -1087,14 +1093,18 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
         }
         // The kernel programs read these only where they can occur (see `on_entry`).
         let not_read = match target {
-            Target::Uprobe { .. } | Target::Kernel { .. } | Target::Request { .. } => None,
+            Target::Uprobe { .. } | Target::Kernel { .. } | Target::Request { .. } => {
+                args.iter().find(|a| **a == ArgKind::Rights)
+            }
             Target::Syscall(_) => args.iter().find(|a| a.library_only()),
             Target::Kfunc { .. } => args.iter().find(|a| a.library_only() || a.user_memory()),
         };
         if let Some(a) = not_read {
             return Err(bad(format!(
                 "`{a}` arguments are read from user memory for {}; declare it as `ptr` here",
-                if a.user_memory() {
+                if *a == ArgKind::Rights {
+                    "syscalls only"
+                } else if a.user_memory() {
                     "syscalls and library functions"
                 } else {
                     "library functions only"
@@ -1157,13 +1167,32 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
         if p.fd_inode
             && (!is_syscall
                 || !((matches!(op, Op::Open | Op::Dup) && ret == RetKind::Fd)
-                    || args.contains(&ArgKind::FdPair))
+                    || args.contains(&ArgKind::FdPair)
+                    || args.contains(&ArgKind::Rights))
                 || args.len() + 2 > MAX_ARGS)
         {
             return Err(bad(format!(
                 "`fd_inode` is for syscalls that return a descriptor (op = \"open\" or \"dup\", ret = \"fd\") \
-                 or fill a pair (`fd_pair`), with at most {} arguments",
+                 or fill a pair (`fd_pair`), or pass one in a message (`rights`), with at most \
+                 {} arguments",
                 MAX_ARGS - 2
+            )));
+        }
+        // A passed descriptor's file and open file description: in the three slots after
+        // the arguments.
+        if args.contains(&ArgKind::Rights)
+            && (!p.fd_inode
+                || !matches!(op, Op::Read | Op::Write)
+                || ret != RetKind::Bytes
+                || args.len() + 3 > MAX_ARGS
+                || args.iter().filter(|k| **k == ArgKind::Rights).count() > 1
+                || args.contains(&ArgKind::FdPair))
+        {
+            return Err(bad(format!(
+                "a `rights` argument (a message that may pass descriptors: sendmsg, recvmsg) is \
+                 one per probe, of op = \"read\" or \"write\" with ret = \"bytes\", \
+                 `fd_inode = true` and at most {} arguments",
+                MAX_ARGS - 3
             )));
         }
         // A name for the descriptor's file: its inode says nothing (the one anonymous inode),
@@ -1906,6 +1935,63 @@ mod tests {
             ),
         ] {
             let e = with(target, op, args, ret, extra).unwrap_err().to_string();
+            assert!(e.contains(says), "{op} {args} {extra}: {e}");
+        }
+    }
+
+    /// `rights`: the message's first passed descriptor replaces the pointer at return, and
+    /// is the one whose file the kernel side reads; refused without `fd_inode`, off a
+    /// transfer, twice, for library functions, and where its three slots do not fit.
+    #[test]
+    fn rights_name_the_descriptor_a_message_passes() {
+        let builtin = parse(BUILTIN, "probes.toml").unwrap();
+        for f in ["sendmsg", "recvmsg"] {
+            let spec = builtin.iter().find(|p| p.function() == f).unwrap().spec();
+            assert_eq!((spec.rights_arg, spec.fd_file_arg), (1, 1), "{f}");
+        }
+        let spec = builtin
+            .iter()
+            .find(|p| p.function() == "openat")
+            .unwrap()
+            .spec();
+        assert_eq!(spec.rights_arg, NO_ARG);
+        let with = |target: &str, op: &str, args: &str, extra: &str| {
+            parse(
+                &format!(
+                    "[[probe]]\nlayer = \"posix\"\n{target}\nop = \"{op}\"\nargs = {args}\nret = \"bytes\"\n{extra}"
+                ),
+                "t.toml",
+            )
+        };
+        let sys = "syscall = \"recvmsg\"";
+        let msg = "[\"fd\", \"rights\", \"int\"]";
+        assert!(with(sys, "read", msg, "fd_inode = true\n").is_ok());
+        for (target, op, args, extra, says) in [
+            (sys, "read", msg, "", "`rights`"),
+            (sys, "meta", msg, "fd_inode = true\n", "`rights`"),
+            (
+                sys,
+                "read",
+                "[\"fd\", \"rights\", \"rights\"]",
+                "fd_inode = true\n",
+                "`rights`",
+            ),
+            (
+                sys,
+                "read",
+                "[\"fd\", \"rights\", \"int\", \"int\"]",
+                "fd_inode = true\n",
+                "`rights`",
+            ),
+            (
+                "library = \"libc.so.6\"\nsymbol = \"recvmsg\"",
+                "read",
+                msg,
+                "",
+                "syscalls only",
+            ),
+        ] {
+            let e = with(target, op, args, extra).unwrap_err().to_string();
             assert!(e.contains(says), "{op} {args} {extra}: {e}");
         }
     }

@@ -37,6 +37,8 @@ pub fn number(name: &str) -> Option<u32> {
         "socket" => SYS_socket,
         "accept" => SYS_accept,
         "accept4" => SYS_accept4,
+        "sendmsg" => SYS_sendmsg,
+        "recvmsg" => SYS_recvmsg,
         "eventfd2" => SYS_eventfd2,
         "epoll_create1" => SYS_epoll_create1,
         "fcntl" => SYS_fcntl,

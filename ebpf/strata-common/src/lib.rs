@@ -984,6 +984,14 @@ pub struct FuncSpec {
     /// pipe, a memfd), or one removed before user space could look, is then known after its
     /// process is gone.
     pub fd_file_arg: u8,
+    /// Index of a user `struct msghdr *` argument of a syscall (sendmsg, recvmsg), or
+    /// [`NO_ARG`]: at return, replaced by the first descriptor an `SCM_RIGHTS` control message
+    /// in it carries (low 32 bits; -1 when none) and how many it carries (high 32 bits). With
+    /// `fd_file_arg` naming the same argument, that descriptor's inode and device follow the
+    /// arguments, and its kernel `struct file *` (the open file description, the same in the
+    /// sender and the receiver) in the slot after them.
+    pub rights_arg: u8,
+    pub _pad: [u8; 3],
 }
 
 /// [`FuncSpec::fd_file_arg`] of a call that returns the descriptor.
@@ -1483,7 +1491,7 @@ const _: () = {
     assert!(core::mem::size_of::<BlockOffsets>() == 56);
     assert!(core::mem::size_of::<TaskOffsets>() == 48);
     assert!(core::mem::size_of::<ImageHeader>() == 24);
-    assert!(core::mem::size_of::<FuncSpec>() == 24);
+    assert!(core::mem::size_of::<FuncSpec>() == 28);
     assert!(core::mem::size_of::<OnlyKey>() == 8);
     assert!(core::mem::size_of::<TypeTable>() == 8 + 16 * MAX_TYPE_REFS);
     assert!(core::mem::size_of::<TypeIdsRecord>() == 16 + 16 * MAX_TYPE_REFS);

@@ -150,24 +150,26 @@ pub(crate) fn fd_file(cfg: &Config, me: &thread::Me, fd: i64) -> u64 {
     }
 }
 
-/// The inode number of the file behind descriptor `fd`, and its file system's device with
-/// the inode's mode above it (see `FuncSpec::fd_file_arg`); 0s when unknown.
+/// The inode number of the file behind descriptor `fd`, its file system's device with the
+/// inode's mode above it (see `FuncSpec::fd_file_arg`), and the `struct file *`; 0s when
+/// unknown.
 #[inline(always)]
-pub(crate) fn fd_identity(cfg: &Config, me: &thread::Me, fd: i64) -> (u64, u64) {
-    let inode = file_inode(cfg, fd_file(cfg, me, fd));
+pub(crate) fn fd_identity(cfg: &Config, me: &thread::Me, fd: i64) -> (u64, u64, u64) {
+    let file = fd_file(cfg, me, fd);
+    let inode = file_inode(cfg, file);
     if inode == 0 {
-        return (0, 0);
+        return (0, 0, 0);
     }
     let (ino, sb, mode) = inode_fields(cfg, inode);
     if ino == 0 {
-        return (0, 0);
+        return (0, 0, 0);
     }
     let dev: u32 = if sb == 0 {
         0
     } else {
         kread(sb + u64::from(cfg.sb_dev_off)).unwrap_or(0)
     };
-    (ino, u64::from(dev) | (u64::from(mode) << 32))
+    (ino, u64::from(dev) | (u64::from(mode) << 32), file)
 }
 
 /// An inode's number, superblock and mode (0s where unreadable): with one helper read of

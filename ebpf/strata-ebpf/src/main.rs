@@ -665,6 +665,47 @@ fn set_arg(args: &mut [u64; MAX_ARGS], i: u8, v: u64) {
     }
 }
 
+/// The first descriptor an `SCM_RIGHTS` control message of the user `struct msghdr` at
+/// `msg` carries (low 32 bits, -1 when none) and their number (high 32 bits): see
+/// `FuncSpec::rights_arg`. Of the first two control messages, since a receiver that asked
+/// for its peer's credentials gets them first.
+#[inline(always)]
+fn passed_fd(msg: u64) -> u64 {
+    const NONE: u64 = u32::MAX as u64;
+    // struct msghdr (x86-64): msg_control at byte 32, msg_controllen (the length received,
+    // at a recvmsg's return) at 40; struct cmsghdr: cmsg_len, cmsg_level, cmsg_type, data.
+    // SAFETY: the helper tolerates null and bad user pointers.
+    let (Ok(ctl), Ok(len)) = (
+        unsafe { bpf_probe_read_user((msg + 32) as *const u64) },
+        unsafe { bpf_probe_read_user((msg + 40) as *const u64) },
+    ) else {
+        return NONE;
+    };
+    let mut off = 0u64;
+    for _ in 0..2 {
+        if off + 20 > len {
+            break;
+        }
+        // SAFETY: as above.
+        let Ok(hdr) = (unsafe { bpf_probe_read_user((ctl + off) as *const [u64; 2]) }) else {
+            break;
+        };
+        // SOL_SOCKET (1), SCM_RIGHTS (1).
+        if hdr[1] == 1 | (1 << 32) {
+            // SAFETY: as above.
+            return match unsafe { bpf_probe_read_user((ctl + off + 16) as *const u32) } {
+                Ok(fd) => u64::from(fd) | ((hdr[0].saturating_sub(16) / 4) << 32),
+                Err(_) => NONE,
+            };
+        }
+        if hdr[0] < 16 {
+            break;
+        }
+        off += (hdr[0] + 7) & !7;
+    }
+    NONE
+}
+
 /// Argument `i` (0 past the last): loads at constant offsets. An index checked and then
 /// reloaded from the stack loses its bound on 6.1's verifier.
 #[inline(always)]
@@ -1507,6 +1548,13 @@ fn on_return(spec: &FuncSpec, ret: i64, wake: bool) -> Res<()> {
                 }
             }
         }
+        // The descriptor a message passed (sendmsg, recvmsg): syscalls only, the library
+        // programs carry no such code.
+        let rights = !wake && spec.rights_arg != NO_ARG && ret >= 0;
+        if rights {
+            let msg = arg_at(&f.args, spec.rights_arg);
+            set_arg(&mut f.args, spec.rights_arg, passed_fd(msg));
+        }
         // The file of a descriptor the call made, while the descriptor is surely its.
         if spec.fd_file_arg != NO_ARG && ret >= 0 {
             let fd = match spec.fd_file_arg {
@@ -1514,9 +1562,12 @@ fn on_return(spec: &FuncSpec, ret: i64, wake: bool) -> Res<()> {
                 k => i64::from(arg_at(&f.args, k) as i32),
             };
             if let Ok(cfg) = config() {
-                let (ino, dev_mode) = kfunc::fd_identity(cfg, &me, fd);
+                let (ino, dev_mode, file) = kfunc::fd_identity(cfg, &me, fd);
                 set_arg(&mut f.args, spec.nargs, ino);
                 set_arg(&mut f.args, spec.nargs.wrapping_add(1), dev_mode);
+                if rights {
+                    set_arg(&mut f.args, spec.nargs.wrapping_add(2), file);
+                }
             }
         }
         let f = &*f;
