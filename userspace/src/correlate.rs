@@ -2224,7 +2224,7 @@ impl Correlator {
         /// receives leaves them.
         const KEPT: usize = 4096;
         let pid = rec.pid as i32;
-        let kernel_file = rec.args.get(p.args.len() + 2).copied().filter(|f| *f != 0);
+        let kernel_file = rec.args.last().copied().filter(|f| *f != 0);
         if p.op == Op::Write {
             let h = self.fd_handle(pid, fd)?;
             if let (Some(ptr), Some(held)) = (kernel_file, self.handles.get(h)) {

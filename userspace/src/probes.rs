@@ -1178,8 +1178,8 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Probe>, ProbeError> {
                 MAX_ARGS - 2
             )));
         }
-        // A passed descriptor's file and open file description: in the three slots after
-        // the arguments.
+        // A passed descriptor's file in the two slots after the arguments, its open file
+        // description in the last.
         if args.contains(&ArgKind::Rights)
             && (!p.fd_inode
                 || !matches!(op, Op::Read | Op::Write)

@@ -989,7 +989,8 @@ pub struct FuncSpec {
     /// in it carries (low 32 bits; -1 when none) and how many it carries (high 32 bits). With
     /// `fd_file_arg` naming the same argument, that descriptor's inode and device follow the
     /// arguments, and its kernel `struct file *` (the open file description, the same in the
-    /// sender and the receiver) in the slot after them.
+    /// sender and the receiver) is in the last slot (user space keeps the probe's arguments
+    /// three short of it).
     pub rights_arg: u8,
     pub _pad: [u8; 3],
 }

@@ -1565,8 +1565,10 @@ fn on_return(spec: &FuncSpec, ret: i64, wake: bool) -> Res<()> {
                 let (ino, dev_mode, file) = kfunc::fd_identity(cfg, &me, fd);
                 set_arg(&mut f.args, spec.nargs, ino);
                 set_arg(&mut f.args, spec.nargs.wrapping_add(1), dev_mode);
+                // The last slot, a constant offset: a slot counted from `nargs` here took
+                // 6.1's verifier off the frame's bounds.
                 if rights {
-                    set_arg(&mut f.args, spec.nargs.wrapping_add(2), file);
+                    f.args[MAX_ARGS - 1] = file;
                 }
             }
         }
