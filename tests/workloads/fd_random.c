@@ -82,18 +82,9 @@ int main(int argc, char **argv) {
             break;
         }
         if (log) {
-            struct stat s, t;
-            long long pos = -1;
-            int file = -1, appends = 0;
-            if (fstat(fd, &s) == 0) {
-                for (int k = 0; k < 6; k++)
-                    if (stat(names[k], &t) == 0 && t.st_ino == s.st_ino && t.st_dev == s.st_dev)
-                        file = k;
-                pos = lseek(fd, 0, SEEK_CUR);
-                appends = (fcntl(fd, F_GETFL) & O_APPEND) != 0;
-            }
-            fprintf(log, "%ld %s %d %lld %d %lld %d\n", i, name, fd, r < 0 ? -1 : r, file, pos,
-                    appends);
+            struct slot_truth t = truth_of(fd, names, 6);
+            fprintf(log, "%ld %s %d %lld %d %lld %d\n", i, name, fd, r < 0 ? -1 : r, t.file, t.pos,
+                    t.appends);
         }
     }
     return log && fclose(log) ? 3 : 0;

@@ -1526,6 +1526,15 @@ impl Correlator {
                 }
             }
             Op::Read | Op::Write | Op::Copy => {
+                // A request on a registered file (IOSQE_FIXED_FILE) at the file's position
+                // moved an open file description strata cannot tell from the others on the
+                // file: the process's fds there lose their positions (until a seek) rather
+                // than keep wrong ones.
+                if is_request && fd_arg == Some(-1) && arg(ArgKind::Offset) == Some(u64::MAX) {
+                    if let (Some(file), false) = (kfile, failed) {
+                        self.handles.lose_positions(pid, file);
+                    }
+                }
                 // Linux appends a pwrite to an O_APPEND fd, whatever its offset (a plain
                 // write's is found below, appending or not: no lookup for it here).
                 if p.op == Op::Write

@@ -624,6 +624,22 @@ impl Handles {
         }
     }
 
+    /// The positions of the open file descriptions of process `pid`'s fds on file `file_id`
+    /// become unknown (one of them moved unseen).
+    pub fn lose_positions(&mut self, pid: i32, file_id: i64) {
+        for ((p, raw), id) in &self.by_raw {
+            let on_file = |h: &Handle| h.row.file_id == Some(file_id);
+            match (raw, self.live.get(id)) {
+                (Raw::Fd(_), Some(h)) if *p == pid && on_file(h) => {
+                    if let Some(o) = self.ofds.get_mut(&h.ofd) {
+                        o.pos = None;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
     /// A new process inherits its creator's handles: new ids, parented to the originals,
     /// sharing their positions (fork shares open file descriptions).
     pub fn fork(&mut self, parent: i32, child: i32, ts: Option<i64>) {

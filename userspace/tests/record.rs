@@ -11,7 +11,7 @@ use std::{
 
 use common::{
     Row, RowExt as _, Val, build_c, duckdb, kernel_at_least, require_root, require_root_alone,
-    rows, run, scratch, strata, workload_pid,
+    rows, run, scratch, seeded_runs, seeded_runs_on_files, strata, workload_pid,
 };
 
 /// The workload's rows, checked call by call against tests/workloads/posix_stdio.c, with
@@ -3734,17 +3734,7 @@ fn fds_follow_random_sequences_of_dups_and_closes() {
     let exe = build_c("cc", "fd_random.c", &dir.join("fd_random"), &[]);
     let files = dir.join("files");
     for seed in 1..=3 {
-        let (log, out) = (
-            dir.join(format!("{seed}.log")),
-            dir.join(format!("out-{seed}")),
-        );
-        let seed_n = [seed.to_string(), "3000".to_string()];
-        let args = [seed_n[0].as_ref(), seed_n[1].as_ref(), files.as_os_str()];
-        let fresh = || {
-            let _ = std::fs::remove_dir_all(&files);
-            std::fs::create_dir(&files).unwrap();
-        };
-        let (log, calls) = seeded_runs(&exe, "posix", &args, (&log, &out), &fresh);
+        let (log, calls, out) = seeded_runs_on_files(&exe, "posix", &dir, (seed, 3000));
         let want: Vec<Vec<&str>> = (log.lines())
             .map(|l| l.split(' ').collect::<Vec<_>>())
             .filter(|w| matches!(w[1], "read" | "write"))
@@ -3818,17 +3808,7 @@ fn fds_follow_random_sequences_across_forks_execs_and_passed_descriptors() {
     let exe = build_c("cc", "fd_processes.c", &dir.join("fd_processes"), &[]);
     let files = dir.join("files");
     for seed in 1..=3 {
-        let (log, out) = (
-            dir.join(format!("{seed}.log")),
-            dir.join(format!("out-{seed}")),
-        );
-        let seed_n = [seed.to_string(), "1500".to_string()];
-        let args = [seed_n[0].as_ref(), seed_n[1].as_ref(), files.as_os_str()];
-        let fresh = || {
-            let _ = std::fs::remove_dir_all(&files);
-            std::fs::create_dir(&files).unwrap();
-        };
-        let (log, calls) = seeded_runs(&exe, "posix", &args, (&log, &out), &fresh);
+        let (log, calls, out) = seeded_runs_on_files(&exe, "posix", &dir, (seed, 1500));
         let table = rows(&out, "files");
         let named = |w: &[&str]| Some(format!("{}/f{}", files.display(), w[3]));
         // Reads and writes on the slots, and messages that passed one, in every process.
@@ -3892,33 +3872,6 @@ fn fds_follow_random_sequences_across_forks_execs_and_passed_descriptors() {
             "seed {seed}: {moved} reads and writes moved bytes, {passed} messages passed one"
         );
     }
-}
-
-/// A seeded workload's two runs (`exe SEED N ARGS.. [LOG]`): untraced with `log`, its ground
-/// truth, then traced at `layers` into `out` without it, each from what `fresh` makes. The
-/// log, and the traced run's calls in the order they began.
-fn seeded_runs(
-    exe: &Path,
-    layers: &str,
-    args: &[&std::ffi::OsStr],
-    (log, out): (&Path, &Path),
-    fresh: &dyn Fn(),
-) -> (String, Vec<Row>) {
-    fresh();
-    let res = run(Command::new(exe).args(args).arg(log));
-    assert!(res.status.success(), "{args:?}: {:?}", res.status);
-    let text = std::fs::read_to_string(log).unwrap();
-    fresh();
-    let res = run(strata()
-        .args(["record", "-q", "--layers", layers, "-o"])
-        .arg(out)
-        .arg("--")
-        .arg(exe)
-        .args(args));
-    assert!(res.status.success(), "{args:?}: {:?}", res.status);
-    let mut calls = rows(out, "calls");
-    calls.sort_by_key(|c| c.i("ts_begin_ns"));
-    (text, calls)
 }
 
 /// The stdio functions programs really call, against tests/workloads/stdio_calls.c built

@@ -351,6 +351,57 @@ pub fn stdio_sessions(out: &Path) -> bool {
     fwrite.s("mechanism") == Some("uprobe_session")
 }
 
+/// A seeded workload's two runs (`exe SEED N ARGS.. [LOG]`): untraced with `log`, its ground
+/// truth, then traced at `layers` into `out` without it, each from what `fresh` makes. The
+/// log, and the traced run's calls in the order they began.
+pub fn seeded_runs(
+    exe: &Path,
+    layers: &str,
+    args: &[&std::ffi::OsStr],
+    (log, out): (&Path, &Path),
+    fresh: &dyn Fn(),
+) -> (String, Vec<Row>) {
+    fresh();
+    let res = run(Command::new(exe).args(args).arg(log));
+    assert!(res.status.success(), "{args:?}: {:?}", res.status);
+    let text = std::fs::read_to_string(log).unwrap();
+    fresh();
+    let res = run(strata()
+        .args(["record", "-q", "--layers", layers, "-o"])
+        .arg(out)
+        .arg("--")
+        .arg(exe)
+        .args(args));
+    assert!(res.status.success(), "{args:?}: {:?}", res.status);
+    let mut calls = rows(out, "calls");
+    calls.sort_by_key(|c| c.i("ts_begin_ns"));
+    (text, calls)
+}
+
+/// [`seeded_runs`] of `exe SEED N DIR/files [LOG]`, whose files are made afresh in
+/// DIR/files for each run: seed `seed`, `n` calls, the log DIR/SEED.log, the traced run's
+/// dataset DIR/out-SEED (returned after the log and the calls).
+pub fn seeded_runs_on_files(
+    exe: &Path,
+    layers: &str,
+    dir: &Path,
+    (seed, n): (u32, u32),
+) -> (String, Vec<Row>, PathBuf) {
+    let (log, out, files) = (
+        dir.join(format!("{seed}.log")),
+        dir.join(format!("out-{seed}")),
+        dir.join("files"),
+    );
+    let seed_n = [seed.to_string(), n.to_string()];
+    let args = [seed_n[0].as_ref(), seed_n[1].as_ref(), files.as_os_str()];
+    let fresh = || {
+        let _ = std::fs::remove_dir_all(&files);
+        std::fs::create_dir(&files).unwrap();
+    };
+    let (log, calls) = seeded_runs(exe, layers, &args, (&log, &out), &fresh);
+    (log, calls, out)
+}
+
 pub fn rows(out: &Path, table: &str) -> Vec<Row> {
     let mut rows = Vec::new();
     for batch in strata::sink::read_table(out, table).unwrap() {
