@@ -1,7 +1,8 @@
 /* A random sequence of calls on the fd table, the same for a seed: ten slots, fds 10 to 19,
- * each holding, now and then, one of six files (DIR/f0 .. DIR/f5) opened read-write (one in
- * four with O_APPEND) and moved into the slot by dup2, or a copy of another slot by dup2,
- * dup3 (O_CLOEXEC) or fcntl(F_DUPFD) and dup2, or nothing after close or close_range; and
+ * each holding, now and then, one of six files (DIR/f0 .. DIR/f5) opened read-write (or, one
+ * in four each, write-only or read-only; one in four with O_APPEND) and moved into the slot
+ * by dup2, or a copy of another slot by dup2, dup3 (O_CLOEXEC) or fcntl(F_DUPFD) and dup2,
+ * or nothing after close or close_range; and
  * reads, writes and lseeks on the slots, on whatever they hold. With LOG, a line after each
  * call: its number, name, slot, result (-1: failed), the file the slot holds then (its index;
  * -1: none), its position and whether it appends. The log's own fd is 100, and what it
@@ -39,7 +40,11 @@ int main(int argc, char **argv) {
         const char *name;
         switch (op) {
         case 0: {
-            int f = open(names[pick(6)], O_RDWR | O_CREAT | (pick(4) ? 0 : O_APPEND), 0644);
+            /* Read-write mostly; a read on a write-only fd and a write on a read-only one
+             * fail with EBADF, on a file. */
+            static const int access[4] = {O_RDWR, O_RDWR, O_WRONLY, O_RDONLY};
+            int how = access[pick(4)] | O_CREAT | (pick(4) ? 0 : O_APPEND);
+            int f = open(names[pick(6)], how, 0644);
             name = "open";
             r = f < 0 ? -1 : dup2(f, fd);
             if (f >= 0 && f != fd) close(f);

@@ -1234,6 +1234,10 @@ impl Correlator {
             _ if range_last.is_some() => None,
             _ if addr.is_some() => mapping.map(|m| m.id),
             (Some(fd), _) if errno != Some(EBADF as i32) => self.fd_handle(pid, fd),
+            // EBADF: not open, or not open for this (a read on a write-only fd, a copy onto
+            // an O_APPEND one): the handle strata knows, and none from /proc, which would
+            // name whatever has the number by now.
+            (Some(fd), _) => self.handles.lookup(pid, Raw::Fd(fd)),
             (None, Some(h)) => match self.handles.lookup(pid, lib_raw(h)) {
                 // Its fd names another file now (a dup2 onto stdout's, to a log): the
                 // stream made on the old one ends, and one on the new file begins here.
@@ -1248,9 +1252,10 @@ impl Correlator {
             _ => None,
         };
         // The second fd of a copy (copy_file_range's and sendfile's destination).
-        let mut handle2 = arg(ArgKind::Fd2)
-            .filter(|_| errno != Some(EBADF as i32))
-            .and_then(|fd| self.fd_handle(pid, fd as i32));
+        let mut handle2 = arg(ArgKind::Fd2).and_then(|fd| match errno {
+            Some(e) if e == EBADF as i32 => self.handles.lookup(pid, Raw::Fd(fd as i32)),
+            _ => self.fd_handle(pid, fd as i32),
+        });
         // Whether a transfer is collective is set beforehand: on an HDF5 transfer property
         // list (H5Pset_dxpl_mpio), or per NetCDF variable (nc_var_par_access).
         let mut collective = p.collective;
@@ -1393,6 +1398,8 @@ impl Correlator {
                         }
                         _ => {}
                     }
+                } else if is_dup && arg(ArgKind::Newfd).is_some_and(|n| Some(n as i32) == fd_arg) {
+                    // dup2(fd, fd) does nothing, not even clear the fd's close-on-exec flag.
                 } else if is_dup {
                     // The original of a copy strata never saw made (a pseudo-terminal's peer
                     // from the TIOCGPTPEER ioctl, which mpirun makes each rank's stdout of)
@@ -1909,13 +1916,15 @@ impl Correlator {
         // Linux appends a pwrite to an O_APPEND fd, whatever its offset (`transfer`).
         let at = arg(ArgKind::Offset).map(|v| v as i64);
         let moved = (bytes_result, failed, write);
-        let fd = arg(ArgKind::Fd)
-            .filter(|_| errno != Some(EBADF as i32))
-            .map(|fd| fd as i32)
-            .filter(|fd| *fd >= 0);
-        // An fd first used here (opened before tracing) gets its handle, then moves.
+        let fd = arg(ArgKind::Fd).map(|fd| fd as i32).filter(|fd| *fd >= 0);
+        let not_open = errno == Some(EBADF as i32);
+        // An fd first used here (opened before tracing) gets its handle, then moves; with
+        // EBADF only one strata knows (a read on a write-only fd), as in `call`.
         let found = fd.and_then(|fd| {
             self.handles.transfer(pid, fd, at, moved).or_else(|| {
+                if not_open {
+                    return None;
+                }
                 self.fd_handle(pid, fd)?;
                 self.handles.transfer(pid, fd, at, moved)
             })

@@ -42,6 +42,7 @@ const LOCKDOWN_MARK: &str = "strata-vm-lockdown:";
 const WORKLOADS: &[(&str, &str)] = &[
     ("kernel_io.c", "kernel_io"),
     ("uring.c", "uring"),
+    ("uring_random.c", "uring_random"),
     ("aio.c", "aio"),
 ];
 
