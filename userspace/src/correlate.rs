@@ -2630,8 +2630,6 @@ fn second_dirfd(p: &Probe, rec: &CallRecord) -> Option<i32> {
     dirfds.nth(1).map(|(i, _)| rec.args[i] as i32)
 }
 
-/// A syscall that reads or writes an fd's bytes and names nothing but the fd, buffer, size
-/// and offset, returning the bytes moved: its rows take [`Correlator::plain_transfer`].
 /// An open file description in flight in a message (see `Correlator::passed`).
 struct Passed {
     /// Held for the receiver (`Handles::hold_ofd`).
@@ -2646,6 +2644,8 @@ fn arg_of(p: &Probe, rec: &CallRecord, kind: ArgKind) -> Option<u64> {
     Some(rec.args[p.arg(kind)?])
 }
 
+/// A syscall that reads or writes an fd's bytes and names nothing but the fd, buffer, size
+/// and offset, returning the bytes moved: its rows take [`Correlator::plain_transfer`].
 fn is_plain_transfer(p: &Probe) -> bool {
     matches!(p.target, Target::Syscall(_))
         && !p.internal
